@@ -1,0 +1,148 @@
+# Upshift — build, test and generate from a fresh clone with nothing but Go.
+#
+# The control-plane binaries the tests run (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kwok) and the developer tools
+# (controller-gen, staticcheck, helm) are built from the Go modules pinned under
+# tools/build/, into bin/, keyed by version: they are built once and reused.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+ROOT    := $(abspath .)
+BIN     := $(ROOT)/bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/upshift-io/upshift/libs/runtime.version=$(VERSION)
+
+# Every workspace module; `go` commands below run across all of them (those
+# with Go code yet: `go test` fails on a pattern that matches nothing).
+MODULES  := api libs cmd e2e tools $(wildcard services/*)
+PKGS     := $(foreach m,$(MODULES),$(if $(shell find $(m) -name '*.go' -not -path '*/build/*' -print -quit),./$(m)/...))
+
+# Versions come from the builder modules' go.mod files: one source of truth.
+modver = $(shell sed -nE 's|^(require)?[[:space:]]*$(1) (v[^ ]+).*|\2|p' tools/build/$(2)/go.mod | head -1)
+KUBE_VERSION           := $(call modver,k8s.io/kubernetes,kube)
+ETCD_VERSION           := $(call modver,go.etcd.io/etcd/server/v3,etcd)
+KWOK_VERSION           := $(call modver,sigs.k8s.io/kwok,kwok)
+CONTROLLER_GEN_VERSION := $(call modver,sigs.k8s.io/controller-tools,controller-gen)
+STATICCHECK_VERSION    := $(call modver,honnef.co/go/tools,staticcheck)
+HELM_VERSION           := $(call modver,helm.sh/helm/v3,helm)
+
+TESTBIN_KEY := k8s-$(KUBE_VERSION)_etcd-$(ETCD_VERSION)_kwok-$(KWOK_VERSION)
+TESTBIN     := $(BIN)/testbin/$(TESTBIN_KEY)
+TESTBIN_FILES := $(addprefix $(TESTBIN)/,kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml)
+
+CONTROLLER_GEN := $(BIN)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
+STATICCHECK    := $(BIN)/tools/staticcheck-$(STATICCHECK_VERSION)
+HELM           := $(BIN)/tools/helm-$(HELM_VERSION)
+
+# Tests find the control plane here (libs/testenv reads it).
+export UPSHIFT_TESTBIN := $(TESTBIN)
+export UPSHIFT_HELM := $(HELM)
+
+GO_TEST_FLAGS ?=
+TEST_TIMEOUT  ?= 30m
+
+# Builder modules stay outside go.work: build each on its own.
+gobuild_tool = GOWORK=off go build -C $(ROOT)/tools/build/$(1) -trimpath -o $(2) $(3)
+
+##@ General
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
+
+##@ Build
+
+.PHONY: build
+build: ## Build every binary into bin/.
+	@mkdir -p $(BIN)
+	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(shell go list ./cmd/... ./tools/cmd/... 2>/dev/null)
+
+##@ Test
+
+.PHONY: test
+test: testbin ## Run the unit, controller and e2e suites (builds the test control plane first if missing).
+	@echo "== compiling every package and test binary"
+	@start=$$(date +%s); go test -count=1 -run '^$$' $(PKGS) >/dev/null; echo "   took $$(( $$(date +%s) - start ))s"
+	@echo "== running the tests (one package at a time: suites start their own control plane)"
+	@start=$$(date +%s); go test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(PKGS); echo "   took $$(( $$(date +%s) - start ))s"
+
+.PHONY: testbin
+testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) and helm.
+	@ln -sfn $(TESTBIN_KEY) $(BIN)/testbin/current
+
+$(TESTBIN)/kube-apiserver $(TESTBIN)/kube-controller-manager $(TESTBIN)/kube-scheduler:
+	@echo "== building $(@F) $(KUBE_VERSION) (several minutes the first time)"
+	@mkdir -p $(@D)
+	$(call gobuild_tool,kube,$@,k8s.io/kubernetes/cmd/$(@F))
+
+$(TESTBIN)/etcd:
+	@echo "== building etcd $(ETCD_VERSION)"
+	@mkdir -p $(@D)
+	$(call gobuild_tool,etcd,$@,.)
+
+$(TESTBIN)/kwok:
+	@echo "== building kwok $(KWOK_VERSION)"
+	@mkdir -p $(@D)
+	$(call gobuild_tool,kwok,$@,sigs.k8s.io/kwok/cmd/kwok)
+
+# kwok refuses to start without stages: take the ones its module ships.
+$(TESTBIN)/kwok-stages.yaml:
+	@mkdir -p $(@D)
+	dir=$$(GOWORK=off go list -C tools/build/kwok -m -f '{{.Dir}}' sigs.k8s.io/kwok); \
+	for f in $$dir/kustomize/stage/node/fast/*.yaml $$dir/kustomize/stage/node/heartbeat/*.yaml $$dir/kustomize/stage/pod/fast/*.yaml; do \
+		case $$f in */kustomization.yaml) continue;; esac; echo "---"; cat $$f; done > $@.tmp && mv $@.tmp $@
+
+$(CONTROLLER_GEN):
+	$(call gobuild_tool,controller-gen,$@,sigs.k8s.io/controller-tools/cmd/controller-gen)
+
+$(STATICCHECK):
+	$(call gobuild_tool,staticcheck,$@,honnef.co/go/tools/cmd/staticcheck)
+
+$(HELM):
+	@echo "== building helm $(HELM_VERSION)"
+	$(call gobuild_tool,helm,$@,helm.sh/helm/v3/cmd/helm)
+
+##@ Code generation and checks
+
+# The OpenShift CRDs we install in tests and in the demo, copied from the
+# pinned github.com/openshift/api module (the -Default feature set, or the
+# self-managed variant where there is no Default).
+OPENSHIFT_CRDS := \
+	config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml \
+	config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusteroperators.crd.yaml \
+	machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigpools-SelfManagedHA.crd.yaml \
+	machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigs.crd.yaml \
+	machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machines-Default.crd.yaml \
+	machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machinesets-Default.crd.yaml \
+	machine/v1/zz_generated.crd-manifests/0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests (api/crds/), and copy the OpenShift CRDs.
+	cd api && $(CONTROLLER_GEN) object paths=./... && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=crds
+	@rm -rf api/crds/openshift && mkdir -p api/crds/openshift
+	@dir=$$(go list -C libs -m -f '{{.Dir}}' github.com/openshift/api); \
+	for f in $(OPENSHIFT_CRDS); do cp $$dir/$$f api/crds/openshift/; done; chmod u+w api/crds/openshift/*
+	@for c in charts/*/; do [ -d $$c/crds ] || continue; \
+		for f in $$c/crds/*.yaml; do cp api/crds/$$(basename $$f) $$f; done; done
+
+.PHONY: verify
+verify: generate ## Fail if generated files are not up to date.
+	@if [ -n "$$(git status --porcelain -- api charts)" ]; then \
+		echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- api charts; exit 1; fi
+
+.PHONY: lint
+lint: $(STATICCHECK) $(HELM) ## go vet, gofmt, staticcheck and helm lint.
+	go vet $(PKGS)
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(STATICCHECK) $(PKGS)
+	@for c in charts/*/; do [ -f $$c/Chart.yaml ] || continue; $(HELM) lint --strict $$c; done
+
+.PHONY: tidy
+tidy: ## go mod tidy in every module.
+	@for m in $(MODULES); do (cd $$m && go mod tidy); done
+
+.PHONY: clean
+clean: ## Remove built binaries (keeps the test control plane).
+	rm -f $(filter-out $(BIN)/testbin $(BIN)/tools,$(wildcard $(BIN)/*))

@@ -1,0 +1,8 @@
+module github.com/upshift-io/upshift/cmd
+
+go 1.26.0
+
+replace (
+	github.com/upshift-io/upshift/api => ../api
+	github.com/upshift-io/upshift/libs => ../libs
+)

@@ -1,0 +1,27 @@
+package testenv_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/upshift-io/upshift/libs/testenv"
+)
+
+// The self-test proves the whole stack works: it fails, rather than skips,
+// when any piece is missing.
+func TestTestenv(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "testenv")
+}
+
+var env *testenv.Env
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+}, NodeTimeout(3*60e9))

@@ -1,0 +1,344 @@
+package assess
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+)
+
+// Where health insights send the reader.
+const (
+	refCODegraded    = "https://github.com/openshift/runbooks/blob/master/alerts/cluster-monitoring-operator/ClusterOperatorDegraded.md"
+	refCODown        = "https://github.com/openshift/runbooks/blob/master/alerts/cluster-monitoring-operator/ClusterOperatorDown.md"
+	refMCO           = "https://docs.openshift.com/container-platform/latest/post_installation_configuration/machine-configuration-tasks.html#understanding-the-machine-config-operator"
+	refPausedPool    = "https://docs.openshift.com/container-platform/latest/support/troubleshooting/troubleshooting-operator-issues.html#troubleshooting-disabling-autoreboot-mco_troubleshooting-operator-issues"
+	refCVHistory     = "https://docs.openshift.com/container-platform/latest/updating/troubleshooting_updates/gathering-data-cluster-update.html#gathering-clusterversion-history-cli_troubleshooting_updates"
+	refAlertNoRunbok = "<alert does not have a runbook_url annotation>"
+)
+
+// Thresholds after which an operator condition becomes an insight (and an error).
+const (
+	coUnavailableWarnAfter  = 5 * time.Minute
+	coUnavailableErrorAfter = 20 * time.Minute
+	coDegradedWarnAfter     = 5 * time.Minute
+	coDegradedErrorAfter    = 40 * time.Minute
+
+	nodeNotReadySeriousAfter     = 5 * time.Minute
+	nodeDiskPressureSeriousAfter = time.Minute
+	nodeNetworkSeriousAfter      = time.Minute
+)
+
+// Alerts that matter for an update even when they started before it.
+var alertsAffectingUpdates = map[string]bool{
+	"PodDisruptionBudgetLimit":   true,
+	"PodDisruptionBudgetAtLimit": true,
+}
+
+func newHealth(uid string, started time.Time, scope updatev1alpha1.ScopeType, resources []updatev1alpha1.ResourceRef,
+	level updatev1alpha1.InsightImpactLevel, impact updatev1alpha1.InsightImpactType, summary, description, reference string) updatev1alpha1.HealthInsight {
+	h := updatev1alpha1.HealthInsight{
+		UID:         uid,
+		Scope:       updatev1alpha1.InsightScope{Type: scope, Resources: resources},
+		Impact:      updatev1alpha1.InsightImpact{Level: level, Type: impact, Summary: summary, Description: description},
+		Remediation: updatev1alpha1.InsightRemediation{Reference: reference},
+	}
+	if !started.IsZero() {
+		t := metav1.NewTime(started)
+		h.StartedAt = &t
+	}
+	return h
+}
+
+// cvHealth: the CVO's Failing condition, and an update started on top of an
+// unfinished one.
+func cvHealth(cv *configv1.ClusterVersion, hist history, assessment updatev1alpha1.ControlPlaneAssessment, now time.Time) []updatev1alpha1.HealthInsight {
+	var out []updatev1alpha1.HealthInsight
+	res := []updatev1alpha1.ResourceRef{cvRef(cv.Name)}
+	failing := findCVCondition(cv, cvFailing)
+	switch {
+	case failing == nil:
+		out = append(out, newHealth(makeUID("cv", cv.Name, "no-failing"), now, updatev1alpha1.ScopeTypeControlPlane, res,
+			updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,
+			fmt.Sprintf("Cluster Version %s has no Failing condition", cv.Name),
+			"The ClusterVersion has no Failing condition, so whether the cluster-version operator reconciles successfully is unclear. "+
+				"Read the cluster-version operator's logs to find out.",
+			refCODegraded))
+	case failing.Status == configv1.ConditionTrue:
+		out = append(out, newHealth(makeUID("cv", cv.Name, "failing"), failing.LastTransitionTime.Time, updatev1alpha1.ScopeTypeControlPlane, res,
+			updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,
+			fmt.Sprintf("Cluster Version %s is failing to proceed with the update (%s)", cv.Name, failing.Reason),
+			failing.Message, refCODegraded))
+	case failing.Status == configv1.ConditionUnknown:
+		// The CVO says Unknown (reason SlowClusterOperator) when operators take long.
+		out = append(out, newHealth(makeUID("cv", cv.Name, "failing"), failing.LastTransitionTime.Time, updatev1alpha1.ScopeTypeControlPlane, res,
+			updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,
+			fmt.Sprintf("Cluster Version %s may be failing to proceed with the update (%s)", cv.Name, failing.Reason),
+			failing.Message, refCODegraded))
+	}
+	if hist.previousPartial && assessment != updatev1alpha1.ControlPlaneAssessmentCompleted {
+		out = append(out, newHealth(makeUID("cv", cv.Name, "previous-partial"), hist.started, updatev1alpha1.ScopeTypeControlPlane, res,
+			updatev1alpha1.WarningImpactLevel, updatev1alpha1.NoneImpactType,
+			fmt.Sprintf("Previous update to %s never completed, last complete update was %s", hist.previous, hist.lastCompleted()),
+			fmt.Sprintf("Current update to %s was initiated while the previous update to version %s was still in progress", hist.target, hist.previous),
+			refCVHistory))
+	}
+	return out
+}
+
+// operatorHealth: an operator unavailable or degraded for a while.
+func operatorHealth(o operatorState, now time.Time) []updatev1alpha1.HealthInsight {
+	var out []updatev1alpha1.HealthInsight
+	name := o.co.Name
+	res := []updatev1alpha1.ResourceRef{coRef(name)}
+	orNoMessage := func(m string) string {
+		if m == "" {
+			return "<no message>"
+		}
+		return m
+	}
+	if a := o.available; a != nil && a.Status == configv1.ConditionFalse {
+		if since := now.Sub(a.LastTransitionTime.Time); since > coUnavailableWarnAfter {
+			level := updatev1alpha1.WarningImpactLevel
+			if since > coUnavailableErrorAfter {
+				level = updatev1alpha1.ErrorImpactLevel
+			}
+			out = append(out, newHealth(makeUID("co", name, "unavailable"), a.LastTransitionTime.Time, updatev1alpha1.ScopeTypeControlPlane, res,
+				level, updatev1alpha1.APIAvailabilityImpactType,
+				fmt.Sprintf("Cluster Operator %s is unavailable (%s)", name, a.Reason), orNoMessage(a.Message), refCODown))
+		}
+	}
+	if d := o.degraded; d != nil && d.Status == configv1.ConditionTrue {
+		if since := now.Sub(d.LastTransitionTime.Time); since > coDegradedWarnAfter {
+			level := updatev1alpha1.WarningImpactLevel
+			if since > coDegradedErrorAfter {
+				level = updatev1alpha1.ErrorImpactLevel
+			}
+			out = append(out, newHealth(makeUID("co", name, "degraded"), d.LastTransitionTime.Time, updatev1alpha1.ScopeTypeControlPlane, res,
+				level, updatev1alpha1.APIAvailabilityImpactType,
+				fmt.Sprintf("Cluster Operator %s is degraded (%s)", name, d.Reason), orNoMessage(d.Message), refCODegraded))
+		}
+	}
+	return out
+}
+
+// nodeHealth: a node that is seriously unavailable while not updating, and a
+// node whose MCD gave up.
+func nodeHealth(n nodeState, pool *mcfgv1.MachineConfigPool, now time.Time) []updatev1alpha1.HealthInsight {
+	var out []updatev1alpha1.HealthInsight
+	name := n.node.Name
+	scope := scopeOfPool(pool.Name)
+	res := []updatev1alpha1.ResourceRef{nodeRef(name)}
+	if !n.updating {
+		var serious []unavailableReason
+		for _, r := range n.unavailable {
+			if seriouslyUnavailable(r, now) {
+				serious = append(serious, r)
+			}
+		}
+		if len(serious) > 0 {
+			var summaries, descriptions []string
+			for _, r := range serious {
+				summaries = append(summaries, unavailableSummary(name, r))
+				descriptions = append(descriptions, unavailableDescription(r))
+			}
+			out = append(out, newHealth(makeUID("node", name, "unavailable"), earliestSince(serious), scope, res,
+				updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateSpeedImpactType,
+				strings.Join(summaries, " | "), strings.Join(descriptions, " | "), refMCO))
+		}
+	}
+	if n.degraded {
+		// The start of a degradation is not recorded on the node.
+		out = append(out, newHealth(makeUID("node", name, "degraded"), time.Time{}, scope, res,
+			updatev1alpha1.ErrorImpactLevel, updatev1alpha1.UpdateStalledImpactType,
+			fmt.Sprintf("Node %s is degraded", name), n.degradedReason, refMCO))
+	}
+	return out
+}
+
+// seriouslyUnavailable filters out expected, short unavailability: cordons and
+// the MCD's own work are part of updating; a node briefly not ready is normal.
+// (oc measures this against the wall clock; here it is the snapshot's now.)
+func seriouslyUnavailable(r unavailableReason, now time.Time) bool {
+	if r.condition == nil {
+		return false
+	}
+	since := now.Sub(r.condition.LastTransitionTime.Time)
+	switch r.condition.Type {
+	case corev1.NodeReady:
+		return since >= nodeNotReadySeriousAfter
+	case corev1.NodeDiskPressure:
+		return since >= nodeDiskPressureSeriousAfter
+	case corev1.NodeNetworkUnavailable:
+		return since >= nodeNetworkSeriousAfter
+	}
+	return true
+}
+
+func unavailableSummary(node string, r unavailableReason) string {
+	switch r.condition.Type {
+	case corev1.NodeReady:
+		return fmt.Sprintf("Node %s is not ready", node)
+	case corev1.NodeDiskPressure:
+		return fmt.Sprintf("Node %s has disk pressure", node)
+	case corev1.NodeNetworkUnavailable:
+		return fmt.Sprintf("Node %s has unavailable network", node)
+	}
+	return r.text
+}
+
+func unavailableDescription(r unavailableReason) string {
+	c := r.condition
+	want := "True"
+	if c.Type != corev1.NodeReady {
+		want = "False"
+	}
+	return fmt.Sprintf("Node has a %s!=%s condition with Reason %s and message %q", c.Type, want, c.Reason, c.Message)
+}
+
+// pausedPoolHealth: a paused pool keeps outdated nodes from updating.
+func pausedPoolHealth(pool *mcfgv1.MachineConfigPool, nodes []nodeState) []updatev1alpha1.HealthInsight {
+	if !pool.Spec.Paused {
+		return nil
+	}
+	for _, n := range nodes {
+		if n.phase == PhasePaused {
+			return []updatev1alpha1.HealthInsight{newHealth(makeUID("mcp", pool.Name, "paused"), time.Time{},
+				updatev1alpha1.ScopeTypeWorkerPool, []updatev1alpha1.ResourceRef{poolRef(pool.Name).ResourceRef},
+				updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,
+				fmt.Sprintf("Outdated nodes in a paused pool '%s' will not be updated", pool.Name),
+				"The pool is paused: the Machine Config Operator applies no configuration to its nodes, including the update, "+
+					"until the pool is unpaused. Unpause the pool to let its nodes update.",
+				refPausedPool)}
+		}
+	}
+	return nil
+}
+
+// alertHealth turns firing warning and critical alerts into insights when
+// they started during the update or are known to block updates.
+func alertHealth(alerts []Alert, updateStarted time.Time) []updatev1alpha1.HealthInsight {
+	var out []updatev1alpha1.HealthInsight
+	for _, a := range alerts {
+		name := a.Labels["alertname"]
+		if a.State == "pending" || name == "" {
+			continue
+		}
+		var level updatev1alpha1.InsightImpactLevel
+		switch a.Labels["severity"] {
+		case "warning":
+			level = updatev1alpha1.WarningImpactLevel
+		case "critical":
+			level = updatev1alpha1.CriticalImpactLevel
+		default:
+			continue
+		}
+		duringUpdate := a.ActiveAt.After(updateStarted)
+		if !duringUpdate && !alertsAffectingUpdates[name] {
+			continue
+		}
+		prefix := "The alert is known to affect updates."
+		if duringUpdate {
+			prefix = "The alert started firing during the update."
+		}
+		desc := prefix + " The alert has no description."
+		if d := joinNonEmpty(" | ", a.Annotations["description"], a.Annotations["message"]); d != "" {
+			desc = prefix + " The alert description is: " + d
+		}
+		summary := a.Annotations["summary"]
+		if summary == "" {
+			summary = name
+		}
+		ref := a.Annotations["runbook_url"]
+		if ref == "" {
+			ref = refAlertNoRunbok
+		}
+		ns := a.Labels["namespace"]
+		out = append(out, newHealth(makeUID("alert", ns, name, a.ActiveAt.UTC().Format(time.RFC3339), labelsKey(a.Labels)), a.ActiveAt,
+			updatev1alpha1.ScopeTypeCluster,
+			[]updatev1alpha1.ResourceRef{{Group: configv1.GroupName, Resource: "alerts", Namespace: ns, Name: name}},
+			level, updatev1alpha1.UnknownImpactType, "Alert is firing: "+summary, desc, ref))
+	}
+	return out
+}
+
+func labelsKey(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	// sorted so the key (and so the UID) does not depend on map order
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + l[k] + ",")
+	}
+	return b.String()
+}
+
+var uidUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// makeUID builds a readable, stable UID ("co-etcd-degraded") that is a valid
+// DNS label. Parts that would make it invalid or too long are replaced by a
+// short hash of all parts, so distinct problems keep distinct UIDs.
+func makeUID(kind string, parts ...string) string {
+	readable := kind + "-" + strings.Join(parts, "-")
+	if kind != "alert" && len(readable) <= 63 && readable == uidUnsafe.ReplaceAllString(readable, "") &&
+		!strings.HasSuffix(readable, "-") && !strings.Contains(readable, "--") {
+		return readable
+	}
+	sum := sha256.Sum256([]byte(strings.Join(append([]string{kind}, parts...), "\x00")))
+	hash := hex.EncodeToString(sum[:])[:16]
+	prefix := strings.Trim(uidUnsafe.ReplaceAllString(strings.ToLower(kind+"-"+parts[0]), "-"), "-")
+	if max := 63 - len(hash) - 1; len(prefix) > max {
+		prefix = strings.Trim(prefix[:max], "-")
+	}
+	return prefix + "-" + hash
+}
+
+// Limits of the API fields; longer texts are cut.
+const (
+	maxSummary     = 256
+	maxDescription = 4096
+)
+
+// dedupeHealth drops incomplete insights (as oc does before display), keeps
+// the first of any UID, and cuts texts to the API limits.
+func dedupeHealth(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsight {
+	seen := map[string]bool{}
+	var out []updatev1alpha1.HealthInsight
+	for _, h := range in {
+		if h.Impact.Summary == "" || h.Impact.Description == "" || h.Remediation.Reference == "" || seen[h.UID] {
+			continue
+		}
+		seen[h.UID] = true
+		h.Impact.Summary = cut(h.Impact.Summary, maxSummary)
+		h.Impact.Description = cut(h.Impact.Description, maxDescription)
+		out = append(out, h)
+	}
+	return out
+}
+
+func cut(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max-1]) + "…"
+}
+
+// cvFailing is the CVO's Failing condition type (openshift/api has no constant for it).
+const cvFailing configv1.ClusterStatusConditionType = "Failing"

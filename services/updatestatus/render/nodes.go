@@ -1,0 +1,145 @@
+package render
+
+import (
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+)
+
+// maxNodeRows is how many node rows a table shows without --details=nodes;
+// problem rows are shown beyond it.
+const maxNodeRows = 10
+
+const (
+	assessDegraded    = "Degraded"
+	assessUnavailable = "Unavailable"
+	assessProgressing = "Progressing"
+	assessExcluded    = "Excluded"
+	assessOutdated    = "Outdated"
+	assessCompleted   = "Completed"
+
+	phaseUpdated = "Updated"
+)
+
+// Sort ranks: problems first, then work in progress, then what is done.
+var (
+	assessmentRank = map[string]int{assessDegraded: 0, assessUnavailable: 1, assessProgressing: 2, assessExcluded: 3, assessOutdated: 4, assessCompleted: 5}
+	phaseRank      = map[string]int{"Draining": 0, "Updating": 1, "Rebooting": 2, "Paused": 3, "Pending": 4, phaseUpdated: 5}
+)
+
+// nodeRow is one node as displayed.
+type nodeRow struct {
+	name, assessment, phase, version, est, message string
+	available                                      bool
+}
+
+// nodeRows turns node insights into rows, sorted as oc sorts them.
+func nodeRows(nodes []updatev1alpha1.NodeStatusInsight) []nodeRow {
+	rows := make([]nodeRow, 0, len(nodes))
+	for _, n := range nodes {
+		rows = append(rows, toRow(n))
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if assessmentRank[a.assessment] != assessmentRank[b.assessment] {
+			return assessmentRank[a.assessment] < assessmentRank[b.assessment]
+		}
+		if phaseRank[a.phase] != phaseRank[b.phase] {
+			return phaseRank[a.phase] < phaseRank[b.phase]
+		}
+		return a.name < b.name
+	})
+	return rows
+}
+
+func toRow(n updatev1alpha1.NodeStatusInsight) nodeRow {
+	r := nodeRow{name: n.Name, version: n.Version, est: "?", available: true}
+	if r.version == "" {
+		r.version = "?"
+	}
+	phase := updatev1alpha1.ReasonNodePending
+	if c := findCondition(n.Conditions, updatev1alpha1.ConditionUpdating); c != nil {
+		phase = c.Reason
+	}
+	switch phase {
+	case updatev1alpha1.ReasonNodeCompleted:
+		r.phase, r.assessment = phaseUpdated, assessCompleted
+	case updatev1alpha1.ReasonNodePaused:
+		r.phase, r.assessment = phase, assessExcluded
+	case updatev1alpha1.ReasonNodeDraining, updatev1alpha1.ReasonNodeUpdating, updatev1alpha1.ReasonNodeRebooting:
+		r.phase, r.assessment = phase, assessProgressing
+	default:
+		r.phase, r.assessment = phase, assessOutdated
+	}
+	if c := findCondition(n.Conditions, updatev1alpha1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse {
+		r.assessment, r.available = assessUnavailable, false
+	}
+	if c := findCondition(n.Conditions, updatev1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		r.assessment = assessDegraded
+	}
+	if e := n.EstimatedToComplete; e != nil {
+		if e.Duration == 0 {
+			r.est = "-"
+		} else {
+			r.est = "+" + ShortDuration(e.Duration)
+		}
+	}
+	r.message = n.Message
+	// Long node names make messages unreadable; refer to the node itself.
+	if len(n.Name) >= 8 {
+		r.message = strings.ReplaceAll(r.message, n.Name, "<node>")
+	}
+	return r
+}
+
+// nodeTable prints the rows; without --details=nodes only the first ten and
+// any problem rows, summarizing what it left out.
+func (r *renderer) nodeTable(rows []nodeRow) {
+	all := r.opts.show(DetailsNodes)
+	tw := r.table()
+	row(tw, "NAME", "ASSESSMENT", "PHASE", "VERSION", "EST", "MESSAGE")
+	var omitted omittedCounts
+	for i, nr := range rows {
+		problem := nr.assessment == assessDegraded || nr.assessment == assessUnavailable
+		if !all && i >= maxNodeRows && !problem {
+			omitted.add(nr)
+			continue
+		}
+		row(tw, nr.name, nr.assessment, nr.phase, nr.version, nr.est, nr.message)
+	}
+	r.flush(tw)
+	if omitted.total > 0 {
+		r.printf("...\nOmitted additional %d Total, %d Completed, %d Available, %d Progressing, %d Outdated, %d Draining, %d Excluded, and 0 Degraded nodes.\n",
+			omitted.total, omitted.completed, omitted.available, omitted.progressing, omitted.outdated, omitted.draining, omitted.excluded)
+		r.printf("Pass along --details=nodes to see all information.\n")
+	}
+}
+
+type omittedCounts struct {
+	total, completed, available, progressing, outdated, draining, excluded int
+}
+
+func (o *omittedCounts) add(nr nodeRow) {
+	o.total++
+	if nr.assessment == assessCompleted {
+		o.completed++
+	}
+	if nr.available {
+		o.available++
+	}
+	if nr.assessment == assessProgressing {
+		o.progressing++
+	}
+	if nr.phase != phaseUpdated {
+		o.outdated++
+	}
+	if nr.phase == "Draining" {
+		o.draining++
+	}
+	if nr.assessment == assessExcluded {
+		o.excluded++
+	}
+}
