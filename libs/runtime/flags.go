@@ -21,6 +21,8 @@ type Flags struct {
 	LogLevel                string
 	LogFormat               string
 	GracefulShutdownTimeout time.Duration
+	KubeAPIQPS              float64
+	KubeAPIBurst            int
 	Version                 bool
 }
 
@@ -47,6 +49,10 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.LogFormat, "log-format", "json", "Log format: json or console.")
 	fs.DurationVar(&f.GracefulShutdownTimeout, "graceful-shutdown-timeout", 10*time.Second,
 		"How long running reconciles may take to finish after SIGTERM.")
+	fs.Float64Var(&f.KubeAPIQPS, "kube-api-qps", 50,
+		"Client-side limit of requests per second to the kube-apiserver.")
+	fs.IntVar(&f.KubeAPIBurst, "kube-api-burst", 100,
+		"Client-side burst of requests to the kube-apiserver above --kube-api-qps.")
 	fs.BoolVar(&f.Version, "version", false, "Print the version and exit.")
 	return f
 }
@@ -91,6 +97,12 @@ func (f *Flags) Validate() error {
 		if err := validateBindAddress(addr); err != nil {
 			return fmt.Errorf("invalid value %q for flag --%s: %w", addr, name, err)
 		}
+	}
+	if f.KubeAPIQPS <= 0 {
+		return fmt.Errorf("invalid value %v for flag --kube-api-qps: must be positive", f.KubeAPIQPS)
+	}
+	if f.KubeAPIBurst < 1 {
+		return fmt.Errorf("invalid value %d for flag --kube-api-burst: must be at least 1", f.KubeAPIBurst)
 	}
 	if f.GracefulShutdownTimeout < 0 {
 		return fmt.Errorf("invalid value %s for flag --graceful-shutdown-timeout: must not be negative",

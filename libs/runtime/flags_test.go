@@ -19,6 +19,8 @@ func TestParseFlagsErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--graceful-shutdown-timeout=-1s"}, "--graceful-shutdown-timeout"},
 		{[]string{"--leader-elect=maybe"}, "-leader-elect"},
 		{[]string{"--no-such-flag"}, "-no-such-flag"},
+		{[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
+		{[]string{"--kube-api-burst=0"}, "--kube-api-burst"},
 		{[]string{"stray"}, `"stray"`},
 	} {
 		_, err := ParseFlags("x", tc.args, &bytes.Buffer{}, nil)

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -26,6 +27,9 @@ type Options struct {
 	Cache cache.Options
 	// RestConfig skips kubeconfig loading; tests use it.
 	RestConfig *rest.Config
+	// Controller holds defaults for every controller of the manager (tests
+	// that restart a component in one process skip name validation here).
+	Controller ctrlconfig.Controller
 }
 
 // LeaseName is the leader-election Lease of a component.
@@ -56,6 +60,9 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = component + "/" + version
+	if f.KubeAPIQPS > 0 {
+		cfg.QPS, cfg.Burst = float32(f.KubeAPIQPS), f.KubeAPIBurst
+	}
 
 	s := opts.Scheme
 	if s == nil {
@@ -77,6 +84,7 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 		LeaderElectionNamespace:       f.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &gracefulTimeout,
+		Controller:                    opts.Controller,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

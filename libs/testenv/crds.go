@@ -15,8 +15,12 @@ import (
 // CRDs returns every CRD Upshift installs: the OpenShift ones its components
 // read and its own, as embedded in the api module.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return embeddedCRDs(crds.OpenShiftDir, crds.UpshiftDir)
+}
+
+func embeddedCRDs(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, dir := range []string{crds.OpenShiftDir, crds.UpshiftDir} {
+	for _, dir := range dirs {
 		files, err := crds.Files(dir)
 		if err != nil {
 			return nil, err
@@ -32,8 +36,12 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
-func loadCRDs(extraDirs []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	out, err := CRDs()
+func loadCRDs(upshift bool, extraDirs []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	dirs := []string{crds.OpenShiftDir}
+	if upshift {
+		dirs = append(dirs, crds.UpshiftDir)
+	}
+	out, err := embeddedCRDs(dirs...)
 	if err != nil {
 		return nil, err
 	}

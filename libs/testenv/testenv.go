@@ -65,6 +65,9 @@ type Options struct {
 	Kwok bool
 	// ExtraCRDDirs are folders of further CRD manifests to install.
 	ExtraCRDDirs []string
+	// WithoutUpshiftCRDs installs only the OpenShift CRDs, for testing how a
+	// component or the CLI reports a missing CRD.
+	WithoutUpshiftCRDs bool
 	// KeepDir keeps the folder with the logs and kubeconfigs after Stop.
 	KeepDir bool
 }
@@ -100,7 +103,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	crdList, err := loadCRDs(opts.ExtraCRDDirs)
+	crdList, err := loadCRDs(!opts.WithoutUpshiftCRDs, opts.ExtraCRDDirs)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ type ResourceRef struct {
 }
 
 // PoolResourceRef points at a MachineConfigPool.
-// +kubebuilder:validation:XValidation:rule="self.group == 'machineconfiguration.openshift.io' && self.resource == 'machineconfigpools'",message="a pool resource must be a machineconfigpools.machineconfiguration.openshift.io"
+// +kubebuilder:validation:XValidation:rule="has(self.group) && self.group == 'machineconfiguration.openshift.io' && self.resource == 'machineconfigpools'",message="a pool resource must be a machineconfigpools.machineconfiguration.openshift.io"
 type PoolResourceRef struct {
 	ResourceRef `json:",inline"`
 }
@@ -261,3 +261,12 @@ type InsightRemediation struct {
 	// +optional
 	EstimatedFinish *metav1.Time `json:"estimatedFinish,omitempty"`
 }
+
+// The update-status-controller's own condition on UpgradeStatus: whether it
+// can compute the status at all (not how the update goes).
+const (
+	// ConditionStatusAvailable is True while the insights are current; False
+	// says why they cannot be computed (reason CannotAssess).
+	ConditionStatusAvailable = "StatusAvailable"
+	ReasonCannotAssess       = "CannotAssess"
+)

@@ -49,7 +49,7 @@ type NodeStatusInsight struct {
 
 	// resource is the Node.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.group == '' && self.resource == 'nodes'",message="resource must be a node"
+	// +kubebuilder:validation:XValidation:rule="(!has(self.group) || self.group == '') && self.resource == 'nodes'",message="resource must be a node"
 	Resource ResourceRef `json:"resource"`
 
 	// poolResource is the MachineConfigPool the node belongs to.

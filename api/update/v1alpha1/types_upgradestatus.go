@@ -139,7 +139,7 @@ type ClusterVersionStatusInsight struct {
 
 	// resource is the ClusterVersion.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.group == 'config.openshift.io' && self.resource == 'clusterversions'",message="resource must be a clusterversions.config.openshift.io"
+	// +kubebuilder:validation:XValidation:rule="has(self.group) && self.group == 'config.openshift.io' && self.resource == 'clusterversions'",message="resource must be a clusterversions.config.openshift.io"
 	Resource ResourceRef `json:"resource"`
 
 	// assessment is the human-oriented state of the control-plane update.
@@ -190,7 +190,7 @@ type ClusterOperatorStatusInsight struct {
 
 	// resource is the ClusterOperator.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.group == 'config.openshift.io' && self.resource == 'clusteroperators'",message="resource must be a clusteroperators.config.openshift.io"
+	// +kubebuilder:validation:XValidation:rule="has(self.group) && self.group == 'config.openshift.io' && self.resource == 'clusteroperators'",message="resource must be a clusteroperators.config.openshift.io"
 	Resource ResourceRef `json:"resource"`
 
 	// progressingReason is the reason of the operator's own Progressing

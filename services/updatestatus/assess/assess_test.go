@@ -424,3 +424,39 @@ func TestKeepStable(t *testing.T) {
 		}
 	}
 }
+
+func TestEstimateIsKeptWithinJitter(t *testing.T) {
+	s := baseSnapshot()
+	first := mustAssess(t, s)
+	est := first.Status.ControlPlane.ClusterVersion.EstimatedCompletedAt
+	if est == nil {
+		t.Fatal("the base snapshot should have an estimate")
+	}
+	for _, tc := range []struct {
+		name string
+		prev time.Duration // published estimate relative to the new one
+		kept bool
+	}{
+		{"a few seconds of drift keeps the published estimate", 5 * time.Second, true},
+		{"drift under a minute the other way keeps it too", -59 * time.Second, true},
+		{"a real change replaces it", 3 * time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prevStatus := first.Status.DeepCopy()
+			published := metav1.NewTime(est.Add(tc.prev))
+			prevStatus.ControlPlane.ClusterVersion.EstimatedCompletedAt = &published
+			r, err := Assess(s, &Previous{Status: prevStatus})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := r.Status.ControlPlane.ClusterVersion.EstimatedCompletedAt
+			want := est
+			if tc.kept {
+				want = &published
+			}
+			if got == nil || !got.Equal(want) {
+				t.Errorf("estimate = %v, want %v", got, want)
+			}
+		})
+	}
+}

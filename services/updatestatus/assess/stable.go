@@ -1,6 +1,8 @@
 package assess
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
@@ -15,6 +17,7 @@ func keepStable(r *Result, prev *Previous) {
 			keepConditions(cp.Conditions, pcp.Conditions)
 			if cp.ClusterVersion != nil && pcp.ClusterVersion != nil {
 				keepConditions(cp.ClusterVersion.Conditions, pcp.ClusterVersion.Conditions)
+				keepEstimate(cp.ClusterVersion, pcp.ClusterVersion)
 			}
 			prevCOs := map[string]updatev1alpha1.ClusterOperatorStatusInsight{}
 			for _, co := range pcp.ClusterOperators {
@@ -56,6 +59,25 @@ func keepStable(r *Result, prev *Previous) {
 		if p, ok := prev.Nodes[r.Nodes[i].Name]; ok {
 			keepConditions(r.Nodes[i].Conditions, p.Conditions)
 		}
+	}
+}
+
+// estimateJitter is how far a new completion estimate may move from the
+// published one before it replaces it. The estimate is now+remaining and
+// drifts by a second or so between computations; republishing it each time
+// would write the UpgradeStatus on every recomputation for no reader's gain.
+const estimateJitter = time.Minute
+
+// keepEstimate keeps the previous estimated completion time while the new one
+// is within estimateJitter of it.
+func keepEstimate(cur, prev *updatev1alpha1.ClusterVersionStatusInsight) {
+	c, p := cur.EstimatedCompletedAt, prev.EstimatedCompletedAt
+	if c == nil || p == nil {
+		return
+	}
+	if d := c.Sub(p.Time); d > -estimateJitter && d < estimateJitter {
+		t := *p
+		cur.EstimatedCompletedAt = &t
 	}
 }
 

@@ -1,0 +1,105 @@
+// Command kubectl-upshift is Upshift's operator-facing CLI. Installed on the
+// PATH it is a kubectl plugin:
+//
+//	kubectl upshift status [--details=none|all|nodes|health|operators] [--mock-clusterversion=<dir>/<name>-cv.yaml]
+//	kubectl upshift version
+//
+// It takes the standard kubeconfig flags (--kubeconfig, --context, ...). The
+// logic lives in services/updatestatus/cli; this file only wires flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/upshift-io/upshift/libs/runtime"
+	"github.com/upshift-io/upshift/services/updatestatus/cli"
+)
+
+const binaryName = "kubectl-upshift"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}).ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		// One line, so scripts and people see the reason at once.
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// newRootCommand builds the command tree; tests run it with their own streams.
+func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		// kubectl shows plugins as "kubectl upshift"; the annotation makes
+		// cobra's usage lines say so too.
+		Use:   "upshift",
+		Short: "Upshift: safe, visible OpenShift cluster updates",
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl upshift",
+		},
+		Version: runtime.VersionString(binaryName),
+		// Errors are printed once, by main; usage is not an error report.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.NoArgs,
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+
+	// The standard kubeconfig flags, shared by every subcommand.
+	kubeFlags := genericclioptions.NewConfigFlags(true)
+	kubeFlags.AddFlags(root.PersistentFlags())
+
+	root.AddCommand(newStatusCommand(kubeFlags, streams), newVersionCommand(streams))
+	return root
+}
+
+func newStatusCommand(kubeFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	opts := cli.StatusOptions{
+		Out:        streams.Out,
+		ErrOut:     streams.ErrOut,
+		RESTConfig: kubeFlags.ToRESTConfig,
+	}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the progress and health of the cluster update, as `oc adm upgrade status` does",
+		Long: `Show the progress and health of the cluster update, as "oc adm upgrade status" prints it.
+
+The status is read from the UpgradeStatus and NodeProgressInsight objects the
+update-status-controller publishes. With --mock-clusterversion it is instead
+assessed from a snapshot of files (<name>-cv.yaml, -co.yaml, -mcp.yaml, -mc.yaml,
+-node.yaml and optionally -alerts.json and -mco-deployment.yaml) without
+contacting any cluster.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cli.RunStatus(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Details, "details", "none",
+		"Show detailed information: none, all, nodes, health or operators")
+	cmd.Flags().StringVar(&opts.MockClusterVersion, "mock-clusterversion", "",
+		"Assess the snapshot whose ClusterVersion is in this <dir>/<name>-cv.yaml file instead of reading the cluster")
+	return cmd
+}
+
+func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of kubectl-upshift",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(streams.Out, runtime.VersionString(binaryName))
+			return err
+		},
+	}
+}

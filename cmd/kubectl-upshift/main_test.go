@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// run executes the command tree with args and returns stdout, stderr and the error.
+func run(args ...string) (string, string, error) {
+	var out, errOut bytes.Buffer
+	cmd := newRootCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), errOut.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, _, err := run(args...)
+		if err != nil || !strings.HasPrefix(out, "kubectl-upshift ") || strings.Count(out, "\n") != 1 {
+			t.Errorf("%v: out %q, err %v", args, out, err)
+		}
+	}
+}
+
+// The mock mode through the real flags: the output is the golden one of the
+// cli package, and no kubeconfig is needed.
+func TestStatusMock(t *testing.T) {
+	testdata := filepath.Join("..", "..", "services", "updatestatus", "cli", "testdata")
+	want, err := os.ReadFile(filepath.Join(testdata, "stalled.detailed-output"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run("status", "--details=all", "--kubeconfig=/nonexistent", "--mock-clusterversion="+filepath.Join(testdata, "stalled-cv.yaml"))
+	if err != nil || out != string(want) {
+		t.Errorf("err %v, output:\n%s", err, out)
+	}
+}
+
+func TestStatusErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--details=verbose"}, `invalid --details value "verbose": must be one of none, all, nodes, health, operators`},
+		{[]string{"status", "--mock-clusterversion=/nonexistent/x-cv.yaml"}, "/nonexistent/x-cv.yaml: snapshot file is missing"},
+		{[]string{"status", "extra"}, `unknown command "extra"`},
+	} {
+		_, _, err := run(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/services/updatestatus/assess"
+	"github.com/upshift-io/upshift/services/updatestatus/render"
+	"github.com/upshift-io/upshift/services/updatestatus/snapshot"
+)
+
+// The cluster-mode specs run against a real kube-apiserver (libs/testenv);
+// set UPSHIFT_TESTBIN to the test control plane (`make testbin`).
+func TestClusterMode(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "kubectl upshift status: cluster mode")
+}
+
+// status runs the command in cluster mode against cfg and returns its output.
+func status(ctx context.Context, cfg *rest.Config, details string, now time.Time) (string, error) {
+	var out bytes.Buffer
+	err := RunStatus(ctx, StatusOptions{
+		Details:    details,
+		RESTConfig: func() (*rest.Config, error) { return cfg, nil },
+		Now:        func() time.Time { return now },
+		Out:        &out,
+		ErrOut:     GinkgoWriter,
+	})
+	return out.String(), err
+}
+
+var _ = Describe("cluster mode with the Upshift CRDs installed", Ordered, func() {
+	var env *testenv.Env
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		env, err = testenv.Start(ctx, testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+	})
+
+	It("says the controller has not computed the status while there is no UpgradeStatus", func(ctx SpecContext) {
+		_, err := status(ctx, env.Config, "none", time.Now())
+		Expect(err).To(MatchError(And(
+			ContainSubstring(`UpgradeStatus "cluster" not found on `+env.Config.Host),
+			ContainSubstring("update-status-controller is not running or has not computed"))))
+	})
+
+	It("says so while the UpgradeStatus has no control plane status, quoting the controller's conditions", func(ctx SpecContext) {
+		us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName}}
+		Expect(env.Client.Create(ctx, us)).To(Succeed())
+		us.Status.Conditions = []metav1.Condition{{Type: "Available", Status: metav1.ConditionFalse, Reason: "NoClusterVersion",
+			Message: "no ClusterVersion yet", LastTransitionTime: metav1.Now()}}
+		Expect(env.Client.Status().Update(ctx, us)).To(Succeed())
+
+		Eventually(func(ctx context.Context) error {
+			_, err := status(ctx, env.Config, "none", time.Now())
+			return err
+		}).WithContext(ctx).WithTimeout(10 * time.Second).Should(MatchError(And(
+			ContainSubstring("has no control plane status yet"),
+			ContainSubstring("Available=False (NoClusterVersion): no ClusterVersion yet"))))
+	})
+
+	// The published insights of a fixture snapshot must render exactly as mock
+	// mode renders the snapshot itself: both modes share the renderer, and the
+	// API must carry everything it needs.
+	for _, name := range []string{"pdb-drain", "stalled"} {
+		It("renders the published UpgradeStatus of "+name+" as mock mode renders it", func(ctx SpecContext) {
+			loaded, result := assessFixture(name)
+			// Without node insights, so that this spec does not depend on the
+			// NodeProgressInsight schema (see the next spec).
+			result.Nodes = nil
+			publish(ctx, env, result)
+			for _, details := range []string{"none", "all"} {
+				want := renderLocally(result, details, loaded.Snapshot.Now)
+				Eventually(func(ctx context.Context) (string, error) {
+					return status(ctx, env.Config, details, loaded.Snapshot.Now)
+				}).WithContext(ctx).WithTimeout(10*time.Second).Should(Equal(want), "--details=%s", details)
+			}
+		})
+
+		It("renders the published insights of "+name+" byte for byte as the golden mock-mode output", func(ctx SpecContext) {
+			loaded, result := assessFixture(name)
+			publish(ctx, env, result)
+			for details, golden := range map[string]string{"none": name + ".output", "all": name + ".detailed-output"} {
+				want, err := os.ReadFile(filepath.Join("testdata", golden))
+				Expect(err).NotTo(HaveOccurred())
+				Eventually(func(ctx context.Context) (string, error) {
+					return status(ctx, env.Config, details, loaded.Snapshot.Now)
+				}).WithContext(ctx).WithTimeout(10*time.Second).Should(Equal(string(want)), "--details=%s", details)
+			}
+		})
+	}
+})
+
+func assessFixture(name string) (*snapshot.Loaded, assess.Result) {
+	GinkgoHelper()
+	loaded, err := snapshot.Load(filepath.Join("testdata", name+"-cv.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	result, err := assess.Assess(loaded.Snapshot, nil)
+	Expect(err).NotTo(HaveOccurred())
+	return loaded, result
+}
+
+func renderLocally(result assess.Result, details string, now time.Time) string {
+	GinkgoHelper()
+	var out bytes.Buffer
+	Expect(render.Render(&out, render.Input{Status: result.Status, Nodes: result.Nodes},
+		render.Options{Details: render.Details(details), Now: now})).To(Succeed())
+	return out.String()
+}
+
+// publish writes result as the controller would: the UpgradeStatus status and
+// one NodeProgressInsight per node; insights of nodes no longer in the result
+// are deleted.
+func publish(ctx context.Context, env *testenv.Env, result assess.Result) {
+	GinkgoHelper()
+	us := &updatev1alpha1.UpgradeStatus{}
+	Expect(env.Client.Get(ctx, keyOf(updatev1alpha1.UpgradeStatusName), us)).To(Succeed())
+	us.Status = result.Status
+	Expect(env.Client.Status().Update(ctx, us)).To(Succeed())
+
+	Expect(env.Client.DeleteAllOf(ctx, &updatev1alpha1.NodeProgressInsight{})).To(Succeed())
+	Eventually(func(g Gomega, ctx context.Context) {
+		var list updatev1alpha1.NodeProgressInsightList
+		g.Expect(env.Client.List(ctx, &list)).To(Succeed())
+		g.Expect(list.Items).To(BeEmpty())
+	}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+	for _, n := range result.Nodes {
+		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
+		Expect(env.Client.Create(ctx, npi)).To(Succeed())
+		npi.Status = n
+		Expect(env.Client.Status().Update(ctx, npi)).To(Succeed())
+	}
+}
+
+var _ = Describe("cluster mode without the Upshift CRDs", Ordered, func() {
+	var env *testenv.Env
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		env, err = testenv.Start(ctx, testenv.Options{WithoutUpshiftCRDs: true})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+	})
+
+	It("says the UpgradeStatus CRD is not installed and which chart installs it", func(ctx SpecContext) {
+		_, err := status(ctx, env.Config, "none", time.Now())
+		Expect(err).To(MatchError(And(
+			ContainSubstring("the UpgradeStatus CRD (update.upshift.io/v1alpha1) is not installed on "+env.Config.Host),
+			ContainSubstring("update-status-controller Helm chart"))))
+	})
+})
+
+var _ = Describe("cluster mode with an unreachable server", func() {
+	It("says which server it cannot reach", func(ctx SpecContext) {
+		// A port that was free a moment ago: nothing listens there.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		addr := l.Addr().String()
+		Expect(l.Close()).To(Succeed())
+
+		cfg := &rest.Config{Host: "https://" + addr, Timeout: 5 * time.Second}
+		_, err = status(ctx, cfg, "none", time.Now())
+		Expect(err).To(MatchError(ContainSubstring("cannot reach the cluster at https://" + addr)))
+	})
+})
+
+var _ = Describe("flags", func() {
+	It("rejects an invalid --details value, listing the choices", func(ctx SpecContext) {
+		_, err := status(ctx, nil, "everything", time.Now())
+		Expect(err).To(MatchError(ContainSubstring(`invalid --details value "everything": must be one of none, all, nodes, health, operators`)))
+	})
+})
+
+func keyOf(name string) client.ObjectKey { return client.ObjectKey{Name: name} }

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Run `go test ./cli -run TestMockGolden -update` to rewrite the golden
+// outputs after a deliberate change, then read the diff before keeping it.
+var update = flag.Bool("update", false, "rewrite the golden outputs in testdata/")
+
+// TestMockGolden runs every snapshot in testdata (each <name>-cv.yaml and its
+// siblings) through the whole mock mode — load, assess, render — and compares
+// the output byte for byte with <name>.output (--details=none) and
+// <name>.detailed-output (--details=all), as oc's own example tests do.
+func TestMockGolden(t *testing.T) {
+	cvFiles, err := filepath.Glob(filepath.Join("testdata", "*-cv.yaml"))
+	if err != nil || len(cvFiles) == 0 {
+		t.Fatalf("no snapshots in testdata (err %v)", err)
+	}
+	for _, cvFile := range cvFiles {
+		name := strings.TrimSuffix(filepath.Base(cvFile), "-cv.yaml")
+		for _, tc := range []struct{ details, golden string }{
+			{"none", name + ".output"},
+			{"all", name + ".detailed-output"},
+		} {
+			t.Run(tc.golden, func(t *testing.T) {
+				var out, errOut bytes.Buffer
+				err := RunStatus(context.Background(), StatusOptions{
+					Details: tc.details, MockClusterVersion: cvFile, Out: &out, ErrOut: &errOut,
+				})
+				if err != nil {
+					t.Fatalf("RunStatus: %v", err)
+				}
+				golden := filepath.Join("testdata", tc.golden)
+				if *update {
+					if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if got := out.String(); got != string(want) {
+					t.Errorf("output differs from %s (run with -update to accept it)\n--- got ---\n%s\n--- want ---\n%s", golden, got, want)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package controller_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/runtime"
+	"github.com/upshift-io/upshift/services/updatestatus/controller"
+)
+
+const namespace = "upshift"
+
+// startController runs the reconciler in a manager of its own, as the
+// binary does, and returns a function that stops it.
+func startController(ctx context.Context) func() {
+	opts := controller.ManagerOptions(namespace)
+	opts.RestConfig = env.Config
+	opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}
+	mgr, err := runtime.NewManager("update-status-controller", &runtime.Flags{
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", KubeAPIQPS: 50, KubeAPIBurst: 100,
+	}, opts)
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&controller.Reconciler{
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorder("update-status-controller"),
+		Namespace: namespace,
+	}).SetupWithManager(mgr)).To(Succeed())
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	return func() { cancel(); <-done }
+}
+
+// reconciles reads controller-runtime's count of finished reconciles.
+func reconciles() float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "updatestatus" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+func upgradeStatus(ctx context.Context) func(Gomega) *updatev1alpha1.UpgradeStatus {
+	return func(g Gomega) *updatev1alpha1.UpgradeStatus {
+		us := &updatev1alpha1.UpgradeStatus{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, us)).To(Succeed())
+		return us
+	}
+}
+
+func resourceVersions(ctx context.Context) map[string]string {
+	rvs := map[string]string{}
+	us := &updatev1alpha1.UpgradeStatus{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, us)).To(Succeed())
+	rvs["UpgradeStatus/cluster"] = us.ResourceVersion
+	npis := &updatev1alpha1.NodeProgressInsightList{}
+	Expect(env.Client.List(ctx, npis)).To(Succeed())
+	for _, n := range npis.Items {
+		rvs["NodeProgressInsight/"+n.Name] = n.ResourceVersion
+	}
+	return rvs
+}
+
+// settle waits for at least one more reconcile to finish after a change.
+func settle(before float64) {
+	Eventually(reconciles).WithTimeout(10 * time.Second).Should(BeNumerically(">", before))
+}
+
+var _ = Describe("the update-status controller", Ordered, func() {
+	var stop func()
+	started := time.Now().Add(-20 * time.Minute).Truncate(time.Second)
+
+	BeforeAll(func(ctx SpecContext) {
+		stop = startController(context.WithoutCancel(ctx))
+		DeferCleanup(func() { stop() })
+	})
+
+	It("says why it cannot assess while there is no ClusterVersion", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			us := upgradeStatus(ctx)(g)
+			c := meta.FindStatusCondition(us.Status.Conditions, updatev1alpha1.ConditionStatusAvailable)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(updatev1alpha1.ReasonCannotAssess))
+			g.Expect(c.Message).To(ContainSubstring("no cluster version information"))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+
+	It("publishes the control plane, pools and one insight per node, owned by the node", func(ctx SpecContext) {
+		createRenderedConfig(ctx, env.Client, "rendered-master-old", fromVersion)
+		createRenderedConfig(ctx, env.Client, "rendered-master-new", toVersion)
+		createRenderedConfig(ctx, env.Client, "rendered-worker-old", fromVersion)
+		createRenderedConfig(ctx, env.Client, "rendered-worker-new", toVersion)
+		createPool(ctx, env.Client, "master", "rendered-master-old", 1)
+		createPool(ctx, env.Client, "worker", "rendered-worker-old", 2)
+		createNode(ctx, env.Client, "master-0", "master", "rendered-master-old")
+		createNode(ctx, env.Client, "worker-0", "worker", "rendered-worker-old")
+		createNode(ctx, env.Client, "worker-1", "worker", "rendered-worker-old")
+		createClusterOperator(ctx, env.Client, "etcd", toVersion, started.Add(5*time.Minute))
+		createClusterOperator(ctx, env.Client, "kube-apiserver", fromVersion, started.Add(-time.Hour))
+		createClusterVersion(ctx, env.Client, started)
+
+		Eventually(func(g Gomega) {
+			us := upgradeStatus(ctx)(g)
+			g.Expect(meta.IsStatusConditionTrue(us.Status.Conditions, updatev1alpha1.ConditionStatusAvailable)).To(BeTrue())
+			cp := us.Status.ControlPlane
+			g.Expect(cp).NotTo(BeNil())
+			g.Expect(meta.IsStatusConditionTrue(cp.Conditions, updatev1alpha1.ConditionUpdating)).To(BeTrue())
+			g.Expect(cp.ClusterVersion.Assessment).To(Equal(updatev1alpha1.ControlPlaneAssessmentProgressing))
+			g.Expect(cp.ClusterVersion.Completion).To(BeEquivalentTo(50))
+			g.Expect(cp.ClusterVersion.Versions.Target.Version).To(Equal(toVersion))
+			g.Expect(cp.ClusterVersion.StartedAt.Time).To(BeTemporally("==", started))
+			g.Expect(us.Status.WorkerPools).To(ConsistOf(HaveField("Name", "worker")))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			npis := &updatev1alpha1.NodeProgressInsightList{}
+			g.Expect(env.Client.List(ctx, npis)).To(Succeed())
+			g.Expect(npis.Items).To(HaveLen(3))
+			for _, npi := range npis.Items {
+				node := &corev1.Node{}
+				g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: npi.Name}, node)).To(Succeed())
+				g.Expect(npi.OwnerReferences).To(ConsistOf(And(
+					HaveField("Kind", "Node"), HaveField("Name", node.Name), HaveField("UID", node.UID))))
+				g.Expect(npi.Status.Name).To(Equal(npi.Name))
+			}
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+
+	It("writes nothing when a change does not alter the insights", func(ctx SpecContext) {
+		before := resourceVersions(ctx)
+		count := reconciles()
+		node := &corev1.Node{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-0"}, node)).To(Succeed())
+		patch := client.MergeFrom(node.DeepCopy())
+		node.Labels["unrelated"] = "touched"
+		Expect(env.Client.Patch(ctx, node, patch)).To(Succeed())
+		settle(count)
+		Expect(resourceVersions(ctx)).To(Equal(before))
+	})
+
+	It("follows a node through the machine-config daemon's phases", func(ctx SpecContext) {
+		retargetPool(ctx, env.Client, "worker", "rendered-worker-new")
+		annotateNode(ctx, env.Client, "worker-0", map[string]string{annoDesired: "rendered-worker-new", annoState: "Working"})
+		Eventually(func(g Gomega) {
+			npi := &updatev1alpha1.NodeProgressInsight{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-0"}, npi)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(npi.Status.Conditions, updatev1alpha1.ConditionUpdating)).To(BeTrue())
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+
+		annotateNode(ctx, env.Client, "worker-0", map[string]string{annoCurrent: "rendered-worker-new", annoState: "Done"})
+		Eventually(func(g Gomega) {
+			npi := &updatev1alpha1.NodeProgressInsight{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-0"}, npi)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(npi.Status.Conditions, updatev1alpha1.ConditionUpdating)).To(BeFalse())
+			g.Expect(npi.Status.Version).To(Equal(toVersion))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+
+	It("keeps the prototype ConfigMap key once the ConfigMap exists, with the API's field names", func(ctx SpecContext) {
+		Expect(env.CreateNamespace(ctx, namespace)).To(Succeed())
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.PrototypeConfigMap, Namespace: namespace}}
+		Expect(env.Client.Create(ctx, cm)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+			return cm.Data[controller.PrototypeKey]
+		}).WithTimeout(10 * time.Second).Should(And(
+			ContainSubstring("assessment: Progressing"),
+			ContainSubstring("startedAt: "),
+			ContainSubstring("target:"),
+			Not(ContainSubstring("startedat")),
+		))
+	})
+
+	It("reports the end of the control-plane update, with an Event", func(ctx SpecContext) {
+		setClusterOperator(ctx, env.Client, "kube-apiserver", toVersion, time.Now())
+		completeClusterVersion(ctx, env.Client, time.Now())
+		Eventually(func(g Gomega) {
+			cp := upgradeStatus(ctx)(g).Status.ControlPlane
+			g.Expect(meta.IsStatusConditionFalse(cp.Conditions, updatev1alpha1.ConditionUpdating)).To(BeTrue())
+			g.Expect(cp.ClusterVersion.Assessment).To(Equal(updatev1alpha1.ControlPlaneAssessmentCompleted))
+			g.Expect(cp.ClusterVersion.Completion).To(BeEquivalentTo(100))
+			g.Expect(cp.ClusterVersion.CompletedAt).NotTo(BeNil())
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) []eventsv1.Event {
+			evs := &eventsv1.EventList{}
+			g.Expect(env.Client.List(ctx, evs)).To(Succeed())
+			return evs.Items
+		}).WithTimeout(10 * time.Second).Should(ContainElement(And(
+			HaveField("Reason", "ControlPlaneUpdateCompleted"),
+			HaveField("Regarding.Kind", "UpgradeStatus"),
+			HaveField("Note", ContainSubstring("from "+fromVersion+" to "+toVersion)),
+		)))
+	})
+
+	It("publishes nothing new after a restart when nothing changed", func(ctx SpecContext) {
+		before := resourceVersions(ctx)
+		stop()
+		count := reconciles()
+		stop = startController(context.WithoutCancel(ctx))
+		settle(count)
+		Expect(resourceVersions(ctx)).To(Equal(before))
+	})
+
+	It("loses a node's insight with the node (garbage collection)", func(ctx SpecContext) {
+		Expect(env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}})).To(Succeed())
+		Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Name: "worker-1"}, &updatev1alpha1.NodeProgressInsight{})
+		}).WithTimeout(30 * time.Second).Should(MatchError(ContainSubstring("not found")))
+	})
+})

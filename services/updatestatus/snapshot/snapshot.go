@@ -1,0 +1,364 @@
+// Package snapshot loads the offline ("mock") input of `kubectl upshift
+// status --mock-clusterversion=<dir>/<name>-cv.yaml`: the same set of files
+// `oc adm upgrade status --mock-clusterversion` reads (research §4.1), turned
+// into an assess.Snapshot.
+//
+// A snapshot is a family of sibling files sharing the prefix <dir>/<name>:
+//
+//	<name>-cv.yaml              ClusterVersion            required
+//	<name>-co.yaml              ClusterOperators          required
+//	<name>-mcp.yaml             MachineConfigPools        required
+//	<name>-mc.yaml              MachineConfigs            required
+//	<name>-node.yaml            Nodes                     required
+//	<name>-alerts.json          Prometheus alerts API     optional
+//	<name>-mco-deployment.yaml  MCO Deployment            optional
+//
+// Every YAML file may hold a single object, a typed list (ClusterOperatorList)
+// or a `v1 List`, as `oc get -o yaml` writes them; several YAML documents
+// separated by `---` are accepted too. Objects are decoded with the Upshift
+// scheme, so anything that is not of the expected kind is reported by name.
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/upshift-io/upshift/libs/scheme"
+	"github.com/upshift-io/upshift/services/updatestatus/assess"
+)
+
+// ClusterVersionSuffix ends the name of the file that names a snapshot.
+const ClusterVersionSuffix = "-cv.yaml"
+
+// nowSkew is added to the latest condition transition to get the snapshot's
+// "now". oc adds exactly this odd amount (to exercise its rounding), and its
+// fixture outputs depend on it, so we must too.
+const nowSkew = 368975 * time.Nanosecond
+
+// mcoContainer is the container of the MCO Deployment whose image identifies
+// the release payload's MCO (used to follow multi-arch migrations).
+const mcoContainer = "machine-config-operator"
+
+// Files are the paths of one snapshot's files.
+type Files struct {
+	ClusterVersion     string
+	ClusterOperators   string
+	MachineConfigPools string
+	MachineConfigs     string
+	Nodes              string
+	// Alerts and MCODeployment are optional.
+	Alerts        string
+	MCODeployment string
+}
+
+// FilesFor derives the sibling file names from the ClusterVersion file's path.
+func FilesFor(cvPath string) (Files, error) {
+	prefix, ok := strings.CutSuffix(cvPath, ClusterVersionSuffix)
+	if !ok || prefix == "" {
+		return Files{}, fmt.Errorf("mock ClusterVersion file %q: its name must end in %q, e.g. 4.18.1-slow%s: the other snapshot files are found from that prefix",
+			cvPath, ClusterVersionSuffix, ClusterVersionSuffix)
+	}
+	return Files{
+		ClusterVersion:     cvPath,
+		ClusterOperators:   prefix + "-co.yaml",
+		MachineConfigPools: prefix + "-mcp.yaml",
+		MachineConfigs:     prefix + "-mc.yaml",
+		Nodes:              prefix + "-node.yaml",
+		Alerts:             prefix + "-alerts.json",
+		MCODeployment:      prefix + "-mco-deployment.yaml",
+	}, nil
+}
+
+// Loaded is a loaded snapshot.
+type Loaded struct {
+	Files    Files
+	Snapshot assess.Snapshot
+	// AlertsMissing is true when there is no alerts file: the assessment then
+	// runs without alerts (oc says so and goes on).
+	AlertsMissing bool
+}
+
+// Load reads the snapshot whose ClusterVersion file is cvPath. Its Now is the
+// latest lastTransitionTime among the ClusterVersion's and ClusterOperators'
+// conditions plus a fixed skew, exactly as oc computes it in this mode, so the
+// output does not depend on when the command runs.
+func Load(cvPath string) (*Loaded, error) {
+	files, err := FilesFor(cvPath)
+	if err != nil {
+		return nil, err
+	}
+	out := &Loaded{Files: files}
+	s := &out.Snapshot
+
+	cvs, err := readObjects[*configv1.ClusterVersion](files.ClusterVersion, "ClusterVersion", true)
+	if err != nil {
+		return nil, err
+	}
+	if len(cvs) != 1 {
+		return nil, fmt.Errorf("%s: holds %d ClusterVersions, expected exactly one", files.ClusterVersion, len(cvs))
+	}
+	s.ClusterVersion = cvs[0]
+
+	if s.ClusterOperators, err = readValues[*configv1.ClusterOperator](files.ClusterOperators, "ClusterOperator"); err != nil {
+		return nil, err
+	}
+	if s.MachineConfigPools, err = readValues[*mcfgv1.MachineConfigPool](files.MachineConfigPools, "MachineConfigPool"); err != nil {
+		return nil, err
+	}
+	if s.MachineConfigs, err = readValues[*mcfgv1.MachineConfig](files.MachineConfigs, "MachineConfig"); err != nil {
+		return nil, err
+	}
+	if s.Nodes, err = readValues[*corev1.Node](files.Nodes, "Node"); err != nil {
+		return nil, err
+	}
+
+	if s.MCOImage, err = readMCOImage(files.MCODeployment); err != nil {
+		return nil, err
+	}
+	s.Alerts, err = readAlerts(files.Alerts)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		out.AlertsMissing = true
+	case err != nil:
+		return nil, err
+	}
+
+	s.Now = latestTransition(s.ClusterVersion, s.ClusterOperators).Add(nowSkew)
+	return out, nil
+}
+
+// latestTransition is the newest lastTransitionTime of the ClusterVersion's
+// and every ClusterOperator's conditions: the moment the snapshot was taken,
+// as far as the files can tell.
+func latestTransition(cv *configv1.ClusterVersion, cos []configv1.ClusterOperator) time.Time {
+	var latest time.Time
+	consider := func(conds []configv1.ClusterOperatorStatusCondition) {
+		for _, c := range conds {
+			if c.LastTransitionTime.After(latest) {
+				latest = c.LastTransitionTime.Time
+			}
+		}
+	}
+	consider(cv.Status.Conditions)
+	for _, co := range cos {
+		consider(co.Status.Conditions)
+	}
+	return latest
+}
+
+// readMCOImage returns the image of the MCO container of the Deployment in
+// path, or "" when the (optional) file does not exist.
+func readMCOImage(path string) (string, error) {
+	deployments, err := readObjects[*appsv1.Deployment](path, "Deployment", false)
+	if err != nil || deployments == nil {
+		return "", err
+	}
+	if len(deployments) != 1 {
+		return "", fmt.Errorf("%s: holds %d Deployments, expected exactly one (the machine-config-operator Deployment)", path, len(deployments))
+	}
+	for _, c := range deployments[0].Spec.Template.Spec.Containers {
+		if c.Name == mcoContainer {
+			return c.Image, nil
+		}
+	}
+	return "", fmt.Errorf("%s: Deployment %s has no container named %q", path, deployments[0].Name, mcoContainer)
+}
+
+// readValues reads the objects of one kind from a required file and returns
+// them by value, as assess.Snapshot holds them.
+func readValues[T interface {
+	*E
+	runtime.Object
+}, E any](path, kind string) ([]E, error) {
+	objs, err := readObjects[T](path, kind, true)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]E, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, *o)
+	}
+	return out, nil
+}
+
+// The one decoder: it understands every kind of the Upshift scheme and does
+// no conversion or defaulting, so objects arrive exactly as written.
+var decoder = serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+
+// readObjects decodes every object of path and checks that each is a T (kind
+// names it in errors). A missing optional file yields (nil, nil); a present
+// file with no objects yields an empty, non-nil slice.
+func readObjects[T runtime.Object](path, kind string, required bool) ([]T, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			if !required {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("%s: snapshot file is missing (it should hold the %ss of the snapshot)", path, kind)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	objs, err := decodeAll(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: malformed: %w", path, err)
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("%s: holds no object; expected a %s, a %sList or a v1 List", path, kind, kind)
+	}
+	out := []T{}
+	for i, obj := range objs {
+		items, err := flatten(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: malformed list: %w", path, err)
+		}
+		for j, item := range items {
+			typed, ok := item.(T)
+			if !ok {
+				return nil, fmt.Errorf("%s: %s is a %s, expected a %s", path, position(len(objs), i, len(items), j), kindOf(item), kind)
+			}
+			out = append(out, typed)
+		}
+	}
+	return out, nil
+}
+
+// decodeAll decodes every YAML (or JSON) document of data.
+func decodeAll(data []byte) ([]runtime.Object, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var objs []runtime.Object
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		if isBlank(raw) {
+			continue
+		}
+		obj, _, err := decoder.Decode(raw, nil, nil)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		objs = append(objs, obj)
+	}
+}
+
+// flatten returns the items of a list (a typed list, or a v1 List whose items
+// are still raw), or the object itself.
+func flatten(obj runtime.Object) ([]runtime.Object, error) {
+	if list, ok := obj.(*corev1.List); ok {
+		items := make([]runtime.Object, 0, len(list.Items))
+		for i, raw := range list.Items {
+			if raw.Object != nil {
+				items = append(items, raw.Object)
+				continue
+			}
+			item, _, err := decoder.Decode(raw.Raw, nil, nil)
+			if err != nil {
+				return nil, fmt.Errorf("item %d: %w", i+1, err)
+			}
+			items = append(items, item)
+		}
+		return items, nil
+	}
+	if meta.IsListType(obj) {
+		return meta.ExtractList(obj)
+	}
+	return []runtime.Object{obj}, nil
+}
+
+// position names an object in error messages: "the object", "item 3",
+// "document 2", "document 2, item 3".
+func position(docs, doc, items, item int) string {
+	var parts []string
+	if docs > 1 {
+		parts = append(parts, fmt.Sprintf("document %d", doc+1))
+	}
+	if items > 1 {
+		parts = append(parts, fmt.Sprintf("item %d", item+1))
+	}
+	if len(parts) == 0 {
+		return "the object"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// kindOf names an object's kind: from the scheme for typed objects (whose
+// TypeMeta the decoder may have cleared), else from its Go type.
+func kindOf(obj runtime.Object) string {
+	if gvks, _, err := scheme.Scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
+		return gvks[0].Kind
+	}
+	if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+		return k
+	}
+	return reflect.TypeOf(obj).String()
+}
+
+func isBlank(doc []byte) bool {
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) > 0 && line[0] != '#' && string(line) != "---" {
+			return false
+		}
+	}
+	return true
+}
+
+// alertsResponse is the part of the Prometheus/Thanos /api/v1/alerts response
+// the assessment reads (the shape `oc adm inspect-alerts` prints).
+type alertsResponse struct {
+	Status string `json:"status"`
+	Error  string `json:"error"`
+	Data   struct {
+		Alerts []struct {
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+			State       string            `json:"state"`
+			ActiveAt    metav1.Time       `json:"activeAt"`
+		} `json:"alerts"`
+	} `json:"data"`
+}
+
+// readAlerts reads the alerts file; a missing file is reported as an error
+// wrapping fs.ErrNotExist so the caller can go on without alerts.
+func readAlerts(path string) ([]assess.Alert, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var resp alertsResponse
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, fmt.Errorf("%s: malformed alerts API response: %w", path, err)
+	}
+	if resp.Status != "success" {
+		return nil, fmt.Errorf("%s: alerts API response has status %q (error %q), expected \"success\"", path, resp.Status, resp.Error)
+	}
+	alerts := make([]assess.Alert, 0, len(resp.Data.Alerts))
+	for _, a := range resp.Data.Alerts {
+		alerts = append(alerts, assess.Alert{Labels: a.Labels, Annotations: a.Annotations, State: a.State, ActiveAt: a.ActiveAt.Time})
+	}
+	return alerts, nil
+}
