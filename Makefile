@@ -59,6 +59,16 @@ build: ## Build every binary into bin/.
 	@mkdir -p $(BIN)
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(shell go list ./cmd/... ./tools/cmd/... 2>/dev/null)
 
+.PHONY: demo
+demo: testbin build ## Run an update on a local simulated OpenShift cluster and watch `kubectl upshift status`.
+	go build -o $(BIN)/upshift-demo ./e2e/cmd/upshift-demo
+	$(BIN)/upshift-demo --bin-dir $(BIN)
+
+.PHONY: bench
+bench: testbin build ## Measure the update-status-controller on a 2,000-node simulated cluster.
+	go build -o $(BIN)/upshift-bench ./e2e/cmd/upshift-bench
+	$(BIN)/upshift-bench --bin-dir $(BIN) $(BENCH_FLAGS)
+
 ##@ Test
 
 .PHONY: test

@@ -68,6 +68,9 @@ type Options struct {
 	// WithoutUpshiftCRDs installs only the OpenShift CRDs, for testing how a
 	// component or the CLI reports a missing CRD.
 	WithoutUpshiftCRDs bool
+	// AuditLog makes kube-apiserver log every request (metadata only) to
+	// Env.AuditLogPath; see Env.AuditEvents.
+	AuditLog bool
 	// KeepDir keeps the folder with the logs and kubeconfigs after Stop.
 	KeepDir bool
 }
@@ -81,6 +84,8 @@ type Env struct {
 	KubeconfigPath string
 	// Dir holds the logs and kubeconfigs.
 	Dir string
+	// AuditLogPath is the apiserver's audit log, with Options.AuditLog.
+	AuditLogPath string
 
 	opts     Options
 	envtest  *envtest.Environment
@@ -113,7 +118,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 		CRDs:                     crdList,
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 60 * time.Second,
-		ControlPlaneStopTimeout:  20 * time.Second,
+		ControlPlaneStopTimeout:  60 * time.Second,
 		Scheme:                   scheme.Scheme,
 	}
 	defer func() {
@@ -121,6 +126,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 			_ = e.Stop()
 		}
 	}()
+	if opts.AuditLog {
+		if err := e.configureAudit(); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := e.envtest.Start(); err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
 	}
@@ -132,6 +142,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 		return nil, fmt.Errorf("creating admin user: %w", err)
 	}
 	e.Config = admin.Config()
+	// Tests seed thousands of objects as admin; client-go's default of 5
+	// requests per second would make seeding, not the code under test, the
+	// slow part.
+	e.Config.QPS, e.Config.Burst = 1000, 2000
 	kubeconfig, err := admin.KubeConfig()
 	if err != nil {
 		return nil, err

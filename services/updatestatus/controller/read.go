@@ -15,6 +15,12 @@ import (
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
 
+// readOnly lists objects straight from the informer cache, without the deep
+// copy controller-runtime makes by default: every recomputation lists every
+// Node, and on a large cluster copying them all would dominate its cost. The
+// assessment never modifies its input, and nothing here does either.
+var readOnly = client.UnsafeDisableDeepCopy
+
 // publishedState is what the controller published before, as the cache has it.
 type publishedState struct {
 	status *updatev1alpha1.UpgradeStatus // nil before the first computation
@@ -42,7 +48,7 @@ func (r *Reconciler) published(ctx context.Context) (publishedState, error) {
 		return p, fmt.Errorf("reading UpgradeStatus: %w", err)
 	}
 	npis := &updatev1alpha1.NodeProgressInsightList{}
-	if err := r.Client.List(ctx, npis); err != nil {
+	if err := r.Client.List(ctx, npis, readOnly); err != nil {
 		return p, fmt.Errorf("listing NodeProgressInsights: %w", err)
 	}
 	p.nodes = make(map[string]*updatev1alpha1.NodeProgressInsight, len(npis.Items))
@@ -69,7 +75,7 @@ func (r *Reconciler) snapshot(ctx context.Context) (assess.Snapshot, error) {
 	mcs := &metav1.PartialObjectMetadataList{}
 	mcs.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfigList"))
 	for _, l := range []client.ObjectList{cos, pools, nodes, mcs} {
-		if err := r.Client.List(ctx, l); err != nil {
+		if err := r.Client.List(ctx, l, readOnly); err != nil {
 			return s, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}

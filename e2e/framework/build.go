@@ -1,0 +1,49 @@
+package framework
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// RepoRoot is the folder holding go.work.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.work above %s", dir)
+		}
+		dir = parent
+	}
+}
+
+// BuildBinaries builds the given main packages of the workspace into dir and
+// returns their paths by binary name. The test runs the binaries exactly as
+// they ship, each in its own process.
+func BuildBinaries(dir string, pkgs ...string) (map[string]string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"build", "-o", dir + string(os.PathSeparator)}, pkgs...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	bins := map[string]string{}
+	for _, p := range pkgs {
+		name := filepath.Base(p)
+		bins[name] = filepath.Join(dir, name)
+	}
+	return bins, nil
+}

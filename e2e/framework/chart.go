@@ -1,0 +1,105 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// EnvHelm names the helm binary; the Makefile exports it.
+const EnvHelm = "UPSHIFT_HELM"
+
+func helmBinary() (string, error) {
+	if h := os.Getenv(EnvHelm); h != "" {
+		return h, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	matches, _ := filepath.Glob(filepath.Join(root, "bin", "tools", "helm-*"))
+	if len(matches) == 0 {
+		return "", errors.New("helm not found: run `make testbin` or set " + EnvHelm)
+	}
+	return matches[len(matches)-1], nil
+}
+
+// Chart is a rendered Helm chart.
+type Chart struct {
+	Objects []*unstructured.Unstructured
+}
+
+// RenderChart renders charts/<name> with `helm template` as release in
+// namespace, with optional --set values.
+func RenderChart(name, release, namespace string, set ...string) (*Chart, error) {
+	helm, err := helmBinary()
+	if err != nil {
+		return nil, err
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"template", release, filepath.Join(root, "charts", name), "--namespace", namespace}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(helm, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("helm template %s: %w: %s", name, err, stderr.String())
+	}
+	chart := &Chart{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("reading rendered chart %s: %w", name, err)
+		}
+		if len(u.Object) > 0 {
+			chart.Objects = append(chart.Objects, u)
+		}
+	}
+	return chart, nil
+}
+
+// Kinds returns the rendered objects of the given kinds.
+func (c *Chart) Kinds(kinds ...string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range c.Objects {
+		for _, k := range kinds {
+			if o.GetKind() == k {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// RBACKinds are what InstallIdentity creates: the component's identity and
+// permissions, without its Deployment (the test runs the binary itself).
+var RBACKinds = []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
+
+// InstallIdentity creates the chart's ServiceAccount and RBAC objects.
+func (c *Chart) InstallIdentity(ctx context.Context, cl client.Client) error {
+	for _, o := range c.Kinds(RBACKinds...) {
+		if err := cl.Create(ctx, o.DeepCopy()); err != nil {
+			return fmt.Errorf("creating %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}

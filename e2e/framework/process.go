@@ -1,0 +1,75 @@
+package framework
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Component is a binary running in its own process, its output captured.
+type Component struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+// StartComponent runs path with args.
+func StartComponent(path string, args ...string) (*Component, error) {
+	c := &Component{cmd: exec.Command(path, args...), out: &syncBuffer{}, done: make(chan error, 1)}
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	return c, nil
+}
+
+// Pid is the component's process ID.
+func (c *Component) Pid() int { return c.cmd.Process.Pid }
+
+// Logs returns everything the component wrote so far.
+func (c *Component) Logs() string { return c.out.String() }
+
+// Stop sends SIGTERM and waits up to grace for a clean exit.
+func (c *Component) Stop(grace time.Duration) error {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-c.done:
+		return err
+	case <-time.After(grace):
+		_ = c.cmd.Process.Kill()
+		return fmt.Errorf("%s did not stop within %s of SIGTERM", c.cmd.Path, grace)
+	}
+}
+
+// FreeAddr returns a loopback address with a free port.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,100 @@
+// Package updatestatus is the end-to-end suite of the update-status-controller:
+// a real control plane with kube-controller-manager, kube-scheduler and kwok,
+// a cluster seeded and driven by ocpsim, and the controller binary running as
+// its chart's ServiceAccount with exactly the chart's RBAC.
+package updatestatus
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocpsim"
+)
+
+func TestUpdateStatus(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "update-status-controller e2e")
+}
+
+const (
+	namespace = "upshift"
+	release   = "usc"
+	chartName = "update-status-controller"
+	// ocpsim plays ten simulated minutes per wall second: an upgrade of
+	// 3 masters and 6 workers takes well under a minute.
+	timeScale = 600
+)
+
+var (
+	env        *testenv.Env
+	bins       map[string]string
+	chart      *framework.Chart
+	controller *framework.Component
+	saName     string
+	metricsURL string
+)
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var err error
+	bins, err = framework.BuildBinaries(GinkgoT().TempDir(),
+		"github.com/upshift-io/upshift/cmd/update-status-controller",
+		"github.com/upshift-io/upshift/cmd/kubectl-upshift")
+	Expect(err).NotTo(HaveOccurred())
+
+	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+
+	_, err = ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 6,
+		Graph: []string{"4.16.1", "4.16.2", "4.16.3"}})
+	Expect(err).NotTo(HaveOccurred())
+	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: timeScale})
+	Expect(err).NotTo(HaveOccurred())
+	simCtx, stopSim := context.WithCancel(context.Background())
+	simDone := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(simDone)
+		Expect(sim.Run(simCtx)).To(Succeed())
+	}()
+	DeferCleanup(func() { stopSim(); <-simDone })
+
+	// The component's identity and permissions come from its chart, nothing else.
+	Expect(env.CreateNamespace(ctx, namespace)).To(Succeed())
+	chart, err = framework.RenderChart(chartName, release, namespace)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(chart.InstallIdentity(ctx, env.Client)).To(Succeed())
+	sas := chart.Kinds("ServiceAccount")
+	Expect(sas).To(HaveLen(1))
+	saName = sas[0].GetName()
+	kubeconfig, err := env.ServiceAccountKubeconfig(ctx, namespace, saName)
+	Expect(err).NotTo(HaveOccurred())
+
+	metricsAddr, err := framework.FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	probeAddr, err := framework.FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	metricsURL = "http://" + metricsAddr + "/metrics"
+	// The same flags the chart's Deployment passes, and its POD_NAMESPACE.
+	controller, err = framework.StartComponent(bins["update-status-controller"],
+		"--kubeconfig="+kubeconfig, "--leader-elect=true", "--leader-election-namespace="+namespace,
+		"--namespace="+namespace, "--metrics-bind-address="+metricsAddr,
+		"--health-probe-bind-address="+probeAddr, "--log-format=json")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		Expect(controller.Stop(10 * time.Second)).To(Succeed())
+		if CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {
+			GinkgoWriter.Println("update-status-controller logs:\n" + controller.Logs())
+		}
+	})
+}, NodeTimeout(5*time.Minute))

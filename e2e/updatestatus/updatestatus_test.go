@@ -1,0 +1,291 @@
+package updatestatus
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/tools/ocpsim/faults"
+)
+
+const (
+	fromVersion = "4.16.1"
+	toVersion   = "4.16.2"
+	nextVersion = "4.16.3"
+	workers     = 6
+	masters     = 3
+)
+
+func getStatus(ctx context.Context, g Gomega) *updatev1alpha1.UpgradeStatus {
+	us := &updatev1alpha1.UpgradeStatus{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, us)).To(Succeed())
+	return us
+}
+
+func controlPlaneUpdating(us *updatev1alpha1.UpgradeStatus) bool {
+	return us.Status.ControlPlane != nil &&
+		meta.IsStatusConditionTrue(us.Status.ControlPlane.Conditions, updatev1alpha1.ConditionUpdating)
+}
+
+// observer records, while an update runs, what the published status went
+// through: the test asserts on the history, not on lucky timing.
+type observer struct {
+	mu          sync.Mutex
+	completions []int32
+	nodeReasons map[string]bool // reasons of Updating=True node conditions
+}
+
+func (o *observer) watch(ctx context.Context) {
+	defer GinkgoRecover()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		us := &updatev1alpha1.UpgradeStatus{}
+		npis := &updatev1alpha1.NodeProgressInsightList{}
+		if env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, us) != nil || env.Client.List(ctx, npis) != nil {
+			continue
+		}
+		o.mu.Lock()
+		if cv := us.Status.ControlPlane; cv != nil && cv.ClusterVersion != nil {
+			c := cv.ClusterVersion.Completion
+			if n := len(o.completions); n == 0 || o.completions[n-1] != c {
+				o.completions = append(o.completions, c)
+			}
+		}
+		for _, n := range npis.Items {
+			if c := meta.FindStatusCondition(n.Status.Conditions, updatev1alpha1.ConditionUpdating); c != nil && c.Status == metav1.ConditionTrue {
+				o.nodeReasons[c.Reason] = true
+			}
+		}
+		o.mu.Unlock()
+	}
+}
+
+var _ = Describe("the update-status-controller", Ordered, func() {
+	It("publishes a settled cluster: not updating, one insight per node", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			us := getStatus(ctx, g)
+			g.Expect(meta.IsStatusConditionTrue(us.Status.Conditions, updatev1alpha1.ConditionStatusAvailable)).To(BeTrue())
+			g.Expect(us.Status.ControlPlane).NotTo(BeNil())
+			g.Expect(meta.IsStatusConditionFalse(us.Status.ControlPlane.Conditions, updatev1alpha1.ConditionUpdating)).To(BeTrue())
+			g.Expect(us.Status.ControlPlane.ClusterVersion.Versions.Target.Version).To(Equal(fromVersion))
+			npis := &updatev1alpha1.NodeProgressInsightList{}
+			g.Expect(env.Client.List(ctx, npis)).To(Succeed())
+			g.Expect(npis.Items).To(HaveLen(masters + workers))
+		}).WithTimeout(60 * time.Second).Should(Succeed())
+	})
+
+	It("follows an update: Updating goes True then False, versions, start and completion move", func(ctx SpecContext) {
+		obs := &observer{nodeReasons: map[string]bool{}}
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go obs.watch(watchCtx)
+
+		requested := time.Now().Truncate(time.Second)
+		cv := &configv1.ClusterVersion{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		patch := client.MergeFrom(cv.DeepCopy())
+		cv.Spec.DesiredUpdate = &configv1.Update{Version: toVersion}
+		Expect(env.Client.Patch(ctx, cv, patch)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			us := getStatus(ctx, g)
+			g.Expect(controlPlaneUpdating(us)).To(BeTrue())
+			insight := us.Status.ControlPlane.ClusterVersion
+			g.Expect(insight.Versions.Target.Version).To(Equal(toVersion))
+			g.Expect(insight.Versions.Previous).NotTo(BeNil())
+			g.Expect(insight.Versions.Previous.Version).To(Equal(fromVersion))
+			g.Expect(insight.StartedAt.Time).To(BeTemporally(">=", requested.Add(-time.Second)))
+			g.Expect(insight.CompletedAt).To(BeNil())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			us := getStatus(ctx, g)
+			g.Expect(controlPlaneUpdating(us)).To(BeFalse())
+			insight := us.Status.ControlPlane.ClusterVersion
+			g.Expect(insight.Assessment).To(Equal(updatev1alpha1.ControlPlaneAssessmentCompleted))
+			g.Expect(insight.Completion).To(BeEquivalentTo(100))
+			g.Expect(insight.CompletedAt).NotTo(BeNil())
+			g.Expect(insight.CompletedAt.Time).To(BeTemporally(">=", insight.StartedAt.Time))
+			npis := &updatev1alpha1.NodeProgressInsightList{}
+			g.Expect(env.Client.List(ctx, npis)).To(Succeed())
+			g.Expect(npis.Items).To(HaveLen(masters + workers))
+			for _, n := range npis.Items {
+				g.Expect(n.Status.Version).To(Equal(toVersion), "node %s", n.Name)
+			}
+			for _, p := range us.Status.WorkerPools {
+				g.Expect(p.Pool.Assessment).To(Equal(updatev1alpha1.PoolCompleted), "pool %s", p.Name)
+			}
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		stopWatch()
+
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		By("completion rose from below 100 to 100 without going back")
+		Expect(obs.completions).To(ContainElement(BeNumerically("<", 100)))
+		Expect(obs.completions[len(obs.completions)-1]).To(BeEquivalentTo(100))
+		for i := 1; i < len(obs.completions); i++ {
+			Expect(obs.completions[i]).To(BeNumerically(">=", obs.completions[i-1]), "completions %v", obs.completions)
+		}
+		By("node insights followed the nodes through their update phases")
+		Expect(obs.nodeReasons).To(HaveKey(updatev1alpha1.ReasonNodeUpdating))
+		Expect(len(obs.nodeReasons)).To(BeNumerically(">=", 2), "saw only %v", obs.nodeReasons)
+	})
+
+	It("follows a second update, with an Event for each", func(ctx SpecContext) {
+		cv := &configv1.ClusterVersion{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		patch := client.MergeFrom(cv.DeepCopy())
+		cv.Spec.DesiredUpdate = &configv1.Update{Version: nextVersion}
+		Expect(env.Client.Patch(ctx, cv, patch)).To(Succeed())
+		Eventually(func(g Gomega) {
+			us := getStatus(ctx, g)
+			g.Expect(controlPlaneUpdating(us)).To(BeFalse())
+			insight := us.Status.ControlPlane.ClusterVersion
+			g.Expect(insight.Versions.Target.Version).To(Equal(nextVersion))
+			g.Expect(insight.Versions.Previous.Version).To(Equal(toVersion))
+			g.Expect(insight.Completion).To(BeEquivalentTo(100))
+			// The ClusterVersion completes with the control plane; workers follow.
+			for _, p := range us.Status.WorkerPools {
+				g.Expect(p.Pool.Assessment).To(Equal(updatev1alpha1.PoolCompleted), "pool %s", p.Name)
+			}
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		// One Event for each finished update, each telling its own versions.
+		Eventually(func(g Gomega) []string {
+			evs := &eventsv1.EventList{}
+			g.Expect(env.Client.List(ctx, evs, client.InNamespace("default"))).To(Succeed())
+			var notes []string
+			for _, ev := range evs.Items {
+				if ev.Reason == "ControlPlaneUpdateCompleted" && ev.Regarding.Kind == "UpgradeStatus" {
+					notes = append(notes, ev.Note)
+				}
+			}
+			return notes
+		}).WithTimeout(20 * time.Second).Should(ConsistOf(
+			"Control plane finished updating from "+fromVersion+" to "+toVersion,
+			"Control plane finished updating from "+toVersion+" to "+nextVersion,
+		))
+	})
+
+	It("raises a health insight for an operator degraded for a while", func(ctx SpecContext) {
+		co := &configv1.ClusterOperator{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "network"}, co)).To(Succeed())
+		patch := client.MergeFrom(co.DeepCopy())
+		co.Annotations[faults.Annotation] = string(faults.OperatorDegraded)
+		Expect(env.Client.Patch(ctx, co, patch)).To(Succeed())
+		// ocpsim degrades the operator; then it has "been degraded" for ten
+		// minutes, past the five-minute threshold of the health rule.
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(co), co)).To(Succeed())
+			before := co.DeepCopy()
+			var found bool
+			for i := range co.Status.Conditions {
+				c := &co.Status.Conditions[i]
+				if c.Type == configv1.OperatorDegraded && c.Status == configv1.ConditionTrue {
+					c.LastTransitionTime = metav1.NewTime(time.Now().Add(-10 * time.Minute))
+					found = true
+				}
+			}
+			g.Expect(found).To(BeTrue(), "ocpsim has not degraded the operator yet")
+			g.Expect(env.Client.Status().Patch(ctx, co, client.MergeFrom(before))).To(Succeed())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			us := getStatus(ctx, g)
+			var health *updatev1alpha1.HealthInsight
+			for i := range us.Status.Health {
+				if strings.Contains(us.Status.Health[i].Impact.Summary, "network") {
+					health = &us.Status.Health[i]
+				}
+			}
+			g.Expect(health).NotTo(BeNil(), "health insights: %+v", us.Status.Health)
+			g.Expect(health.Impact.Summary).To(ContainSubstring("Cluster Operator network is degraded"))
+			g.Expect(health.Impact.Level).To(Equal(updatev1alpha1.InsightImpactLevel("Warning")))
+			g.Expect(health.Scope.Type).To(Equal(updatev1alpha1.ScopeTypeControlPlane))
+		}).WithTimeout(60 * time.Second).Should(Succeed())
+	})
+
+	It("keeps the prototype ConfigMap key within seconds of the ConfigMap appearing", func(ctx SpecContext) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "status-api-cm-prototype", Namespace: namespace}}
+		Expect(env.Client.Create(ctx, cm)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+			return cm.Data["usc-cv-version"]
+		}).WithTimeout(10 * time.Second).Should(And(
+			ContainSubstring("assessment: Completed"),
+			ContainSubstring("version: "+nextVersion),
+			ContainSubstring("startedAt: "),
+		))
+	})
+
+	It("renders the status with kubectl upshift status", func(ctx SpecContext) {
+		var out, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, bins["kubectl-upshift"], "status", "--kubeconfig="+env.KubeconfigPath)
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		Expect(cmd.Run()).To(Succeed(), stderr.String())
+		Expect(out.String()).To(ContainSubstring("The cluster is not updating."))
+	})
+
+	It("serves its metrics", func(ctx SpecContext) {
+		resp, err := http.Get(metricsURL)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(body)).To(And(
+			ContainSubstring(`upshift_build_info{component="update-status-controller"`),
+			ContainSubstring(`upshift_update_status_control_plane_completion_percent 100`),
+			ContainSubstring(`upshift_update_status_insights{level="none",type="node"} 9`),
+			ContainSubstring(`upshift_update_status_insights{level="Warning",type="health"}`),
+			ContainSubstring(`upshift_update_status_reconcile_duration_seconds_count`),
+		))
+	})
+
+	It("drops the insight of a node that leaves every pool", func(ctx SpecContext) {
+		nodes := &corev1.NodeList{}
+		Expect(env.Client.List(ctx, nodes, client.HasLabels{"node-role.kubernetes.io/worker"})).To(Succeed())
+		Expect(nodes.Items).NotTo(BeEmpty())
+		node := &nodes.Items[0]
+		patch := client.MergeFrom(node.DeepCopy())
+		delete(node.Labels, "node-role.kubernetes.io/worker")
+		Expect(env.Client.Patch(ctx, node, patch)).To(Succeed())
+		Eventually(func() error {
+			return env.Client.Get(ctx, client.ObjectKey{Name: node.Name}, &updatev1alpha1.NodeProgressInsight{})
+		}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("not found")))
+	})
+
+	It("was never refused a request and used every permission its chart grants", func(ctx SpecContext) {
+		Expect(controller.Logs()).NotTo(MatchRegexp(`(?i)forbidden|unauthorized|is not allowed`))
+		perms, err := chart.Permissions()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(perms).NotTo(BeEmpty())
+		Eventually(func(g Gomega) {
+			events, err := env.AuditEvents(framework.ServiceAccountUser(namespace, saName))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(events).NotTo(BeEmpty())
+			g.Expect(framework.Refused(events)).To(BeEmpty())
+			g.Expect(framework.Unused(perms, events)).To(BeEmpty())
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+})

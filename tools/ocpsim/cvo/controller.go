@@ -1,0 +1,397 @@
+package cvo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/upshift-io/upshift/tools/ocpsim/faults"
+	"github.com/upshift-io/upshift/tools/ocpsim/mco"
+	"github.com/upshift-io/upshift/tools/ocpsim/timescale"
+)
+
+// Options configure the CVO simulator.
+type Options struct {
+	Scale timescale.Scale
+	// Operators is the payload (default Operators()).
+	Operators []Operator
+	// Graph lists the releases of the simulated update service; when empty
+	// the versions already in availableUpdates and history are used.
+	Graph []string
+	Log   logr.Logger
+}
+
+// Setup registers the CVO loop and the ClusterOperator health loop.
+func Setup(mgr ctrl.Manager, o Options) error {
+	if len(o.Operators) == 0 {
+		o.Operators = Operators()
+	}
+	s := &sim{c: mgr.GetClient(), o: o, log: o.Log, levels: Levels(o.Operators), started: map[string]time.Time{},
+		events: mgr.GetEventRecorder("cluster-version-operator")}
+	toCV := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "version"}}}
+	})
+	if err := ctrl.NewControllerManagedBy(mgr).Named("cvo").For(&configv1.ClusterVersion{}).
+		Watches(&configv1.ClusterOperator{}, toCV).
+		Watches(&mcfgv1.MachineConfigPool{}, toCV).
+		Complete(quietConflicts(s.reconcile)); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("clusteroperator-health").For(&configv1.ClusterOperator{}).
+		Complete(quietConflicts(s.operatorHealth))
+}
+
+// quietConflicts requeues on write conflicts instead of logging them as
+// errors: several simulated operators write the same status objects.
+func quietConflicts(f func(context.Context, reconcile.Request) (reconcile.Result, error)) reconcile.Func {
+	return func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		res, err := f(ctx, req)
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: timescale.ConflictRetry}, nil
+		}
+		return res, err
+	}
+}
+
+type sim struct {
+	c      client.Client
+	o      Options
+	log    logr.Logger
+	levels [][]Operator
+	events events.EventRecorder
+
+	mu      sync.Mutex
+	started map[string]time.Time // "<operator>@<version>" → when it started updating
+}
+
+const cvo = "cluster-version-operator: "
+
+func (s *sim) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req.Name != "version" {
+		return reconcile.Result{}, nil
+	}
+	var cv configv1.ClusterVersion
+	if err := s.c.Get(ctx, req.NamespacedName, &cv); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	orig := cv.DeepCopy()
+	now := metav1.Now()
+	st := &cv.Status
+	st.ObservedGeneration = cv.Generation
+	var res reconcile.Result
+
+	du := cv.Spec.DesiredUpdate
+	accepted := du == nil || (st.Desired.Version != "" && ((du.Image != "" && du.Image == st.Desired.Image) || (du.Image == "" && du.Version == st.Desired.Version)))
+	if !accepted {
+		t, err := Validate(du, st)
+		if err != nil {
+			SetCondition(&st.Conditions, "Invalid", configv1.ConditionTrue, "InvalidClusterVersion", "The cluster version is invalid: "+err.Error(), now)
+			SetCondition(&st.Conditions, ReleaseAccepted, configv1.ConditionFalse, "RetrievePayload",
+				fmt.Sprintf("Retrieving payload failed version=%q image=%q failure=%s", du.Version, du.Image, err.Error()), now)
+			if !equality.Semantic.DeepEqual(orig.Status, cv.Status) {
+				s.log.Info(cvo + "refusing desiredUpdate: " + err.Error())
+				s.events.Eventf(&cv, nil, corev1.EventTypeWarning, "RetrievePayloadFailed", "Update", "Retrieving payload failed: %s", err.Error())
+			}
+			return res, s.writeCV(ctx, orig, &cv)
+		}
+		s.accept(&cv, t, now)
+		s.log.Info(cvo + fmt.Sprintf("accepted update to %s (%s), starting to apply the release payload", t.Version, t.Image))
+		s.events.Eventf(&cv, nil, corev1.EventTypeNormal, "PayloadLoaded", "Update", "Payload loaded version=%q image=%q", t.Version, t.Image)
+		return res, s.writeCV(ctx, orig, &cv)
+	}
+	removeCondition(&st.Conditions, "Invalid")
+
+	var cos configv1.ClusterOperatorList
+	if err := s.c.List(ctx, &cos); err != nil {
+		return res, err
+	}
+	byName := map[string]*configv1.ClusterOperator{}
+	for i := range cos.Items {
+		byName[cos.Items[i].Name] = &cos.Items[i]
+	}
+	target := st.Desired.Version
+	failing := ""
+	failReason := ""
+	if len(st.History) > 0 && st.History[0].State == configv1.PartialUpdate && st.History[0].Version == target {
+		res, failReason, failing = s.progress(ctx, &cv, byName, now)
+	}
+	if failing == "" && faults.Has(cv.Annotations, faults.VersionFailing) {
+		failReason, failing = "UpdatePayloadFailed", "Could not update deployment \"openshift-cluster-version/cluster-version-operator\" (fault injected by ocpsim)"
+	}
+	if failing != "" {
+		if SetCondition(&st.Conditions, "Failing", configv1.ConditionTrue, failReason, failing, now) {
+			s.log.Info(cvo + "Failing: " + failing)
+		}
+		if p := FindCondition(st.Conditions, configv1.OperatorProgressing); p != nil && p.Status == configv1.ConditionTrue {
+			detail := lowerFirst(failing)
+			if strings.HasPrefix(failing, "Cluster operator") {
+				detail = "the " + detail
+			}
+			SetCondition(&st.Conditions, configv1.OperatorProgressing, configv1.ConditionTrue, failReason, fmt.Sprintf("Unable to apply %s: %s", target, detail), now)
+		}
+	} else {
+		SetCondition(&st.Conditions, "Failing", configv1.ConditionFalse, "", "", now)
+	}
+	return res, s.writeCV(ctx, orig, &cv)
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+func (s *sim) accept(cv *configv1.ClusterVersion, t Target, now metav1.Time) {
+	st := &cv.Status
+	if len(st.History) > 0 && st.History[0].State == configv1.PartialUpdate && st.History[0].CompletionTime == nil {
+		st.History[0].CompletionTime = &now
+	}
+	st.History = append([]configv1.UpdateHistory{{State: configv1.PartialUpdate, StartedTime: now, Version: t.Version, Image: t.Image, Verified: t.Verified}}, st.History...)
+	st.Desired = configv1.Release{Version: t.Version, Image: t.Image, Channels: st.Desired.Channels}
+	st.VersionHash = "ocpsim-" + t.Version
+	removeCondition(&st.Conditions, "Invalid")
+	SetCondition(&st.Conditions, ReleaseAccepted, configv1.ConditionTrue, "PayloadLoaded", PayloadLoaded(t.Version, t.Image), now)
+	SetCondition(&st.Conditions, configv1.OperatorProgressing, configv1.ConditionTrue, "", ProgressMessage(t.Version, 0, len(s.o.Operators), nil), now)
+}
+
+// progress moves the operators of the current run level; it returns the
+// requeue, and a Failing reason and message when an operator blocks it.
+func (s *sim) progress(ctx context.Context, cv *configv1.ClusterVersion, cos map[string]*configv1.ClusterOperator, now metav1.Time) (reconcile.Result, string, string) {
+	st := &cv.Status
+	target := st.Desired.Version
+	done := func(name string) bool {
+		co := cos[name]
+		return co != nil && OperatorVersion(co) == target
+	}
+	total, doneCount := 0, 0
+	for _, l := range s.levels {
+		for _, op := range l {
+			total++
+			if done(op.Name) {
+				doneCount++
+			}
+		}
+	}
+	cur := CurrentLevel(s.levels, done)
+	if cur == len(s.levels) {
+		st.History[0].State = configv1.CompletedUpdate
+		st.History[0].CompletionTime = &now
+		st.AvailableUpdates = UpdatesFrom(s.graph(st), target)
+		SetCondition(&st.Conditions, configv1.OperatorProgressing, configv1.ConditionFalse, "", "Cluster version is "+target, now)
+		SetCondition(&st.Conditions, configv1.OperatorAvailable, configv1.ConditionTrue, "", "Done applying "+target, now)
+		s.log.Info(cvo + "cluster version is " + target + ": update completed")
+		s.events.Eventf(cv, nil, corev1.EventTypeNormal, "UpdateCompleted", "Update", "Cluster version is %s", target)
+		return reconcile.Result{}, "", ""
+	}
+	var res reconcile.Result
+	var waiting []string
+	failReason, failing := "", ""
+	for _, op := range s.levels[cur] {
+		if done(op.Name) {
+			continue
+		}
+		waiting = append(waiting, op.Name)
+		co := cos[op.Name]
+		if co == nil {
+			failReason, failing = "ClusterOperatorNotAvailable", fmt.Sprintf("Cluster operator %s has not yet reported success", op.Name)
+			continue
+		}
+		if faults.Has(co.Annotations, faults.OperatorUnavailable) {
+			failReason, failing = "ClusterOperatorNotAvailable", fmt.Sprintf("Cluster operator %s is not available", op.Name)
+			continue
+		}
+		if faults.Has(co.Annotations, faults.OperatorDegraded) {
+			failReason, failing = "ClusterOperatorDegraded", fmt.Sprintf("Cluster operator %s is degraded", op.Name)
+			continue
+		}
+		key := op.Name + "@" + target
+		s.mu.Lock()
+		start, ok := s.started[key]
+		if !ok {
+			start = time.Now()
+			s.started[key] = start
+		}
+		s.mu.Unlock()
+		if !ok || !isProgressing(co) {
+			if err := s.patchOperator(ctx, co, func(c *configv1.ClusterOperator) {
+				SetCondition(&c.Status.Conditions, configv1.OperatorProgressing, configv1.ConditionTrue, "Upgrading", "Working towards "+target, now)
+			}); err != nil {
+				return reconcile.Result{RequeueAfter: timescale.ConflictRetry}, "", "" // conflict with the operator's own status write; retry
+			}
+			s.log.Info(cvo + fmt.Sprintf("updating cluster operator %s to %s (run level %02d)", op.Name, target, op.RunLevel))
+		}
+		finished := time.Since(start) >= s.o.Scale.Wall(op.Duration)
+		if op.Name == MachineConfig {
+			ready, err := s.machineConfig(ctx, target)
+			if err != nil {
+				return reconcile.Result{RequeueAfter: timescale.ConflictRetry}, "", ""
+			}
+			finished = finished && ready
+		}
+		if !finished {
+			if left := s.o.Scale.Wall(op.Duration) - time.Since(start); left > 0 && (res.RequeueAfter == 0 || left < res.RequeueAfter) {
+				res.RequeueAfter = left
+			}
+			continue
+		}
+		if err := s.patchOperator(ctx, co, func(c *configv1.ClusterOperator) {
+			setVersion(c, target)
+			SetCondition(&c.Status.Conditions, configv1.OperatorProgressing, configv1.ConditionFalse, "AsExpected", "Desired and current number of replicas are equal at version "+target, now)
+		}); err != nil {
+			return reconcile.Result{RequeueAfter: timescale.ConflictRetry}, "", ""
+		}
+		s.log.Info(cvo + fmt.Sprintf("cluster operator %s is now at %s", op.Name, target))
+		s.mu.Lock()
+		delete(s.started, key)
+		s.mu.Unlock()
+	}
+	SetCondition(&st.Conditions, configv1.OperatorProgressing, configv1.ConditionTrue, "", ProgressMessage(target, doneCount, total, waiting), now)
+	return res, failReason, failing
+}
+
+func isProgressing(co *configv1.ClusterOperator) bool {
+	c := FindCondition(co.Status.Conditions, configv1.OperatorProgressing)
+	return c != nil && c.Status == configv1.ConditionTrue
+}
+
+func setVersion(co *configv1.ClusterOperator, v string) {
+	for i := range co.Status.Versions {
+		if co.Status.Versions[i].Name == "operator" {
+			co.Status.Versions[i].Version = v
+			return
+		}
+	}
+	co.Status.Versions = append(co.Status.Versions, configv1.OperandVersion{Name: "operator", Version: v})
+}
+
+// machineConfig is the MCO's part of the payload: its template controller
+// writes the base MachineConfigs of the new release (the render controller
+// then renders new configs for every pool), and the operator reports the new
+// version once the pools required for upgrade (master) are updated.
+func (s *sim) machineConfig(ctx context.Context, version string) (bool, error) {
+	for _, role := range []string{"master", "worker"} {
+		for _, want := range mco.BaseConfigs(role, version) {
+			var have mcfgv1.MachineConfig
+			err := s.c.Get(ctx, types.NamespacedName{Name: want.Name}, &have)
+			switch {
+			case apierrors.IsNotFound(err):
+				if err := s.c.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+					return false, err
+				}
+			case err != nil:
+				return false, err
+			case !equality.Semantic.DeepEqual(have.Spec, want.Spec) || have.Annotations[mco.ReleaseVersionAnnotation] != want.Annotations[mco.ReleaseVersionAnnotation]:
+				have.Spec = want.Spec
+				if have.Annotations == nil {
+					have.Annotations = map[string]string{}
+				}
+				for k, v := range want.Annotations {
+					have.Annotations[k] = v
+				}
+				if err := s.c.Update(ctx, &have); err != nil {
+					return false, err
+				}
+				s.log.Info(fmt.Sprintf("machine-config-operator: wrote %s for release %s", want.Name, version))
+			}
+		}
+	}
+	var pools mcfgv1.MachineConfigPoolList
+	if err := s.c.List(ctx, &pools, client.HasLabels{mco.RequiredForUpgradeLabel}); err != nil {
+		return false, err
+	}
+	for i := range pools.Items {
+		p := &pools.Items[i]
+		var mc mcfgv1.MachineConfig
+		if err := s.c.Get(ctx, types.NamespacedName{Name: p.Spec.Configuration.Name}, &mc); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if mc.Annotations[mco.ReleaseImageVersionAnnot] != version || !mco.PoolIsUpdatedTo(p, mc.Name) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (s *sim) graph(st *configv1.ClusterVersionStatus) []string {
+	if len(s.o.Graph) > 0 {
+		return s.o.Graph
+	}
+	var g []string
+	for _, r := range st.AvailableUpdates {
+		g = append(g, r.Version)
+	}
+	for _, h := range st.History {
+		g = append(g, h.Version)
+	}
+	return g
+}
+
+func (s *sim) writeCV(ctx context.Context, orig, cv *configv1.ClusterVersion) error {
+	if equality.Semantic.DeepEqual(orig.Status, cv.Status) {
+		return nil
+	}
+	// An update, not a merge patch: history entries carry completionTime: null,
+	// which a merge patch would drop.
+	return s.c.Status().Update(ctx, cv)
+}
+
+func (s *sim) patchOperator(ctx context.Context, co *configv1.ClusterOperator, mutate func(*configv1.ClusterOperator)) error {
+	orig := co.DeepCopy()
+	mutate(co)
+	if equality.Semantic.DeepEqual(orig.Status, co.Status) {
+		return nil
+	}
+	return s.c.Status().Patch(ctx, co, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+func removeCondition(conds *[]configv1.ClusterOperatorStatusCondition, t configv1.ClusterStatusConditionType) {
+	out := (*conds)[:0]
+	for _, c := range *conds {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	*conds = out
+}
+
+// operatorHealth plays the operators themselves: it reports Degraded or
+// Available=False while a fault is requested on the ClusterOperator, and
+// healthy again once it is removed.
+func (s *sim) operatorHealth(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var co configv1.ClusterOperator
+	if err := s.c.Get(ctx, req.NamespacedName, &co); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	now := metav1.Now()
+	degraded := faults.Has(co.Annotations, faults.OperatorDegraded)
+	unavailable := faults.Has(co.Annotations, faults.OperatorUnavailable)
+	return reconcile.Result{}, s.patchOperator(ctx, &co, func(c *configv1.ClusterOperator) {
+		if degraded {
+			SetCondition(&c.Status.Conditions, configv1.OperatorDegraded, configv1.ConditionTrue, "InjectedFault", c.Name+" is degraded (fault injected by ocpsim)", now)
+		} else {
+			SetCondition(&c.Status.Conditions, configv1.OperatorDegraded, configv1.ConditionFalse, "AsExpected", "", now)
+		}
+		if unavailable {
+			SetCondition(&c.Status.Conditions, configv1.OperatorAvailable, configv1.ConditionFalse, "InjectedFault", c.Name+" is not available (fault injected by ocpsim)", now)
+		} else {
+			SetCondition(&c.Status.Conditions, configv1.OperatorAvailable, configv1.ConditionTrue, "AsExpected", "All is well", now)
+		}
+	})
+}

@@ -1,0 +1,234 @@
+// Package cvo simulates the cluster-version-operator: it validates
+// ClusterVersion.spec.desiredUpdate as the CVO does, records history, and
+// walks the ClusterOperators to the new version in run-level order (operators
+// of one run level in parallel, levels one after another), reporting
+// Progressing "Working towards X" and Failing when an operator is degraded or
+// unavailable. The machine-config step hands over to the MCO simulator and
+// waits for the pools that are required for upgrade (master).
+//
+// plan.go holds the pure decisions (operator catalogue, run levels,
+// validation, version ordering); controller.go the loops.
+package cvo
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+)
+
+// Operator is one ClusterOperator of the simulated release payload.
+type Operator struct {
+	Name string
+	// RunLevel is the manifest run level (0000_<level>_...); lower levels
+	// update first, equal levels in parallel.
+	RunLevel int
+	// Duration is the simulated time the operator takes to update.
+	Duration time.Duration
+	// Namespace is its operand namespace (relatedObjects).
+	Namespace string
+}
+
+// MachineConfig is the name of the machine-config ClusterOperator.
+const MachineConfig = "machine-config"
+
+// Operators is the default payload: about thirty operators of a
+// self-managed HA cluster with run levels and realistic durations.
+func Operators() []Operator {
+	m := time.Minute
+	return []Operator{
+		{"config-operator", 3, 1 * m, "openshift-config-operator"},
+		{"etcd", 12, 6 * m, "openshift-etcd"},
+		{"kube-apiserver", 20, 10 * m, "openshift-kube-apiserver"},
+		{"kube-controller-manager", 25, 5 * m, "openshift-kube-controller-manager"},
+		{"kube-scheduler", 25, 4 * m, "openshift-kube-scheduler"},
+		{"cloud-controller-manager", 26, 2 * m, "openshift-cloud-controller-manager"},
+		{"openshift-apiserver", 30, 4 * m, "openshift-apiserver"},
+		{"machine-api", 30, 2 * m, "openshift-machine-api"},
+		{"control-plane-machine-set", 30, 1 * m, "openshift-machine-api"},
+		{"cloud-credential", 30, 1 * m, "openshift-cloud-credential-operator"},
+		{"kube-storage-version-migrator", 40, 1 * m, "openshift-kube-storage-version-migrator"},
+		{"authentication", 50, 4 * m, "openshift-authentication"},
+		{"baremetal", 50, 1 * m, "openshift-machine-api"},
+		{"cluster-autoscaler", 50, 1 * m, "openshift-machine-api"},
+		{"console", 50, 2 * m, "openshift-console"},
+		{"csi-snapshot-controller", 50, 1 * m, "openshift-cluster-storage-operator"},
+		{"image-registry", 50, 2 * m, "openshift-image-registry"},
+		{"ingress", 50, 3 * m, "openshift-ingress"},
+		{"insights", 50, 1 * m, "openshift-insights"},
+		{"machine-approver", 50, 1 * m, "openshift-cluster-machine-approver"},
+		{"marketplace", 50, 1 * m, "openshift-marketplace"},
+		{"monitoring", 50, 4 * m, "openshift-monitoring"},
+		{"node-tuning", 50, 2 * m, "openshift-cluster-node-tuning-operator"},
+		{"openshift-controller-manager", 50, 2 * m, "openshift-controller-manager"},
+		{"openshift-samples", 50, 1 * m, "openshift-cluster-samples-operator"},
+		{"operator-lifecycle-manager", 50, 1 * m, "openshift-operator-lifecycle-manager"},
+		{"operator-lifecycle-manager-catalog", 50, 1 * m, "openshift-operator-lifecycle-manager"},
+		{"operator-lifecycle-manager-packageserver", 50, 1 * m, "openshift-operator-lifecycle-manager"},
+		{"service-ca", 50, 1 * m, "openshift-service-ca-operator"},
+		{"storage", 50, 2 * m, "openshift-cluster-storage-operator"},
+		{"network", 70, 6 * m, "openshift-network-operator"},
+		{"dns", 70, 2 * m, "openshift-dns"},
+		{MachineConfig, 80, 2 * m, "openshift-machine-config-operator"},
+	}
+}
+
+// Levels groups operators by run level, in ascending order.
+func Levels(ops []Operator) [][]Operator {
+	sorted := append([]Operator(nil), ops...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].RunLevel != sorted[j].RunLevel {
+			return sorted[i].RunLevel < sorted[j].RunLevel
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	var out [][]Operator
+	for i, op := range sorted {
+		if i == 0 || op.RunLevel != sorted[i-1].RunLevel {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], op)
+	}
+	return out
+}
+
+// CurrentLevel returns the index of the first level with an operator not yet
+// at the target version (done reports per operator), or len(levels) when the
+// payload is fully applied.
+func CurrentLevel(levels [][]Operator, done func(name string) bool) int {
+	for i, l := range levels {
+		for _, op := range l {
+			if !done(op.Name) {
+				return i
+			}
+		}
+	}
+	return len(levels)
+}
+
+// Target is a validated update target.
+type Target struct {
+	Version, Image string
+	Verified       bool // it came from availableUpdates
+}
+
+// InvalidError is a desiredUpdate the CVO refuses.
+type InvalidError struct{ Msg string }
+
+func (e *InvalidError) Error() string { return e.Msg }
+
+// Validate checks desiredUpdate against availableUpdates and history as the
+// CVO does: without an image the version must be an available update (or a
+// previous version); with force any image is accepted.
+func Validate(du *configv1.Update, st *configv1.ClusterVersionStatus) (Target, error) {
+	if du == nil || (du.Version == "" && du.Image == "") {
+		return Target{}, &InvalidError{"spec.desiredUpdate: Required value: must specify version or image"}
+	}
+	for _, r := range st.AvailableUpdates {
+		if (du.Image != "" && r.Image == du.Image) || (du.Image == "" && r.Version == du.Version) {
+			if du.Version != "" && r.Version != du.Version {
+				return Target{}, &InvalidError{fmt.Sprintf("spec.desiredUpdate.version: Invalid value: %q: version does not match the release image %s (version %s)", du.Version, r.Image, r.Version)}
+			}
+			return Target{Version: r.Version, Image: string(r.Image), Verified: true}, nil
+		}
+	}
+	if du.Image == "" {
+		for _, h := range st.History {
+			if h.Version == du.Version && h.Image != "" {
+				return Target{Version: h.Version, Image: h.Image, Verified: h.Verified}, nil
+			}
+		}
+		return Target{}, &InvalidError{fmt.Sprintf("spec.desiredUpdate.version: Invalid value: %q: when image is empty the update must be a previous version or an available update", du.Version)}
+	}
+	if !du.Force {
+		return Target{}, &InvalidError{fmt.Sprintf("The update cannot be verified: release image %s is not in the available updates and force is not set", du.Image)}
+	}
+	v := du.Version
+	if v == "" {
+		v = VersionFromImage(du.Image)
+	}
+	return Target{Version: v, Image: du.Image}, nil
+}
+
+// VersionFromImage guesses the version from a release image tag
+// (quay.io/openshift-release-dev/ocp-release:4.16.3-x86_64 → 4.16.3).
+func VersionFromImage(image string) string {
+	if i := strings.LastIndex(image, ":"); i >= 0 && !strings.Contains(image[i:], "/") {
+		tag := image[i+1:]
+		tag = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(tag, "-x86_64"), "-multi"), "-aarch64")
+		if _, ok := parseVersion(tag); ok {
+			return tag
+		}
+	}
+	return "0.0.0-unknown"
+}
+
+// ReleaseImage is the image the simulated release graph uses for a version.
+func ReleaseImage(version string) string {
+	return "quay.io/openshift-release-dev/ocp-release:" + version + "-x86_64"
+}
+
+func parseVersion(s string) ([3]int, bool) {
+	var v [3]int
+	parts := strings.SplitN(strings.SplitN(s, "-", 2)[0], ".", 3)
+	if len(parts) != 3 {
+		return v, false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return v, false
+		}
+		v[i] = n
+	}
+	return v, true
+}
+
+// Less orders x.y.z versions numerically.
+func Less(a, b string) bool {
+	va, oka := parseVersion(a)
+	vb, okb := parseVersion(b)
+	if !oka || !okb {
+		return a < b
+	}
+	for i := range va {
+		if va[i] != vb[i] {
+			return va[i] < vb[i]
+		}
+	}
+	return false
+}
+
+// UpdatesFrom returns the releases of the graph newer than current, newest
+// first, as availableUpdates.
+func UpdatesFrom(graph []string, current string) []configv1.Release {
+	out := []configv1.Release{}
+	var vs []string
+	for _, v := range graph {
+		if Less(current, v) {
+			vs = append(vs, v)
+		}
+	}
+	sort.Slice(vs, func(i, j int) bool { return Less(vs[j], vs[i]) })
+	for _, v := range vs {
+		out = append(out, configv1.Release{Version: v, Image: ReleaseImage(v), URL: configv1.URL("https://access.redhat.com/errata/RHBA-" + v)})
+	}
+	return out
+}
+
+// ProgressMessage is the CVO's Progressing message while it applies the payload.
+func ProgressMessage(version string, done, total int, waiting []string) string {
+	pct := 0
+	if total > 0 {
+		pct = done * 100 / total
+	}
+	msg := fmt.Sprintf("Working towards %s: %d of %d done (%d%% complete)", version, done, total, pct)
+	if len(waiting) > 0 {
+		sort.Strings(waiting)
+		msg += ", waiting on " + strings.Join(waiting, ", ")
+	}
+	return msg
+}

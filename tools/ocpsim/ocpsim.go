@@ -1,0 +1,159 @@
+// Package ocpsim plays the OpenShift operators Upshift does not own — the
+// cluster-version-operator, the machine-config-operator (render, node and
+// drain controllers and the machine-config-daemon on every node), the
+// machine-api (machines and MachineSets) and the quorum guard of the
+// cluster-etcd-operator — against any kube-apiserver, faithfully enough that
+// controllers reading ClusterVersion, ClusterOperators, MachineConfigPools,
+// MachineConfigs, Nodes and Machines cannot tell the difference.
+//
+// In a test (with libs/testenv):
+//
+//	env, _ := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
+//	_, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 6})
+//	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: 600})
+//	go sim.Run(ctx) // returns when ctx is cancelled
+//	// now patch ClusterVersion.spec.desiredUpdate and watch the cluster update
+//
+// From a shell: `ocpsim seed --kubeconfig ... --workers 6` then
+// `ocpsim run --kubeconfig ... --time-scale 600`.
+//
+// Every simulated duration (operator updates, drains, reboots, instance
+// launches) is divided by Options.TimeScale. Faults are requested with the
+// annotation ocpsim.upshift.io/fault on the object (see package faults).
+//
+// Sub-packages: seed (topology → objects), cvo, mco, machineapi, etcd (one
+// simulated operator each, pure decisions + controller-runtime loops),
+// faults, timescale.
+package ocpsim
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/upshift-io/upshift/libs/scheme"
+	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
+	"github.com/upshift-io/upshift/tools/ocpsim/etcd"
+	"github.com/upshift-io/upshift/tools/ocpsim/faults"
+	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
+	"github.com/upshift-io/upshift/tools/ocpsim/mco"
+	"github.com/upshift-io/upshift/tools/ocpsim/seed"
+	"github.com/upshift-io/upshift/tools/ocpsim/timescale"
+)
+
+// Topology is the shape of a seeded cluster (see package seed).
+type Topology = seed.Topology
+
+// Workload is a Deployment (with an optional PDB) in a Topology.
+type Workload = seed.Workload
+
+// CustomPool is an extra MachineConfigPool in a Topology.
+type CustomPool = seed.CustomPool
+
+// Seed creates a cluster of the given topology through c.
+func Seed(ctx context.Context, c client.Client, t Topology) (*seed.Objects, error) {
+	return seed.Seed(ctx, c, t)
+}
+
+// Options configure the simulator.
+type Options struct {
+	// TimeScale divides every simulated duration (600: ten simulated minutes
+	// per wall second). <= 0 means real time.
+	TimeScale float64
+	// Operators overrides the simulated release payload.
+	Operators []cvo.Operator
+	// Graph lists the releases of the simulated update service.
+	Graph []string
+	// MCO, MachineAPI override simulated durations (zero: defaults).
+	MCO        mco.Durations
+	MachineAPI machineapi.Durations
+	// Log receives what is simulated (default: controller-runtime's logger).
+	Log logr.Logger
+}
+
+// Sim is a running (or ready to run) simulator.
+type Sim struct {
+	mgr ctrl.Manager
+}
+
+// New builds the simulator's controllers on a manager for cfg.
+func New(cfg *rest.Config, o Options) (*Sim, error) {
+	if o.Log.GetSink() == nil {
+		o.Log = ctrl.Log.WithName("ocpsim")
+	}
+	cfg = rest.CopyConfig(cfg)
+	// Status updates send fields of openshift/api types that the installed
+	// (Default feature set) CRDs do not have; the apiserver's warnings about
+	// them are noise here.
+	cfg.WarningHandler = rest.NoWarnings{}
+	// One simulator plays several operators at once; client-go's default of
+	// 5 requests per second would throttle it far below the time scale.
+	if cfg.QPS < 500 {
+		cfg.QPS, cfg.Burst = 500, 1000
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+		Logger:                 o.Log,
+		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Controller:             config.Controller{SkipNameValidation: ptrTrue()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ocpsim: %w", err)
+	}
+	scale := timescale.New(o.TimeScale)
+	if err := mco.IndexPodsByNode(context.Background(), mgr); err != nil {
+		return nil, err
+	}
+	if err := cvo.Setup(mgr, cvo.Options{Scale: scale, Operators: o.Operators, Graph: o.Graph, Log: o.Log}); err != nil {
+		return nil, err
+	}
+	if err := mco.Setup(mgr, mco.Options{Scale: scale, Durations: o.MCO, Log: o.Log}); err != nil {
+		return nil, err
+	}
+	if err := machineapi.Setup(mgr, machineapi.Options{Scale: scale, Durations: o.MachineAPI, Log: o.Log, KubeletVersion: seed.KubeletVersion}); err != nil {
+		return nil, err
+	}
+	if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Log: o.Log}); err != nil {
+		return nil, err
+	}
+	return &Sim{mgr: mgr}, nil
+}
+
+func ptrTrue() *bool { t := true; return &t }
+
+// Run runs the simulator until ctx is cancelled.
+func (s *Sim) Run(ctx context.Context) error { return s.mgr.Start(ctx) }
+
+// Client is the simulator's cached client (useful for tests that already
+// wait for the simulator's cache).
+func (s *Sim) Client() client.Client { return s.mgr.GetClient() }
+
+// InjectFault adds fault r to its object through c.
+func InjectFault(ctx context.Context, c client.Client, r faults.Request) error {
+	obj, err := objectFor(r.Kind)
+	if err != nil {
+		return err
+	}
+	key := client.ObjectKey{Namespace: r.Namespace, Name: r.Name}
+	if err := c.Get(ctx, key, obj); err != nil {
+		return fmt.Errorf("fault %s/%s=%s: %w", r.Kind, r.Name, r.Fault, err)
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[faults.Annotation] = faults.Add(a[faults.Annotation], r.Fault)
+	obj.SetAnnotations(a)
+	return c.Patch(ctx, obj, client.MergeFrom(orig))
+}

@@ -1,0 +1,119 @@
+package seed
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/upshift-io/upshift/tools/ocpsim/mco"
+)
+
+func TestBuild(t *testing.T) {
+	o, err := Build(Topology{Version: "4.16.1", Masters: 3, Workers: 7, CustomPools: []CustomPool{{Name: "infra", Nodes: 2}},
+		Workloads: []Workload{{Name: "web", Replicas: 2, PDBMaxUnavailable: "1"}}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.ClusterOperators) < 30 {
+		t.Errorf("%d cluster operators", len(o.ClusterOperators))
+	}
+	for _, co := range o.ClusterOperators {
+		if co.Annotations["include.release.openshift.io/self-managed-high-availability"] != "true" {
+			t.Errorf("%s lacks the release include annotation", co.Name)
+		}
+	}
+	cv := o.ClusterVersion
+	if cv.Spec.Channel != "stable-4.16" || cv.Status.Desired.Version != "4.16.1" || len(cv.Status.AvailableUpdates) != 2 || cv.Status.History[0].Version != "4.16.1" {
+		t.Errorf("cluster version wrong: %+v", cv.Status)
+	}
+	if len(o.Nodes) != 12 || len(o.Machines) != 12 {
+		t.Fatalf("%d nodes, %d machines", len(o.Nodes), len(o.Machines))
+	}
+	byPool := mco.NodesByPool(o.Nodes, o.Pools)
+	if len(byPool["master"]) != 3 || len(byPool["worker"]) != 7 || len(byPool["infra"]) != 2 {
+		t.Errorf("pool membership: master %d worker %d infra %d", len(byPool["master"]), len(byPool["worker"]), len(byPool["infra"]))
+	}
+	zones := map[string]int{}
+	for _, n := range byPool["worker"] {
+		zones[n.Labels[mco.ZoneLabel]]++
+	}
+	if zones["us-east-1a"] != 3 || zones["us-east-1b"] != 2 || zones["us-east-1c"] != 2 {
+		t.Errorf("workers per zone: %v", zones)
+	}
+	for _, p := range o.Pools {
+		c := mco.PoolCondition(&p.Status, mcfgv1.MachineConfigPoolUpdated)
+		if c == nil || c.Status != corev1.ConditionTrue || p.Status.MachineCount != int32(len(byPool[p.Name])) {
+			t.Errorf("pool %s not Updated: %+v", p.Name, p.Status)
+		}
+		for _, n := range byPool[p.Name] {
+			if !mco.IsUpdated(n, p.Spec.Configuration.Name) {
+				t.Errorf("node %s not Done on %s", n.Name, p.Spec.Configuration.Name)
+			}
+		}
+	}
+	var worker, infra string
+	for _, p := range o.Pools {
+		switch p.Name {
+		case "worker":
+			worker = p.Spec.Configuration.Name
+		case "infra":
+			infra = p.Spec.Configuration.Name
+		}
+	}
+	if !mco.SameContent(worker, infra) || worker == infra {
+		t.Errorf("infra pool without own configs should render the worker content under its own name: %s %s", worker, infra)
+	}
+	masters := 0
+	for _, m := range o.Machines {
+		if m.Spec.ProviderID == nil || m.Status.NodeRef == nil || m.Status.NodeRef.Name != m.Name {
+			t.Errorf("machine %s lacks providerID or nodeRef", m.Name)
+		}
+		if m.Labels["machine.openshift.io/cluster-api-machine-role"] == "master" {
+			masters++
+			if len(m.Spec.LifecycleHooks.PreDrain) != 1 || m.Spec.LifecycleHooks.PreDrain[0].Name != EtcdHookName {
+				t.Errorf("master %s lacks the etcd hook", m.Name)
+			}
+		}
+	}
+	if masters != 3 || o.CPMS == nil || *o.CPMS.Spec.Replicas != 3 {
+		t.Errorf("control plane: %d masters, cpms %+v", masters, o.CPMS)
+	}
+	if len(o.MachineSets) != 3+2 || len(o.Deployments) != 1 || len(o.PDBs) != 1 {
+		t.Errorf("%d machinesets, %d deployments, %d pdbs", len(o.MachineSets), len(o.Deployments), len(o.PDBs))
+	}
+}
+
+func TestValidateAndLoad(t *testing.T) {
+	bad := map[string]Topology{
+		"version":       {Version: "four", Masters: 3},
+		"no masters":    {Masters: 0},
+		"negative":      {Masters: 3, Workers: -1},
+		"pool name":     {Masters: 3, CustomPools: []CustomPool{{Name: "worker"}}},
+		"max":           {Masters: 3, WorkerMaxUnavailable: "x"},
+		"both pdb":      {Masters: 3, Workloads: []Workload{{Name: "a", PDBMinAvailable: "1", PDBMaxUnavailable: "1"}}},
+		"zone":          {Masters: 3, Zones: []string{"Bad_Zone"}},
+		"percent > 100": {Masters: 3, WorkerMaxUnavailable: "150%"},
+	}
+	for name, tp := range bad {
+		if err := tp.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "t.yaml")
+	os.WriteFile(good, []byte("version: 4.17.3\nmasters: 3\nworkers: 100\nworkerMaxUnavailable: 10%\ncustomPools:\n- name: infra\n  nodes: 3\n"), 0o600)
+	tp, err := Load(good)
+	if err != nil || tp.Workers != 100 || tp.CustomPools[0].Name != "infra" || tp.WithDefaults().Channel != "stable-4.17" {
+		t.Errorf("Load = %+v, %v", tp, err)
+	}
+	unknown := filepath.Join(dir, "u.yaml")
+	os.WriteFile(unknown, []byte("masters: 3\nwrokers: 2\n"), 0o600)
+	if _, err := Load(unknown); err == nil || !strings.Contains(err.Error(), "wrokers") {
+		t.Errorf("unknown field accepted: %v", err)
+	}
+}
