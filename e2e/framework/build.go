@@ -6,31 +6,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-)
 
-// RepoRoot is the folder holding go.work.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.work above %s", dir)
-		}
-		dir = parent
-	}
-}
+	"github.com/upshift-io/upshift/libs/testenv"
+)
 
 // BuildBinaries builds the given main packages of the workspace into dir and
 // returns their paths by binary name. The test runs the binaries exactly as
 // they ship, each in its own process.
 func BuildBinaries(dir string, pkgs ...string) (map[string]string, error) {
-	root, err := RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/upshift-io/upshift/libs/testenv"
 )
 
 // EnvHelm names the helm binary; the Makefile exports it.
@@ -22,7 +24,7 @@ func helmBinary() (string, error) {
 	if h := os.Getenv(EnvHelm); h != "" {
 		return h, nil
 	}
-	root, err := RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -45,7 +47,7 @@ func RenderChart(name, release, namespace string, set ...string) (*Chart, error)
 	if err != nil {
 		return nil, err
 	}
-	root, err := RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -102,4 +104,38 @@ func (c *Chart) InstallIdentity(ctx context.Context, cl client.Client) error {
 		}
 	}
 	return nil
+}
+
+// Identity is a component's installed chart identity.
+type Identity struct {
+	Chart          *Chart
+	ServiceAccount string
+	// Kubeconfig authenticates as the ServiceAccount (TokenRequest).
+	Kubeconfig string
+}
+
+// InstallChartIdentity renders charts/<chartName> as release in namespace
+// (created if missing), installs its ServiceAccount and RBAC, and returns a
+// kubeconfig for that ServiceAccount: how every suite, the demo and the bench
+// run a component with exactly its chart's permissions.
+func InstallChartIdentity(ctx context.Context, env *testenv.Env, chartName, release, namespace string) (*Identity, error) {
+	if err := env.CreateNamespace(ctx, namespace); err != nil {
+		return nil, err
+	}
+	chart, err := RenderChart(chartName, release, namespace)
+	if err != nil {
+		return nil, err
+	}
+	if err := chart.InstallIdentity(ctx, env.Client); err != nil {
+		return nil, err
+	}
+	sas := chart.Kinds("ServiceAccount")
+	if len(sas) != 1 {
+		return nil, fmt.Errorf("chart %s renders %d ServiceAccounts, want 1", chartName, len(sas))
+	}
+	kubeconfig, err := env.ServiceAccountKubeconfig(ctx, namespace, sas[0].GetName())
+	if err != nil {
+		return nil, err
+	}
+	return &Identity{Chart: chart, ServiceAccount: sas[0].GetName(), Kubeconfig: kubeconfig}, nil
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os/exec"
@@ -45,6 +46,21 @@ func (c *Component) Stop(grace time.Duration) error {
 		_ = c.cmd.Process.Kill()
 		return fmt.Errorf("%s did not stop within %s of SIGTERM", c.cmd.Path, grace)
 	}
+}
+
+// WaitFor polls cond until it is true or timeout passes. For programs (the
+// demo, the bench); tests use Gomega's Eventually.
+func WaitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out after %s", timeout)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // FreeAddr returns a loopback address with a free port.

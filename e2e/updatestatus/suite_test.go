@@ -70,15 +70,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	DeferCleanup(func() { stopSim(); <-simDone })
 
 	// The component's identity and permissions come from its chart, nothing else.
-	Expect(env.CreateNamespace(ctx, namespace)).To(Succeed())
-	chart, err = framework.RenderChart(chartName, release, namespace)
+	id, err := framework.InstallChartIdentity(ctx, env, chartName, release, namespace)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(chart.InstallIdentity(ctx, env.Client)).To(Succeed())
-	sas := chart.Kinds("ServiceAccount")
-	Expect(sas).To(HaveLen(1))
-	saName = sas[0].GetName()
-	kubeconfig, err := env.ServiceAccountKubeconfig(ctx, namespace, saName)
-	Expect(err).NotTo(HaveOccurred())
+	chart, saName = id.Chart, id.ServiceAccount
 
 	metricsAddr, err := framework.FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
@@ -87,7 +81,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	metricsURL = "http://" + metricsAddr + "/metrics"
 	// The same flags the chart's Deployment passes, and its POD_NAMESPACE.
 	controller, err = framework.StartComponent(bins["update-status-controller"],
-		"--kubeconfig="+kubeconfig, "--leader-elect=true", "--leader-election-namespace="+namespace,
+		"--kubeconfig="+id.Kubeconfig, "--leader-elect=true", "--leader-election-namespace="+namespace,
 		"--namespace="+namespace, "--metrics-bind-address="+metricsAddr,
 		"--health-probe-bind-address="+probeAddr, "--log-format=json")
 	Expect(err).NotTo(HaveOccurred())

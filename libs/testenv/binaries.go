@@ -28,7 +28,7 @@ func TestBinDir() (string, error) {
 	if dir := os.Getenv(EnvTestBin); dir != "" {
 		return dir, nil
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", fmt.Errorf("%s is not set and %w", EnvTestBin, err)
 	}
@@ -44,8 +44,8 @@ func requireFiles(dir string, names ...string) error {
 	return nil
 }
 
-// repoRoot walks up from the working directory to the folder holding go.work.
-func repoRoot() (string, error) {
+// RepoRoot walks up from the working directory to the folder holding go.work.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

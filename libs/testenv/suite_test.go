@@ -3,6 +3,7 @@ package testenv_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -21,7 +22,10 @@ var env *testenv.Env
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
+	start := time.Now()
 	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
 	Expect(err).NotTo(HaveOccurred())
+	AddReportEntry("testenv start (etcd, kube-apiserver, CRDs, kube-controller-manager, kube-scheduler, kwok)",
+		time.Since(start).Round(time.Millisecond).String())
 	DeferCleanup(env.Stop)
-}, NodeTimeout(3*60e9))
+}, NodeTimeout(3*time.Minute))

@@ -107,17 +107,7 @@ func run(ctx context.Context, o options) (err error) {
 	defer func() { stopSim(); <-simDone }()
 
 	const namespace = "upshift"
-	if err := env.CreateNamespace(ctx, namespace); err != nil {
-		return err
-	}
-	chart, err := framework.RenderChart("update-status-controller", "usc", namespace)
-	if err != nil {
-		return err
-	}
-	if err := chart.InstallIdentity(ctx, env.Client); err != nil {
-		return err
-	}
-	kubeconfig, err := env.ServiceAccountKubeconfig(ctx, namespace, chart.Kinds("ServiceAccount")[0].GetName())
+	id, err := framework.InstallChartIdentity(ctx, env, "update-status-controller", "usc", namespace)
 	if err != nil {
 		return err
 	}
@@ -126,7 +116,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	// The chart's defaults: --kube-api-qps=50 --kube-api-burst=100.
-	controller, err := framework.StartComponent(binary, "--kubeconfig="+kubeconfig,
+	controller, err := framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig,
 		"--leader-election-namespace="+namespace, "--namespace="+namespace,
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0")
 	if err != nil {
@@ -144,12 +134,15 @@ func run(ctx context.Context, o options) (err error) {
 	if err := watchNodesAndInsights(ctx, watchCache, lat); err != nil {
 		return err
 	}
-	go func() { _ = watchCache.Start(ctx) }()
+	// Stopped before the control plane, or the apiserver waits on its watches.
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+	go func() { _ = watchCache.Start(watchCtx) }()
 	if !watchCache.WaitForCacheSync(ctx) {
 		return fmt.Errorf("bench watches did not sync")
 	}
 
-	if err := waitFor(ctx, 10*time.Minute, func() bool {
+	if err := framework.WaitFor(ctx, 10*time.Minute, func() bool {
 		npis := &updatev1alpha1.NodeProgressInsightList{}
 		return watchCache.List(ctx, npis) == nil && len(npis.Items) == nodes
 	}); err != nil {
@@ -175,7 +168,7 @@ func run(ctx context.Context, o options) (err error) {
 	updateStart := time.Now()
 	step(start, "update to 4.16.2 requested")
 	lastReport := time.Now()
-	if err := waitFor(ctx, o.timeout, func() bool {
+	if err := framework.WaitFor(ctx, o.timeout, func() bool {
 		if time.Since(lastReport) > 15*time.Second {
 			lastReport = time.Now()
 			step(start, "%d node transitions so far, RSS %s", lat.transitions(), rss(pid))
@@ -186,8 +179,12 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	updateTook := time.Since(updateStart)
 	// Let the last insight writes land before reading the counters.
-	_ = waitFor(ctx, 30*time.Second, func() bool { return lat.pendingCount() == 0 })
+	_ = framework.WaitFor(ctx, 30*time.Second, func() bool { return lat.pendingCount() == 0 })
 	writesAfter, err := writeRequests(metricsAddr)
+	if err != nil {
+		return err
+	}
+	recomputations, recomputeSeconds, err := reconcileStats(metricsAddr)
 	if err != nil {
 		return err
 	}
@@ -201,43 +198,61 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Printf("controller peak RSS (VmHWM):     %s\n", peakRSS(pid))
 	fmt.Printf("node state transitions:          %d (unresolved: %d)\n", transitions, lat.pendingCount())
 	fmt.Printf("state change -> insight latency: p50 %s  p99 %s  max %s  (n=%d)\n", p[0], p[1], p[2], lat.count())
+	fmt.Printf("controller recomputations:       %d in all, mean %s each\n", recomputations,
+		(time.Duration(recomputeSeconds / float64(max(recomputations, 1)) * float64(time.Second))).Round(time.Millisecond))
 	fmt.Printf("controller write requests:       %d during the update = %.2f per node transition\n",
 		writesAfter-writesBefore, float64(writesAfter-writesBefore)/float64(max(transitions, 1)))
 	return nil
 }
 
-// latencies pairs each node state change with the next insight update of
-// that node. A change the controller folds into one write with a later change
-// waits for the next write: the figures err on the high side.
+// latencies pairs each node state change (the machine-config daemon's state
+// annotation) with the first update of the node's insight that shows that
+// state or a later one: Updating=True shows Working or Rebooting, anything
+// else shows Done. A change the controller folds into a write of a later
+// state counts until that write.
 type latencies struct {
 	mu      sync.Mutex
-	pending map[string][]time.Time
+	pending map[string][]change
 	samples []time.Duration
 	changes int
 }
 
-func newLatencies() *latencies { return &latencies{pending: map[string][]time.Time{}} }
+type change struct {
+	state string
+	at    time.Time
+}
+
+func newLatencies() *latencies { return &latencies{pending: map[string][]change{}} }
 
 func (l *latencies) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.pending, l.samples, l.changes = map[string][]time.Time{}, nil, 0
+	l.pending, l.samples, l.changes = map[string][]change{}, nil, 0
 }
 
-func (l *latencies) nodeChanged(name string, at time.Time) {
+func (l *latencies) nodeChanged(name, state string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.pending[name] = append(l.pending[name], at)
+	l.pending[name] = append(l.pending[name], change{state, at})
 	l.changes++
 }
 
-func (l *latencies) insightChanged(name string, at time.Time) {
+// insightChanged resolves the newest pending change the insight shows, and
+// every older one with it.
+func (l *latencies) insightChanged(name string, updating bool, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if q := l.pending[name]; len(q) > 0 {
-		l.samples = append(l.samples, at.Sub(q[0]))
-		l.pending[name] = q[1:]
+	q := l.pending[name]
+	last := -1
+	for i, c := range q {
+		if (c.state == "Working" || c.state == "Rebooting") == updating {
+			last = i
+		}
 	}
+	for _, c := range q[:last+1] {
+		l.samples = append(l.samples, at.Sub(c.at))
+	}
+	l.pending[name] = q[last+1:]
 }
 
 func (l *latencies) transitions() int {
@@ -282,7 +297,7 @@ func watchNodesAndInsights(ctx context.Context, c cache.Cache, lat *latencies) e
 	if _, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
 		o, n := oldObj.(*corev1.Node), newObj.(*corev1.Node)
 		if o.Annotations[annoState] != n.Annotations[annoState] {
-			lat.nodeChanged(n.Name, time.Now())
+			lat.nodeChanged(n.Name, n.Annotations[annoState], time.Now())
 		}
 	}}); err != nil {
 		return err
@@ -292,7 +307,9 @@ func watchNodesAndInsights(ctx context.Context, c cache.Cache, lat *latencies) e
 		return err
 	}
 	_, err = npis.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, newObj any) {
-		lat.insightChanged(newObj.(*updatev1alpha1.NodeProgressInsight).Name, time.Now())
+		npi := newObj.(*updatev1alpha1.NodeProgressInsight)
+		updating := meta.IsStatusConditionTrue(npi.Status.Conditions, updatev1alpha1.ConditionUpdating)
+		lat.insightChanged(npi.Name, updating, time.Now())
 	}})
 	return err
 }
@@ -324,26 +341,36 @@ func updateDone(ctx context.Context, c client.Client, target string, nodes int) 
 	return true
 }
 
-// writeRequests sums the controller's client-go requests that write.
-func writeRequests(addr string) (int, error) {
+// metrics fetches the controller's /metrics text.
+func metrics(addr string) ([]string, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
+	return strings.Split(string(body), "\n"), err
+}
+
+func sampleValue(line string) (float64, error) {
+	f := strings.Fields(line)
+	return strconv.ParseFloat(f[len(f)-1], 64)
+}
+
+// writeRequests sums the controller's client-go requests that write.
+func writeRequests(addr string) (int, error) {
+	lines, err := metrics(addr)
 	if err != nil {
 		return 0, err
 	}
 	total := 0
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range lines {
 		if !strings.HasPrefix(line, "rest_client_requests_total{") {
 			continue
 		}
 		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
 			if strings.Contains(line, m) {
-				f := strings.Fields(line)
-				v, err := strconv.ParseFloat(f[len(f)-1], 64)
+				v, err := sampleValue(line)
 				if err != nil {
 					return 0, err
 				}
@@ -352,6 +379,30 @@ func writeRequests(addr string) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// reconcileStats reads the count and total seconds of the controller's
+// recomputations.
+func reconcileStats(addr string) (count int, seconds float64, err error) {
+	lines, err := metrics(addr)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range lines {
+		switch {
+		case strings.HasPrefix(line, "upshift_update_status_reconcile_duration_seconds_count"):
+			v, err := sampleValue(line)
+			if err != nil {
+				return 0, 0, err
+			}
+			count = int(v)
+		case strings.HasPrefix(line, "upshift_update_status_reconcile_duration_seconds_sum"):
+			if seconds, err = sampleValue(line); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	return count, seconds, nil
 }
 
 func procStatus(pid int, field string) string {
@@ -371,16 +422,3 @@ func procStatus(pid int, field string) string {
 
 func rss(pid int) string     { return procStatus(pid, "VmRSS") }
 func peakRSS(pid int) string { return procStatus(pid, "VmHWM") }
-
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out after %s", timeout)
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-	return nil
-}

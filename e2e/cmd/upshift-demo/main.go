@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -118,7 +117,7 @@ func run(ctx context.Context, o options) (err error) {
 			err = fmt.Errorf("update-status-controller: %w\n%s", stopErr, controller.Logs())
 		}
 	}()
-	if err := waitFor(ctx, time.Minute, func() bool { return statusReady(ctx, env.Client) }); err != nil {
+	if err := framework.WaitFor(ctx, time.Minute, func() bool { return statusReady(ctx, env.Client) }); err != nil {
 		return fmt.Errorf("the update-status-controller published no status: %w\n%s", err, controller.Logs())
 	}
 	if err := printStatus(ctx, cli, env.KubeconfigPath, os.Stdout); err != nil {
@@ -162,25 +161,11 @@ func run(ctx context.Context, o options) (err error) {
 
 func startController(ctx context.Context, env *testenv.Env, binary string) (*framework.Component, error) {
 	const namespace = "upshift"
-	if err := env.CreateNamespace(ctx, namespace); err != nil {
-		return nil, err
-	}
-	chart, err := framework.RenderChart("update-status-controller", "usc", namespace)
+	id, err := framework.InstallChartIdentity(ctx, env, "update-status-controller", "usc", namespace)
 	if err != nil {
 		return nil, err
 	}
-	if err := chart.InstallIdentity(ctx, env.Client); err != nil {
-		return nil, err
-	}
-	sas := chart.Kinds("ServiceAccount")
-	if len(sas) != 1 {
-		return nil, errors.New("the chart should render one ServiceAccount")
-	}
-	kubeconfig, err := env.ServiceAccountKubeconfig(ctx, namespace, sas[0].GetName())
-	if err != nil {
-		return nil, err
-	}
-	return framework.StartComponent(binary, "--kubeconfig="+kubeconfig, "--leader-election-namespace="+namespace,
+	return framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig, "--leader-election-namespace="+namespace,
 		"--namespace="+namespace, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 }
 
@@ -229,19 +214,6 @@ func printStatus(ctx context.Context, cli, kubeconfig string, out io.Writer) err
 	cmd.Stdout, cmd.Stderr = out, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("kubectl upshift status: %w", err)
-	}
-	return nil
-}
-
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timed out after %s", timeout)
-		case <-time.After(200 * time.Millisecond):
-		}
 	}
 	return nil
 }

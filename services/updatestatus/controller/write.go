@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
@@ -29,6 +30,12 @@ func applyStatus(ctx context.Context, c client.Client, obj client.Object) error 
 	return c.Status().Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
 }
 
+// nodeWriters bounds the concurrent NodeProgressInsight writes of one
+// recomputation. When a pool moves a wave of nodes at once, writing their
+// insights one after another would hold every insight of the wave back by
+// the sum of the others' round trips; the client's QPS limit still applies.
+const nodeWriters = 16
+
 // publishNodes makes the NodeProgressInsights match the desired node
 // insights: it creates the missing ones (owned by their Node, so they go when
 // the Node goes), writes the status of those that changed, and deletes those
@@ -41,6 +48,8 @@ func (r *Reconciler) publishNodes(ctx context.Context, published map[string]*upd
 			APIVersion: "v1", Kind: "Node", Name: nodes[i].Name, UID: nodes[i].UID,
 		}
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(nodeWriters)
 	keep := make(map[string]bool, len(desired))
 	for i := range desired {
 		insight := &desired[i]
@@ -49,38 +58,47 @@ func (r *Reconciler) publishNodes(ctx context.Context, published map[string]*upd
 		if pub != nil && equality.Semantic.DeepEqual(&pub.Status, insight) {
 			continue
 		}
-		if pub == nil {
-			owner, ok := nodeUIDs[insight.Name]
-			if !ok {
-				continue // the node went away since the snapshot
-			}
-			npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{
-				Name: insight.Name, OwnerReferences: []metav1.OwnerReference{owner},
-			}}
-			if err := r.Client.Create(ctx, npi, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating NodeProgressInsight %s: %w", insight.Name, err)
-			}
-			writes.WithLabelValues("nodeprogressinsight").Inc()
+		owner, nodeExists := nodeUIDs[insight.Name]
+		if pub == nil && !nodeExists {
+			continue // the node went away since the snapshot
 		}
-		npi := &updatev1alpha1.NodeProgressInsight{
-			TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "NodeProgressInsight"},
-			ObjectMeta: metav1.ObjectMeta{Name: insight.Name},
-			Status:     *insight,
-		}
-		if err := applyStatus(ctx, r.Client, npi); err != nil {
-			return fmt.Errorf("publishing NodeProgressInsight %s: %w", insight.Name, err)
-		}
-		writes.WithLabelValues("nodeprogressinsight").Inc()
+		g.Go(func() error { return r.publishNode(gctx, insight, pub == nil, owner) })
 	}
 	for name, pub := range published {
 		if keep[name] {
 			continue
 		}
-		if err := r.Client.Delete(ctx, pub); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting NodeProgressInsight %s: %w", name, err)
+		g.Go(func() error {
+			if err := r.Client.Delete(gctx, pub); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("deleting NodeProgressInsight %s: %w", name, err)
+			}
+			writes.WithLabelValues("nodeprogressinsight").Inc()
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// publishNode creates a node's insight if it is new, then applies its status.
+func (r *Reconciler) publishNode(ctx context.Context, insight *updatev1alpha1.NodeStatusInsight, create bool, owner metav1.OwnerReference) error {
+	if create {
+		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{
+			Name: insight.Name, OwnerReferences: []metav1.OwnerReference{owner},
+		}}
+		if err := r.Client.Create(ctx, npi, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating NodeProgressInsight %s: %w", insight.Name, err)
 		}
 		writes.WithLabelValues("nodeprogressinsight").Inc()
 	}
+	npi := &updatev1alpha1.NodeProgressInsight{
+		TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "NodeProgressInsight"},
+		ObjectMeta: metav1.ObjectMeta{Name: insight.Name},
+		Status:     *insight,
+	}
+	if err := applyStatus(ctx, r.Client, npi); err != nil {
+		return fmt.Errorf("publishing NodeProgressInsight %s: %w", insight.Name, err)
+	}
+	writes.WithLabelValues("nodeprogressinsight").Inc()
 	return nil
 }
 
