@@ -5,6 +5,10 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // UpgradeStatusName is the only allowed name of the UpgradeStatus singleton.
 const UpgradeStatusName = "cluster"
 
+// MaxHealthInsights is the most health insights the status holds; keep it
+// equal to the MaxItems marker of UpgradeStatusStatus.Health.
+const MaxHealthInsights = 128
+
 // UpgradeStatus is the cluster's update status, as interpreted by the
 // update-status-controller. It is a singleton named "cluster". Node insights
 // are kept apart, in NodeProgressInsight objects, so that this object stays

@@ -46,6 +46,7 @@ type options struct {
 	maxUnavailable string
 	timeScale      float64
 	timeout        time.Duration
+	qps            int
 }
 
 func main() {
@@ -55,6 +56,7 @@ func main() {
 	flag.StringVar(&o.maxUnavailable, "max-unavailable", "10%", "The worker pool's maxUnavailable.")
 	flag.Float64Var(&o.timeScale, "time-scale", 3000, "Simulated seconds per wall second.")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "Give up after this long.")
+	flag.IntVar(&o.qps, "controller-qps", 50, "The controller's --kube-api-qps (burst: twice that); 50 is the chart's default.")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -115,8 +117,8 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	// The chart's defaults: --kube-api-qps=50 --kube-api-burst=100.
 	controller, err := framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig,
+		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps),
 		"--leader-election-namespace="+namespace, "--namespace="+namespace,
 		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0")
 	if err != nil {
@@ -192,7 +194,8 @@ func run(ctx context.Context, o options) (err error) {
 	p := lat.percentiles()
 	transitions := lat.transitions()
 	fmt.Println()
-	fmt.Printf("nodes:                           %d (%d workers, maxUnavailable %s), time scale %.0f\n", nodes, o.workers, o.maxUnavailable, o.timeScale)
+	fmt.Printf("nodes:                           %d (%d workers, maxUnavailable %s), time scale %.0f, controller QPS %d\n",
+		nodes, o.workers, o.maxUnavailable, o.timeScale, o.qps)
 	fmt.Printf("initial publication:             %s from start (includes control-plane start and seeding)\n", initial.Round(time.Second))
 	fmt.Printf("update wall time:                %s\n", updateTook.Round(time.Second))
 	fmt.Printf("controller peak RSS (VmHWM):     %s\n", peakRSS(pid))

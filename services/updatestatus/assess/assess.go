@@ -153,7 +153,7 @@ func Assess(s Snapshot, prev *Previous) (Result, error) {
 	}
 
 	health = append(health, alertHealth(s.Alerts, hist.started)...)
-	result.Status.Health = dedupeHealth(health)
+	result.Status.Health = boundHealth(dedupeHealth(health))
 
 	if prev != nil {
 		keepStable(&result, prev)

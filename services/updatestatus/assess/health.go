@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 // Where health insights send the reader.
 const (
+	refOmittedHealth = "https://github.com/upshift-io/upshift/blob/main/README.md#components"
 	refCODegraded    = "https://github.com/openshift/runbooks/blob/master/alerts/cluster-monitoring-operator/ClusterOperatorDegraded.md"
 	refCODown        = "https://github.com/openshift/runbooks/blob/master/alerts/cluster-monitoring-operator/ClusterOperatorDown.md"
 	refMCO           = "https://docs.openshift.com/container-platform/latest/post_installation_configuration/machine-configuration-tasks.html#understanding-the-machine-config-operator"
@@ -330,6 +332,47 @@ func dedupeHealth(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsi
 		out = append(out, h)
 	}
 	return out
+}
+
+// omittedHealthUID names the insight that stands for those left out.
+const omittedHealthUID = "health-insights-omitted"
+
+var levelRank = map[updatev1alpha1.InsightImpactLevel]int{
+	updatev1alpha1.CriticalImpactLevel: 4, updatev1alpha1.ErrorImpactLevel: 3,
+	updatev1alpha1.WarningImpactLevel: 2, updatev1alpha1.InfoImpactLevel: 1,
+}
+
+// boundHealth keeps the status within MaxHealthInsights, which the API
+// enforces: past it every status write would be refused. On a large cluster
+// with a bad day (a degraded node is one insight) that is reachable, so the
+// most severe insights are kept, in their order, and one more says how many
+// less severe ones were left out, at the level of the worst of them.
+func boundHealth(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsight {
+	if len(in) <= updatev1alpha1.MaxHealthInsights {
+		return in
+	}
+	byLevel := append([]updatev1alpha1.HealthInsight(nil), in...)
+	sort.SliceStable(byLevel, func(i, j int) bool {
+		return levelRank[byLevel[i].Impact.Level] > levelRank[byLevel[j].Impact.Level]
+	})
+	keep := updatev1alpha1.MaxHealthInsights - 1
+	kept := map[string]bool{}
+	for _, h := range byLevel[:keep] {
+		kept[h.UID] = true
+	}
+	out := make([]updatev1alpha1.HealthInsight, 0, updatev1alpha1.MaxHealthInsights)
+	for _, h := range in {
+		if kept[h.UID] {
+			out = append(out, h)
+		}
+	}
+	omitted := len(in) - keep
+	return append(out, newHealth(omittedHealthUID, time.Time{}, updatev1alpha1.ScopeTypeCluster, nil,
+		byLevel[keep].Impact.Level, updatev1alpha1.NoneImpactType,
+		fmt.Sprintf("%d more health insights are not listed", omitted),
+		fmt.Sprintf("The update status lists at most %d health insights; the %d least severe are left out. "+
+			"Each node's own state is in its NodeProgressInsight.", updatev1alpha1.MaxHealthInsights, omitted),
+		refOmittedHealth))
 }
 
 func cut(s string, max int) string {

@@ -1,6 +1,8 @@
 package assess
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +158,42 @@ func TestMakeUIDIsAValidDNSLabel(t *testing.T) {
 	}
 	if makeUID("node", long, "a") == makeUID("node", long, "b") {
 		t.Error("hashed UIDs of different problems collide")
+	}
+}
+
+func TestHealthIsBoundedMostSevereFirst(t *testing.T) {
+	var in []updatev1alpha1.HealthInsight
+	add := func(n int, level updatev1alpha1.InsightImpactLevel) {
+		for i := 0; i < n; i++ {
+			in = append(in, newHealth(fmt.Sprintf("%s-%d", strings.ToLower(string(level)), i), now,
+				updatev1alpha1.ScopeTypeWorkerPool, nil, level, updatev1alpha1.NoneImpactType, "s", "d", "r"))
+		}
+	}
+	add(150, updatev1alpha1.WarningImpactLevel)
+	add(10, updatev1alpha1.ErrorImpactLevel)
+	add(40, updatev1alpha1.InfoImpactLevel)
+
+	out := boundHealth(in)
+	if len(out) != updatev1alpha1.MaxHealthInsights {
+		t.Fatalf("got %d insights, want %d", len(out), updatev1alpha1.MaxHealthInsights)
+	}
+	counts := map[updatev1alpha1.InsightImpactLevel]int{}
+	for _, h := range out[:len(out)-1] {
+		counts[h.Impact.Level]++
+	}
+	// All 10 errors, then warnings up to 127; no info.
+	if counts[updatev1alpha1.ErrorImpactLevel] != 10 || counts[updatev1alpha1.WarningImpactLevel] != 117 || counts[updatev1alpha1.InfoImpactLevel] != 0 {
+		t.Errorf("kept %v, want 10 Error and 117 Warning", counts)
+	}
+	if out[0].UID != "warning-0" {
+		t.Errorf("kept insights should stay in their order, first is %s", out[0].UID)
+	}
+	last := out[len(out)-1]
+	if last.UID != omittedHealthUID || last.Impact.Level != updatev1alpha1.WarningImpactLevel ||
+		!strings.Contains(last.Impact.Summary, "73 more") {
+		t.Errorf("omission insight = %+v, want 73 more at Warning", last.Impact)
+	}
+	if got := boundHealth(in[:5]); len(got) != 5 {
+		t.Errorf("a short list must pass unchanged, got %d", len(got))
 	}
 }
