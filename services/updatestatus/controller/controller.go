@@ -53,6 +53,27 @@ type Reconciler struct {
 	Namespace string
 
 	prototypeSeen *bool // last observed presence of the prototype ConfigMap, to log changes once
+
+	// lastWrite is the UpgradeStatus as this process last wrote it, and the
+	// cache's resourceVersion it was written over. Until the cache moves past
+	// that version it has not seen the write, and lastWrite is the truth:
+	// otherwise a recomputation right after a write would compare against
+	// the stale status, write again and repeat its Events.
+	lastWrite *ownWrite
+}
+
+type ownWrite struct {
+	overRV string
+	status *updatev1alpha1.UpgradeStatus
+}
+
+// withOwnWrite returns the published UpgradeStatus, or this process's last
+// write of it while the cache has not caught up with that write.
+func (r *Reconciler) withOwnWrite(cached *updatev1alpha1.UpgradeStatus) *updatev1alpha1.UpgradeStatus {
+	if r.lastWrite == nil || (cached != nil && cached.ResourceVersion != r.lastWrite.overRV) {
+		return cached
+	}
+	return r.lastWrite.status
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -130,6 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	published.status = r.withOwnWrite(published.status)
 	snap, err := r.snapshot(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -226,8 +248,12 @@ func (r *Reconciler) publishStatus(ctx context.Context, us *updatev1alpha1.Upgra
 		Status:     *desired,
 	}
 	if err := applyStatus(ctx, r.Client, obj); err != nil {
+		r.lastWrite = nil // the outcome is unknown: trust the cache again
 		return fmt.Errorf("publishing UpgradeStatus status: %w", err)
 	}
+	written := us.DeepCopy()
+	written.Status = *desired
+	r.lastWrite = &ownWrite{overRV: us.ResourceVersion, status: written}
 	writes.WithLabelValues("upgradestatus").Inc()
 	return nil
 }
