@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -61,16 +60,6 @@ func WaitFor(ctx context.Context, timeout time.Duration, cond func() bool) error
 		}
 	}
 	return nil
-}
-
-// FreeAddr returns a loopback address with a free port.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 type syncBuffer struct {

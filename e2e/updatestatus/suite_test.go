@@ -60,23 +60,17 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: timeScale})
 	Expect(err).NotTo(HaveOccurred())
-	simCtx, stopSim := context.WithCancel(context.Background())
-	simDone := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(simDone)
-		Expect(sim.Run(simCtx)).To(Succeed())
-	}()
-	DeferCleanup(func() { stopSim(); <-simDone })
+	stopSim := sim.Start(context.Background())
+	DeferCleanup(func() { Expect(stopSim()).To(Succeed()) })
 
 	// The component's identity and permissions come from its chart, nothing else.
 	id, err := framework.InstallChartIdentity(ctx, env, chartName, release, namespace)
 	Expect(err).NotTo(HaveOccurred())
 	chart, saName = id.Chart, id.ServiceAccount
 
-	metricsAddr, err := framework.FreeAddr()
+	metricsAddr, err := testenv.FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	probeAddr, err := framework.FreeAddr()
+	probeAddr, err := testenv.FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
 	metricsURL = "http://" + metricsAddr + "/metrics"
 	// The same flags the chart's Deployment passes, and its POD_NAMESPACE.

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -302,13 +303,27 @@ func waitHealthy(ctx context.Context, c *child, url string) error {
 	})
 }
 
-func freePort() (int, error) {
+// FreeAddr returns a loopback address with a port free at the time of the
+// call, for a process under test to listen on.
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func freePort() (int, error) {
+	addr, err := FreeAddr()
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(port)
 }
 
 // Stop stops every process in reverse start order and removes Dir unless

@@ -11,7 +11,8 @@
 //	env, _ := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
 //	_, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 6})
 //	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: 600})
-//	go sim.Run(ctx) // returns when ctx is cancelled
+//	stop := sim.Start(ctx) // or sim.Run(ctx), which blocks
+//	defer stop()
 //	// now patch ClusterVersion.spec.desiredUpdate and watch the cluster update
 //
 // From a shell: `ocpsim seed --kubeconfig ... --workers 6` then
@@ -133,6 +134,18 @@ func ptrTrue() *bool { t := true; return &t }
 
 // Run runs the simulator until ctx is cancelled.
 func (s *Sim) Run(ctx context.Context) error { return s.mgr.Start(ctx) }
+
+// Start runs the simulator in the background until ctx is cancelled or stop
+// is called; stop waits for it to finish and returns what Run returned.
+func (s *Sim) Start(ctx context.Context) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
 
 // Client is the simulator's cached client (useful for tests that already
 // wait for the simulator's cache).

@@ -59,13 +59,8 @@ func startCluster(ctx context.Context, t ocpsim.Topology, o ocpsim.Options) *clu
 	Expect(err).NotTo(HaveOccurred())
 	sim, err := ocpsim.New(env.Config, o)
 	Expect(err).NotTo(HaveOccurred())
-	simCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.Run(simCtx) }()
-	DeferCleanup(func() {
-		cancel()
-		Eventually(done, 20*time.Second).Should(Receive(BeNil()))
-	})
+	stop := sim.Start(context.Background())
+	DeferCleanup(func(context.Context) { Expect(stop()).To(Succeed()) }, NodeTimeout(20*time.Second))
 	return &cluster{env: env, c: env.Client}
 }
 

@@ -103,17 +103,15 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	simCtx, stopSim := context.WithCancel(ctx)
-	simDone := make(chan error, 1)
-	go func() { simDone <- sim.Run(simCtx) }()
-	defer func() { stopSim(); <-simDone }()
+	stopSim := sim.Start(ctx)
+	defer func() { _ = stopSim() }()
 
 	const namespace = "upshift"
 	id, err := framework.InstallChartIdentity(ctx, env, "update-status-controller", "usc", namespace)
 	if err != nil {
 		return err
 	}
-	metricsAddr, err := framework.FreeAddr()
+	metricsAddr, err := testenv.FreeAddr()
 	if err != nil {
 		return err
 	}

@@ -102,10 +102,8 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	simCtx, stopSim := context.WithCancel(ctx)
-	simDone := make(chan error, 1)
-	go func() { simDone <- sim.Run(simCtx) }()
-	defer func() { stopSim(); <-simDone }()
+	stopSim := sim.Start(ctx)
+	defer func() { _ = stopSim() }()
 
 	say("Installing the update-status-controller's ServiceAccount and RBAC from its chart, and running it as that ServiceAccount")
 	controller, err := startController(ctx, env, usc)
