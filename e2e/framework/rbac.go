@@ -206,7 +206,8 @@ func Delegated(events []testenv.AuditEvent) ([]testenv.AuditEvent, error) {
 	var out []testenv.AuditEvent
 	for _, e := range events {
 		if e.Verb != "create" || e.ObjectRef == nil || e.ObjectRef.APIGroup != "authorization.k8s.io" ||
-			e.ObjectRef.Resource != "subjectaccessreviews" || e.ResponseStatus == nil || e.ResponseStatus.Code != 201 {
+			e.ObjectRef.Resource != "subjectaccessreviews" || e.ResponseStatus == nil ||
+			e.ResponseStatus.Code < 200 || e.ResponseStatus.Code > 299 {
 			continue
 		}
 		var req authorizationv1.SubjectAccessReview
