@@ -9,7 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -138,4 +142,51 @@ func InstallChartIdentity(ctx context.Context, env *testenv.Env, chartName, rele
 		return nil, err
 	}
 	return &Identity{Chart: chart, ServiceAccount: sas[0].GetName(), Kubeconfig: kubeconfig}, nil
+}
+
+// MetricsReaderRole returns the name of the chart's ClusterRole that grants
+// get on /metrics and nothing else: the role a scraper is bound to.
+func (c *Chart) MetricsReaderRole() (string, error) {
+	perms, err := c.Permissions()
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, role := range RolesWith(perms) {
+		ps := OfRoles(perms, role)
+		if len(ps) == 1 && ps[0].NonResourceURL == "/metrics" && ps[0].Verb == "get" && strings.HasPrefix(role, "ClusterRole/") {
+			found = append(found, strings.TrimPrefix(role, "ClusterRole/"))
+		}
+	}
+	if len(found) != 1 {
+		return "", fmt.Errorf("want one ClusterRole granting only get /metrics, found %v", found)
+	}
+	return found[0], nil
+}
+
+// InstallMetricsScraper creates ServiceAccount namespace/name (the namespace
+// must exist), binds it to the chart's metrics-reader ClusterRole, and
+// returns it as a Scraper: the identity Prometheus has once an operator
+// follows the chart's instructions.
+func InstallMetricsScraper(ctx context.Context, env *testenv.Env, chart *Chart, namespace, name string) (*Scraper, error) {
+	role, err := chart.MetricsReaderRole()
+	if err != nil {
+		return nil, err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace + "-" + name + "-metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}},
+	}
+	for _, o := range []client.Object{sa, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			return nil, fmt.Errorf("creating the metrics scraper's %T: %w", o, err)
+		}
+	}
+	cfg, err := env.ServiceAccountConfig(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &Scraper{User: ServiceAccountUser(namespace, name), Token: cfg.BearerToken}, nil
 }

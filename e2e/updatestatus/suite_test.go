@@ -41,7 +41,13 @@ var (
 	controller *framework.Component
 	saName     string
 	metricsURL string
+	readyzURL  string
+	// scraper plays Prometheus: a ServiceAccount bound to the chart's
+	// metrics-reader ClusterRole.
+	scraper *framework.Scraper
 )
+
+const monitoringNamespace = "monitoring"
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
@@ -72,7 +78,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	probeAddr, err := testenv.FreeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	metricsURL = "http://" + metricsAddr + "/metrics"
+	metricsURL = "https://" + metricsAddr + "/metrics"
+	readyzURL = "http://" + probeAddr + "/readyz"
+	Expect(env.CreateNamespace(ctx, monitoringNamespace)).To(Succeed())
+	scraper, err = framework.InstallMetricsScraper(ctx, env, chart, monitoringNamespace, "prometheus")
+	Expect(err).NotTo(HaveOccurred())
 	// The same flags the chart's Deployment passes, and its POD_NAMESPACE.
 	controller, err = framework.StartComponent(bins["update-status-controller"],
 		"--kubeconfig="+id.Kubeconfig, "--leader-elect=true", "--leader-election-namespace="+namespace,

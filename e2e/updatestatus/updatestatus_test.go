@@ -3,7 +3,6 @@ package updatestatus
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -14,10 +13,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
@@ -87,6 +90,17 @@ func (o *observer) watch(ctx context.Context) {
 }
 
 var _ = Describe("the update-status-controller", Ordered, func() {
+	It("becomes ready once its caches have synced", func(ctx SpecContext) {
+		Eventually(func() (int, error) {
+			resp, err := http.Get(readyzURL)
+			if err != nil {
+				return 0, err
+			}
+			defer resp.Body.Close()
+			return resp.StatusCode, nil
+		}).WithTimeout(60 * time.Second).Should(Equal(http.StatusOK))
+	})
+
 	It("publishes a settled cluster: not updating, one insight per node", func(ctx SpecContext) {
 		Eventually(func(g Gomega) {
 			us := getStatus(ctx, g)
@@ -251,13 +265,12 @@ var _ = Describe("the update-status-controller", Ordered, func() {
 		Expect(out.String()).To(ContainSubstring("The cluster is not updating."))
 	})
 
-	It("serves its metrics", func(ctx SpecContext) {
-		resp, err := http.Get(metricsURL)
+	It("serves its metrics over HTTPS, to an identity with the metrics-reader role only", func(ctx SpecContext) {
+		_, err := (&framework.Scraper{User: "anonymous"}).Scrape(metricsURL)
+		Expect(err).To(MatchError(ContainSubstring("401")))
+		body, err := scraper.Scrape(metricsURL)
 		Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(body)).To(And(
+		Expect(body).To(And(
 			ContainSubstring(`upshift_build_info{component="update-status-controller"`),
 			ContainSubstring(`upshift_update_status_control_plane_completion_percent 100`),
 			ContainSubstring(`upshift_update_status_insights{level="none",type="node"} 9`),
@@ -291,12 +304,99 @@ var _ = Describe("the update-status-controller", Ordered, func() {
 		perms, err := chart.Permissions()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(perms).NotTo(BeEmpty())
+		// Every role the chart ships is either the controller's own or the
+		// metrics-reader role meant for the scraper; each is checked against
+		// the identity that holds it.
+		controllerRoles, err := chart.BoundRoles(namespace, saName)
+		Expect(err).NotTo(HaveOccurred())
+		readerRole, err := chart.MetricsReaderRole()
+		Expect(err).NotTo(HaveOccurred())
+		readerRoles := []string{framework.RoleKey("ClusterRole", "", readerRole)}
+		Expect(framework.RolesWith(perms)).To(ConsistOf(append(controllerRoles, readerRoles...)))
 		Eventually(func(g Gomega) {
 			events, err := env.AuditEvents(framework.ServiceAccountUser(namespace, saName))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(events).NotTo(BeEmpty())
 			g.Expect(framework.Refused(events)).To(BeEmpty())
-			g.Expect(framework.Unused(perms, events)).To(BeEmpty())
+			g.Expect(framework.Unused(framework.OfRoles(perms, controllerRoles...), events)).To(BeEmpty())
+			// The scraper never talks to the apiserver: the controller asks
+			// it, in a SubjectAccessReview, whether the scraper may get
+			// /metrics. Those answers show the scraper used its role.
+			delegated, err := framework.Delegated(events)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(framework.Refused(delegated)).To(BeEmpty())
+			g.Expect(framework.Unused(framework.OfRoles(perms, readerRoles...),
+				framework.ByUser(delegated, scraper.User))).To(BeEmpty())
 		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+
+	It("ships a Deployment, Service, PodDisruptionBudget and dashboard the apiserver accepts", func(ctx SpecContext) {
+		rendered, err := framework.RenderChart(chartName, release, namespace,
+			"dashboard.enabled=true", "metrics.certSecret=usc-metrics-tls")
+		Expect(err).NotTo(HaveOccurred())
+		objs := rendered.Kinds("Deployment", "Service", "PodDisruptionBudget", "ConfigMap")
+		Expect(objs).To(HaveLen(4))
+		for _, o := range objs {
+			Expect(env.Client.Create(ctx, o.DeepCopy(), client.DryRunAll)).To(Succeed(), "%s %s", o.GetKind(), o.GetName())
+		}
+		dep := &appsv1.Deployment{}
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(rendered.Kinds("Deployment")[0].Object, dep)).To(Succeed())
+		pdb := &policyv1.PodDisruptionBudget{}
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(rendered.Kinds("PodDisruptionBudget")[0].Object, pdb)).To(Succeed())
+		By("the PodDisruptionBudget covers the replicas and lets one go at a time")
+		Expect(*dep.Spec.Replicas).To(BeEquivalentTo(2))
+		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sel.Matches(labels.Set(dep.Spec.Template.Labels))).To(BeTrue())
+		By("the replicas prefer different nodes")
+		terms := dep.Spec.Template.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+		Expect(terms).To(HaveLen(1))
+		Expect(terms[0].PodAffinityTerm.TopologyKey).To(Equal("kubernetes.io/hostname"))
+		sel, err = metav1.LabelSelectorAsSelector(terms[0].PodAffinityTerm.LabelSelector)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sel.Matches(labels.Set(dep.Spec.Template.Labels))).To(BeTrue())
+		By("metrics are served with the mounted certificate")
+		Expect(dep.Spec.Template.Spec.Containers[0].Args).To(ContainElements(
+			"--metrics-secure=true", "--metrics-cert-dir=/etc/upshift/metrics-certs"))
+		By("the dashboard carries the Grafana sidecar's label")
+		Expect(rendered.Kinds("ConfigMap")[0].GetLabels()).To(HaveKeyWithValue("grafana_dashboard", "1"))
+	})
+
+	// Last, so that a failure here skips nothing: it checks the chart's
+	// alerts and dashboard against metrics other parts of the controller
+	// export, after an update has set them all.
+	It("exports every metric its chart's alerts and dashboard query", func(ctx SpecContext) {
+		rendered, err := framework.RenderChart(chartName, release, namespace,
+			"prometheusRule.enabled=true", "dashboard.enabled=true")
+		Expect(err).NotTo(HaveOccurred())
+		queries, err := rendered.MonitoringQueries()
+		Expect(err).NotTo(HaveOccurred())
+		var alerts, panels int
+		for _, q := range queries {
+			switch {
+			case strings.HasPrefix(q.Source, "PrometheusRule"):
+				alerts++
+			case strings.Contains(q.Source, " panel "):
+				panels++
+			}
+		}
+		Expect(alerts).To(Equal(4), "queries: %v", queries)
+		Expect(panels).To(BeNumerically(">=", 10), "queries: %v", queries)
+
+		body, err := scraper.Scrape(metricsURL)
+		Expect(err).NotTo(HaveOccurred())
+		exposed, err := framework.ParseExposition(body)
+		Expect(err).NotTo(HaveOccurred())
+		var missing []string
+		for _, q := range queries {
+			sels, err := framework.PromQLSelectors(q.Expr)
+			Expect(err).NotTo(HaveOccurred(), q.Source)
+			Expect(sels).NotTo(BeEmpty(), "%s selects no metric: %s", q.Source, q.Expr)
+			for _, m := range exposed.Missing(sels) {
+				missing = append(missing, q.Source+": "+m)
+			}
+		}
+		Expect(missing).To(BeEmpty(), "the controller does not export what the chart queries")
 	})
 })

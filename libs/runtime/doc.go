@@ -8,8 +8,10 @@
 //
 // Main parses the common flags (see Flags), builds a zap logger behind logr
 // with a "component" key, creates a controller-runtime manager whose cache
-// strips managedFields, serves /healthz, /readyz and /metrics (with
-// upshift_build_info), runs leader election on a Lease named after the
+// strips managedFields, serves /healthz, /readyz (ready once the informer
+// caches have synced) and /metrics (with upshift_build_info; HTTPS behind
+// Kubernetes authentication and authorization unless --metrics-secure=false,
+// see MetricsOptions), runs leader election on a Lease named after the
 // component, calls setup to register the component's controllers, and runs
 // until SIGTERM or SIGINT.
 //

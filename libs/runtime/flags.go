@@ -15,6 +15,8 @@ import (
 type Flags struct {
 	Kubeconfig              string
 	MetricsBindAddress      string
+	MetricsSecure           bool
+	MetricsCertDir          string
 	HealthProbeBindAddress  string
 	LeaderElect             bool
 	LeaderElectionNamespace string
@@ -38,6 +40,11 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		"Path to a kubeconfig. Empty: $KUBECONFIG, the in-cluster config, then ~/.kube/config.")
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", ":8080",
 		`Address the /metrics endpoint binds to; "0" disables it.`)
+	fs.BoolVar(&f.MetricsSecure, "metrics-secure", true,
+		"Serve /metrics over HTTPS, only to callers whose bearer token the kube-apiserver authenticates (TokenReview) "+
+			"and authorizes for get on the /metrics URL (SubjectAccessReview). false: plain HTTP, no authentication.")
+	fs.StringVar(&f.MetricsCertDir, "metrics-cert-dir", "",
+		"Folder with tls.crt and tls.key for the metrics endpoint, reloaded when they change. Empty: a self-signed certificate made at start.")
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		`Address the /healthz and /readyz endpoints bind to; "0" disables them.`)
 	fs.BoolVar(&f.LeaderElect, "leader-elect", true,
@@ -97,6 +104,9 @@ func (f *Flags) Validate() error {
 		if err := validateBindAddress(addr); err != nil {
 			return fmt.Errorf("invalid value %q for flag --%s: %w", addr, name, err)
 		}
+	}
+	if f.MetricsCertDir != "" && !f.MetricsSecure {
+		return fmt.Errorf("invalid value %q for flag --metrics-cert-dir: needs --metrics-secure=true", f.MetricsCertDir)
 	}
 	if f.KubeAPIQPS <= 0 {
 		return fmt.Errorf("invalid value %v for flag --kube-api-qps: must be positive", f.KubeAPIQPS)

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -22,6 +24,7 @@ func TestParseFlagsErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--kube-api-qps=0"}, "--kube-api-qps"},
 		{[]string{"--kube-api-burst=0"}, "--kube-api-burst"},
 		{[]string{"stray"}, `"stray"`},
+		{[]string{"--metrics-secure=false", "--metrics-cert-dir=/certs"}, "--metrics-cert-dir"},
 	} {
 		_, err := ParseFlags("x", tc.args, &bytes.Buffer{}, nil)
 		if err == nil {
@@ -39,7 +42,8 @@ func TestParseFlagsDefaultsAndValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !f.LeaderElect || f.LogFormat != "json" || f.LogLevel != "info" || f.MetricsBindAddress != ":8080" {
+	if !f.LeaderElect || f.LogFormat != "json" || f.LogLevel != "info" || f.MetricsBindAddress != ":8080" ||
+		!f.MetricsSecure || f.MetricsCertDir != "" {
 		t.Errorf("unexpected defaults: %+v", f)
 	}
 	f, err = ParseFlags("x", []string{"--leader-elect=false", "--log-level=3", "--log-format=console",
@@ -75,5 +79,32 @@ func TestLoggerCarriesComponent(t *testing.T) {
 	}
 	if strings.Contains(out, "hidden") {
 		t.Errorf("V(1) logged at --log-level=info: %s", out)
+	}
+}
+
+func TestMetricsOptions(t *testing.T) {
+	opts, err := MetricsOptions(&Flags{MetricsBindAddress: ":1", MetricsSecure: true})
+	if err != nil || !opts.SecureServing || opts.FilterProvider == nil || opts.CertDir != "" {
+		t.Errorf("secure by default, self-signed: got %+v, %v", opts, err)
+	}
+	opts, err = MetricsOptions(&Flags{MetricsBindAddress: ":1"})
+	if err != nil || opts.SecureServing || opts.FilterProvider != nil {
+		t.Errorf("--metrics-secure=false: got %+v, %v", opts, err)
+	}
+	// A named folder without the files is an error, not a silent
+	// self-signed fallback.
+	dir := t.TempDir()
+	if _, err := MetricsOptions(&Flags{MetricsSecure: true, MetricsCertDir: dir}); err == nil ||
+		!strings.Contains(err.Error(), "--metrics-cert-dir") {
+		t.Errorf("empty --metrics-cert-dir: want an error naming the flag, got %v", err)
+	}
+	for _, name := range []string{MetricsCertName, MetricsKeyName} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts, err = MetricsOptions(&Flags{MetricsSecure: true, MetricsCertDir: dir})
+	if err != nil || opts.CertDir != dir || opts.CertName != "tls.crt" || opts.KeyName != "tls.key" {
+		t.Errorf("--metrics-cert-dir: got %+v, %v", opts, err)
 	}
 }

@@ -3,11 +3,16 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +20,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/upshift-io/upshift/libs/runtime"
@@ -66,8 +75,10 @@ func TestBadFlagExitsNonZeroWithOneLine(t *testing.T) {
 }
 
 // TestServesAndStopsOnSIGTERM runs a component against a real apiserver: it
-// must serve /readyz and /metrics with upshift_build_info, hold its Lease, and
-// stop cleanly within 5 s of SIGTERM, releasing the Lease.
+// must serve /readyz, and /metrics (with upshift_build_info) over HTTPS with
+// the certificate named by --metrics-cert-dir, only to callers the apiserver
+// authenticates (else 401) and authorizes for get /metrics (else 403); hold its
+// Lease, and stop cleanly within 5 s of SIGTERM, releasing the Lease.
 func TestServesAndStopsOnSIGTERM(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -75,9 +86,11 @@ func TestServesAndStopsOnSIGTERM(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
 
+	certDir, caPool := servingCert(t)
 	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
 	var logs bytes.Buffer
 	cmd := child("--kubeconfig="+env.KubeconfigPath, "--metrics-bind-address="+metricsAddr,
+		"--metrics-cert-dir="+certDir,
 		"--health-probe-bind-address="+probeAddr, "--leader-election-namespace=default")
 	cmd.Stderr = &logs
 	g.Expect(cmd.Start()).To(Succeed())
@@ -85,6 +98,30 @@ func TestServesAndStopsOnSIGTERM(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 
+	// Scrapers: nobody, a ServiceAccount without the permission, and one
+	// bound to a role like the charts' metrics-reader.
+	noPerms := serviceAccountToken(ctx, t, env, "no-perms", false)
+	reader := serviceAccountToken(ctx, t, env, "metrics-reader", true)
+	// The client trusts only the CA of the certificate in --metrics-cert-dir:
+	// a self-signed fallback would fail the handshake.
+	httpsClient := &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: caPool, ServerName: "localhost"}}}
+	scrape := func(token string) (int, string, error) {
+		req, err := http.NewRequest(http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
+		if err != nil {
+			return 0, "", err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := httpsClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
 	get := func(url string) (string, error) {
 		resp, err := http.Get(url)
 		if err != nil {
@@ -99,9 +136,31 @@ func TestServesAndStopsOnSIGTERM(t *testing.T) {
 	}
 	g.Eventually(func() error { _, err := get("http://" + probeAddr + "/readyz"); return err }).
 		WithTimeout(20 * time.Second).Should(Succeed())
-	g.Eventually(func() (string, error) { return get("http://" + metricsAddr + "/metrics") }).
-		WithTimeout(10 * time.Second).
+	g.Eventually(func() (string, error) {
+		code, body, err := scrape(reader)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("status %d: %s", code, body)
+		}
+		return body, err
+	}).WithTimeout(10 * time.Second).
 		Should(ContainSubstring(`upshift_build_info{component="runtime-test",version="dev"} 1`))
+	code, body, err := scrape("")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(http.StatusUnauthorized), "no token: %s", body)
+	// A token the apiserver rejects: controller-runtime's filter answers
+	// 500 "Authentication failed" (the TokenReview carries an error), not
+	// 401; what matters is that no metrics are served.
+	code, body, err = scrape("not-a-token")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(BeElementOf(http.StatusUnauthorized, http.StatusInternalServerError), "invalid token: %s", body)
+	g.Expect(body).NotTo(ContainSubstring("upshift_build_info"))
+	code, body, err = scrape(noPerms)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(http.StatusForbidden), "token without get /metrics: %s", body)
+	g.Expect(body).NotTo(ContainSubstring("upshift_build_info"))
+	// Plain HTTP gets no metrics from an HTTPS port.
+	_, err = get("http://" + metricsAddr + "/metrics")
+	g.Expect(err).To(HaveOccurred())
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: "default", Name: runtime.LeaseName(component)}
@@ -125,6 +184,63 @@ func TestServesAndStopsOnSIGTERM(t *testing.T) {
 	g.Expect(lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "").
 		To(BeTrue(), "lease still held after a clean stop")
 	g.Expect(logs.String()).To(ContainSubstring(`"component":"runtime-test"`))
+}
+
+// servingCert writes a certificate for localhost, signed by a fresh CA, as
+// tls.crt and tls.key into a new folder, and returns the folder and a pool
+// with that CA.
+func servingCert(t *testing.T) (string, *x509.CertPool) {
+	t.Helper()
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", []net.IP{{127, 0, 0, 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, b := range map[string][]byte{runtime.MetricsCertName: certPEM, runtime.MetricsKeyName: keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// certPEM holds the serving certificate, then its CA.
+	pool := x509.NewCertPool()
+	rest := certPEM
+	for {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); err == nil && c.IsCA {
+			pool.AddCert(c)
+		}
+	}
+	return dir, pool
+}
+
+// serviceAccountToken creates ServiceAccount default/name, bound (or not) to
+// a ClusterRole that allows get on /metrics, and returns a token for it.
+func serviceAccountToken(ctx context.Context, t *testing.T, env *testenv.Env, name string, canRead bool) string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	if err := env.Client.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	if canRead {
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: "default"}}}
+		for _, o := range []client.Object{role, binding} {
+			if err := env.Client.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cfg, err := env.ServiceAccountConfig(ctx, "default", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.BearerToken
 }
 
 func freeAddr(t *testing.T) string {

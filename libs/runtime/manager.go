@@ -13,7 +13,6 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/upshift-io/upshift/libs/scheme"
 )
@@ -59,6 +58,7 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 		}
 	}
 	cfg = rest.CopyConfig(cfg)
+	var mgr manager.Manager
 	cfg.UserAgent = component + "/" + version
 	if f.KubeAPIQPS > 0 {
 		cfg.QPS, cfg.Burst = float32(f.KubeAPIQPS), f.KubeAPIBurst
@@ -73,11 +73,15 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	// object's size: dropping it is the cheapest memory win there is.
 	cacheOpts.DefaultTransform = chainTransforms(cache.TransformStripManagedFields(), cacheOpts.DefaultTransform)
 
+	metricsOptions, err := MetricsOptions(f)
+	if err != nil {
+		return nil, err
+	}
 	gracefulTimeout := f.GracefulShutdownTimeout
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err = ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        s,
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: f.MetricsBindAddress},
+		Metrics:                       metricsOptions,
 		HealthProbeBindAddress:        f.HealthProbeBindAddress,
 		LeaderElection:                f.LeaderElect,
 		LeaderElectionID:              LeaseName(component),
@@ -92,7 +96,10 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	// Ready once the informers are filled: a replica that answers before
+	// its caches have synced would publish, and be scraped for, an
+	// assessment of an empty cluster.
+	if err := mgr.AddReadyzCheck("informers", CacheSynced(mgr.GetCache(), cacheSyncProbeWait)); err != nil {
 		return nil, err
 	}
 	buildInfo.WithLabelValues(component, version).Set(1)

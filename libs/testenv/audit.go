@@ -10,10 +10,19 @@ import (
 
 // The audit policy: every request, metadata only. Tests read the log to see
 // exactly which requests a component made and which were refused.
+// SubjectAccessReviews are logged with their bodies: a component that
+// authorizes its callers through the apiserver (metrics served behind
+// controller-runtime's filter) asks about another identity, and only the
+// body says whom, for what, and the answer. TokenReviews stay metadata only:
+// their bodies carry tokens.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
+- level: RequestResponse
+  resources:
+  - group: authorization.k8s.io
+    resources: [subjectaccessreviews]
 - level: Metadata
 `
 
@@ -23,17 +32,26 @@ type AuditEvent struct {
 	User struct {
 		Username string `json:"username"`
 	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		APIGroup    string `json:"apiGroup"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestURI string `json:"requestURI"`
+	ObjectRef      *AuditObjectRef `json:"objectRef"`
+	ResponseStatus *AuditStatus    `json:"responseStatus"`
+	RequestURI     string          `json:"requestURI"`
+	// RequestObject and ResponseObject are logged for SubjectAccessReviews only.
+	RequestObject  json.RawMessage `json:"requestObject,omitempty"`
+	ResponseObject json.RawMessage `json:"responseObject,omitempty"`
+}
+
+// AuditObjectRef is the object a request was about.
+type AuditObjectRef struct {
+	Resource    string `json:"resource"`
+	Subresource string `json:"subresource"`
+	APIGroup    string `json:"apiGroup"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+}
+
+// AuditStatus is the HTTP status the apiserver answered with.
+type AuditStatus struct {
+	Code int `json:"code"`
 }
 
 func (e *Env) configureAudit() error {

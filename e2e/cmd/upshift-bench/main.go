@@ -10,8 +10,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -115,6 +113,16 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
+	// Metrics are scraped as Prometheus would: a ServiceAccount bound to the
+	// chart's metrics-reader ClusterRole.
+	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
+		return err
+	}
+	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
+	if err != nil {
+		return err
+	}
+	metricsURL := "https://" + metricsAddr + "/metrics"
 	controller, err := framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig,
 		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps),
 		"--leader-election-namespace="+namespace, "--namespace="+namespace,
@@ -151,7 +159,7 @@ func run(ctx context.Context, o options) (err error) {
 	initial := time.Since(start)
 	step(start, "controller published %d NodeProgressInsights (RSS %s)", nodes, rss(pid))
 
-	writesBefore, err := writeRequests(metricsAddr)
+	writesBefore, err := writeRequests(scraper, metricsURL)
 	if err != nil {
 		return err
 	}
@@ -180,11 +188,11 @@ func run(ctx context.Context, o options) (err error) {
 	updateTook := time.Since(updateStart)
 	// Let the last insight writes land before reading the counters.
 	_ = framework.WaitFor(ctx, 30*time.Second, func() bool { return lat.pendingCount() == 0 })
-	writesAfter, err := writeRequests(metricsAddr)
+	writesAfter, err := writeRequests(scraper, metricsURL)
 	if err != nil {
 		return err
 	}
-	recomputations, recomputeSeconds, err := reconcileStats(metricsAddr)
+	recomputations, recomputeSeconds, err := reconcileStats(scraper, metricsURL)
 	if err != nil {
 		return err
 	}
@@ -343,14 +351,9 @@ func updateDone(ctx context.Context, c client.Client, target string, nodes int) 
 }
 
 // metrics fetches the controller's /metrics text.
-func metrics(addr string) ([]string, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return strings.Split(string(body), "\n"), err
+func metrics(s *framework.Scraper, url string) ([]string, error) {
+	body, err := s.Scrape(url)
+	return strings.Split(body, "\n"), err
 }
 
 func sampleValue(line string) (float64, error) {
@@ -358,9 +361,12 @@ func sampleValue(line string) (float64, error) {
 	return strconv.ParseFloat(f[len(f)-1], 64)
 }
 
-// writeRequests sums the controller's client-go requests that write.
-func writeRequests(addr string) (int, error) {
-	lines, err := metrics(addr)
+// writeRequests sums the controller's client-go requests that write. They
+// include the TokenReview and SubjectAccessReview that authenticate a scrape
+// (at most two per scrape; the controller caches the answers for minutes),
+// which is noise against thousands of insight writes.
+func writeRequests(s *framework.Scraper, url string) (int, error) {
+	lines, err := metrics(s, url)
 	if err != nil {
 		return 0, err
 	}
@@ -384,8 +390,8 @@ func writeRequests(addr string) (int, error) {
 
 // reconcileStats reads the count and total seconds of the controller's
 // recomputations.
-func reconcileStats(addr string) (count int, seconds float64, err error) {
-	lines, err := metrics(addr)
+func reconcileStats(s *framework.Scraper, url string) (count int, seconds float64, err error) {
+	lines, err := metrics(s, url)
 	if err != nil {
 		return 0, 0, err
 	}

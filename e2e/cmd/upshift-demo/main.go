@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -106,7 +107,7 @@ func run(ctx context.Context, o options) (err error) {
 	defer func() { _ = stopSim() }()
 
 	say("Installing the update-status-controller's ServiceAccount and RBAC from its chart, and running it as that ServiceAccount")
-	controller, err := startController(ctx, env, usc)
+	controller, scraper, metricsURL, err := startController(ctx, env, usc)
 	if err != nil {
 		return err
 	}
@@ -152,19 +153,45 @@ func run(ctx context.Context, o options) (err error) {
 			break
 		}
 	}
+	say("The controller's metrics, scraped over HTTPS as a ServiceAccount bound to the chart's metrics-reader ClusterRole")
+	body, err := scraper.Scrape(metricsURL)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(body, "\n") {
+		// The gauges; histograms and the controller-runtime series are long.
+		if strings.HasPrefix(line, "upshift_") && !strings.Contains(line, "_bucket") {
+			fmt.Println(line)
+		}
+	}
 	say("The update to %s completed in %s of wall time; the demo took %s. Stopping everything.",
 		o.to, time.Since(updateStart).Round(time.Second), time.Since(start).Round(time.Second))
 	return nil
 }
 
-func startController(ctx context.Context, env *testenv.Env, binary string) (*framework.Component, error) {
+// startController runs the controller as its chart's ServiceAccount, and
+// returns it with a scraper for its metrics (a ServiceAccount bound to the
+// chart's metrics-reader ClusterRole) and their URL.
+func startController(ctx context.Context, env *testenv.Env, binary string) (*framework.Component, *framework.Scraper, string, error) {
 	const namespace = "upshift"
 	id, err := framework.InstallChartIdentity(ctx, env, "update-status-controller", "usc", namespace)
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
-	return framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig, "--leader-election-namespace="+namespace,
-		"--namespace="+namespace, "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
+		return nil, nil, "", err
+	}
+	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	metricsAddr, err := testenv.FreeAddr()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	c, err := framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig, "--leader-election-namespace="+namespace,
+		"--namespace="+namespace, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0")
+	return c, scraper, "https://" + metricsAddr + "/metrics", err
 }
 
 func statusReady(ctx context.Context, c client.Client) bool {
