@@ -24,8 +24,8 @@ import (
 const (
 	maxWorkerPools      = 32
 	maxClusterOperators = 128
-	maxNameLen          = 64  // pool and operator names in the insights
-	maxVersionLen       = 64  // Version.version, NodeStatusInsight.version
+	maxNameLen          = 64 // pool and operator names in the insights
+	maxVersionLen       = 64 // Version.version, NodeStatusInsight.version
 	maxNodeMessage      = 4096
 	maxReference        = 512
 	maxRefName          = 253

@@ -129,7 +129,7 @@ func heartbeat(published *metav1.Condition, updating bool, now time.Time) (*meta
 			return nil, time.Time{}
 		}
 		return &metav1.Condition{Type: updatev1alpha1.ConditionHeartbeat, Status: metav1.ConditionFalse, Reason: reasonIdle,
-			Message: "The cluster is not updating; the status is refreshed when something changes.",
+			Message:            "The cluster is not updating; the status is refreshed when something changes.",
 			LastTransitionTime: metav1.NewTime(now)}, time.Time{}
 	}
 	if published != nil && published.Status == metav1.ConditionTrue {
