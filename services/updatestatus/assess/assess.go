@@ -174,7 +174,7 @@ func Assess(s Snapshot, prev *Previous) (Result, error) {
 	fitStatus(&result.Status, s.Now)
 
 	if prev != nil {
-		keepStable(&result, prev)
+		keepStable(&result, prev, s.Now)
 	}
 	cvi := result.Status.ControlPlane.ClusterVersion
 	next.at(estimateChange(cp.estimate, s.Now, string(cvi.Assessment), cvi.EstimatedCompletedAt))

@@ -150,3 +150,18 @@ func TestNextCheckIgnoresThePast(t *testing.T) {
 		t.Fatalf("next = %v, want %v", n.next, want)
 	}
 }
+
+func TestNoFailingConditionKeepsItsFirstSighting(t *testing.T) {
+	s := baseSnapshot()
+	s.ClusterVersion.Status.Conditions = s.ClusterVersion.Status.Conditions[:1] // no Failing
+	pub, prev := published(t, s)
+	later := s
+	later.Now = s.Now.Add(10 * time.Second)
+	r, err := Assess(later, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(r.Status.Health, pub.Status.Health) {
+		t.Errorf("health insights changed with the time alone:\n%+v\n%+v", pub.Status.Health, r.Status.Health)
+	}
+}
