@@ -192,6 +192,8 @@ func fitStatus(s *updatev1alpha1.UpgradeStatusStatus, now time.Time) {
 				cv.StartedAt = metav1.NewTime(now)
 			}
 			cv.Resource = fitRef(cv.Resource)
+			cv.CompletedAt = noZeroTime(cv.CompletedAt)
+			cv.EstimatedCompletedAt = noZeroTime(cv.EstimatedCompletedAt)
 		}
 		for i := range cp.ClusterOperators {
 			co := &cp.ClusterOperators[i]
@@ -209,6 +211,8 @@ func fitStatus(s *updatev1alpha1.UpgradeStatusStatus, now time.Time) {
 	for i := range s.Health {
 		h := &s.Health[i]
 		h.Remediation.Reference = cut(h.Remediation.Reference, maxReference)
+		h.StartedAt = noZeroTime(h.StartedAt)
+		h.Remediation.EstimatedFinish = noZeroTime(h.Remediation.EstimatedFinish)
 		for j := range h.Scope.Resources {
 			h.Scope.Resources[j] = fitRef(h.Scope.Resources[j])
 		}
@@ -252,4 +256,13 @@ func fitConditions(conds []metav1.Condition, now time.Time) {
 			conds[i].LastTransitionTime = metav1.NewTime(now)
 		}
 	}
+}
+
+// noZeroTime drops a time that is not set: it would be written as null,
+// which the API refuses for a timestamp.
+func noZeroTime(t *metav1.Time) *metav1.Time {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	return t
 }

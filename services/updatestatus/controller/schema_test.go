@@ -89,7 +89,7 @@ func dryRunStatus(ctx context.Context, obj client.Object) error {
 func fuzzNodeNames() []string {
 	names := []string{"fuzz-a", "fuzz-b.example.com", "fuzz-" + strings.Repeat("x", 248)}
 	for i := range 9 {
-		names = append(names, fmt.Sprintf("fuzz-%d.%s", i, strings.Repeat("n", 10*i)))
+		names = append(names, fmt.Sprintf("fuzz-%d.%s", i, strings.Repeat("n", 1+10*i)))
 	}
 	return names
 }
@@ -176,8 +176,13 @@ func randomSnapshot(rng *rand.Rand, nodeNames []string) assess.Snapshot {
 	if rng.IntN(6) == 0 {
 		nCO = 120 + rng.IntN(30)
 	}
+	taken := map[string]bool{}
 	for i := range nCO {
 		name := pick(rng, fmt.Sprintf("op-%d", i), fmt.Sprintf("op.%d.%s", i, dnsName(rng)), "machine-config")
+		if taken[name] {
+			continue // object names are unique in a cluster
+		}
+		taken[name] = true
 		co := configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if rng.IntN(6) > 0 {
 			co.Annotations = map[string]string{"include.release.openshift.io/self-managed-high-availability": "true"}
@@ -203,6 +208,10 @@ func randomSnapshot(rng *rand.Rand, nodeNames []string) assess.Snapshot {
 	}
 	for i := range nPools {
 		name := pick(rng, "master", "worker", fmt.Sprintf("pool-%d", i), dnsName(rng))
+		if taken["pool/"+name] {
+			continue
+		}
+		taken["pool/"+name] = true
 		p := mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": fmt.Sprint(i % 5)}}
 		p.Spec.Configuration.Name = pick(rng, mcNames...)
