@@ -276,6 +276,15 @@ var _ = Describe("the update-status-controller", Ordered, func() {
 			ContainSubstring(`upshift_update_status_insights{level="none",type="node"} 9`),
 			ContainSubstring(`upshift_update_status_insights{level="Warning",type="health"}`),
 			ContainSubstring(`upshift_update_status_reconcile_duration_seconds_count`),
+			ContainSubstring(`upshift_update_status_control_plane_assessment{assessment="Completed"} 1`),
+			ContainSubstring(`upshift_update_status_control_plane_assessment{assessment="Stalled"} 0`),
+			ContainSubstring(`upshift_update_status_updating 0`),
+			ContainSubstring(`upshift_update_status_pool_completion_percent{pool="worker"} 100`),
+			ContainSubstring(`upshift_update_status_pool_assessment{assessment="Completed",pool="worker"} 1`),
+			ContainSubstring(`upshift_update_status_pool_nodes{phase="Completed",pool="worker"} 6`),
+			ContainSubstring(`upshift_update_status_pool_nodes{phase="Completed",pool="master"} 3`),
+			ContainSubstring(`upshift_update_status_last_success_timestamp_seconds `),
+			Not(ContainSubstring(`seconds_since_last_success`)),
 		))
 	})
 

@@ -4,14 +4,19 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // NodeProgressInsight is the update status of one Node. There is one per Node,
 // with the Node's name, owned by the Node so it is garbage-collected with it.
+// The controller keeps the labels below current, so that
+// `kubectl get nodeprogressinsights -l update.upshift.io/phase=Draining` or
+// `-l update.upshift.io/degraded=true` finds nodes without reading them all.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster
 // +kubebuilder:validation:XValidation:rule="!has(self.status) || !has(self.status.name) || self.status.name == self.metadata.name",message="status.name must equal metadata.name"
 // +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.status.poolResource.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.conditions[?(@.type=="Updating")].reason`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
-// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:printcolumn:name="Est",type=string,JSONPath=`.status.estimatedToComplete`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NodeProgressInsight struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -85,3 +90,15 @@ type NodeProgressInsightList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeProgressInsight `json:"items"`
 }
+
+// Labels the update-status-controller keeps on every NodeProgressInsight.
+const (
+	// LabelPool is the name of the node's MachineConfigPool; absent when the
+	// name is not a valid label value (longer than 63 characters).
+	LabelPool = "update.upshift.io/pool"
+	// LabelPhase is the node's update phase, the reason of its Updating
+	// condition: Draining, Updating, Rebooting, Paused, Pending or Completed.
+	LabelPhase = "update.upshift.io/phase"
+	// LabelDegraded is "true" when the node's Degraded condition is True, else "false".
+	LabelDegraded = "update.upshift.io/degraded"
+)

@@ -1,8 +1,12 @@
 // Command upshift-bench is `make bench`: the update-status-controller on a
-// large simulated cluster (kwok nodes driven by ocpsim), running as its
-// chart's ServiceAccount. It reports the controller's peak RSS, the latency
-// from a node's machine-config state change to its NodeProgressInsight update,
-// and the controller's write requests per node transition.
+// large simulated cluster (5,000 kwok nodes by default, driven by ocpsim),
+// running as its chart's ServiceAccount. It reports the time the controller
+// takes to create every NodeProgressInsight on its first start, its peak RSS,
+// the latency from a node's machine-config state change to its
+// NodeProgressInsight update, the controller's write requests per node
+// transition and the wall time of `kubectl upshift status`; with --sweep it
+// runs one more update per time scale and reports the highest at which the
+// insight latency p99 stays within a second.
 package main
 
 import (
@@ -10,7 +14,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -24,6 +30,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -43,18 +50,22 @@ type options struct {
 	workers        int
 	maxUnavailable string
 	timeScale      float64
+	sweep          string
 	timeout        time.Duration
 	qps            int
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller.")
-	flag.IntVar(&o.workers, "workers", 2000, "Worker nodes (plus 3 control-plane nodes).")
+	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller and kubectl-upshift.")
+	flag.IntVar(&o.workers, "workers", 5000, "Worker nodes (plus 3 control-plane nodes).")
 	flag.StringVar(&o.maxUnavailable, "max-unavailable", "10%", "The worker pool's maxUnavailable.")
-	flag.Float64Var(&o.timeScale, "time-scale", 3000, "Simulated seconds per wall second.")
-	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "Give up after this long.")
-	flag.IntVar(&o.qps, "controller-qps", 50, "The controller's --kube-api-qps (burst: twice that); 50 is the chart's default.")
+	flag.Float64Var(&o.timeScale, "time-scale", 3000, "Simulated seconds per wall second of the first update.")
+	flag.StringVar(&o.sweep, "sweep", "",
+		"Comma-separated time scales, e.g. 10,30,100,300: after the first update, one more update at each, "+
+			"to find the highest time scale at which insight latency p99 stays within 1 s.")
+	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "Give up after this long.")
+	flag.IntVar(&o.qps, "controller-qps", 150, "The controller's --kube-api-qps (burst: twice that); 150 is the chart's default.")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -71,10 +82,36 @@ func step(start time.Time, format string, args ...any) {
 	fmt.Printf("[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 }
 
+// p99Target is the insight latency the time-scale sweep looks for.
+const p99Target = time.Second
+
+func parseSweep(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("--sweep: %q is not a positive time scale", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 func run(ctx context.Context, o options) (err error) {
 	start := time.Now()
 	ctrl.SetLogger(logr.Discard())
+	sweep, err := parseSweep(o.sweep)
+	if err != nil {
+		return err
+	}
 	binary, err := filepath.Abs(filepath.Join(o.binDir, "update-status-controller"))
+	if err != nil {
+		return err
+	}
+	cli, err := filepath.Abs(filepath.Join(o.binDir, "kubectl-upshift"))
 	if err != nil {
 		return err
 	}
@@ -89,20 +126,23 @@ func run(ctx context.Context, o options) (err error) {
 	}()
 	step(start, "control plane up")
 
+	// One release per update: the first, then one per sweep step.
+	graph := []string{"4.16.1"}
+	for i := 0; i <= len(sweep); i++ {
+		graph = append(graph, fmt.Sprintf("4.16.%d", i+2))
+	}
 	if _, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{
-		Version: "4.16.1", Masters: 3, Workers: o.workers, WorkerMaxUnavailable: o.maxUnavailable,
-		Graph: []string{"4.16.1", "4.16.2"},
+		Version: "4.16.1", Masters: 3, Workers: o.workers, WorkerMaxUnavailable: o.maxUnavailable, Graph: graph,
 	}); err != nil {
 		return err
 	}
 	nodes := o.workers + 3
 	step(start, "seeded %d nodes", nodes)
-	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: o.timeScale})
-	if err != nil {
+	sim := &simulator{cfg: env.Config, graph: graph}
+	if err := sim.start(ctx, o.timeScale); err != nil {
 		return err
 	}
-	stopSim := sim.Start(ctx)
-	defer func() { _ = stopSim() }()
+	defer sim.stop()
 
 	const namespace = "upshift"
 	id, err := framework.InstallChartIdentity(ctx, env, "update-status-controller", "usc", namespace)
@@ -122,18 +162,11 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	metricsURL := "https://" + metricsAddr + "/metrics"
-	controller, err := framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig,
-		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps),
-		"--leader-election-namespace="+namespace, "--namespace="+namespace,
-		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = controller.Stop(10 * time.Second) }()
-	pid := controller.Pid()
+	metricsAt := endpoint{scraper: scraper, url: "https://" + metricsAddr + "/metrics"}
 
-	// The bench's own view of the cluster: Node and insight watches.
+	// The bench's own view of the cluster: Node and insight watches, synced
+	// before the controller starts so the first-start time is the
+	// controller's alone.
 	watchCache, err := cache.New(env.Config, cache.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		return err
@@ -150,68 +183,191 @@ func run(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("bench watches did not sync")
 	}
 
+	controllerStart := time.Now()
+	controller, err := framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig,
+		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps),
+		"--leader-election-namespace="+namespace, "--namespace="+namespace,
+		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = controller.Stop(10 * time.Second) }()
+	pid := controller.Pid()
+
 	if err := framework.WaitFor(ctx, 10*time.Minute, func() bool {
 		npis := &updatev1alpha1.NodeProgressInsightList{}
 		return watchCache.List(ctx, npis) == nil && len(npis.Items) == nodes
 	}); err != nil {
 		return fmt.Errorf("waiting for %d NodeProgressInsights: %w", nodes, err)
 	}
-	initial := time.Since(start)
-	step(start, "controller published %d NodeProgressInsights (RSS %s)", nodes, rss(pid))
-
-	writesBefore, err := writeRequests(scraper, metricsURL)
+	firstStart := time.Since(controllerStart)
+	step(start, "controller published %d NodeProgressInsights in %s (RSS %s)", nodes, firstStart.Round(100*time.Millisecond), rss(pid))
+	cliIdle, err := timeCLI(ctx, cli, env.KubeconfigPath)
 	if err != nil {
 		return err
 	}
+	step(start, "kubectl upshift status rendered the idle cluster in %s", cliIdle.Round(time.Millisecond))
+
+	first, err := runUpdate(ctx, o, env.Client, metricsAt, lat, pid, start, graph[1], nodes, cli, env.KubeconfigPath)
+	if err != nil {
+		return err
+	}
+	recomputations, recomputeSeconds, err := reconcileStats(metricsAt)
+	if err != nil {
+		return err
+	}
+
+	var swept []sweepResult
+	for i, scale := range sweep {
+		if err := sim.restart(ctx, scale); err != nil {
+			return err
+		}
+		r, err := runUpdate(ctx, o, env.Client, metricsAt, lat, pid, start, graph[i+2], nodes, "", "")
+		if err != nil {
+			return fmt.Errorf("time scale %.0f: %w", scale, err)
+		}
+		swept = append(swept, sweepResult{scale, r})
+	}
+
+	fmt.Println()
+	fmt.Printf("nodes:                           %d (%d workers, maxUnavailable %s), time scale %.0f, controller QPS %d\n",
+		nodes, o.workers, o.maxUnavailable, o.timeScale, o.qps)
+	fmt.Printf("first start (all insights):      %s from the controller's start\n", firstStart.Round(100*time.Millisecond))
+	fmt.Printf("update wall time:                %s\n", first.took.Round(time.Second))
+	fmt.Printf("controller peak RSS (VmHWM):     %s\n", peakRSS(pid))
+	fmt.Printf("node state transitions:          %d (unresolved: %d)\n", first.transitions, first.unresolved)
+	fmt.Printf("state change -> insight latency: p50 %s  p99 %s  max %s  (n=%d)\n", first.p[0], first.p[1], first.p[2], first.samples)
+	fmt.Printf("controller recomputations:       %d in all, mean %s each\n", recomputations,
+		(time.Duration(recomputeSeconds / float64(max(recomputations, 1)) * float64(time.Second))).Round(time.Millisecond))
+	fmt.Printf("controller write requests:       %d during the update = %.2f per node transition\n",
+		first.writes, float64(first.writes)/float64(max(first.transitions, 1)))
+	fmt.Printf("kubectl upshift status:          %s idle, %s during the update (wall time of the built binary)\n",
+		cliIdle.Round(time.Millisecond), first.cli.Round(time.Millisecond))
+	if len(swept) > 0 {
+		fmt.Println()
+		fmt.Println("time scale  update wall time  insight p50  insight p99  writes/transition")
+		best := 0.0
+		for _, s := range swept {
+			fmt.Printf("%10.0f  %16s  %11s  %11s  %17.2f\n", s.scale, s.r.took.Round(time.Second), s.r.p[0], s.r.p[1],
+				float64(s.r.writes)/float64(max(s.r.transitions, 1)))
+			if s.r.p[1] <= p99Target && s.r.samples > 0 && s.scale > best {
+				best = s.scale
+			}
+		}
+		if best > 0 {
+			fmt.Printf("highest time scale with insight p99 <= %s: %.0f\n", p99Target, best)
+		} else {
+			fmt.Printf("no swept time scale kept insight p99 <= %s\n", p99Target)
+		}
+	}
+	return nil
+}
+
+type sweepResult struct {
+	scale float64
+	r     updateResult
+}
+
+// simulator runs ocpsim at one time scale at a time.
+type simulator struct {
+	cfg   *rest.Config
+	graph []string
+	stopF func() error
+}
+
+func (s *simulator) start(ctx context.Context, scale float64) error {
+	sim, err := ocpsim.New(s.cfg, ocpsim.Options{TimeScale: scale, Graph: s.graph})
+	if err != nil {
+		return err
+	}
+	s.stopF = sim.Start(ctx)
+	return nil
+}
+
+func (s *simulator) stop() {
+	if s.stopF != nil {
+		_ = s.stopF()
+		s.stopF = nil
+	}
+}
+
+func (s *simulator) restart(ctx context.Context, scale float64) error {
+	s.stop()
+	return s.start(ctx, scale)
+}
+
+// updateResult is what one update measured.
+type updateResult struct {
+	took                             time.Duration
+	p                                [3]time.Duration
+	samples, transitions, unresolved int
+	writes                           int
+	cli                              time.Duration
+}
+
+// runUpdate requests an update to target and waits until the update status
+// says it is done. With a CLI path it also times one render mid-update.
+func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoint, lat *latencies, pid int,
+	start time.Time, target string, nodes int, cli, kubeconfig string) (updateResult, error) {
+	var r updateResult
+	writesBefore, err := writeRequests(metricsAt)
+	if err != nil {
+		return r, err
+	}
 	lat.reset()
 	cv := &configv1.ClusterVersion{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
-		return err
+	if err := c.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
+		return r, err
 	}
 	patch := client.MergeFrom(cv.DeepCopy())
-	cv.Spec.DesiredUpdate = &configv1.Update{Version: "4.16.2"}
-	if err := env.Client.Patch(ctx, cv, patch); err != nil {
-		return err
+	cv.Spec.DesiredUpdate = &configv1.Update{Version: target}
+	if err := c.Patch(ctx, cv, patch); err != nil {
+		return r, err
 	}
 	updateStart := time.Now()
-	step(start, "update to 4.16.2 requested")
+	step(start, "update to %s requested", target)
 	lastReport := time.Now()
 	if err := framework.WaitFor(ctx, o.timeout, func() bool {
 		if time.Since(lastReport) > 15*time.Second {
 			lastReport = time.Now()
 			step(start, "%d node transitions so far, RSS %s", lat.transitions(), rss(pid))
 		}
-		return updateDone(ctx, env.Client, "4.16.2", nodes)
+		// Mid-update, with nodes in every phase, is when rendering is the
+		// most work.
+		if cli != "" && r.cli == 0 && lat.transitions() > nodes/2 {
+			if d, err := timeCLI(ctx, cli, kubeconfig); err == nil {
+				r.cli = d
+				step(start, "kubectl upshift status rendered the updating cluster in %s", d.Round(time.Millisecond))
+			}
+		}
+		return updateDone(ctx, c, target, nodes)
 	}); err != nil {
-		return fmt.Errorf("waiting for the update: %w", err)
+		return r, fmt.Errorf("waiting for the update: %w", err)
 	}
-	updateTook := time.Since(updateStart)
+	r.took = time.Since(updateStart)
 	// Let the last insight writes land before reading the counters.
 	_ = framework.WaitFor(ctx, 30*time.Second, func() bool { return lat.pendingCount() == 0 })
-	writesAfter, err := writeRequests(scraper, metricsURL)
+	writesAfter, err := writeRequests(metricsAt)
 	if err != nil {
-		return err
+		return r, err
 	}
-	recomputations, recomputeSeconds, err := reconcileStats(scraper, metricsURL)
-	if err != nil {
-		return err
-	}
+	r.writes = writesAfter - writesBefore
+	r.p = lat.percentiles()
+	r.samples, r.transitions, r.unresolved = lat.count(), lat.transitions(), lat.pendingCount()
+	step(start, "update to %s done in %s: insight p50 %s p99 %s", target, r.took.Round(time.Second), r.p[0], r.p[1])
+	return r, nil
+}
 
-	p := lat.percentiles()
-	transitions := lat.transitions()
-	fmt.Println()
-	fmt.Printf("nodes:                           %d (%d workers, maxUnavailable %s), time scale %.0f, controller QPS %d\n",
-		nodes, o.workers, o.maxUnavailable, o.timeScale, o.qps)
-	fmt.Printf("initial publication:             %s from start (includes control-plane start and seeding)\n", initial.Round(time.Second))
-	fmt.Printf("update wall time:                %s\n", updateTook.Round(time.Second))
-	fmt.Printf("controller peak RSS (VmHWM):     %s\n", peakRSS(pid))
-	fmt.Printf("node state transitions:          %d (unresolved: %d)\n", transitions, lat.pendingCount())
-	fmt.Printf("state change -> insight latency: p50 %s  p99 %s  max %s  (n=%d)\n", p[0], p[1], p[2], lat.count())
-	fmt.Printf("controller recomputations:       %d in all, mean %s each\n", recomputations,
-		(time.Duration(recomputeSeconds / float64(max(recomputations, 1)) * float64(time.Second))).Round(time.Millisecond))
-	fmt.Printf("controller write requests:       %d during the update = %.2f per node transition\n",
-		writesAfter-writesBefore, float64(writesAfter-writesBefore)/float64(max(transitions, 1)))
-	return nil
+// timeCLI runs `kubectl upshift status` once and returns its wall time.
+func timeCLI(ctx context.Context, cli, kubeconfig string) (time.Duration, error) {
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, cli, "status", "--kubeconfig="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	began := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("kubectl upshift status: %w: %s", err, stderr.String())
+	}
+	return time.Since(began), nil
 }
 
 // latencies pairs each node state change (the machine-config daemon's state
@@ -350,9 +506,15 @@ func updateDone(ctx context.Context, c client.Client, target string, nodes int) 
 	return true
 }
 
+// endpoint is the controller's metrics URL and the identity that may read it.
+type endpoint struct {
+	scraper *framework.Scraper
+	url     string
+}
+
 // metrics fetches the controller's /metrics text.
-func metrics(s *framework.Scraper, url string) ([]string, error) {
-	body, err := s.Scrape(url)
+func metrics(e endpoint) ([]string, error) {
+	body, err := e.scraper.Scrape(e.url)
 	return strings.Split(body, "\n"), err
 }
 
@@ -365,8 +527,8 @@ func sampleValue(line string) (float64, error) {
 // include the TokenReview and SubjectAccessReview that authenticate a scrape
 // (at most two per scrape; the controller caches the answers for minutes),
 // which is noise against thousands of insight writes.
-func writeRequests(s *framework.Scraper, url string) (int, error) {
-	lines, err := metrics(s, url)
+func writeRequests(e endpoint) (int, error) {
+	lines, err := metrics(e)
 	if err != nil {
 		return 0, err
 	}
@@ -390,8 +552,8 @@ func writeRequests(s *framework.Scraper, url string) (int, error) {
 
 // reconcileStats reads the count and total seconds of the controller's
 // recomputations.
-func reconcileStats(s *framework.Scraper, url string) (count int, seconds float64, err error) {
-	lines, err := metrics(s, url)
+func reconcileStats(e endpoint) (count int, seconds float64, err error) {
+	lines, err := metrics(e)
 	if err != nil {
 		return 0, 0, err
 	}

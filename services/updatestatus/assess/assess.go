@@ -82,6 +82,12 @@ type Result struct {
 	Status updatev1alpha1.UpgradeStatusStatus
 	// Nodes holds one insight per node that belongs to a pool, sorted by pool then name.
 	Nodes []updatev1alpha1.NodeStatusInsight
+	// NextCheck is the earliest time after Snapshot.Now at which the result
+	// would change with the same objects (a health threshold passes, the
+	// control plane becomes Slow or Stalled, the estimate moves); zero when
+	// nothing depends on the time. The controller recomputes then, and
+	// otherwise only when an object changes.
+	NextCheck time.Time
 }
 
 // Errors for snapshots oc refuses to assess.
@@ -129,15 +135,20 @@ func Assess(s Snapshot, prev *Previous) (Result, error) {
 	byPool := nodesByPool(s.MachineConfigPools, s.Nodes)
 	migrating := hist.multiArch && progressing.Status == configv1.ConditionTrue
 	pools := sortedPools(s.MachineConfigPools)
+	next := nextCheck{now: s.Now}
+	operatorThresholds(cp.ops, &next)
 	for i := range pools {
 		pool := &pools[i]
 		var states []nodeState
 		for _, node := range byPool[pool.Name] {
 			states = append(states, assessNode(node, pool, versions, hist.target, migrating))
 		}
+		nodeThresholds(states, &next)
 		poolInsight := assessPool(pool, states, s.Now)
 		for _, st := range states {
-			result.Nodes = append(result.Nodes, st.insight(pool, s.Now))
+			in := st.insight(pool, s.Now)
+			fitNode(&in, s.Now)
+			result.Nodes = append(result.Nodes, in)
 			health = append(health, nodeHealth(st, pool, s.Now)...)
 		}
 		health = append(health, pausedPoolHealth(pool, states)...)
@@ -152,12 +163,22 @@ func Assess(s Snapshot, prev *Previous) (Result, error) {
 		})
 	}
 
+	var omitted []updatev1alpha1.HealthInsight
+	result.Status.WorkerPools, omitted = boundWorkerPools(result.Status.WorkerPools)
+	health = append(health, omitted...)
+	result.Status.ControlPlane.ClusterOperators, omitted = boundOperators(result.Status.ControlPlane.ClusterOperators)
+	health = append(health, omitted...)
+
 	health = append(health, alertHealth(s.Alerts, hist.started)...)
 	result.Status.Health = boundHealth(dedupeHealth(health))
+	fitStatus(&result.Status, s.Now)
 
 	if prev != nil {
-		keepStable(&result, prev)
+		keepStable(&result, prev, s.Now)
 	}
+	cvi := result.Status.ControlPlane.ClusterVersion
+	next.at(estimateChange(cp.estimate, s.Now, string(cvi.Assessment), cvi.EstimatedCompletedAt))
+	result.NextCheck = next.next
 	return result, nil
 }
 

@@ -161,6 +161,8 @@ func classifyOperator(co *configv1.ClusterOperator, target, mcoImage string) ope
 }
 
 type controlPlaneResult struct {
+	ops        []operatorState
+	estimate   controlPlaneEstimate
 	updating   metav1.Condition
 	cvInsight  updatev1alpha1.ClusterVersionStatusInsight
 	coInsights []updatev1alpha1.ClusterOperatorStatusInsight
@@ -181,6 +183,7 @@ func assessControlPlane(s Snapshot, hist history, progressing *configv1.ClusterO
 	sortOperators(ops)
 
 	var res controlPlaneResult
+	res.ops = ops
 	res.updating = controlPlaneUpdating(progressing)
 	for _, o := range ops {
 		res.coInsights = append(res.coInsights, operatorInsight(o, s.Now))
@@ -195,35 +198,18 @@ func assessControlPlane(s Snapshot, hist history, progressing *configv1.ClusterO
 	}
 	total := len(ops)
 
-	// oc measures the update from the history entry's start to its completion,
-	// or to now while it runs.
-	end := s.Now
-	if hist.completed != nil {
-		end = *hist.completed
+	est := controlPlaneEstimate{
+		completed:    updated == total,
+		started:      hist.started,
+		end:          hist.completed,
+		baseline:     baselineDuration(hist.entries),
+		lastProgress: lastObservedProgress(ops, hist.started, time.Time{}),
 	}
-	updatingFor := end.Sub(hist.started).Round(time.Second)
-
-	assessment := updatev1alpha1.ControlPlaneAssessmentProgressing
-	if updated == total {
-		assessment = updatev1alpha1.ControlPlaneAssessmentCompleted
+	if total > 0 {
+		est.fraction = float64(updated) / float64(total)
 	}
-	var estimatedAt *metav1.Time
-	if assessment != updatev1alpha1.ControlPlaneAssessmentCompleted {
-		fraction := float64(updated) / float64(total)
-		lastProgress := lastObservedProgress(ops, hist.started, s.Now)
-		est := estimateTimeToComplete(baselineDuration(hist.entries), lastProgress.Sub(hist.started), updatingFor, fraction)
-		switch {
-		case est < -10*time.Minute:
-			assessment = updatev1alpha1.ControlPlaneAssessmentStalled
-		case est < 0:
-			assessment = updatev1alpha1.ControlPlaneAssessmentSlow
-		}
-		// An estimate of exactly zero means "nothing to show" (oc omits it).
-		if est != 0 {
-			t := metav1.NewTime(s.Now.Add(est))
-			estimatedAt = &t
-		}
-	}
+	assessment, estimatedAt := est.at(s.Now)
+	res.estimate = est
 
 	res.cvInsight = updatev1alpha1.ClusterVersionStatusInsight{
 		Conditions:           []metav1.Condition{res.updating},
@@ -320,6 +306,52 @@ func baselineDuration(entries []configv1.UpdateHistory) time.Duration {
 		}
 	}
 	return fallback
+}
+
+// controlPlaneEstimate holds what the control plane's assessment and
+// estimate are computed from, apart from the time: they depend on the time
+// too, so the same inputs at a later time tell when they will change.
+type controlPlaneEstimate struct {
+	completed bool // every platform operator is at the target version
+	started   time.Time
+	end       *time.Time // when the update completed, per history
+	baseline  time.Duration
+	// lastProgress is the last observed progress; zero when none was
+	// observed after the start, which oc reads as "now".
+	lastProgress time.Time
+	fraction     float64 // share of updated platform operators
+}
+
+// at is the assessment and the estimated completion time at now.
+func (e controlPlaneEstimate) at(now time.Time) (updatev1alpha1.ControlPlaneAssessment, *metav1.Time) {
+	if e.completed {
+		return updatev1alpha1.ControlPlaneAssessmentCompleted, nil
+	}
+	// oc measures the update from the history entry's start to its completion,
+	// or to now while it runs.
+	end := now
+	if e.end != nil {
+		end = *e.end
+	}
+	updatingFor := end.Sub(e.started).Round(time.Second)
+	lastProgress := e.lastProgress
+	if lastProgress.IsZero() {
+		lastProgress = now
+	}
+	assessment := updatev1alpha1.ControlPlaneAssessmentProgressing
+	est := estimateTimeToComplete(e.baseline, lastProgress.Sub(e.started), updatingFor, e.fraction)
+	switch {
+	case est < -10*time.Minute:
+		assessment = updatev1alpha1.ControlPlaneAssessmentStalled
+	case est < 0:
+		assessment = updatev1alpha1.ControlPlaneAssessmentSlow
+	}
+	// An estimate of exactly zero means "nothing to show" (oc omits it).
+	if est == 0 {
+		return assessment, nil
+	}
+	t := metav1.NewTime(now.Add(est))
+	return assessment, &t
 }
 
 // lastObservedProgress is the last time any platform operator's Progressing

@@ -174,16 +174,17 @@ func seriouslyUnavailable(r unavailableReason, now time.Time) bool {
 	if r.condition == nil {
 		return false
 	}
-	since := now.Sub(r.condition.LastTransitionTime.Time)
-	switch r.condition.Type {
-	case corev1.NodeReady:
-		return since >= nodeNotReadySeriousAfter
-	case corev1.NodeDiskPressure:
-		return since >= nodeDiskPressureSeriousAfter
-	case corev1.NodeNetworkUnavailable:
-		return since >= nodeNetworkSeriousAfter
+	if after, ok := seriousAfter[r.condition.Type]; ok {
+		return now.Sub(r.condition.LastTransitionTime.Time) >= after
 	}
 	return true
+}
+
+// seriousAfter is how long each node condition must last to be serious.
+var seriousAfter = map[corev1.NodeConditionType]time.Duration{
+	corev1.NodeReady:              nodeNotReadySeriousAfter,
+	corev1.NodeDiskPressure:       nodeDiskPressureSeriousAfter,
+	corev1.NodeNetworkUnavailable: nodeNetworkSeriousAfter,
 }
 
 func unavailableSummary(node string, r unavailableReason) string {

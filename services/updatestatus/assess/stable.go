@@ -11,7 +11,7 @@ import (
 // keepStable carries times over from the previous result (see package doc):
 // unchanged conditions keep their lastTransitionTime, and health insights
 // without a known start keep the start they had.
-func keepStable(r *Result, prev *Previous) {
+func keepStable(r *Result, prev *Previous, now time.Time) {
 	if ps := prev.Status; ps != nil {
 		if cp, pcp := r.Status.ControlPlane, ps.ControlPlane; cp != nil && pcp != nil {
 			keepConditions(cp.Conditions, pcp.Conditions)
@@ -49,7 +49,10 @@ func keepStable(r *Result, prev *Previous) {
 		}
 		for i := range r.Status.Health {
 			h := &r.Status.Health[i]
-			if p, ok := prevHealth[h.UID]; ok && h.StartedAt == nil && p.StartedAt != nil {
+			// No start known (nil), or only "seen now" (oc's start of the
+			// missing Failing condition): the first sighting stands.
+			unknown := h.StartedAt == nil || h.StartedAt.Time.Equal(now)
+			if p, ok := prevHealth[h.UID]; ok && unknown && p.StartedAt != nil {
 				t := *p.StartedAt
 				h.StartedAt = &t
 			}

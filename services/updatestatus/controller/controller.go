@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -32,14 +31,6 @@ import (
 
 // FieldManager is the server-side apply field manager of every write.
 const FieldManager = "update-status-controller"
-
-// Recompute periods: the assessment depends on the clock too (estimates,
-// Slow and Stalled, health thresholds of minutes), so the status is
-// recomputed this often even when no object changes.
-const (
-	recomputeWhileUpdating = 30 * time.Second
-	recomputeWhileIdle     = 2 * time.Minute
-)
 
 // clusterRequest is the single work item every event maps to.
 var clusterRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: updatev1alpha1.UpgradeStatusName}}
@@ -142,6 +133,7 @@ func sameConditions(a, b []corev1.NodeCondition) bool {
 }
 
 // Reconcile recomputes the whole insight set and publishes what changed.
+// decide (plan.go) says what to write; this only reads and writes.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	start := time.Now() // the metric is wall time, whatever clock the assessment uses
 	defer func() { reconcileDuration.Observe(time.Since(start).Seconds()) }()
@@ -157,63 +149,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	result, assessErr := assess.Assess(snap, published.previous())
+	if assessErr != nil {
+		logger.Info("cannot assess the update status", "reason", assessErr.Error())
+	}
 
 	us, err := r.ensureUpgradeStatus(ctx, published.status)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if assessErr != nil {
-		// Nothing to publish but the reason: keep the last insights, say why
-		// they are stale, and wait for the objects to change.
-		logger.Info("cannot assess the update status", "reason", assessErr.Error())
-		return reconcile.Result{}, r.publishStatus(ctx, us, us.Status, statusCondition(assessErr, snap.Now))
-	}
+	p := decide(planInput{
+		now: snap.Now, published: us.Status, desired: result.Status, assessErr: assessErr, nextCheck: result.NextCheck,
+		publishedNodes: published.nodeStates(), desiredNodes: result.Nodes, owners: nodeOwners(snap.Nodes),
+	})
 
-	desired := result.Status
-	if err := r.publishStatus(ctx, us, desired, statusCondition(nil, snap.Now)); err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.publishNodes(ctx, published.nodes, result.Nodes, snap.Nodes); err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.publishPrototype(ctx, desired.ControlPlane); err != nil {
-		return reconcile.Result{}, err
-	}
-	recordEvents(r.Recorder, us, published.status, &desired)
-	observe(&result)
-	lastSuccess.Store(r.Clock.Now().Unix())
-
-	if updating(&desired) {
-		return reconcile.Result{RequeueAfter: recomputeWhileUpdating}, nil
-	}
-	return reconcile.Result{RequeueAfter: recomputeWhileIdle}, nil
-}
-
-// statusCondition is the controller's own condition for an assessment outcome.
-func statusCondition(assessErr error, now time.Time) metav1.Condition {
-	c := metav1.Condition{
-		Type: updatev1alpha1.ConditionStatusAvailable, Status: metav1.ConditionTrue,
-		Reason: updatev1alpha1.ReasonAsExpected, Message: "The update status is current.",
-		LastTransitionTime: metav1.NewTime(now),
-	}
-	if assessErr != nil {
-		c.Status, c.Reason = metav1.ConditionFalse, updatev1alpha1.ReasonCannotAssess
-		c.Message = "Cannot assess the update status: " + assessErr.Error()
-	}
-	return c
-}
-
-// updating is true while the control plane or any worker pool is updating.
-func updating(s *updatev1alpha1.UpgradeStatusStatus) bool {
-	if s.ControlPlane != nil && meta.IsStatusConditionTrue(s.ControlPlane.Conditions, updatev1alpha1.ConditionUpdating) {
-		return true
-	}
-	for _, p := range s.WorkerPools {
-		if meta.IsStatusConditionTrue(p.Conditions, updatev1alpha1.ConditionUpdating) {
-			return true
+	// The status first, then its Events, then the nodes: a failed node
+	// write cannot lose the Events of a status already written.
+	if p.status != nil {
+		if err := r.publishStatus(ctx, us, p.status); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
-	return false
+	emitEvents(r.Recorder, us, p.events)
+	if assessErr != nil {
+		return reconcile.Result{}, nil
+	}
+	observe(&result)
+	if err := r.publishNodes(ctx, p.nodes); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.publishPrototype(ctx, result.Status.ControlPlane); err != nil {
+		return reconcile.Result{}, err
+	}
+	markSuccess(float64(r.Clock.Now().UnixNano()) / 1e9)
+	return reconcile.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+// nodeOwners are the owner references of the Nodes that exist, by name.
+func nodeOwners(nodes []corev1.Node) map[string]metav1.OwnerReference {
+	out := make(map[string]metav1.OwnerReference, len(nodes))
+	for i := range nodes {
+		out[nodes[i].Name] = metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: nodes[i].Name, UID: nodes[i].UID}
+	}
+	return out
 }
 
 // ensureUpgradeStatus returns the UpgradeStatus singleton, creating it first
@@ -233,15 +210,8 @@ func (r *Reconciler) ensureUpgradeStatus(ctx context.Context, existing *updatev1
 	return us, nil
 }
 
-// publishStatus writes the status if it differs from the published one.
-func (r *Reconciler) publishStatus(ctx context.Context, us *updatev1alpha1.UpgradeStatus,
-	insights updatev1alpha1.UpgradeStatusStatus, cond metav1.Condition) error {
-	desired := insights.DeepCopy()
-	desired.Conditions = append([]metav1.Condition(nil), us.Status.Conditions...)
-	meta.SetStatusCondition(&desired.Conditions, cond)
-	if equality.Semantic.DeepEqual(&us.Status, desired) {
-		return nil
-	}
+// publishStatus applies the status decided for the UpgradeStatus.
+func (r *Reconciler) publishStatus(ctx context.Context, us *updatev1alpha1.UpgradeStatus, desired *updatev1alpha1.UpgradeStatusStatus) error {
 	obj := &updatev1alpha1.UpgradeStatus{
 		TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "UpgradeStatus"},
 		ObjectMeta: metav1.ObjectMeta{Name: us.Name},
@@ -256,4 +226,13 @@ func (r *Reconciler) publishStatus(ctx context.Context, us *updatev1alpha1.Upgra
 	r.lastWrite = &ownWrite{overRV: us.ResourceVersion, status: written}
 	writes.WithLabelValues("upgradestatus").Inc()
 	return nil
+}
+
+// nodeStates are the published node insights as the plan reads them.
+func (p publishedState) nodeStates() map[string]publishedNode {
+	out := make(map[string]publishedNode, len(p.nodes))
+	for name, npi := range p.nodes {
+		out[name] = publishedNode{labels: npi.Labels, status: npi.Status}
+	}
+	return out
 }

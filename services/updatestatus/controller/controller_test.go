@@ -10,10 +10,12 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/runtime"
@@ -184,6 +186,54 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 	})
 
+	It("labels node insights by pool, phase and degradation", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			npis := &updatev1alpha1.NodeProgressInsightList{}
+			g.Expect(env.Client.List(ctx, npis, client.MatchingLabels{
+				updatev1alpha1.LabelPool: "worker", updatev1alpha1.LabelPhase: "Completed", updatev1alpha1.LabelDegraded: "false",
+			})).To(Succeed())
+			g.Expect(npis.Items).To(ConsistOf(HaveField("Name", "worker-0")))
+			g.Expect(env.Client.List(ctx, npis, client.MatchingLabels{updatev1alpha1.LabelPhase: "Pending"})).To(Succeed())
+			g.Expect(npis.Items).To(ConsistOf(HaveField("Name", "worker-1"), HaveField("Name", "master-0")))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+	})
+
+	It("records a transition's Event exactly once even when a node insight write fails", func(ctx SpecContext) {
+		// The apiserver refuses every write to worker-1's insight.
+		refuse := refuseInsightWrites(ctx, "worker-1")
+		annotateNode(ctx, env.Client, "worker-1", map[string]string{annoCurrent: "rendered-worker-new", annoDesired: "rendered-worker-new", annoState: "Done"})
+		Eventually(func(g Gomega) {
+			g.Expect(upgradeStatus(ctx)(g).Status.WorkerPools).To(ConsistOf(HaveField("Pool.Assessment", updatev1alpha1.PoolCompleted)))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		poolCompleted := func(g Gomega) []eventsv1.Event {
+			evs := &eventsv1.EventList{}
+			g.Expect(env.Client.List(ctx, evs)).To(Succeed())
+			var out []eventsv1.Event
+			for _, e := range evs.Items {
+				if e.Reason == "WorkerPoolCompleted" {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		Eventually(poolCompleted).WithTimeout(10 * time.Second).Should(HaveLen(1))
+		npi := &updatev1alpha1.NodeProgressInsight{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-1"}, npi)).To(Succeed())
+		Expect(npi.Labels[updatev1alpha1.LabelPhase]).To(Equal("Pending"), "the refused write went through")
+
+		// Once writes are allowed again the insight catches up, and the
+		// retries did not repeat the Event.
+		refuse()
+		count := reconciles()
+		touchNode(ctx, "worker-0")
+		settle(count)
+		Eventually(func(g Gomega) string {
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-1"}, npi)).To(Succeed())
+			return npi.Labels[updatev1alpha1.LabelPhase]
+		}).WithTimeout(30 * time.Second).Should(Equal("Completed"))
+		Consistently(poolCompleted).WithTimeout(3 * time.Second).Should(ConsistOf(HaveField("Series", BeNil())))
+	})
+
 	It("keeps the prototype ConfigMap key once the ConfigMap exists, with the API's field names", func(ctx SpecContext) {
 		Expect(env.CreateNamespace(ctx, namespace)).To(Succeed())
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: controller.PrototypeConfigMap, Namespace: namespace}}
@@ -227,6 +277,39 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		stop = startController(context.WithoutCancel(ctx))
 		settle(count)
 		Expect(resourceVersions(ctx)).To(Equal(before))
+	})
+
+	It("recomputes at the next time threshold only, and never when idle", func(ctx SpecContext) {
+		stop()
+		DeferCleanup(func(ctx SpecContext) {
+			setClusterOperator(ctx, env.Client, "kube-apiserver", toVersion, time.Now())
+			stop = startController(context.WithoutCancel(ctx))
+		})
+		now := time.Now().Truncate(time.Second)
+		clk := clocktesting.NewFakePassiveClock(now)
+		r := &controller.Reconciler{Client: env.Client, Clock: clk}
+
+		By("an idle cluster: no requeue")
+		res, err := r.Reconcile(ctx, reconcile.Request{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(BeZero())
+		Expect(meta.FindStatusCondition(upgradeStatus(ctx)(Default).Status.Conditions, updatev1alpha1.ConditionHeartbeat)).To(
+			HaveField("Status", metav1.ConditionFalse), "the heartbeat should have said Idle once the update ended")
+
+		By("an operator degraded for 3 minutes: requeue when it has been 5")
+		degradeClusterOperator(ctx, "kube-apiserver", now.Add(-3*time.Minute))
+		res, err = r.Reconcile(ctx, reconcile.Request{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(Equal(2*time.Minute + time.Nanosecond))
+		Expect(upgradeStatus(ctx)(Default).Status.Health).NotTo(ContainElement(HaveField("UID", "co-kube-apiserver-degraded")))
+
+		By("at that time: the insight, and a requeue when it turns into an error at 40 minutes")
+		clk.SetTime(now.Add(2*time.Minute + time.Nanosecond))
+		res, err = r.Reconcile(ctx, reconcile.Request{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(upgradeStatus(ctx)(Default).Status.Health).To(ContainElement(And(
+			HaveField("UID", "co-kube-apiserver-degraded"), HaveField("Impact.Level", updatev1alpha1.WarningImpactLevel))))
+		Expect(res.RequeueAfter).To(Equal(35 * time.Minute))
 	})
 
 	It("loses a node's insight with the node (garbage collection)", func(ctx SpecContext) {

@@ -1,12 +1,21 @@
 // Package controller is the update-status-controller's reconciler: a thin
-// shell around the pure assess package.
+// shell around the pure assess package and a pure plan.
 //
 // Every watched object (ClusterVersion, ClusterOperators, MachineConfigPools,
 // MachineConfigs, Nodes) maps to one work item, so a burst of changes — a
 // pool of nodes moving at once — coalesces into one recomputation. Each
 // recomputation reads the informer cache, assesses the whole cluster, and
-// writes only what differs from what is published: the UpgradeStatus status,
-// the NodeProgressInsight of each node whose insight changed, and the
-// prototype ConfigMap key. Published objects are passed back to the
-// assessment, so insight identities and transition times survive restarts.
+// decide (plan.go) turns the published and the desired state into a plan:
+// the UpgradeStatus status to write and the Events of that transition, the
+// NodeProgressInsights to create, relabel, update or delete, and when to
+// recompute next. The reconciler executes the plan: the status first, then
+// its Events, then the nodes, so a failed node write cannot lose an Event.
+// Published objects are passed back to the assessment, so insight identities
+// and transition times survive restarts.
+//
+// Nothing is polled. The assessment says when its result would next change
+// with the same objects (an operator degraded long enough to report, an
+// update turning Slow, an estimate moving), and while the cluster updates the
+// Heartbeat condition wants a refresh every minute; the reconciler requeues
+// at the earlier of the two, and not at all when neither is pending.
 package controller

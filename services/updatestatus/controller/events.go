@@ -13,49 +13,75 @@ import (
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 )
 
-// recordEvents tells, as Events on the UpgradeStatus, how the assessment moved
-// since the published status: an update starting or finishing, and changes of
-// the control-plane and pool assessments. Nothing is said on the first
-// computation, so a restart does not repeat history.
+// transitionEvent is one Event to record on the UpgradeStatus.
+type transitionEvent struct {
+	eventType, reason, note string
+	// pool names the MachineConfigPool the Event is about, if any.
+	pool string
+}
+
+// transitionEvents tell how the assessment moves from the published status
+// to the desired one: an update starting or finishing, and changes of the
+// control-plane and pool assessments. Nothing is said when nothing was
+// published yet, so the first computation (after a restart, or ever) does
+// not repeat history.
 //
 // Each transition has its own reason (and a pool event names its pool as the
 // related object) because the events library merges Events with the same
 // object, reason and related object into one series that keeps the first
 // note: one reason for every change would hide all changes but the first.
-func recordEvents(rec events.EventRecorder, us *updatev1alpha1.UpgradeStatus, prev *updatev1alpha1.UpgradeStatus, cur *updatev1alpha1.UpgradeStatusStatus) {
-	if rec == nil || prev == nil {
-		return
-	}
-	if pcp, cp := prev.Status.ControlPlane, cur.ControlPlane; pcp != nil && cp != nil {
+func transitionEvents(prev, cur *updatev1alpha1.UpgradeStatusStatus) []transitionEvent {
+	var out []transitionEvent
+	if pcp, cp := prev.ControlPlane, cur.ControlPlane; pcp != nil && cp != nil {
 		was := meta.IsStatusConditionTrue(pcp.Conditions, updatev1alpha1.ConditionUpdating)
 		is := meta.IsStatusConditionTrue(cp.Conditions, updatev1alpha1.ConditionUpdating)
 		switch {
 		case !was && is:
-			rec.Eventf(us, nil, corev1.EventTypeNormal, "ControlPlaneUpdateStarted", "Assess",
-				"Control plane started updating%s", versions(cp))
+			out = append(out, transitionEvent{eventType: corev1.EventTypeNormal, reason: "ControlPlaneUpdateStarted",
+				note: "Control plane started updating" + versions(cp)})
 		case was && !is:
-			rec.Eventf(us, nil, corev1.EventTypeNormal, "ControlPlaneUpdateCompleted", "Assess",
-				"Control plane finished updating%s", versions(cp))
+			out = append(out, transitionEvent{eventType: corev1.EventTypeNormal, reason: "ControlPlaneUpdateCompleted",
+				note: "Control plane finished updating" + versions(cp)})
 		}
 		if pcp.ClusterVersion != nil && cp.ClusterVersion != nil && pcp.ClusterVersion.Assessment != cp.ClusterVersion.Assessment {
 			now := cp.ClusterVersion.Assessment
-			rec.Eventf(us, nil, eventType(string(now)), "ControlPlane"+reasonWord(string(now)), "Assess",
-				"Control plane assessment changed from %s to %s (%d%% complete)",
-				pcp.ClusterVersion.Assessment, now, cp.ClusterVersion.Completion)
+			out = append(out, transitionEvent{eventType: eventType(string(now)), reason: "ControlPlane" + reasonWord(string(now)),
+				note: fmt.Sprintf("Control plane assessment changed from %s to %s (%d%% complete)",
+					pcp.ClusterVersion.Assessment, now, cp.ClusterVersion.Completion)})
 		}
 	}
 	prevPools := map[string]updatev1alpha1.PoolAssessment{}
-	for _, p := range prev.Status.WorkerPools {
+	for _, p := range prev.WorkerPools {
 		prevPools[p.Name] = p.Pool.Assessment
 	}
 	for _, p := range cur.WorkerPools {
 		if was, ok := prevPools[p.Name]; ok && was != p.Pool.Assessment {
-			pool := &mcfgv1.MachineConfigPool{
+			out = append(out, transitionEvent{eventType: eventType(string(p.Pool.Assessment)),
+				reason: "WorkerPool" + reasonWord(string(p.Pool.Assessment)), pool: p.Name,
+				note: fmt.Sprintf("Worker pool %s assessment changed from %s to %s (%d%% complete)",
+					p.Name, was, p.Pool.Assessment, p.Pool.Completion)})
+		}
+	}
+	return out
+}
+
+// emitEvents records the events on the UpgradeStatus.
+func emitEvents(rec events.EventRecorder, us *updatev1alpha1.UpgradeStatus, evs []transitionEvent) {
+	if rec == nil {
+		return
+	}
+	for _, e := range evs {
+		var related *mcfgv1.MachineConfigPool
+		if e.pool != "" {
+			related = &mcfgv1.MachineConfigPool{
 				TypeMeta:   metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool"},
-				ObjectMeta: metav1.ObjectMeta{Name: p.Name},
+				ObjectMeta: metav1.ObjectMeta{Name: e.pool},
 			}
-			rec.Eventf(us, pool, eventType(string(p.Pool.Assessment)), "WorkerPool"+reasonWord(string(p.Pool.Assessment)), "Assess",
-				"Worker pool %s assessment changed from %s to %s (%d%% complete)", p.Name, was, p.Pool.Assessment, p.Pool.Completion)
+		}
+		if related != nil {
+			rec.Eventf(us, related, e.eventType, e.reason, "Assess", "%s", e.note)
+		} else {
+			rec.Eventf(us, nil, e.eventType, e.reason, "Assess", "%s", e.note)
 		}
 	}
 }

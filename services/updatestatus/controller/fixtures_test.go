@@ -7,9 +7,14 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 )
 
 // A small cluster updating from 4.18.0 to 4.18.1, written the way the
@@ -145,3 +150,67 @@ func annotateNode(ctx context.Context, c client.Client, name string, annotations
 }
 
 func ptrTime(t time.Time) *metav1.Time { mt := metav1.NewTime(t); return &mt }
+
+func degradeClusterOperator(ctx context.Context, name string, since time.Time) {
+	co := &configv1.ClusterOperator{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, co)).To(Succeed())
+	for i := range co.Status.Conditions {
+		if co.Status.Conditions[i].Type == configv1.OperatorDegraded {
+			co.Status.Conditions[i].Status = configv1.ConditionTrue
+			co.Status.Conditions[i].Reason = "Broken"
+			co.Status.Conditions[i].LastTransitionTime = metav1.NewTime(since)
+		}
+	}
+	Expect(env.Client.Status().Update(ctx, co)).To(Succeed())
+}
+
+// touchNode changes a label nobody reads: a Node event, so a recomputation.
+func touchNode(ctx context.Context, name string) {
+	node := &corev1.Node{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, node)).To(Succeed())
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Labels["touched"] = time.Now().Format("150405.000000")
+	Expect(env.Client.Patch(ctx, node, patch)).To(Succeed())
+}
+
+// refuseInsightWrites makes the apiserver refuse every write to the named
+// NodeProgressInsight (object and status) with a ValidatingAdmissionPolicy,
+// and returns a function that lifts the refusal. It returns once the
+// apiserver enforces the policy.
+func refuseInsightWrites(ctx context.Context, name string) func() {
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-insight-" + name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{updatev1alpha1.GroupVersion.Group},
+						APIVersions: []string{updatev1alpha1.GroupVersion.Version},
+						Resources:   []string{"nodeprogressinsights", "nodeprogressinsights/status"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.metadata.name != '" + name + "'",
+				Message:    "test: writes to this insight are refused",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	Expect(env.Client.Create(ctx, policy)).To(Succeed())
+	Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	probe := func() error {
+		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		return env.Client.Patch(ctx, npi, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"probe":"x"}}}`)), client.DryRunAll)
+	}
+	Eventually(probe).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("refused")))
+	return func() {
+		Expect(env.Client.Delete(ctx, binding)).To(Succeed())
+		Expect(env.Client.Delete(ctx, policy)).To(Succeed())
+		Eventually(probe).WithTimeout(20 * time.Second).Should(Succeed())
+	}
+}

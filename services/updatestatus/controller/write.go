@@ -2,15 +2,17 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -36,67 +38,76 @@ func applyStatus(ctx context.Context, c client.Client, obj client.Object) error 
 // the sum of the others' round trips; the client's QPS limit still applies.
 const nodeWriters = 16
 
-// publishNodes makes the NodeProgressInsights match the desired node
-// insights: it creates the missing ones (owned by their Node, so they go when
-// the Node goes), writes the status of those that changed, and deletes those
-// of nodes that no longer have an insight.
-func (r *Reconciler) publishNodes(ctx context.Context, published map[string]*updatev1alpha1.NodeProgressInsight,
-	desired []updatev1alpha1.NodeStatusInsight, nodes []corev1.Node) error {
-	nodeUIDs := make(map[string]metav1.OwnerReference, len(nodes))
-	for i := range nodes {
-		nodeUIDs[nodes[i].Name] = metav1.OwnerReference{
-			APIVersion: "v1", Kind: "Node", Name: nodes[i].Name, UID: nodes[i].UID,
-		}
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(nodeWriters)
-	keep := make(map[string]bool, len(desired))
-	for i := range desired {
-		insight := &desired[i]
-		keep[insight.Name] = true
-		pub := published[insight.Name]
-		if pub != nil && equality.Semantic.DeepEqual(&pub.Status, insight) {
-			continue
-		}
-		owner, nodeExists := nodeUIDs[insight.Name]
-		if pub == nil && !nodeExists {
-			continue // the node went away since the snapshot
-		}
-		g.Go(func() error { return r.publishNode(gctx, insight, pub == nil, owner) })
-	}
-	for name, pub := range published {
-		if keep[name] {
-			continue
-		}
-		g.Go(func() error {
-			if err := r.Client.Delete(gctx, pub); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting NodeProgressInsight %s: %w", name, err)
+// publishNodes executes the planned NodeProgressInsight writes. One failing
+// write does not stop the others: every node that can be published is, and
+// the errors come back together (the recomputation is retried).
+func (r *Reconciler) publishNodes(ctx context.Context, ws []nodeWrite) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	sem := make(chan struct{}, nodeWriters)
+	for i := range ws {
+		w := &ws[i]
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := r.publishNode(ctx, w); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
 			}
-			writes.WithLabelValues("nodeprogressinsight").Inc()
-			return nil
-		})
+		}()
 	}
-	return g.Wait()
+	wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("%d of %d NodeProgressInsight writes failed: %w", len(errs), len(ws), errors.Join(errs...))
+	}
+	return nil
 }
 
-// publishNode creates a node's insight if it is new, then applies its status.
-func (r *Reconciler) publishNode(ctx context.Context, insight *updatev1alpha1.NodeStatusInsight, create bool, owner metav1.OwnerReference) error {
-	if create {
+// publishNode executes one node's writes: create (with labels and owner) or
+// label patch, then the status; or delete.
+func (r *Reconciler) publishNode(ctx context.Context, w *nodeWrite) error {
+	key := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: w.name}}
+	if w.remove {
+		if err := r.Client.Delete(ctx, key); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting NodeProgressInsight %s: %w", w.name, err)
+		}
+		writes.WithLabelValues("nodeprogressinsight").Inc()
+		return nil
+	}
+	if w.create {
 		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{
-			Name: insight.Name, OwnerReferences: []metav1.OwnerReference{owner},
+			Name: w.name, Labels: w.labels, OwnerReferences: []metav1.OwnerReference{w.owner},
 		}}
 		if err := r.Client.Create(ctx, npi, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating NodeProgressInsight %s: %w", insight.Name, err)
+			return fmt.Errorf("creating NodeProgressInsight %s: %w", w.name, err)
 		}
 		writes.WithLabelValues("nodeprogressinsight").Inc()
 	}
+	if len(w.labelPatch) > 0 {
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": w.labelPatch}})
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Patch(ctx, key, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldManager)); err != nil {
+			return fmt.Errorf("labelling NodeProgressInsight %s: %w", w.name, err)
+		}
+		writes.WithLabelValues("nodeprogressinsight").Inc()
+	}
+	if w.status == nil {
+		return nil
+	}
 	npi := &updatev1alpha1.NodeProgressInsight{
 		TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "NodeProgressInsight"},
-		ObjectMeta: metav1.ObjectMeta{Name: insight.Name},
-		Status:     *insight,
+		ObjectMeta: metav1.ObjectMeta{Name: w.name},
+		Status:     *w.status,
 	}
 	if err := applyStatus(ctx, r.Client, npi); err != nil {
-		return fmt.Errorf("publishing NodeProgressInsight %s: %w", insight.Name, err)
+		return fmt.Errorf("publishing NodeProgressInsight %s: %w", w.name, err)
 	}
 	writes.WithLabelValues("nodeprogressinsight").Inc()
 	return nil

@@ -1,0 +1,270 @@
+package controller
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+)
+
+// What a recomputation does is decided here, from plain values: what is
+// published, what the assessment wants published, and the time. The
+// reconciler executes the plan and decides nothing.
+//
+// # Events
+//
+// Events tell how the published status moved: they are derived from the
+// published and the desired UpgradeStatus status, and emitted right after the
+// status write that makes that move succeeds, before any node write. A failed
+// status write emits nothing, and the next recomputation derives the same
+// Events again from the same published status; a failed node write cannot
+// lose them, since they are out by then. The one window left is a crash
+// between the status write and the emission, which loses that transition's
+// Events (never repeats them).
+
+// plan is everything one recomputation writes.
+type plan struct {
+	// status is the UpgradeStatus status to apply; nil when it is unchanged.
+	status *updatev1alpha1.UpgradeStatusStatus
+	// events are emitted once status is written.
+	events []transitionEvent
+	// nodes are the NodeProgressInsight writes, in no particular order.
+	nodes []nodeWrite
+	// requeueAfter is when to recompute with no object change: the next
+	// time threshold of the assessment or heartbeat refresh; 0 for never.
+	requeueAfter time.Duration
+}
+
+// planInput is what a plan is decided from.
+type planInput struct {
+	now time.Time
+	// published is the UpgradeStatus status as last written.
+	published updatev1alpha1.UpgradeStatusStatus
+	// desired is the assessment's status, without the controller's conditions.
+	desired updatev1alpha1.UpgradeStatusStatus
+	// assessErr says why there is no assessment; desired is ignored then.
+	assessErr error
+	// nextCheck is the assessment's next time threshold (zero: none).
+	nextCheck time.Time
+
+	publishedNodes map[string]publishedNode
+	desiredNodes   []updatev1alpha1.NodeStatusInsight
+	// owners are the Nodes that exist, by name, as owner references.
+	owners map[string]metav1.OwnerReference
+}
+
+// publishedNode is what matters of a published NodeProgressInsight.
+type publishedNode struct {
+	labels map[string]string
+	status updatev1alpha1.NodeStatusInsight
+}
+
+// decide plans one recomputation.
+func decide(in planInput) plan {
+	var p plan
+	if in.assessErr != nil {
+		// Nothing to publish but the reason: keep the last insights, say why
+		// they are stale, and wait for the objects to change.
+		desired := in.published.DeepCopy()
+		meta.SetStatusCondition(&desired.Conditions, statusCondition(in.assessErr, in.now))
+		if !equality.Semantic.DeepEqual(&in.published, desired) {
+			p.status = desired
+		}
+		return p
+	}
+
+	desired := in.desired.DeepCopy()
+	desired.Conditions = append([]metav1.Condition(nil), in.published.Conditions...)
+	meta.SetStatusCondition(&desired.Conditions, statusCondition(nil, in.now))
+	beat, nextBeat := heartbeat(meta.FindStatusCondition(in.published.Conditions, updatev1alpha1.ConditionHeartbeat),
+		isUpdating(desired), in.now)
+	if beat != nil {
+		setCondition(&desired.Conditions, *beat)
+	}
+	if !equality.Semantic.DeepEqual(&in.published, desired) {
+		p.status = desired
+		p.events = transitionEvents(&in.published, desired)
+	}
+	p.nodes = planNodes(in.publishedNodes, in.desiredNodes, in.owners)
+	p.requeueAfter = requeueAfter(in.now, in.nextCheck, nextBeat)
+	return p
+}
+
+// requeueAfter is the wait until the earliest of the given times (zero times
+// are ignored); 0 when there is none.
+func requeueAfter(now time.Time, times ...time.Time) time.Duration {
+	var next time.Time
+	for _, t := range times {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	if next.IsZero() {
+		return 0
+	}
+	// A time already passed still means "recompute", not "never".
+	return max(next.Sub(now), time.Millisecond)
+}
+
+// Heartbeat: while the cluster updates, the UpgradeStatus carries a Heartbeat
+// condition whose lastTransitionTime is refreshed at most once a minute, so a
+// reader can tell a status that is current from one nobody updates any more.
+// When the update ends it turns False (reason Idle) once and then stays
+// untouched: an idle cluster costs no writes.
+const (
+	heartbeatInterval = time.Minute
+	reasonUpdating    = "Updating"
+	reasonIdle        = "Idle"
+)
+
+// heartbeat is the Heartbeat condition to publish (nil: leave it as it is)
+// and when it next needs a refresh (zero: never).
+func heartbeat(published *metav1.Condition, updating bool, now time.Time) (*metav1.Condition, time.Time) {
+	if !updating {
+		if published == nil || published.Status != metav1.ConditionTrue {
+			return nil, time.Time{}
+		}
+		return &metav1.Condition{Type: updatev1alpha1.ConditionHeartbeat, Status: metav1.ConditionFalse, Reason: reasonIdle,
+			Message:            "The cluster is not updating; the status is refreshed when something changes.",
+			LastTransitionTime: metav1.NewTime(now)}, time.Time{}
+	}
+	if published != nil && published.Status == metav1.ConditionTrue {
+		if due := published.LastTransitionTime.Add(heartbeatInterval); now.Before(due) {
+			return nil, due
+		}
+	}
+	return &metav1.Condition{Type: updatev1alpha1.ConditionHeartbeat, Status: metav1.ConditionTrue, Reason: reasonUpdating,
+		Message:            "The cluster is updating; this condition is refreshed at most once a minute.",
+		LastTransitionTime: metav1.NewTime(now)}, now.Add(heartbeatInterval)
+}
+
+// setCondition replaces or adds c as is: unlike meta.SetStatusCondition it
+// moves lastTransitionTime even when the status stays, which is the point of
+// the heartbeat.
+func setCondition(conds *[]metav1.Condition, c metav1.Condition) {
+	for i := range *conds {
+		if (*conds)[i].Type == c.Type {
+			(*conds)[i] = c
+			return
+		}
+	}
+	*conds = append(*conds, c)
+}
+
+// statusCondition is the controller's own condition for an assessment outcome.
+func statusCondition(assessErr error, now time.Time) metav1.Condition {
+	c := metav1.Condition{
+		Type: updatev1alpha1.ConditionStatusAvailable, Status: metav1.ConditionTrue,
+		Reason: updatev1alpha1.ReasonAsExpected, Message: "The update status is current.",
+		LastTransitionTime: metav1.NewTime(now),
+	}
+	if assessErr != nil {
+		c.Status, c.Reason = metav1.ConditionFalse, updatev1alpha1.ReasonCannotAssess
+		c.Message = "Cannot assess the update status: " + assessErr.Error()
+	}
+	return c
+}
+
+// isUpdating is true while the control plane or any worker pool is updating.
+func isUpdating(s *updatev1alpha1.UpgradeStatusStatus) bool {
+	if s.ControlPlane != nil && meta.IsStatusConditionTrue(s.ControlPlane.Conditions, updatev1alpha1.ConditionUpdating) {
+		return true
+	}
+	for _, p := range s.WorkerPools {
+		if meta.IsStatusConditionTrue(p.Conditions, updatev1alpha1.ConditionUpdating) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeWrite is what to do to one NodeProgressInsight.
+type nodeWrite struct {
+	name string
+	// create: the insight does not exist; create it with labels and owner.
+	create bool
+	owner  metav1.OwnerReference
+	labels map[string]string
+	// labelPatch sets (non-nil value) or removes (nil) labels of an
+	// existing insight; empty when its labels are current.
+	labelPatch map[string]*string
+	// status to apply; nil when unchanged.
+	status *updatev1alpha1.NodeStatusInsight
+	// remove: the node has no insight any more.
+	remove bool
+}
+
+// planNodes compares the published NodeProgressInsights with the desired
+// ones: it creates the missing (only for Nodes that still exist), applies the
+// status of those that changed, patches labels only when a label changes, and
+// deletes those of nodes without an insight.
+func planNodes(published map[string]publishedNode, desired []updatev1alpha1.NodeStatusInsight,
+	owners map[string]metav1.OwnerReference) []nodeWrite {
+	var out []nodeWrite
+	keep := make(map[string]bool, len(desired))
+	for i := range desired {
+		in := &desired[i]
+		keep[in.Name] = true
+		labels := nodeLabels(in)
+		pub, exists := published[in.Name]
+		if !exists {
+			owner, ok := owners[in.Name]
+			if !ok {
+				continue // the node went away since the snapshot
+			}
+			out = append(out, nodeWrite{name: in.Name, create: true, owner: owner, labels: labels, status: in})
+			continue
+		}
+		w := nodeWrite{name: in.Name, labelPatch: labelPatch(pub.labels, labels)}
+		if !equality.Semantic.DeepEqual(&pub.status, in) {
+			w.status = in
+		}
+		if w.status != nil || len(w.labelPatch) > 0 {
+			out = append(out, w)
+		}
+	}
+	for name := range published {
+		if !keep[name] {
+			out = append(out, nodeWrite{name: name, remove: true})
+		}
+	}
+	return out
+}
+
+// nodeLabels are the labels a node insight carries (see the API's Label*).
+func nodeLabels(in *updatev1alpha1.NodeStatusInsight) map[string]string {
+	l := map[string]string{updatev1alpha1.LabelDegraded: "false"}
+	if pool := in.PoolResource.Name; len(validation.IsValidLabelValue(pool)) == 0 {
+		l[updatev1alpha1.LabelPool] = pool
+	}
+	if c := meta.FindStatusCondition(in.Conditions, updatev1alpha1.ConditionUpdating); c != nil {
+		l[updatev1alpha1.LabelPhase] = c.Reason
+	}
+	if meta.IsStatusConditionTrue(in.Conditions, updatev1alpha1.ConditionDegraded) {
+		l[updatev1alpha1.LabelDegraded] = "true"
+	}
+	return l
+}
+
+// ownLabels are the label keys the controller manages; others are left alone.
+var ownLabels = []string{updatev1alpha1.LabelPool, updatev1alpha1.LabelPhase, updatev1alpha1.LabelDegraded}
+
+// labelPatch is the change from have to want of the controller's labels.
+func labelPatch(have, want map[string]string) map[string]*string {
+	patch := map[string]*string{}
+	for _, k := range ownLabels {
+		hv, hok := have[k]
+		wv, wok := want[k]
+		switch {
+		case wok && (!hok || hv != wv):
+			patch[k] = &wv
+		case !wok && hok:
+			patch[k] = nil
+		}
+	}
+	return patch
+}

@@ -1,0 +1,274 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+)
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// status builds an UpgradeStatus status: the control plane updating or not
+// with an assessment, and worker pools with assessments.
+func status(cpUpdating bool, cpAssessment updatev1alpha1.ControlPlaneAssessment, pools ...string) updatev1alpha1.UpgradeStatusStatus {
+	cond := func(updating bool) metav1.Condition {
+		c := metav1.Condition{Type: updatev1alpha1.ConditionUpdating, Status: metav1.ConditionFalse, Reason: "X", LastTransitionTime: metav1.NewTime(t0)}
+		if updating {
+			c.Status = metav1.ConditionTrue
+		}
+		return c
+	}
+	s := updatev1alpha1.UpgradeStatusStatus{ControlPlane: &updatev1alpha1.ControlPlane{
+		Conditions: []metav1.Condition{cond(cpUpdating)},
+		ClusterVersion: &updatev1alpha1.ClusterVersionStatusInsight{
+			Assessment: cpAssessment, Completion: 50,
+			Versions: updatev1alpha1.ControlPlaneUpdateVersions{
+				Previous: &updatev1alpha1.Version{Version: "4.18.0"}, Target: updatev1alpha1.Version{Version: "4.18.1"}},
+		},
+	}}
+	for _, p := range pools {
+		name, assessment, _ := strings.Cut(p, "=")
+		a := updatev1alpha1.PoolAssessment(assessment)
+		s.WorkerPools = append(s.WorkerPools, updatev1alpha1.Pool{Name: name,
+			Conditions: []metav1.Condition{cond(a == updatev1alpha1.PoolProgressing || a == updatev1alpha1.PoolDegraded)},
+			Pool:       updatev1alpha1.MachineConfigPoolStatusInsight{Name: name, Assessment: a}})
+	}
+	return s
+}
+
+// withConditions adds the controller's own conditions as a plan writes them.
+func withConditions(s updatev1alpha1.UpgradeStatusStatus, beatAt *time.Time) updatev1alpha1.UpgradeStatusStatus {
+	meta.SetStatusCondition(&s.Conditions, statusCondition(nil, t0.Add(-time.Hour)))
+	if beatAt != nil {
+		s.Conditions = append(s.Conditions, metav1.Condition{Type: updatev1alpha1.ConditionHeartbeat, Status: metav1.ConditionTrue,
+			Reason: reasonUpdating, Message: "The cluster is updating; this condition is refreshed at most once a minute.",
+			LastTransitionTime: metav1.NewTime(*beatAt)})
+	}
+	return s
+}
+
+func reasons(evs []transitionEvent) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.reason)
+	}
+	return out
+}
+
+func TestDecideEventsComeWithTheStatusWriteThatMakesTheTransition(t *testing.T) {
+	recent := t0.Add(-10 * time.Second)
+	tests := []struct {
+		name      string
+		published updatev1alpha1.UpgradeStatusStatus
+		desired   updatev1alpha1.UpgradeStatusStatus
+		write     bool
+		events    []string
+	}{
+		{"nothing published yet: a write, no history told",
+			updatev1alpha1.UpgradeStatusStatus{}, status(true, "Progressing", "worker=Pending"), true, nil},
+		{"nothing changed: no write, no Event",
+			withConditions(status(true, "Progressing", "worker=Pending"), &recent), status(true, "Progressing", "worker=Pending"), false, nil},
+		{"update starts",
+			withConditions(status(false, "Completed", "worker=Completed"), nil), status(true, "Progressing", "worker=Completed"), true,
+			[]string{"ControlPlaneUpdateStarted", "ControlPlaneProgressing"}},
+		{"update ends",
+			withConditions(status(true, "Progressing", "worker=Progressing"), &recent), status(false, "Completed", "worker=Completed"), true,
+			[]string{"ControlPlaneUpdateCompleted", "ControlPlaneCompleted", "WorkerPoolCompleted"}},
+		{"the control plane turns slow",
+			withConditions(status(true, "Progressing"), &recent), status(true, "Progressing - Slow"), true,
+			[]string{"ControlPlaneProgressingSlow"}},
+		{"one pool of two degrades, a new pool appears",
+			withConditions(status(true, "Progressing", "a=Progressing", "b=Progressing"), &recent),
+			status(true, "Progressing", "a=Progressing", "b=Degraded", "c=Pending"), true,
+			[]string{"WorkerPoolDegraded"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := decide(planInput{now: t0, published: tc.published, desired: tc.desired})
+			if (p.status != nil) != tc.write {
+				t.Fatalf("status write = %v, want %v", p.status != nil, tc.write)
+			}
+			if got := reasons(p.events); strings.Join(got, ",") != strings.Join(tc.events, ",") {
+				t.Errorf("events = %v, want %v", got, tc.events)
+			}
+		})
+	}
+}
+
+func TestPoolEventsNameTheirPool(t *testing.T) {
+	evs := transitionEvents(ptr.To(status(true, "Progressing", "infra=Progressing")), ptr.To(status(true, "Progressing", "infra=Degraded")))
+	if len(evs) != 1 || evs[0].pool != "infra" || evs[0].eventType != "Warning" ||
+		evs[0].note != "Worker pool infra assessment changed from Progressing to Degraded (0% complete)" {
+		t.Errorf("events = %+v", evs)
+	}
+}
+
+func TestDecideWithoutAnAssessmentKeepsTheInsightsAndSaysWhy(t *testing.T) {
+	pub := withConditions(status(true, "Progressing", "worker=Progressing"), nil)
+	p := decide(planInput{now: t0, published: pub, assessErr: errors.New("no cluster version information available")})
+	if p.status == nil {
+		t.Fatal("no status write")
+	}
+	if len(p.events) != 0 || len(p.nodes) != 0 || p.requeueAfter != 0 {
+		t.Errorf("events %v, node writes %v, requeue %v: want none", p.events, p.nodes, p.requeueAfter)
+	}
+	c := meta.FindStatusCondition(p.status.Conditions, updatev1alpha1.ConditionStatusAvailable)
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "no cluster version") {
+		t.Errorf("StatusAvailable = %+v", c)
+	}
+	if p.status.WorkerPools[0].Pool.Assessment != "Progressing" {
+		t.Errorf("the insights were not kept")
+	}
+}
+
+func TestHeartbeat(t *testing.T) {
+	beat := func(s metav1.ConditionStatus, ago time.Duration) *metav1.Condition {
+		return &metav1.Condition{Type: updatev1alpha1.ConditionHeartbeat, Status: s, LastTransitionTime: metav1.NewTime(t0.Add(-ago))}
+	}
+	tests := []struct {
+		name       string
+		published  *metav1.Condition
+		updating   bool
+		want       metav1.ConditionStatus // "" for no write
+		wantReason string
+		next       time.Duration // from t0; 0 for none
+	}{
+		{"idle, never updated: nothing", nil, false, "", "", 0},
+		{"idle after an update: False once", beat(metav1.ConditionTrue, 30*time.Second), false, metav1.ConditionFalse, reasonIdle, 0},
+		{"idle, already False: nothing", beat(metav1.ConditionFalse, time.Hour), false, "", "", 0},
+		{"update starts: True now", nil, true, metav1.ConditionTrue, reasonUpdating, time.Minute},
+		{"update starts again after idle", beat(metav1.ConditionFalse, time.Hour), true, metav1.ConditionTrue, reasonUpdating, time.Minute},
+		{"refreshed 30s ago: not yet, due in 30s", beat(metav1.ConditionTrue, 30*time.Second), true, "", "", 30 * time.Second},
+		{"refreshed a minute ago: refresh", beat(metav1.ConditionTrue, time.Minute), true, metav1.ConditionTrue, reasonUpdating, time.Minute},
+		{"refreshed long ago: refresh", beat(metav1.ConditionTrue, time.Hour), true, metav1.ConditionTrue, reasonUpdating, time.Minute},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, next := heartbeat(tc.published, tc.updating, t0)
+			switch {
+			case tc.want == "" && c != nil:
+				t.Errorf("wrote %+v, want no write", c)
+			case tc.want != "" && c == nil:
+				t.Errorf("no write, want %s", tc.want)
+			case c != nil && (c.Status != tc.want || c.Reason != tc.wantReason || !c.LastTransitionTime.Time.Equal(t0)):
+				t.Errorf("wrote %s/%s at %v, want %s/%s at now", c.Status, c.Reason, c.LastTransitionTime, tc.want, tc.wantReason)
+			}
+			if (tc.next == 0) != next.IsZero() || (!next.IsZero() && next.Sub(t0) != tc.next) {
+				t.Errorf("next refresh = %v, want now+%v", next, tc.next)
+			}
+		})
+	}
+}
+
+func TestDecideRequeuesAtTheNextThresholdOrHeartbeat(t *testing.T) {
+	recent := t0.Add(-10 * time.Second)
+	idle := withConditions(status(false, "Completed", "worker=Completed"), nil)
+	updating := withConditions(status(true, "Progressing", "worker=Progressing"), &recent)
+	tests := []struct {
+		name      string
+		published updatev1alpha1.UpgradeStatusStatus
+		desired   updatev1alpha1.UpgradeStatusStatus
+		nextCheck time.Time
+		want      time.Duration
+	}{
+		{"idle, nothing pending: never", idle, status(false, "Completed", "worker=Completed"), time.Time{}, 0},
+		{"idle, an operator degraded for 3m: at 5m", idle, status(false, "Completed", "worker=Completed"), t0.Add(2 * time.Minute), 2 * time.Minute},
+		{"updating: the heartbeat is due in 50s", updating, status(true, "Progressing", "worker=Progressing"), time.Time{}, 50 * time.Second},
+		{"updating: a threshold before the heartbeat", updating, status(true, "Progressing", "worker=Progressing"), t0.Add(5 * time.Second), 5 * time.Second},
+		{"updating: a threshold after the heartbeat", updating, status(true, "Progressing", "worker=Progressing"), t0.Add(5 * time.Minute), 50 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := decide(planInput{now: t0, published: tc.published, desired: tc.desired, nextCheck: tc.nextCheck})
+			if p.requeueAfter != tc.want {
+				t.Errorf("requeueAfter = %v, want %v", p.requeueAfter, tc.want)
+			}
+		})
+	}
+}
+
+func nodeInsight(name, pool, phase string, degraded bool) updatev1alpha1.NodeStatusInsight {
+	in := updatev1alpha1.NodeStatusInsight{Name: name,
+		PoolResource: updatev1alpha1.PoolResourceRef{ResourceRef: updatev1alpha1.ResourceRef{Name: pool}},
+		Conditions: []metav1.Condition{
+			{Type: updatev1alpha1.ConditionUpdating, Status: metav1.ConditionFalse, Reason: phase},
+			{Type: updatev1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected"},
+		}}
+	if degraded {
+		in.Conditions[1].Status = metav1.ConditionTrue
+	}
+	return in
+}
+
+func pubNode(in updatev1alpha1.NodeStatusInsight) publishedNode {
+	return publishedNode{labels: nodeLabels(&in), status: in}
+}
+
+func TestPlanNodes(t *testing.T) {
+	long := strings.Repeat("p", 70)
+	owners := map[string]metav1.OwnerReference{"a": {Name: "a"}, "b": {Name: "b"}, "c": {Name: "c"}, "d": {Name: "d"}, "e": {Name: "e"}}
+	published := map[string]publishedNode{
+		"b":    pubNode(nodeInsight("b", "worker", "Pending", false)),
+		"c":    pubNode(nodeInsight("c", "worker", "Pending", false)),
+		"d":    pubNode(nodeInsight("d", "worker", "Pending", false)),
+		"e":    pubNode(nodeInsight("e", "worker", "Pending", false)),
+		"gone": pubNode(nodeInsight("gone", "worker", "Completed", false)),
+	}
+	dMessage := nodeInsight("d", "worker", "Pending", false)
+	dMessage.Message = "something to say"
+	desired := []updatev1alpha1.NodeStatusInsight{
+		nodeInsight("a", "worker", "Pending", false), // new
+		nodeInsight("b", "worker", "Pending", false), // unchanged
+		nodeInsight("c", "worker", "Draining", true), // phase and degraded change
+		dMessage,                                 // status only
+		nodeInsight("e", long, "Pending", false), // moved to a pool whose name is no label value
+		nodeInsight("new-but-gone", "worker", "Pending", false), // its Node went away
+	}
+	ws := map[string]nodeWrite{}
+	for _, w := range planNodes(published, desired, owners) {
+		ws[w.name] = w
+	}
+	if len(ws) != 5 {
+		t.Errorf("writes for %d insights, want 5 (a, c, d, e, gone): %v", len(ws), ws)
+	}
+	if w := ws["a"]; !w.create || w.status == nil || w.owner.Name != "a" ||
+		w.labels[updatev1alpha1.LabelPhase] != "Pending" || w.labels[updatev1alpha1.LabelPool] != "worker" || w.labels[updatev1alpha1.LabelDegraded] != "false" {
+		t.Errorf("a: %+v, want a create with labels and status", w)
+	}
+	if w := ws["c"]; w.create || w.status == nil || len(w.labelPatch) != 2 ||
+		*w.labelPatch[updatev1alpha1.LabelPhase] != "Draining" || *w.labelPatch[updatev1alpha1.LabelDegraded] != "true" {
+		t.Errorf("c: %+v, want a status write and a patch of phase and degraded", w)
+	}
+	if w := ws["d"]; w.status == nil || len(w.labelPatch) != 0 {
+		t.Errorf("d: %+v, want a status write only", w)
+	}
+	if w := ws["e"]; len(w.labelPatch) != 1 || w.labelPatch[updatev1alpha1.LabelPool] != nil {
+		t.Errorf("e: %+v, want the pool label removed", w)
+	}
+	if _, ok := ws["b"]; ok {
+		t.Errorf("b is unchanged but written")
+	}
+	if w, ok := ws["gone"]; !ok || !w.remove {
+		t.Errorf("gone: %+v, want a delete", w)
+	}
+	if _, ok := ws["new-but-gone"]; ok {
+		t.Errorf("an insight is created for a Node that is gone")
+	}
+}
+
+func TestLabelsAreFoundBySelectors(t *testing.T) {
+	l := nodeLabels(ptr.To(nodeInsight("n", "infra", "Rebooting", true)))
+	want := map[string]string{updatev1alpha1.LabelPool: "infra", updatev1alpha1.LabelPhase: "Rebooting", updatev1alpha1.LabelDegraded: "true"}
+	for k, v := range want {
+		if l[k] != v {
+			t.Errorf("label %s = %q, want %q", k, l[k], v)
+		}
+	}
+}
