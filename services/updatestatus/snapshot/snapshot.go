@@ -54,10 +54,6 @@ const ClusterVersionSuffix = "-cv.yaml"
 // fixture outputs depend on it, so we must too.
 const nowSkew = 368975 * time.Nanosecond
 
-// mcoContainer is the container of the MCO Deployment whose image identifies
-// the release payload's MCO (used to follow multi-arch migrations).
-const mcoContainer = "machine-config-operator"
-
 // Files are the paths of one snapshot's files.
 type Files struct {
 	ClusterVersion     string
@@ -166,7 +162,9 @@ func latestTransition(cv *configv1.ClusterVersion, cos []configv1.ClusterOperato
 }
 
 // readMCOImage returns the image of the MCO container of the Deployment in
-// path, or "" when the (optional) file does not exist.
+// path, or "" when the (optional) file does not exist. A missing file is a
+// known empty image, not an unknown one (assess.Snapshot.MCOImageUnknown):
+// that is what oc assumes, and offline mode prints what oc prints.
 func readMCOImage(path string) (string, error) {
 	deployments, err := readObjects[*appsv1.Deployment](path, "Deployment", false)
 	if err != nil || deployments == nil {
@@ -175,12 +173,10 @@ func readMCOImage(path string) (string, error) {
 	if len(deployments) != 1 {
 		return "", fmt.Errorf("%s: holds %d Deployments, expected exactly one (the machine-config-operator Deployment)", path, len(deployments))
 	}
-	for _, c := range deployments[0].Spec.Template.Spec.Containers {
-		if c.Name == mcoContainer {
-			return c.Image, nil
-		}
+	if image, ok := assess.DeploymentMCOImage(deployments[0]); ok {
+		return image, nil
 	}
-	return "", fmt.Errorf("%s: Deployment %s has no container named %q", path, deployments[0].Name, mcoContainer)
+	return "", fmt.Errorf("%s: Deployment %s has no container named %q", path, deployments[0].Name, assess.MCOContainer)
 }
 
 // readValues reads the objects of one kind from a required file and returns
