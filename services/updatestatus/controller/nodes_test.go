@@ -34,11 +34,11 @@ func fullNode() *corev1.Node {
 				mcoPrefix + "state": "Working", mcoPrefix + "reason": "",
 				mcoPrefix + "desiredDrain": "drain-rendered-worker-2", mcoPrefix + "lastAppliedDrain": "uncordon-rendered-worker-1",
 				mcoPrefix + "currentImage": "", mcoPrefix + "desiredImage": "",
-				mcoPrefix + "controlPlaneTopology":              "HighlyAvailable",
+				mcoPrefix + "controlPlaneTopology":                       "HighlyAvailable",
 				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
 				"csi.volume.kubernetes.io/nodeid":                        `{"ebs.csi.aws.com":"i-0abc"}`,
 			},
-			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate}},
 			OwnerReferences: nil,
 		},
 		Spec: corev1.NodeSpec{
