@@ -269,4 +269,11 @@ const (
 	// says why they cannot be computed (reason CannotAssess).
 	ConditionStatusAvailable = "StatusAvailable"
 	ReasonCannotAssess       = "CannotAssess"
+
+	// ConditionAlertsAvailable is present only when the controller is
+	// configured to read alerts: True while they are read, False when the
+	// last read failed (reason CannotReadAlerts, the error in the message).
+	// While it is False the health insights have no alert-based insight.
+	ConditionAlertsAvailable = "AlertsAvailable"
+	ReasonCannotReadAlerts   = "CannotReadAlerts"
 )

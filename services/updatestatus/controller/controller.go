@@ -55,6 +55,9 @@ type Reconciler struct {
 	// APIReader reads what is not cached (the MCO Deployment); default: the
 	// manager's API reader.
 	APIReader client.Reader
+	// Alerts, when set, are read for alert-based health insights.
+	Alerts *Alerts
+	alerts *alertsPoller
 
 	prototypeSeen *bool         // last observed presence of the prototype ConfigMap, to log changes once
 	lastMCOImage  *mcoImageRead // see mcoImage
@@ -119,6 +122,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		q.Add(clusterRequest)
 		return nil
 	}))
+	b, err := r.setupAlerts(mgr, b)
+	if err != nil {
+		return err
+	}
 	return b.Complete(r)
 }
 
@@ -220,6 +227,7 @@ func (r *Reconciler) publishStatus(ctx context.Context, us *updatev1alpha1.Upgra
 	desired := insights.DeepCopy()
 	desired.Conditions = append([]metav1.Condition(nil), us.Status.Conditions...)
 	meta.SetStatusCondition(&desired.Conditions, cond)
+	r.setAlertsCondition(&desired.Conditions, cond.LastTransitionTime.Time)
 	if equality.Semantic.DeepEqual(&us.Status, desired) {
 		return nil
 	}
