@@ -139,10 +139,10 @@ func TestPrometheusAlerts(t *testing.T) {
 
 func TestAlertmanagerAlerts(t *testing.T) {
 	for _, tc := range []struct{ prefix, api, urlSuffix string }{
-		{"", "", "/api/v2/alerts"},     // detected from the path
-		{"", "alertmanager", ""},       // said
-		{"/am", "alertmanager", ""},    // behind a proxy's path prefix
-		{"/am", "", "/api/v2"},         // detected, with the prefix
+		{"", "", "/api/v2/alerts"},  // detected from the path
+		{"", "alertmanager", ""},    // said
+		{"/am", "alertmanager", ""}, // behind a proxy's path prefix
+		{"/am", "", "/api/v2"},      // detected, with the prefix
 		{"/am", "alertmanager", "/api/v2/alerts/"},
 	} {
 		s := newServer(t, false, tc.prefix+"/api/v2/alerts", alertmanagerAlerts())
@@ -292,8 +292,8 @@ func TestDetectAPI(t *testing.T) {
 		"https://thanos-querier.openshift-monitoring.svc:9091/api/v1/alerts": Prometheus,
 		"https://alertmanager-main.openshift-monitoring.svc:9094":            Prometheus, // not said, not in the path
 		"https://alertmanager-main.openshift-monitoring.svc:9094/api/v2":     Alertmanager,
-		"http://am.example/prefix/api/v2/alerts/":                           Alertmanager,
-		"http://[::1]:namedport":                                            Prometheus, // unparsable: the default
+		"http://am.example/prefix/api/v2/alerts/":                            Alertmanager,
+		"http://[::1]:namedport":                                             Prometheus, // unparsable: the default
 	} {
 		if got := DetectAPI(in); got != want {
 			t.Errorf("DetectAPI(%q) = %s, want %s", in, got, want)
@@ -330,4 +330,3 @@ func TestValidate(t *testing.T) {
 		t.Errorf("a CA file without certificates: err = %v", err)
 	}
 }
-
