@@ -81,7 +81,7 @@ func (p *alertsPoller) poll(ctx context.Context) {
 	}
 	var converted []assess.Alert
 	if err == nil {
-		converted = toAssessAlerts(got)
+		converted = assess.FromAlerts(got)
 	}
 	p.mu.Lock()
 	changed := !p.read || errText(err) != errText(p.err) || !equality.Semantic.DeepEqual(converted, p.last)
@@ -102,20 +102,6 @@ func (p *alertsPoller) poll(ctx context.Context) {
 	case p.trigger <- event.GenericEvent{Object: &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName}}}:
 	default: // a recomputation is already pending; it will read the latest outcome
 	}
-}
-
-// toAssessAlerts keeps the alerts someone has not already dealt with: an
-// alert silenced or inhibited in Alertmanager is a decision already made,
-// not news about the update.
-func toAssessAlerts(in []alerts.Alert) []assess.Alert {
-	out := make([]assess.Alert, 0, len(in))
-	for _, a := range in {
-		if a.Suppressed {
-			continue
-		}
-		out = append(out, assess.Alert{Labels: a.Labels, Annotations: a.Annotations, State: a.State, ActiveAt: a.ActiveAt})
-	}
-	return out
 }
 
 // current returns the alerts of the last read (nil when it failed or none
