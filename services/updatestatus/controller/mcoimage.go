@@ -6,6 +6,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -13,8 +14,13 @@ import (
 )
 
 // mcoImageMaxAge bounds how long a read of the MCO Deployment's image is
-// trusted while the machine-config ClusterOperator does not change.
-const mcoImageMaxAge = 10 * time.Minute
+// trusted while the machine-config ClusterOperator does not change; a read
+// that failed for another reason than the Deployment's absence is retried
+// sooner.
+const (
+	mcoImageMaxAge     = 10 * time.Minute
+	mcoImageRetryAfter = 30 * time.Second
+)
 
 // mcoImageRead is the last read of the MCO Deployment's image.
 type mcoImageRead struct {
@@ -23,6 +29,14 @@ type mcoImageRead struct {
 	image     string
 	known     bool
 	problem   string // why it is unknown, for the log
+	transient bool   // the read failed (not: the Deployment is absent)
+}
+
+func (m *mcoImageRead) maxAge() time.Duration {
+	if m.transient {
+		return mcoImageRetryAfter
+	}
+	return mcoImageMaxAge
 }
 
 // mcoImage returns the image of the machine-config-operator Deployment, and
@@ -53,13 +67,14 @@ func (r *Reconciler) mcoImage(ctx context.Context, cos []configv1.ClusterOperato
 		return "", false
 	}
 	now := r.Clock.Now()
-	if last := r.lastMCOImage; last != nil && last.coVersion == mco.ResourceVersion && now.Sub(last.at) < mcoImageMaxAge {
+	if last := r.lastMCOImage; last != nil && last.coVersion == mco.ResourceVersion && now.Sub(last.at) < last.maxAge() {
 		return last.image, last.known
 	}
 	read := &mcoImageRead{coVersion: mco.ResourceVersion, at: now}
 	d := &appsv1.Deployment{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: assess.MCONamespace, Name: assess.MCODeployment}, d); err != nil {
 		read.problem = "cannot read the machine-config-operator Deployment: " + err.Error()
+		read.transient = !apierrors.IsNotFound(err)
 	} else if read.image, read.known = assess.DeploymentMCOImage(d); !read.known {
 		read.problem = "the machine-config-operator Deployment has no container " + assess.MCOContainer
 	}
