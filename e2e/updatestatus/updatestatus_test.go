@@ -158,6 +158,18 @@ var _ = Describe("the update-status-controller", Ordered, func() {
 		}).WithTimeout(3 * time.Minute).Should(Succeed())
 		stopWatch()
 
+		By("machine-config reports the MCO image it runs, and counts as updated with it")
+		mcoCO := &configv1.ClusterOperator{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "machine-config"}, mcoCO)).To(Succeed())
+		Expect(mcoCO.Status.Versions).To(ContainElement(HaveField("Name", "operator-image")))
+		us := &updatev1alpha1.UpgradeStatus{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, us)).To(Succeed())
+		Expect(us.Status.ControlPlane.ClusterOperators).To(ContainElement(And(
+			HaveField("Name", "machine-config"),
+			HaveField("Conditions", ContainElement(And(
+				HaveField("Type", updatev1alpha1.ConditionUpdating),
+				HaveField("Reason", updatev1alpha1.ReasonUpdated)))))))
+
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
 		By("completion rose from below 100 to 100 without going back")

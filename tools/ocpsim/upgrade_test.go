@@ -10,7 +10,9 @@ import (
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -52,6 +54,14 @@ func verifyUpgraded(ctx context.Context, k *cluster, rec *nodeRecorder, to strin
 	for _, co := range cos.Items {
 		Expect(cvo.OperatorVersion(&co)).To(Equal(to), "cluster operator %s", co.Name)
 	}
+	By("the MCO Deployment runs the release's MCO image, and machine-config reports it")
+	mcoImage := cvo.MCOImage(cv.Status.Desired.Image)
+	var d appsv1.Deployment
+	Expect(k.c.Get(ctx, types.NamespacedName{Namespace: cvo.MCONamespace, Name: cvo.MCODeployment}, &d)).To(Succeed())
+	Expect(d.Spec.Template.Spec.Containers).To(ContainElement(And(HaveField("Name", cvo.MCOContainer), HaveField("Image", mcoImage))))
+	var mcoCO configv1.ClusterOperator
+	Expect(k.c.Get(ctx, clusterKey(cvo.MachineConfig), &mcoCO)).To(Succeed())
+	Expect(mcoCO.Status.Versions).To(ContainElement(configv1.OperandVersion{Name: "operator-image", Version: mcoImage}))
 	var pools mcfgv1.MachineConfigPoolList
 	Expect(k.c.List(ctx, &pools)).To(Succeed())
 	target := map[string]string{}

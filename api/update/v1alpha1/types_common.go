@@ -272,4 +272,11 @@ const (
 
 	// ConditionHeartbeat is refreshed at most once a minute while the cluster updates; its lastTransitionTime is the last refresh.
 	ConditionHeartbeat = "Heartbeat"
+
+	// ConditionAlertsAvailable is present only when the controller is
+	// configured to read alerts: True while they are read, False when the
+	// last read failed (reason CannotReadAlerts, the error in the message).
+	// While it is False the health insights have no alert-based insight.
+	ConditionAlertsAvailable = "AlertsAvailable"
+	ReasonCannotReadAlerts   = "CannotReadAlerts"
 )

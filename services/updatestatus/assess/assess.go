@@ -51,9 +51,20 @@ type Snapshot struct {
 	// Nodes are all nodes.
 	Nodes []corev1.Node
 	// MCOImage is the image of the machine-config-operator container of the
-	// machine-config-operator Deployment; empty when unknown. It detects
-	// multi-arch migrations (same version, new image).
+	// machine-config-operator Deployment. The machine-config ClusterOperator
+	// counts as updated only when the image it reports (its operator-image
+	// version) is this one: that is how a multi-arch migration (same version,
+	// new image) is followed. Empty and known is what oc assumes when it has
+	// no Deployment (offline snapshots without the file): then a reported
+	// operator-image never matches.
 	MCOImage string
+	// MCOImageUnknown says the Deployment could not be read (missing, or an
+	// error): the image check is not made, and machine-config counts as
+	// updated on its operator version alone, as every other operator does.
+	// Unknown must not read as "outdated": on a cluster where the image cannot
+	// be read the control plane would otherwise never reach 100 % and drift
+	// to Stalled.
+	MCOImageUnknown bool
 	// Alerts are the firing (and pending) alerts; nil when not available.
 	Alerts []Alert
 	// Now is the time of the assessment.

@@ -137,8 +137,9 @@ const machineConfigOperator = "machine-config"
 // classifyOperator decides whether a CO is at the target version. The
 // machine-config operator additionally reports the image it runs; when that
 // differs from the MCO Deployment's image it is not updated yet even with the
-// right version (this is how a multi-arch migration is followed).
-func classifyOperator(co *configv1.ClusterOperator, target, mcoImage string) operatorState {
+// right version (this is how a multi-arch migration is followed). When the
+// Deployment's image is unknown (imageKnown false) that check is not made.
+func classifyOperator(co *configv1.ClusterOperator, target, mcoImage string, imageKnown bool) operatorState {
 	st := operatorState{
 		co:          co,
 		progressing: findCOCondition(co, configv1.OperatorProgressing),
@@ -151,7 +152,7 @@ func classifyOperator(co *configv1.ClusterOperator, target, mcoImage string) ope
 		case "operator":
 			versionOK = v.Version == target
 		case "operator-image":
-			if co.Name == machineConfigOperator && v.Version != mcoImage {
+			if co.Name == machineConfigOperator && imageKnown && v.Version != mcoImage {
 				imageOK = false
 			}
 		}
@@ -177,7 +178,7 @@ func assessControlPlane(s Snapshot, hist history, progressing *configv1.ClusterO
 	for i := range s.ClusterOperators {
 		co := &s.ClusterOperators[i]
 		if isPlatformOperator(co) {
-			ops = append(ops, classifyOperator(co, target, s.MCOImage))
+			ops = append(ops, classifyOperator(co, target, s.MCOImage, !s.MCOImageUnknown))
 		}
 	}
 	sortOperators(ops)

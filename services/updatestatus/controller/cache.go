@@ -17,11 +17,13 @@ const (
 )
 
 // ManagerOptions narrows the informers to what the controller reads: the
-// prototype ConfigMap only (RBAC grants that one name only), and Nodes without
-// their image lists, the largest part of a Node that nobody here reads.
+// prototype ConfigMap only (RBAC grants that one name only), and of each Node
+// only the fields the assessment reads (trimNode).
 func ManagerOptions(namespace string) runtime.Options {
 	byObject := map[client.Object]cache.ByObject{
-		&corev1.Node{}: {Transform: stripNodeImages},
+		// Replaces the cache's default transform for Nodes; trimNode drops
+		// managedFields too.
+		&corev1.Node{}: {Transform: trimNode},
 	}
 	if namespace != "" {
 		byObject[&corev1.ConfigMap{}] = cache.ByObject{Namespaces: map[string]cache.Config{
@@ -29,14 +31,4 @@ func ManagerOptions(namespace string) runtime.Options {
 		}}
 	}
 	return runtime.Options{Cache: cache.Options{ByObject: byObject}}
-}
-
-// stripNodeImages replaces the cache's default transform for Nodes, so it
-// drops managedFields too.
-func stripNodeImages(obj any) (any, error) {
-	if n, ok := obj.(*corev1.Node); ok {
-		n.ManagedFields = nil
-		n.Status.Images = nil
-	}
-	return obj, nil
 }

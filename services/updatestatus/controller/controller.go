@@ -8,7 +8,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,7 +42,15 @@ type Reconciler struct {
 	// Namespace holds the prototype ConfigMap; empty disables it.
 	Namespace string
 
-	prototypeSeen *bool // last observed presence of the prototype ConfigMap, to log changes once
+	// APIReader reads what is not cached (the MCO Deployment); default: the
+	// manager's API reader.
+	APIReader client.Reader
+	// Alerts, when set, are read for alert-based health insights.
+	Alerts *Alerts
+	alerts *alertsPoller
+
+	prototypeSeen *bool         // last observed presence of the prototype ConfigMap, to log changes once
+	lastMCOImage  *mcoImageRead // see mcoImage
 
 	// lastWrite is the UpgradeStatus as this process last wrote it, and the
 	// cache's resourceVersion it was written over. Until the cache moves past
@@ -71,6 +78,9 @@ func (r *Reconciler) withOwnWrite(cached *updatev1alpha1.UpgradeStatus) *updatev
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	toCluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{clusterRequest}
@@ -102,34 +112,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		q.Add(clusterRequest)
 		return nil
 	}))
+	b, err := r.setupAlerts(mgr, b)
+	if err != nil {
+		return err
+	}
 	return b.Complete(r)
-}
-
-// nodeChanged drops the Node updates the assessment cannot see: kubelet
-// heartbeats, which on a large cluster are most Node events.
-var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*corev1.Node)
-	n, ok2 := e.ObjectNew.(*corev1.Node)
-	if !ok1 || !ok2 {
-		return true
-	}
-	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
-		!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
-		o.Spec.Unschedulable != n.Spec.Unschedulable ||
-		!sameConditions(o.Status.Conditions, n.Status.Conditions)
-}}
-
-func sameConditions(a, b []corev1.NodeCondition) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Type != b[i].Type || a[i].Status != b[i].Status || a[i].Reason != b[i].Reason ||
-			a[i].Message != b[i].Message || !a[i].LastTransitionTime.Equal(&b[i].LastTransitionTime) {
-			return false
-		}
-	}
-	return true
 }
 
 // Reconcile recomputes the whole insight set and publishes what changed.
@@ -159,6 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	p := decide(planInput{
 		now: snap.Now, published: us.Status, desired: result.Status, assessErr: assessErr, nextCheck: result.NextCheck,
+		alertsConfigured: r.alerts != nil, alerts: r.alertsCondition(snap.Now),
 		publishedNodes: published.nodeStates(), desiredNodes: result.Nodes, owners: nodeOwners(snap.Nodes),
 	})
 

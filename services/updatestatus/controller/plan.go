@@ -50,6 +50,10 @@ type planInput struct {
 	assessErr error
 	// nextCheck is the assessment's next time threshold (zero: none).
 	nextCheck time.Time
+	// alertsConfigured says whether alerts are read at all; alerts is the
+	// AlertsAvailable condition of the last read (nil: not read yet).
+	alertsConfigured bool
+	alerts           *metav1.Condition
 
 	publishedNodes map[string]publishedNode
 	desiredNodes   []updatev1alpha1.NodeStatusInsight
@@ -71,6 +75,7 @@ func decide(in planInput) plan {
 		// they are stale, and wait for the objects to change.
 		desired := in.published.DeepCopy()
 		meta.SetStatusCondition(&desired.Conditions, statusCondition(in.assessErr, in.now))
+		setAlertsCondition(&desired.Conditions, in.alertsConfigured, in.alerts)
 		if !equality.Semantic.DeepEqual(&in.published, desired) {
 			p.status = desired
 		}
@@ -80,6 +85,7 @@ func decide(in planInput) plan {
 	desired := in.desired.DeepCopy()
 	desired.Conditions = append([]metav1.Condition(nil), in.published.Conditions...)
 	meta.SetStatusCondition(&desired.Conditions, statusCondition(nil, in.now))
+	setAlertsCondition(&desired.Conditions, in.alertsConfigured, in.alerts)
 	beat, nextBeat := heartbeat(meta.FindStatusCondition(in.published.Conditions, updatev1alpha1.ConditionHeartbeat),
 		isUpdating(desired), in.now)
 	if beat != nil {
@@ -92,6 +98,19 @@ func decide(in planInput) plan {
 	p.nodes = planNodes(in.publishedNodes, in.desiredNodes, in.owners)
 	p.requeueAfter = requeueAfter(in.now, in.nextCheck, nextBeat)
 	return p
+}
+
+// setAlertsCondition puts the AlertsAvailable condition in conds, or takes it
+// out when alerts are not configured (a previous configuration's condition
+// must not linger).
+func setAlertsCondition(conds *[]metav1.Condition, configured bool, c *metav1.Condition) {
+	if !configured {
+		meta.RemoveStatusCondition(conds, updatev1alpha1.ConditionAlertsAvailable)
+		return
+	}
+	if c != nil {
+		meta.SetStatusCondition(conds, *c)
+	}
 }
 
 // requeueAfter is the wait until the earliest of the given times (zero times

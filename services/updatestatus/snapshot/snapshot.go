@@ -22,7 +22,6 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,11 +36,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
@@ -53,10 +52,6 @@ const ClusterVersionSuffix = "-cv.yaml"
 // "now". oc adds exactly this odd amount (to exercise its rounding), and its
 // fixture outputs depend on it, so we must too.
 const nowSkew = 368975 * time.Nanosecond
-
-// mcoContainer is the container of the MCO Deployment whose image identifies
-// the release payload's MCO (used to follow multi-arch migrations).
-const mcoContainer = "machine-config-operator"
 
 // Files are the paths of one snapshot's files.
 type Files struct {
@@ -166,7 +161,9 @@ func latestTransition(cv *configv1.ClusterVersion, cos []configv1.ClusterOperato
 }
 
 // readMCOImage returns the image of the MCO container of the Deployment in
-// path, or "" when the (optional) file does not exist.
+// path, or "" when the (optional) file does not exist. A missing file is a
+// known empty image, not an unknown one (assess.Snapshot.MCOImageUnknown):
+// that is what oc assumes, and offline mode prints what oc prints.
 func readMCOImage(path string) (string, error) {
 	deployments, err := readObjects[*appsv1.Deployment](path, "Deployment", false)
 	if err != nil || deployments == nil {
@@ -175,12 +172,10 @@ func readMCOImage(path string) (string, error) {
 	if len(deployments) != 1 {
 		return "", fmt.Errorf("%s: holds %d Deployments, expected exactly one (the machine-config-operator Deployment)", path, len(deployments))
 	}
-	for _, c := range deployments[0].Spec.Template.Spec.Containers {
-		if c.Name == mcoContainer {
-			return c.Image, nil
-		}
+	if image, ok := assess.DeploymentMCOImage(deployments[0]); ok {
+		return image, nil
 	}
-	return "", fmt.Errorf("%s: Deployment %s has no container named %q", path, deployments[0].Name, mcoContainer)
+	return "", fmt.Errorf("%s: Deployment %s has no container named %q", path, deployments[0].Name, assess.MCOContainer)
 }
 
 // readValues reads the objects of one kind from a required file and returns
@@ -327,21 +322,6 @@ func isBlank(doc []byte) bool {
 	return true
 }
 
-// alertsResponse is the part of the Prometheus/Thanos /api/v1/alerts response
-// the assessment reads (the shape `oc adm inspect-alerts` prints).
-type alertsResponse struct {
-	Status string `json:"status"`
-	Error  string `json:"error"`
-	Data   struct {
-		Alerts []struct {
-			Labels      map[string]string `json:"labels"`
-			Annotations map[string]string `json:"annotations"`
-			State       string            `json:"state"`
-			ActiveAt    metav1.Time       `json:"activeAt"`
-		} `json:"alerts"`
-	} `json:"data"`
-}
-
 // readAlerts reads the alerts file; a missing file is reported as an error
 // wrapping fs.ErrNotExist so the caller can go on without alerts.
 func readAlerts(path string) ([]assess.Alert, error) {
@@ -349,16 +329,9 @@ func readAlerts(path string) ([]assess.Alert, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var resp alertsResponse
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("%s: malformed alerts API response: %w", path, err)
+	got, err := alerts.DecodePrometheus(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if resp.Status != "success" {
-		return nil, fmt.Errorf("%s: alerts API response has status %q (error %q), expected \"success\"", path, resp.Status, resp.Error)
-	}
-	alerts := make([]assess.Alert, 0, len(resp.Data.Alerts))
-	for _, a := range resp.Data.Alerts {
-		alerts = append(alerts, assess.Alert{Labels: a.Labels, Annotations: a.Annotations, State: a.State, ActiveAt: a.ActiveAt.Time})
-	}
-	return alerts, nil
+	return assess.FromAlerts(got), nil
 }

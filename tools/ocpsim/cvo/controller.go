@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -239,7 +240,7 @@ func (s *sim) progress(ctx context.Context, cv *configv1.ClusterVersion, cos map
 		}
 		finished := time.Since(start) >= s.o.Scale.Wall(op.Duration)
 		if op.Name == MachineConfig {
-			ready, err := s.machineConfig(ctx, target)
+			ready, err := s.machineConfig(ctx, target, st.Desired.Image)
 			if err != nil {
 				return reconcile.Result{RequeueAfter: timescale.ConflictRetry}, "", ""
 			}
@@ -252,7 +253,11 @@ func (s *sim) progress(ctx context.Context, cv *configv1.ClusterVersion, cos map
 			continue
 		}
 		if err := s.patchOperator(ctx, co, func(c *configv1.ClusterOperator) {
-			setVersion(c, target)
+			setVersion(c, "operator", target)
+			if op.Name == MachineConfig {
+				// The new MCO reports the image it runs once it has synced.
+				setVersion(c, "operator-image", MCOImage(st.Desired.Image))
+			}
 			SetCondition(&c.Status.Conditions, configv1.OperatorProgressing, configv1.ConditionFalse, "AsExpected", "Desired and current number of replicas are equal at version "+target, now)
 		}); err != nil {
 			return reconcile.Result{RequeueAfter: timescale.ConflictRetry}, "", ""
@@ -271,21 +276,26 @@ func isProgressing(co *configv1.ClusterOperator) bool {
 	return c != nil && c.Status == configv1.ConditionTrue
 }
 
-func setVersion(co *configv1.ClusterOperator, v string) {
+func setVersion(co *configv1.ClusterOperator, name, v string) {
 	for i := range co.Status.Versions {
-		if co.Status.Versions[i].Name == "operator" {
+		if co.Status.Versions[i].Name == name {
 			co.Status.Versions[i].Version = v
 			return
 		}
 	}
-	co.Status.Versions = append(co.Status.Versions, configv1.OperandVersion{Name: "operator", Version: v})
+	co.Status.Versions = append(co.Status.Versions, configv1.OperandVersion{Name: name, Version: v})
 }
 
-// machineConfig is the MCO's part of the payload: its template controller
-// writes the base MachineConfigs of the new release (the render controller
-// then renders new configs for every pool), and the operator reports the new
-// version once the pools required for upgrade (master) are updated.
-func (s *sim) machineConfig(ctx context.Context, version string) (bool, error) {
+// machineConfig is the MCO's part of the payload: the CVO rolls the MCO
+// Deployment out with the release's MCO image, the new MCO's template
+// controller writes the base MachineConfigs of the new release (the render
+// controller then renders new configs for every pool), and the operator
+// reports the new version and image once the pools required for upgrade
+// (master) are updated.
+func (s *sim) machineConfig(ctx context.Context, version, releaseImage string) (bool, error) {
+	if err := s.rollOutMCO(ctx, MCOImage(releaseImage)); err != nil {
+		return false, err
+	}
 	for _, role := range []string{"master", "worker"} {
 		for _, want := range mco.BaseConfigs(role, version) {
 			var have mcfgv1.MachineConfig
@@ -327,6 +337,27 @@ func (s *sim) machineConfig(ctx context.Context, version string) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// rollOutMCO sets the MCO Deployment's image, as the CVO applies the
+// release's manifest of it. A cluster seeded without the Deployment has none
+// to roll out.
+func (s *sim) rollOutMCO(ctx context.Context, image string) error {
+	var d appsv1.Deployment
+	if err := s.c.Get(ctx, types.NamespacedName{Namespace: MCONamespace, Name: MCODeployment}, &d); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	orig := d.DeepCopy()
+	for i := range d.Spec.Template.Spec.Containers {
+		if d.Spec.Template.Spec.Containers[i].Name == MCOContainer {
+			d.Spec.Template.Spec.Containers[i].Image = image
+		}
+	}
+	if equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
+		return nil
+	}
+	s.log.Info(cvo + "rolling out " + MCONamespace + "/" + MCODeployment + " with " + image)
+	return s.c.Patch(ctx, &d, client.MergeFrom(orig))
 }
 
 func (s *sim) graph(st *configv1.ClusterVersionStatus) []string {

@@ -11,6 +11,8 @@
 package cvo
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -170,6 +172,25 @@ func VersionFromImage(image string) string {
 func ReleaseImage(version string) string {
 	return "quay.io/openshift-release-dev/ocp-release:" + version + "-x86_64"
 }
+
+// MCOImage is the machine-config-operator image of a release: the MCO
+// Deployment runs it, and the machine-config ClusterOperator reports it as
+// its operator-image version once the MCO of that release has synced. A
+// release's component images are digests in the release's art-dev
+// repository; here the digest is derived from the release image, so each
+// release (and each image of one version, as in a multi-arch migration) has
+// its own.
+func MCOImage(releaseImage string) string {
+	sum := sha256.Sum256([]byte("machine-config-operator\x00" + releaseImage))
+	return "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + hex.EncodeToString(sum[:])
+}
+
+// MCO Deployment: where the machine-config operator runs, and its container.
+const (
+	MCONamespace  = "openshift-machine-config-operator"
+	MCODeployment = "machine-config-operator"
+	MCOContainer  = "machine-config-operator"
+)
 
 func parseVersion(s string) ([3]int, bool) {
 	var v [3]int

@@ -50,6 +50,11 @@ func Apply(ctx context.Context, c client.Client, o *Objects) error {
 			return err
 		}
 	}
+	if o.MCODeployment != nil {
+		if err := create(o.MCODeployment, false); err != nil {
+			return err
+		}
+	}
 	o.ClusterVersion.Status.ObservedGeneration = 1
 	if err := create(o.ClusterVersion, true); err != nil {
 		return err

@@ -32,8 +32,12 @@ type Objects struct {
 	Machines         []*machinev1beta1.Machine
 	MachineSets      []*machinev1beta1.MachineSet
 	CPMS             *machinev1.ControlPlaneMachineSet
-	Deployments      []*appsv1.Deployment
-	PDBs             []*policyv1.PodDisruptionBudget
+	// MCODeployment is the machine-config-operator's Deployment, running the
+	// release's MCO image.
+	MCODeployment *appsv1.Deployment
+	// Deployments are the topology's workloads.
+	Deployments []*appsv1.Deployment
+	PDBs        []*policyv1.PodDisruptionBudget
 }
 
 const (
@@ -55,6 +59,7 @@ func Build(t Topology, now time.Time) (*Objects, error) {
 		o.Namespaces = append(o.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	o.ClusterVersion = clusterVersion(t, now)
+	o.MCODeployment = MCODeployment(cvo.MCOImage(cvo.ReleaseImage(t.Version)))
 	for _, op := range cvo.Operators() {
 		o.ClusterOperators = append(o.ClusterOperators, ClusterOperator(op, t.Version, mnow))
 	}
@@ -211,7 +216,35 @@ func Pool(name, roleLabel string, roles []string, maxUnavailable *k8sintstr.IntO
 	}
 }
 
-// ClusterOperator builds a healthy ClusterOperator at version.
+// MCODeployment builds the machine-config-operator Deployment as the release
+// payload has it: one replica on a control-plane node, the operator's
+// container and its metrics proxy.
+func MCODeployment(image string) *appsv1.Deployment {
+	labels := map[string]string{"k8s-app": "machine-config-operator"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: cvo.MCODeployment, Namespace: cvo.MCONamespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"node-role.kubernetes.io/master": ""},
+					Tolerations: []corev1.Toleration{
+						{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+					},
+					Containers: []corev1.Container{
+						{Name: cvo.MCOContainer, Image: image},
+						{Name: "kube-rbac-proxy", Image: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:kube-rbac-proxy"},
+					},
+				},
+			},
+		},
+	}
+}
+
+// ClusterOperator builds a healthy ClusterOperator at version; the
+// machine-config operator also reports the image it runs.
 func ClusterOperator(op cvo.Operator, version string, now metav1.Time) *configv1.ClusterOperator {
 	co := &configv1.ClusterOperator{
 		ObjectMeta: metav1.ObjectMeta{Name: op.Name, Annotations: map[string]string{
@@ -220,7 +253,7 @@ func ClusterOperator(op cvo.Operator, version string, now metav1.Time) *configv1
 		}},
 	}
 	co.Status = configv1.ClusterOperatorStatus{
-		Versions:       []configv1.OperandVersion{{Name: "operator", Version: version}},
+		Versions:       versions(op.Name, version),
 		RelatedObjects: []configv1.ObjectReference{{Group: "", Resource: "namespaces", Name: op.Namespace}, {Group: "config.openshift.io", Resource: "clusteroperators", Name: op.Name}},
 		Conditions:     cvo.HealthyConditions(version, now),
 	}
@@ -337,4 +370,12 @@ func workload(w Workload) (*appsv1.Deployment, *policyv1.PodDisruptionBudget) {
 		pdb.Spec.MinAvailable = &v
 	}
 	return d, pdb
+}
+
+func versions(operator, version string) []configv1.OperandVersion {
+	v := []configv1.OperandVersion{{Name: "operator", Version: version}}
+	if operator == cvo.MachineConfig {
+		v = append(v, configv1.OperandVersion{Name: "operator-image", Version: cvo.MCOImage(cvo.ReleaseImage(version))})
+	}
+	return v
 }

@@ -10,6 +10,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
 	"github.com/upshift-io/upshift/tools/ocpsim/mco"
 )
 
@@ -115,5 +116,48 @@ func TestValidateAndLoad(t *testing.T) {
 	os.WriteFile(unknown, []byte("masters: 3\nwrokers: 2\n"), 0o600)
 	if _, err := Load(unknown); err == nil || !strings.Contains(err.Error(), "wrokers") {
 		t.Errorf("unknown field accepted: %v", err)
+	}
+}
+
+// TestMCOImage: the machine-config operator reports the image its Deployment
+// runs, as on a real cluster, and each release image has its own MCO image.
+func TestMCOImage(t *testing.T) {
+	o, err := Build(Topology{Version: "4.16.1", Masters: 3, Workers: 2}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cvo.MCOImage(cvo.ReleaseImage("4.16.1"))
+	d := o.MCODeployment
+	if d == nil || d.Namespace != cvo.MCONamespace || d.Name != cvo.MCODeployment {
+		t.Fatalf("MCO Deployment = %+v", d)
+	}
+	var image string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == cvo.MCOContainer {
+			image = c.Image
+		}
+	}
+	if image != want {
+		t.Errorf("Deployment image %q, want %q", image, want)
+	}
+	for _, co := range o.ClusterOperators {
+		var reported string
+		for _, v := range co.Status.Versions {
+			if v.Name == "operator-image" {
+				reported = v.Version
+			}
+		}
+		switch {
+		case co.Name == cvo.MachineConfig && reported != want:
+			t.Errorf("machine-config reports operator-image %q, want %q", reported, want)
+		case co.Name != cvo.MachineConfig && reported != "":
+			t.Errorf("%s reports an operator-image %q", co.Name, reported)
+		}
+	}
+	if a, b := cvo.MCOImage(cvo.ReleaseImage("4.16.1")), cvo.MCOImage(cvo.ReleaseImage("4.16.2")); a == b {
+		t.Errorf("two releases share the MCO image %s", a)
+	}
+	if a, b := cvo.MCOImage("quay.io/r@sha256:x86"), cvo.MCOImage("quay.io/r@sha256:multi"); a == b {
+		t.Errorf("two images of one version share the MCO image %s", a)
 	}
 }
