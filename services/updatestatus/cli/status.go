@@ -57,6 +57,9 @@ type StatusOptions struct {
 
 	// Out receives the report, ErrOut notes that are not part of it.
 	Out, ErrOut io.Writer
+	// Notices receives what oc prints on its standard output outside its
+	// report (the offline mode's alerts notice); nil means Out.
+	Notices io.Writer
 }
 
 // RunStatus prints the update status.
@@ -78,12 +81,15 @@ func runMock(o StatusOptions, details render.Details) error {
 	if err != nil {
 		return err
 	}
-	if loaded.AlertsMissing && o.ErrOut != nil {
-		// oc prints this note into its report; we keep the report clean and
-		// say it on stderr instead.
-		fmt.Fprintf(o.ErrOut, "No alerts file %s: ignoring alerts in 'Update Health'\n", loaded.Files.Alerts)
+	if loaded.AlertsNotice != "" {
+		// oc prints this on its standard output, before the report.
+		notices := o.Notices
+		if notices == nil {
+			notices = o.Out
+		}
+		fmt.Fprint(notices, loaded.AlertsNotice)
 	}
-	result, err := assess.Assess(loaded.Snapshot, nil)
+	result, err := assess.AssessForDisplay(loaded.Snapshot)
 	if err != nil {
 		return fmt.Errorf("cannot assess snapshot %s: %w", o.MockClusterVersion, err)
 	}

@@ -33,7 +33,8 @@ var (
 // nodeRow is one node as displayed.
 type nodeRow struct {
 	name, assessment, phase, version, est, message string
-	available                                      bool
+	// available: the node counts as Available in the omitted-nodes line.
+	available bool
 }
 
 // nodeRows turns node insights into rows, sorted as oc sorts them.
@@ -76,6 +77,12 @@ func toRow(n updatev1alpha1.NodeStatusInsight) nodeRow {
 	}
 	if c := findCondition(n.Conditions, updatev1alpha1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse {
 		r.assessment, r.available = assessUnavailable, false
+	}
+	// An updating node is never available to oc's count: the MCD works on
+	// it (and usually it is cordoned), although its Available condition
+	// only reports unavailability that is not part of the update.
+	if c := findCondition(n.Conditions, updatev1alpha1.ConditionUpdating); c != nil && c.Status == metav1.ConditionTrue {
+		r.available = false
 	}
 	if c := findCondition(n.Conditions, updatev1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
 		r.assessment = assessDegraded

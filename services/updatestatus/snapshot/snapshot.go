@@ -95,6 +95,10 @@ type Loaded struct {
 	// AlertsMissing is true when there is no alerts file: the assessment then
 	// runs without alerts (oc says so and goes on).
 	AlertsMissing bool
+	// AlertsNotice is the line oc prints (on its standard output, before the
+	// report) when it ignores the alerts file because it cannot read or
+	// parse it; empty when the alerts were read.
+	AlertsNotice string
 }
 
 // Load reads the snapshot whose ClusterVersion file is cvPath. Its Now is the
@@ -134,12 +138,9 @@ func Load(cvPath string) (*Loaded, error) {
 	if s.MCOImage, err = readMCOImage(files.MCODeployment); err != nil {
 		return nil, err
 	}
-	s.Alerts, err = readAlerts(files.Alerts)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	s.Alerts, out.AlertsNotice = readAlerts(files.Alerts)
+	if _, err := os.Stat(files.Alerts); errors.Is(err, fs.ErrNotExist) {
 		out.AlertsMissing = true
-	case err != nil:
-		return nil, err
 	}
 
 	s.Now = latestTransition(s.ClusterVersion, s.ClusterOperators).Add(nowSkew)
@@ -330,9 +331,7 @@ func isBlank(doc []byte) bool {
 // alertsResponse is the part of the Prometheus/Thanos /api/v1/alerts response
 // the assessment reads (the shape `oc adm inspect-alerts` prints).
 type alertsResponse struct {
-	Status string `json:"status"`
-	Error  string `json:"error"`
-	Data   struct {
+	Data struct {
 		Alerts []struct {
 			Labels      map[string]string `json:"labels"`
 			Annotations map[string]string `json:"annotations"`
@@ -342,23 +341,24 @@ type alertsResponse struct {
 	} `json:"data"`
 }
 
-// readAlerts reads the alerts file; a missing file is reported as an error
-// wrapping fs.ErrNotExist so the caller can go on without alerts.
-func readAlerts(path string) ([]assess.Alert, error) {
+// literalW is printed as is: oc's notice shows a "%w" it meant as a verb.
+var literalW = "%w"
+
+// readAlerts reads the alerts file. oc goes on without alerts when it cannot
+// read or parse the file, after printing a notice; its exact words are
+// returned (a literal "%w" included: oc passes a format verb to Println).
+func readAlerts(path string) ([]assess.Alert, string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Sprintln("Unable to fetch alerts, ignoring alerts in 'Update Health': ", err)
 	}
 	var resp alertsResponse
 	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("%s: malformed alerts API response: %w", path, err)
-	}
-	if resp.Status != "success" {
-		return nil, fmt.Errorf("%s: alerts API response has status %q (error %q), expected \"success\"", path, resp.Status, resp.Error)
+		return nil, fmt.Sprintln("Ignoring alerts in 'Update Health'. Error unmarshaling alerts:", literalW, err)
 	}
 	alerts := make([]assess.Alert, 0, len(resp.Data.Alerts))
 	for _, a := range resp.Data.Alerts {
 		alerts = append(alerts, assess.Alert{Labels: a.Labels, Annotations: a.Annotations, State: a.State, ActiveAt: a.ActiveAt.Time})
 	}
-	return alerts, nil
+	return alerts, ""
 }
