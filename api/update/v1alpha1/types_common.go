@@ -269,4 +269,6 @@ const (
 	// says why they cannot be computed (reason CannotAssess).
 	ConditionStatusAvailable = "StatusAvailable"
 	ReasonCannotAssess       = "CannotAssess"
+	// ConditionHeartbeat is refreshed at most once a minute while the cluster updates; its lastTransitionTime is the last refresh.
+	ConditionHeartbeat = "Heartbeat"
 )

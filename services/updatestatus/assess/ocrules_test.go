@@ -384,4 +384,3 @@ func TestDisplayIsNeverCut(t *testing.T) {
 		t.Errorf("API description has %d characters, want %d", n, maxDescription)
 	}
 }
-

@@ -62,7 +62,7 @@ func Render(w io.Writer, in Input, opts Options) error {
 	if opts.Details == "" {
 		opts.Details = DetailsNone
 	}
-	if !isUpdating(in.Status) {
+	if !IsUpdating(in.Status) {
 		_, err := fmt.Fprintln(w, "The cluster is not updating.")
 		return err
 	}
@@ -74,9 +74,12 @@ func Render(w io.Writer, in Input, opts Options) error {
 	return r.err
 }
 
-// isUpdating: the control plane is updating, or some worker pool with nodes
+// IsUpdating: the control plane is updating, or some worker pool with nodes
 // still has outdated ones. The master pool does not count, as in oc.
-func isUpdating(s updatev1alpha1.UpgradeStatusStatus) bool {
+func IsUpdating(s updatev1alpha1.UpgradeStatusStatus) bool {
+	if s.ControlPlane == nil {
+		return false
+	}
 	if c := findCondition(s.ControlPlane.Conditions, updatev1alpha1.ConditionUpdating); c != nil && c.Status == metav1.ConditionTrue {
 		return true
 	}
