@@ -58,6 +58,17 @@ type Snapshot struct {
 	Alerts []Alert
 	// Now is the time of the assessment.
 	Now time.Time
+	// WallClock, when set, is what a node's unavailability is measured
+	// against to tell whether it is serious: oc uses the real clock there,
+	// even offline, where Now is the snapshot's time. Zero means Now.
+	WallClock time.Time
+}
+
+func (s Snapshot) seriousNow() time.Time {
+	if s.WallClock.IsZero() {
+		return s.Now
+	}
+	return s.WallClock
 }
 
 // Alert is one alert as returned by the Prometheus/Thanos alerts API.
@@ -148,7 +159,7 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 		poolInsight := assessPool(pool, states, s.Now)
 		for _, st := range states {
 			result.Nodes = append(result.Nodes, st.insight(pool, s.Now))
-			healthOfPool[pool.Name] = append(healthOfPool[pool.Name], nodeHealth(st, pool, s.Now)...)
+			healthOfPool[pool.Name] = append(healthOfPool[pool.Name], nodeHealth(st, pool, s.seriousNow())...)
 		}
 		healthOfPool[pool.Name] = append(healthOfPool[pool.Name], pausedPoolHealth(pool, states)...)
 		if pool.Name == masterPool {

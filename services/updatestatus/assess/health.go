@@ -177,7 +177,7 @@ func anySeriouslyUnavailable(rs []unavailableReason, now time.Time) bool {
 
 // seriouslyUnavailable filters out expected, short unavailability: cordons and
 // the MCD's own work are part of updating; a node briefly not ready is normal.
-// (oc measures this against the wall clock; here it is the snapshot's now.)
+// now is the wall clock offline, as in oc (see Snapshot.WallClock).
 func seriouslyUnavailable(r unavailableReason, now time.Time) bool {
 	if r.condition == nil {
 		return false

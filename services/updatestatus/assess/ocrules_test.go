@@ -384,3 +384,18 @@ func TestDisplayIsNeverCut(t *testing.T) {
 		t.Errorf("API description has %d characters, want %d", n, maxDescription)
 	}
 }
+
+// Whether a node is seriously unavailable is measured against the wall
+// clock, as oc does even offline, where now is the snapshot's time.
+func TestSeriousUnavailabilityUsesTheWallClock(t *testing.T) {
+	s := baseSnapshot()
+	s.Nodes[1] = node("worker-0", "worker", "w-old", "w-old", "Done", notReadyFor(time.Minute))
+	if got := healthByPrefix(mustAssess(t, s).Status.Health, "Node worker-0"); len(got) != 0 {
+		t.Fatalf("not ready for 1m at now: %d insights, want none", len(got))
+	}
+	s.WallClock = now.Add(time.Hour)
+	got := healthByPrefix(mustAssess(t, s).Status.Health, "Node worker-0 is not ready")
+	if len(got) != 1 || now.Sub(got[0].StartedAt.Time) != time.Minute {
+		t.Fatalf("an hour later on the wall clock: %+v, want one insight started 1m before now", got)
+	}
+}

@@ -106,7 +106,12 @@ func runMock(o StatusOptions, details render.Details) error {
 		}
 		fmt.Fprint(notices, loaded.AlertsNotice)
 	}
-	result, err := assess.AssessForDisplay(loaded.Snapshot)
+	snap := loaded.Snapshot
+	snap.WallClock = time.Now()
+	if o.Now != nil {
+		snap.WallClock = o.Now()
+	}
+	result, err := assess.AssessForDisplay(snap)
 	if err != nil {
 		return fmt.Errorf("cannot assess snapshot %s: %w", o.MockClusterVersion, err)
 	}
