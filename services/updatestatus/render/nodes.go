@@ -88,9 +88,12 @@ func toRow(n updatev1alpha1.NodeStatusInsight) nodeRow {
 	if c := findCondition(n.Conditions, updatev1alpha1.ConditionAvailable); c != nil && c.Status == metav1.ConditionFalse {
 		r.assessment, r.available = assessUnavailable, false
 	}
-	// An updating node is never available to oc's count: the MCD works on
+	// An updating node is never available to oc's count: its MCD works on
 	// it (and usually it is cordoned), although its Available condition
-	// only reports unavailability that is not part of the update.
+	// only reports unavailability that is not part of the update. One case
+	// of oc's cannot be told from the insight: a node updating while its MCD
+	// still says Done, without a drain, shows as Updated (Updating=False);
+	// oc counts it neither Available nor updated.
 	if c := findCondition(n.Conditions, updatev1alpha1.ConditionUpdating); c != nil && c.Status == metav1.ConditionTrue {
 		r.available = false
 	}
