@@ -54,10 +54,23 @@ func TestStatusErrors(t *testing.T) {
 		{[]string{"status", "--details=verbose"}, `invalid --details value "verbose": must be one of none, all, nodes, health, operators`},
 		{[]string{"status", "--mock-clusterversion=/nonexistent/x-cv.yaml"}, "/nonexistent/x-cv.yaml: snapshot file is missing"},
 		{[]string{"status", "extra"}, `unknown command "extra"`},
+		{[]string{"status", "-o", "wide"}, `invalid --output value "wide": must be one of json, yaml`},
+		{[]string{"status", "-w", "--mock-clusterversion=x-cv.yaml"}, "--watch needs a cluster"},
 	} {
 		_, _, err := run(tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// -o through the real flags prints the assessed objects.
+func TestStatusMockOutput(t *testing.T) {
+	cvFile := filepath.Join("..", "..", "services", "updatestatus", "cli", "testdata", "pdb-drain-cv.yaml")
+	for _, args := range [][]string{{"-o", "json"}, {"--output=yaml"}} {
+		out, _, err := run(append([]string{"status", "--mock-clusterversion=" + cvFile}, args...)...)
+		if err != nil || !strings.Contains(out, "UpgradeStatus") || !strings.Contains(out, "NodeProgressInsight") {
+			t.Errorf("%v: err %v, output:\n%s", args, err, out)
 		}
 	}
 }

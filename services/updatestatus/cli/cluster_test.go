@@ -253,6 +253,43 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 	})
 })
 
+var _ = Describe("cluster mode: --watch without changes", Ordered, func() {
+	var env *testenv.Env
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		env, err = testenv.Start(ctx, testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+		us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName}}
+		Expect(env.Client.Create(ctx, us)).To(Succeed())
+	})
+
+	It("warns, without any change, once the heartbeat turns three minutes old", func(ctx SpecContext) {
+		_, result := assessFixture("stalled") // an updating cluster
+		// On the wall clock, the heartbeat turns stale five seconds from now.
+		beat := time.Now().Add(-staleAfter + 5*time.Second).Truncate(time.Second).Add(time.Second)
+		result.Status.Conditions = []metav1.Condition{{Type: updatev1alpha1.ConditionHeartbeat, Status: metav1.ConditionTrue, Reason: "Updating",
+			LastTransitionTime: metav1.NewTime(beat)}}
+		publish(ctx, env, result)
+		out, errOut := &syncBuffer{}, &syncBuffer{}
+		watchCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			done <- RunStatus(watchCtx, StatusOptions{Watch: true, Out: out, ErrOut: errOut,
+				RESTConfig: func() (*rest.Config, error) { return env.Config, nil }})
+		}()
+		Eventually(out.String).WithTimeout(10 * time.Second).Should(ContainSubstring("= Control Plane ="))
+		Expect(errOut.String()).To(BeEmpty(), "fresh at first")
+		Eventually(errOut.String).WithTimeout(15 * time.Second).Should(HavePrefix("Warning: the update status was last refreshed 3m"))
+		Expect(strings.Count(out.String(), "= Control Plane =")).To(Equal(2), "one redraw, at the threshold")
+		cancel()
+		Eventually(done).WithTimeout(5 * time.Second).Should(Receive(BeNil()))
+	})
+})
+
 // countingReader counts List calls.
 type countingReader struct {
 	client.Reader
