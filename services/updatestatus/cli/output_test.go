@@ -57,7 +57,7 @@ func TestStalenessWarning(t *testing.T) {
 // -o json|yaml in offline mode prints the objects the controller would
 // publish for the assessed snapshot.
 func TestMockObjectsOutput(t *testing.T) {
-	cvFile := filepath.Join("testdata", "pdb-drain-cv.yaml")
+	cvFile := filepath.Join("testdata", "stalled-cv.yaml") // no alerts file: a notice, but not on stdout
 	loaded, err := snapshot.Load(cvFile)
 	if err != nil {
 		t.Fatal(err)
@@ -68,9 +68,12 @@ func TestMockObjectsOutput(t *testing.T) {
 	}
 	for _, format := range []string{"json", "yaml"} {
 		t.Run(format, func(t *testing.T) {
-			var out bytes.Buffer
-			if err := RunStatus(context.Background(), StatusOptions{MockClusterVersion: cvFile, Output: format, Out: &out}); err != nil {
+			var out, errOut bytes.Buffer
+			if err := RunStatus(context.Background(), StatusOptions{MockClusterVersion: cvFile, Output: format, Out: &out, ErrOut: &errOut}); err != nil {
 				t.Fatal(err)
+			}
+			if !strings.HasPrefix(errOut.String(), "Unable to fetch alerts") {
+				t.Errorf("stderr %q, want the alerts notice", errOut.String())
 			}
 			data := out.Bytes()
 			if format == "yaml" {

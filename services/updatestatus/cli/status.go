@@ -101,10 +101,15 @@ func runMock(o StatusOptions, details render.Details) error {
 	if loaded.AlertsNotice != "" {
 		// oc prints this on its standard output, before the report.
 		notices := o.Notices
-		if notices == nil {
+		switch {
+		case o.Output != "":
+			notices = o.ErrOut // keep the JSON or YAML on stdout parseable
+		case notices == nil:
 			notices = o.Out
 		}
-		fmt.Fprint(notices, loaded.AlertsNotice)
+		if notices != nil {
+			fmt.Fprint(notices, loaded.AlertsNotice)
+		}
 	}
 	snap := loaded.Snapshot
 	snap.WallClock = time.Now()
