@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"testing"
@@ -8,9 +9,13 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 	"github.com/upshift-io/upshift/services/updatestatus/render"
 )
@@ -90,6 +95,56 @@ func BenchmarkOfflineStatus5000Nodes(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := render.Render(io.Discard, render.Input{Status: r.Status, Nodes: r.Nodes}, render.Options{Details: render.DetailsNone, Now: s.Now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClusterStatus5000Nodes is `kubectl upshift status` in cluster
+// mode against a real kube-apiserver holding the insights of the 5,000-worker
+// cluster: read the UpgradeStatus, list the node insights in pages, render.
+// It needs the test control plane (UPSHIFT_TESTBIN); it is a benchmark, so
+// plain `go test` does not run it.
+func BenchmarkClusterStatus5000Nodes(b *testing.B) {
+	ctx := context.Background()
+	env, err := testenv.Start(ctx, testenv.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Stop()
+	s := largeSnapshot(5000)
+	r, err := assess.Assess(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName}}
+	if err := env.Client.Create(ctx, us); err != nil {
+		b.Fatal(err)
+	}
+	us.Status = r.Status
+	if err := env.Client.Status().Update(ctx, us); err != nil {
+		b.Fatal(err)
+	}
+	// Publish the node insights with a few writers, as the controller does.
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, n := range r.Nodes {
+		g.Go(func() error {
+			npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
+			if err := env.Client.Create(ctx, npi); err != nil {
+				return err
+			}
+			npi.Status = n
+			return env.Client.Status().Update(ctx, npi)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := RunStatus(ctx, StatusOptions{Out: io.Discard, ErrOut: io.Discard,
+			RESTConfig: func() (*rest.Config, error) { return env.Config, nil }}); err != nil {
 			b.Fatal(err)
 		}
 	}
