@@ -7,6 +7,11 @@
 //     it here with the controller's own assessment code, and renders it with
 //     the same renderer.
 //
+// In cluster mode, --watch prints again on every change (told by watches of
+// both kinds, never by polling), and a warning says when the controller's
+// heartbeat is older than expected while the cluster updates. -o json|yaml
+// prints the objects instead of the report; offline, the assessed ones.
+//
 // The command wiring (flags, kubeconfig) lives in cmd/kubectl-upshift; this
 // package gets plain values so that it can be tested without a command line.
 package cli
