@@ -1,7 +1,7 @@
 // Command kubectl-upshift is Upshift's operator-facing CLI. Installed on the
 // PATH it is a kubectl plugin:
 //
-//	kubectl upshift status [--details=none|all|nodes|health|operators] [--mock-clusterversion=<dir>/<name>-cv.yaml]
+//	kubectl upshift status [--details=none|all|nodes|health|operators] [-w] [-o json|yaml] [--mock-clusterversion=<dir>/<name>-cv.yaml]
 //	kubectl upshift version
 //
 // It takes the standard kubeconfig flags (--kubeconfig, --context, ...). The
@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -69,6 +70,9 @@ func newStatusCommand(kubeFlags *genericclioptions.ConfigFlags, streams generici
 		Out:        streams.Out,
 		ErrOut:     streams.ErrOut,
 		RESTConfig: kubeFlags.ToRESTConfig,
+		// Watching on a terminal redraws in place; into a pipe or a file,
+		// reports follow each other.
+		ClearScreen: isTerminal(streams.Out),
 	}
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -79,7 +83,12 @@ The status is read from the UpgradeStatus and NodeProgressInsight objects the
 update-status-controller publishes. With --mock-clusterversion it is instead
 assessed from a snapshot of files (<name>-cv.yaml, -co.yaml, -mcp.yaml, -mc.yaml,
 -node.yaml and optionally -alerts.json and -mco-deployment.yaml) without
-contacting any cluster.`,
+contacting any cluster.
+
+With --watch the status is printed again on every change of those objects,
+until interrupted (Ctrl-C). While the cluster updates, a warning on stderr says
+when the controller last refreshed the status if that was more than three
+minutes ago.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cli.RunStatus(cmd.Context(), opts)
@@ -89,6 +98,10 @@ contacting any cluster.`,
 		"Show detailed information: none, all, nodes, health or operators")
 	cmd.Flags().StringVar(&opts.MockClusterVersion, "mock-clusterversion", "",
 		"Assess the snapshot whose ClusterVersion is in this <dir>/<name>-cv.yaml file instead of reading the cluster")
+	cmd.Flags().BoolVarP(&opts.Watch, "watch", "w", false,
+		"After printing the status, print it again whenever it changes, until interrupted")
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "",
+		"Print the UpgradeStatus and NodeProgressInsights (offline: as assessed) as json or yaml instead of the report")
 	return cmd
 }
 
@@ -102,4 +115,14 @@ func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 			return err
 		},
 	}
+}
+
+// isTerminal: w is a character device (a terminal), not a pipe or a file.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

@@ -330,24 +330,3 @@ func TestValidate(t *testing.T) {
 		t.Errorf("a CA file without certificates: err = %v", err)
 	}
 }
-
-// TestDecodePrometheus: a saved /api/v1/alerts response (an oc snapshot's
-// alerts file) decodes like a live one.
-func TestDecodePrometheus(t *testing.T) {
-	got, err := DecodePrometheus(prometheusAlerts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Name() != "KubeNodeNotReady" || got[0].State != StateFiring || !got[0].ActiveAt.Equal(activeAt) ||
-		got[1].State != StatePending {
-		t.Errorf("decoded %+v", got)
-	}
-	for in, want := range map[string]string{
-		`{"status":"error","error":"bad query"}`: `status "error" (error "bad query")`,
-		`[`:                                      "malformed",
-	} {
-		if _, err := DecodePrometheus([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: err = %v, want %q", in, err, want)
-		}
-	}
-}

@@ -2,7 +2,6 @@ package alerts
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -58,26 +57,4 @@ func labelMap(ls model.LabelSet) map[string]string {
 		m[string(k)] = string(v)
 	}
 	return m
-}
-
-// prometheusResponse is the envelope of Prometheus's HTTP API responses.
-type prometheusResponse struct {
-	Status    string              `json:"status"`
-	ErrorType string              `json:"errorType"`
-	Error     string              `json:"error"`
-	Data      promv1.AlertsResult `json:"data"`
-}
-
-// DecodePrometheus decodes a saved /api/v1/alerts response, such as the
-// alerts file of an `oc adm upgrade status` snapshot (what
-// `oc adm inspect-alerts` prints).
-func DecodePrometheus(data []byte) ([]Alert, error) {
-	var resp prometheusResponse
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return nil, fmt.Errorf("malformed alerts API response: %w", err)
-	}
-	if resp.Status != "success" {
-		return nil, fmt.Errorf("alerts API response has status %q (error %q), expected \"success\"", resp.Status, resp.Error)
-	}
-	return FromPrometheus(resp.Data.Alerts), nil
 }

@@ -69,6 +69,17 @@ type Snapshot struct {
 	Alerts []Alert
 	// Now is the time of the assessment.
 	Now time.Time
+	// WallClock, when set, is what a node's unavailability is measured
+	// against to tell whether it is serious: oc uses the real clock there,
+	// even offline, where Now is the snapshot's time. Zero means Now.
+	WallClock time.Time
+}
+
+func (s Snapshot) seriousNow() time.Time {
+	if s.WallClock.IsZero() {
+		return s.Now
+	}
+	return s.WallClock
 }
 
 // Alert is one alert as returned by the Prometheus/Thanos alerts API.
@@ -114,8 +125,20 @@ const (
 	workerPool = "worker"
 )
 
-// Assess computes the insight set of the snapshot. prev may be nil.
+// Assess computes the insight set of the snapshot, fit for the API: texts
+// are cut to the fields' limits and health insights bounded. prev may be nil.
 func Assess(s Snapshot, prev *Previous) (Result, error) {
+	return assess(s, prev, true)
+}
+
+// AssessForDisplay computes the insight set exactly as oc shows it: nothing is
+// cut or left out, so it may exceed the API's limits. It serves the offline
+// mode, which prints and never writes.
+func AssessForDisplay(s Snapshot) (Result, error) {
+	return assess(s, nil, false)
+}
+
+func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	cv := s.ClusterVersion
 	if cv == nil {
 		return Result{}, ErrNoClusterVersion
@@ -131,9 +154,6 @@ func Assess(s Snapshot, prev *Previous) (Result, error) {
 	hist := newHistory(cv)
 	cp := assessControlPlane(s, hist, progressing)
 
-	var health []updatev1alpha1.HealthInsight
-	health = append(health, cp.health...)
-
 	var result Result
 	result.Status.ControlPlane = &updatev1alpha1.ControlPlane{
 		Conditions:       []metav1.Condition{cp.updating},
@@ -148,6 +168,7 @@ func Assess(s Snapshot, prev *Previous) (Result, error) {
 	pools := sortedPools(s.MachineConfigPools)
 	next := nextCheck{now: s.Now}
 	operatorThresholds(cp.ops, &next)
+	healthOfPool := map[string][]updatev1alpha1.HealthInsight{}
 	for i := range pools {
 		pool := &pools[i]
 		var states []nodeState
@@ -158,11 +179,13 @@ func Assess(s Snapshot, prev *Previous) (Result, error) {
 		poolInsight := assessPool(pool, states, s.Now)
 		for _, st := range states {
 			in := st.insight(pool, s.Now)
-			fitNode(&in, s.Now)
+			if forAPI {
+				fitNode(&in, s.Now)
+			}
 			result.Nodes = append(result.Nodes, in)
-			health = append(health, nodeHealth(st, pool, s.Now)...)
+			healthOfPool[pool.Name] = append(healthOfPool[pool.Name], nodeHealth(st, pool, s.seriousNow())...)
 		}
-		health = append(health, pausedPoolHealth(pool, states)...)
+		healthOfPool[pool.Name] = append(healthOfPool[pool.Name], pausedPoolHealth(pool, states)...)
 		if pool.Name == masterPool {
 			result.Status.ControlPlane.Pool = &poolInsight
 			continue
@@ -174,15 +197,28 @@ func Assess(s Snapshot, prev *Previous) (Result, error) {
 		})
 	}
 
-	var omitted []updatev1alpha1.HealthInsight
-	result.Status.WorkerPools, omitted = boundWorkerPools(result.Status.WorkerPools)
-	health = append(health, omitted...)
-	result.Status.ControlPlane.ClusterOperators, omitted = boundOperators(result.Status.ControlPlane.ClusterOperators)
-	health = append(health, omitted...)
-
+	// Health insights in oc's order, which decides the display order of
+	// insights that start at the same time: pools by name (each pool's
+	// nodes, then the pool), alerts, then the control plane.
+	var health []updatev1alpha1.HealthInsight
+	for _, pool := range poolNamesSorted(pools) {
+		health = append(health, healthOfPool[pool]...)
+	}
 	health = append(health, alertHealth(s.Alerts, hist.started)...)
-	result.Status.Health = boundHealth(dedupeHealth(health))
-	fitStatus(&result.Status, s.Now)
+	health = append(health, cp.health...)
+	if forAPI {
+		// What the API cannot hold is left out, and a health insight says so.
+		var omitted []updatev1alpha1.HealthInsight
+		result.Status.WorkerPools, omitted = boundWorkerPools(result.Status.WorkerPools)
+		health = append(health, omitted...)
+		result.Status.ControlPlane.ClusterOperators, omitted = boundOperators(result.Status.ControlPlane.ClusterOperators)
+		health = append(health, omitted...)
+	}
+	result.Status.Health = dedupeHealth(health)
+	if forAPI {
+		result.Status.Health = cutToAPILimits(boundHealth(result.Status.Health))
+		fitStatus(&result.Status, s.Now)
+	}
 
 	if prev != nil {
 		keepStable(&result, prev, s.Now)
@@ -216,10 +252,19 @@ func sortedPools(in []mcfgv1.MachineConfigPool) []mcfgv1.MachineConfigPool {
 	return pools
 }
 
+func poolNamesSorted(pools []mcfgv1.MachineConfigPool) []string {
+	names := make([]string, 0, len(pools))
+	for _, p := range pools {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // nodesByPool assigns every node to one pool, as oc does: master if its
 // selector matches, else the first matching custom pool (by name, where oc's
-// choice is random), else worker; nodes matching nothing are left out. Nodes
-// keep their input order.
+// choice is random), else worker; nodes matching nothing are left out. Each
+// pool's nodes are sorted by name.
 func nodesByPool(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node) map[string][]*corev1.Node {
 	type selPool struct {
 		name string
@@ -247,6 +292,11 @@ func nodesByPool(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node) map[stri
 				break
 			}
 		}
+	}
+	// By name, as the API lists them (and oc reads them), whatever order
+	// the caller's cache gave.
+	for _, ns := range out {
+		sort.Slice(ns, func(i, j int) bool { return ns[i].Name < ns[j].Name })
 	}
 	return out
 }

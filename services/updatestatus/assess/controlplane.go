@@ -225,7 +225,10 @@ func assessControlPlane(s Snapshot, hist history, progressing *configv1.ClusterO
 		t := metav1.NewTime(*hist.completed)
 		res.cvInsight.CompletedAt = &t
 	}
-	res.health = append(cvHealth(cv, hist, assessment, s.Now), res.health...)
+	// oc's order: the ClusterVersion's Failing, the operators, then the
+	// unfinished previous update.
+	failing, previousPartial := cvHealth(cv, hist, assessment, s.Now)
+	res.health = append(append(failing, res.health...), previousPartial...)
 	return res
 }
 

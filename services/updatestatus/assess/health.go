@@ -61,10 +61,9 @@ func newHealth(uid string, started time.Time, scope updatev1alpha1.ScopeType, re
 	return h
 }
 
-// cvHealth: the CVO's Failing condition, and an update started on top of an
-// unfinished one.
-func cvHealth(cv *configv1.ClusterVersion, hist history, assessment updatev1alpha1.ControlPlaneAssessment, now time.Time) []updatev1alpha1.HealthInsight {
-	var out []updatev1alpha1.HealthInsight
+// cvHealth: the CVO's Failing condition (out), and an update started on top
+// of an unfinished one (previousPartial).
+func cvHealth(cv *configv1.ClusterVersion, hist history, assessment updatev1alpha1.ControlPlaneAssessment, now time.Time) (out, previousPartial []updatev1alpha1.HealthInsight) {
 	res := []updatev1alpha1.ResourceRef{cvRef(cv.Name)}
 	failing := findCVCondition(cv, cvFailing)
 	switch {
@@ -88,13 +87,13 @@ func cvHealth(cv *configv1.ClusterVersion, hist history, assessment updatev1alph
 			failing.Message, refCODegraded))
 	}
 	if hist.previousPartial && assessment != updatev1alpha1.ControlPlaneAssessmentCompleted {
-		out = append(out, newHealth(makeUID("cv", cv.Name, "previous-partial"), hist.started, updatev1alpha1.ScopeTypeControlPlane, res,
+		previousPartial = append(previousPartial, newHealth(makeUID("cv", cv.Name, "previous-partial"), hist.started, updatev1alpha1.ScopeTypeControlPlane, res,
 			updatev1alpha1.WarningImpactLevel, updatev1alpha1.NoneImpactType,
 			fmt.Sprintf("Previous update to %s never completed, last complete update was %s", hist.previous, hist.lastCompleted()),
 			fmt.Sprintf("Current update to %s was initiated while the previous update to version %s was still in progress", hist.target, hist.previous),
 			refCVHistory))
 	}
-	return out
+	return out, previousPartial
 }
 
 // operatorHealth: an operator unavailable or degraded for a while.
@@ -140,23 +139,23 @@ func nodeHealth(n nodeState, pool *mcfgv1.MachineConfigPool, now time.Time) []up
 	name := n.node.Name
 	scope := scopeOfPool(pool.Name)
 	res := []updatev1alpha1.ResourceRef{nodeRef(name)}
-	if !n.updating {
-		var serious []unavailableReason
+	if !n.updating && anySeriouslyUnavailable(n.unavailable, now) {
+		// Once one reason is serious, oc lists every reason, and the
+		// insight starts with the earliest of them.
+		summaries := make([]string, 0, len(n.unavailable))
+		descriptions := make([]string, 0, len(n.unavailable))
 		for _, r := range n.unavailable {
-			if seriouslyUnavailable(r, now) {
-				serious = append(serious, r)
-			}
+			summaries = append(summaries, unavailableSummary(name, r))
+			descriptions = append(descriptions, unavailableDescription(r))
 		}
-		if len(serious) > 0 {
-			var summaries, descriptions []string
-			for _, r := range serious {
-				summaries = append(summaries, unavailableSummary(name, r))
-				descriptions = append(descriptions, unavailableDescription(r))
-			}
-			out = append(out, newHealth(makeUID("node", name, "unavailable"), earliestSince(serious), scope, res,
-				updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateSpeedImpactType,
-				strings.Join(summaries, " | "), strings.Join(descriptions, " | "), refMCO))
+		description := strings.Join(descriptions, " | ")
+		if n.degraded {
+			// The MCD's reason explains a degraded node better than its conditions.
+			description = n.degradedReason
 		}
+		out = append(out, newHealth(makeUID("node", name, "unavailable"), earliestSince(n.unavailable), scope, res,
+			updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateSpeedImpactType,
+			strings.Join(summaries, " | "), description, refMCO))
 	}
 	if n.degraded {
 		// The start of a degradation is not recorded on the node.
@@ -167,9 +166,18 @@ func nodeHealth(n nodeState, pool *mcfgv1.MachineConfigPool, now time.Time) []up
 	return out
 }
 
+func anySeriouslyUnavailable(rs []unavailableReason, now time.Time) bool {
+	for _, r := range rs {
+		if seriouslyUnavailable(r, now) {
+			return true
+		}
+	}
+	return false
+}
+
 // seriouslyUnavailable filters out expected, short unavailability: cordons and
 // the MCD's own work are part of updating; a node briefly not ready is normal.
-// (oc measures this against the wall clock; here it is the snapshot's now.)
+// now is the wall clock offline, as in oc (see Snapshot.WallClock).
 func seriouslyUnavailable(r unavailableReason, now time.Time) bool {
 	if r.condition == nil {
 		return false
@@ -188,24 +196,31 @@ var seriousAfter = map[corev1.NodeConditionType]time.Duration{
 }
 
 func unavailableSummary(node string, r unavailableReason) string {
-	switch r.condition.Type {
-	case corev1.NodeReady:
-		return fmt.Sprintf("Node %s is not ready", node)
-	case corev1.NodeDiskPressure:
-		return fmt.Sprintf("Node %s has disk pressure", node)
-	case corev1.NodeNetworkUnavailable:
-		return fmt.Sprintf("Node %s has unavailable network", node)
+	if r.condition != nil {
+		switch r.condition.Type {
+		case corev1.NodeReady:
+			return fmt.Sprintf("Node %s is not ready", node)
+		case corev1.NodeDiskPressure:
+			return fmt.Sprintf("Node %s has disk pressure", node)
+		case corev1.NodeNetworkUnavailable:
+			return fmt.Sprintf("Node %s has unavailable network", node)
+		}
 	}
 	return r.text
 }
 
+// unavailableDescription quotes oc's own short reason ("Not ready"), not the
+// condition's reason field, exactly as oc does.
 func unavailableDescription(r unavailableReason) string {
 	c := r.condition
+	if c == nil {
+		return r.text
+	}
 	want := "True"
 	if c.Type != corev1.NodeReady {
 		want = "False"
 	}
-	return fmt.Sprintf("Node has a %s!=%s condition with Reason %s and message %q", c.Type, want, c.Reason, c.Message)
+	return fmt.Sprintf("Node has a %s!=%s condition with Reason %q and message %q", c.Type, want, r.text, c.Message)
 }
 
 // pausedPoolHealth: a paused pool keeps outdated nodes from updating.
@@ -219,8 +234,8 @@ func pausedPoolHealth(pool *mcfgv1.MachineConfigPool, nodes []nodeState) []updat
 				updatev1alpha1.ScopeTypeWorkerPool, []updatev1alpha1.ResourceRef{poolRef(pool.Name).ResourceRef},
 				updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,
 				fmt.Sprintf("Outdated nodes in a paused pool '%s' will not be updated", pool.Name),
-				"The pool is paused: the Machine Config Operator applies no configuration to its nodes, including the update, "+
-					"until the pool is unpaused. Unpause the pool to let its nodes update.",
+				"Pool is paused, which stops all changes to the nodes in the pool, including updates. "+
+					"The nodes will not be updated until the pool is unpaused by the administrator.",
 				refPausedPool)}
 		}
 	}
@@ -228,12 +243,23 @@ func pausedPoolHealth(pool *mcfgv1.MachineConfigPool, nodes []nodeState) []updat
 }
 
 // alertHealth turns firing warning and critical alerts into insights when
-// they started during the update or are known to block updates.
+// they started during the update or are known to block updates. Every alert
+// entry that passes becomes its own insight, as in oc: two entries are never
+// merged, even when they look alike.
 func alertHealth(alerts []Alert, updateStarted time.Time) []updatev1alpha1.HealthInsight {
 	var out []updatev1alpha1.HealthInsight
+	occurrences := map[string]int{}
 	for _, a := range alerts {
 		name := a.Labels["alertname"]
-		if a.State == "pending" || name == "" {
+		if name == "" {
+			continue
+		}
+		allowlisted := alertsAffectingUpdates[name]
+		duringUpdate := updateStarted.Before(a.ActiveAt)
+		if !allowlisted && !duringUpdate {
+			continue
+		}
+		if a.State == "pending" {
 			continue
 		}
 		var level updatev1alpha1.InsightImpactLevel
@@ -243,15 +269,16 @@ func alertHealth(alerts []Alert, updateStarted time.Time) []updatev1alpha1.Healt
 		case "critical":
 			level = updatev1alpha1.CriticalImpactLevel
 		default:
-			continue
+			continue // info, anything else or none: oc drops Info alerts
 		}
-		duringUpdate := a.ActiveAt.After(updateStarted)
-		if !duringUpdate && !alertsAffectingUpdates[name] {
-			continue
-		}
-		prefix := "The alert is known to affect updates."
-		if duringUpdate {
-			prefix = "The alert started firing during the update."
+		var prefix string
+		switch {
+		case allowlisted && duringUpdate:
+			prefix = "Alert known to affect updates started firing during the update."
+		case allowlisted:
+			prefix = "Alert known to affect updates has been firing since before the update started."
+		default:
+			prefix = "Alert started firing during the update."
 		}
 		desc := prefix + " The alert has no description."
 		if d := joinNonEmpty(" | ", a.Annotations["description"], a.Annotations["message"]); d != "" {
@@ -266,7 +293,7 @@ func alertHealth(alerts []Alert, updateStarted time.Time) []updatev1alpha1.Healt
 			ref = refAlertNoRunbok
 		}
 		ns := a.Labels["namespace"]
-		out = append(out, newHealth(makeUID("alert", ns, name, a.ActiveAt.UTC().Format(time.RFC3339), labelsKey(a.Labels)), a.ActiveAt,
+		out = append(out, newHealth(alertUID(a, occurrences), a.ActiveAt,
 			updatev1alpha1.ScopeTypeCluster,
 			[]updatev1alpha1.ResourceRef{{Group: configv1.GroupName, Resource: "alerts", Namespace: ns, Name: name}},
 			level, updatev1alpha1.UnknownImpactType, "Alert is firing: "+summary, desc, ref))
@@ -274,20 +301,31 @@ func alertHealth(alerts []Alert, updateStarted time.Time) []updatev1alpha1.Healt
 	return out
 }
 
+// alertUID identifies an alert entry by everything oc shows of it (labels,
+// annotations, state, start), so entries that differ anywhere keep distinct
+// UIDs; exact duplicates are told apart by their occurrence.
+func alertUID(a Alert, occurrences map[string]int) string {
+	parts := []string{a.Labels["namespace"], a.Labels["alertname"], a.ActiveAt.UTC().Format(time.RFC3339Nano),
+		a.State, labelsKey(a.Labels), labelsKey(a.Annotations)}
+	base := makeUID("alert", parts...)
+	n := occurrences[base]
+	occurrences[base] = n + 1
+	if n == 0 {
+		return base
+	}
+	return makeUID("alert", append(parts, fmt.Sprint(n))...)
+}
+
+// labelsKey is an unambiguous, order-independent text of a string map.
 func labelsKey(l map[string]string) string {
 	keys := make([]string, 0, len(l))
 	for k := range l {
 		keys = append(keys, k)
 	}
-	// sorted so the key (and so the UID) does not depend on map order
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
+	sort.Strings(keys) // so the key (and so the UID) does not depend on map order
 	var b strings.Builder
 	for _, k := range keys {
-		b.WriteString(k + "=" + l[k] + ",")
+		b.WriteString(k + "\x01" + l[k] + "\x02")
 	}
 	return b.String()
 }
@@ -318,8 +356,9 @@ const (
 	maxDescription = 4096
 )
 
-// dedupeHealth drops incomplete insights (as oc does before display), keeps
-// the first of any UID, and cuts texts to the API limits.
+// dedupeHealth drops incomplete insights (as oc does before display) and
+// keeps the first of any UID. Distinct problems have distinct UIDs, so only a
+// problem reported twice is dropped.
 func dedupeHealth(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsight {
 	seen := map[string]bool{}
 	var out []updatev1alpha1.HealthInsight
@@ -328,11 +367,19 @@ func dedupeHealth(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsi
 			continue
 		}
 		seen[h.UID] = true
-		h.Impact.Summary = cut(h.Impact.Summary, maxSummary)
-		h.Impact.Description = cut(h.Impact.Description, maxDescription)
 		out = append(out, h)
 	}
 	return out
+}
+
+// cutToAPILimits cuts texts to the API's limits. Only what is written to the
+// API is cut: oc never shortens a text, and neither does the offline mode.
+func cutToAPILimits(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsight {
+	for i := range in {
+		in[i].Impact.Summary = cut(in[i].Impact.Summary, maxSummary)
+		in[i].Impact.Description = cut(in[i].Impact.Description, maxDescription)
+	}
+	return in
 }
 
 // omittedHealthUID names the insight that stands for those left out.

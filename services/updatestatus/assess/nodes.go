@@ -24,6 +24,9 @@ const (
 	annoCurrentImage        = annoPrefix + "currentImage"
 	annoDesiredImage        = annoPrefix + "desiredImage"
 	annoReleaseImageVersion = annoPrefix + "release-image-version"
+	// annoPoolOSImage is where the MCO keeps a layered pool's OS image (an
+	// on-cluster build); pools without it are not layered.
+	annoPoolOSImage = annoPrefix + "newestImageEquivalentConfig"
 
 	mcdStateWorking        = "Working"
 	mcdStateDone           = "Done"
@@ -101,9 +104,12 @@ func assessNode(node *corev1.Node, pool *mcfgv1.MachineConfigPool, versions map[
 	if st.degraded {
 		st.degradedReason = a[annoReason]
 	}
-	// oc also requires the node's desiredImage to match a layered pool's OS
-	// image; the snapshot has no pool images, so that check is not made.
-	st.unavailable = unavailableReasons(node)
+	// As the MCO, a node counts as unavailable only while the image it is
+	// told to run is its pool's: a node of a pool that is not layered that
+	// still carries a desiredImage is not counted at all.
+	if desiredImageMatchesPool(node, pool) {
+		st.unavailable = unavailableReasons(node)
+	}
 	st.draining = isDraining(a, st.updating)
 
 	switch {
@@ -185,13 +191,31 @@ func unavailableReasons(node *corev1.Node) []unavailableReason {
 	if len(out) == 0 {
 		a := node.Annotations
 		state := a[annoState]
-		done := a[annoCurrentConfig] == a[annoDesiredConfig] &&
-			a[annoCurrentImage] == a[annoDesiredImage] && state == mcdStateDone
-		if !done && state != mcdStateDegraded && state != mcdStateUnreconcilable {
+		if !mcdDone(a) && state != mcdStateDegraded && state != mcdStateUnreconcilable {
 			out = append(out, unavailableReason{text: unavailMCDWorking, reason: updatev1alpha1.ReasonNodeMCDWorking})
 		}
 	}
 	return out
+}
+
+// mcdDone: the MCD applied the config (and image) it was asked for. Configs
+// must both be known; images must both be absent, or equal and known.
+func mcdDone(a map[string]string) bool {
+	current, desired := a[annoCurrentConfig], a[annoDesiredConfig]
+	currentImage, hasCurrentImage := a[annoCurrentImage]
+	desiredImage, hasDesiredImage := a[annoDesiredImage]
+	imagesDone := (!hasCurrentImage && !hasDesiredImage) || (currentImage != "" && currentImage == desiredImage)
+	return current != "" && current == desired && imagesDone && a[annoState] == mcdStateDone
+}
+
+// desiredImageMatchesPool: a layered pool's node must be told to run the
+// pool's image; any other node must not be told to run an image.
+func desiredImageMatchesPool(node *corev1.Node, pool *mcfgv1.MachineConfigPool) bool {
+	desired, ok := node.Annotations[annoDesiredImage]
+	if poolImage := pool.Annotations[annoPoolOSImage]; poolImage != "" {
+		return desired == poolImage
+	}
+	return !ok || desired == ""
 }
 
 // isDraining: the MCD asked for a drain that has not been applied yet, or the
@@ -283,12 +307,12 @@ func phaseMessage(p Phase) string {
 	return "The node is updated"
 }
 
-// earliestSince is the earliest transition time of the conditions behind the
-// reasons; zero when none has a condition.
+// earliestSince is the earliest known transition time of the conditions
+// behind the reasons; zero when none is known.
 func earliestSince(rs []unavailableReason) time.Time {
 	var t time.Time
 	for _, r := range rs {
-		if r.condition == nil {
+		if r.condition == nil || r.condition.LastTransitionTime.IsZero() {
 			continue
 		}
 		if lt := r.condition.LastTransitionTime.Time; t.IsZero() || lt.Before(t) {

@@ -6,6 +6,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,6 +148,175 @@ func publish(ctx context.Context, env *testenv.Env, result assess.Result) {
 		npi.Status = n
 		Expect(env.Client.Status().Update(ctx, npi)).To(Succeed())
 	}
+}
+
+var _ = Describe("cluster mode: reading, watching, objects and staleness", Ordered, func() {
+	var env *testenv.Env
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		env, err = testenv.Start(ctx, testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+		us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName}}
+		Expect(env.Client.Create(ctx, us)).To(Succeed())
+	})
+
+	It("lists the node insights in pages", func(ctx SpecContext) {
+		_, result := assessFixture("many-nodes")
+		publish(ctx, env, result)
+		DeferCleanup(func(size int64) { nodePageSize = size }, nodePageSize)
+		nodePageSize = 3
+		lists := &countingReader{Reader: env.Client}
+		Eventually(func(g Gomega, ctx context.Context) {
+			lists.n = 0
+			st, err := read(ctx, lists, env.Config.Host)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(st.nodes).To(HaveLen(len(result.Nodes)))
+			g.Expect(lists.n).To(Equal((len(result.Nodes) + 2) / 3))
+		}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+		Expect(len(result.Nodes)).To(BeNumerically(">", 3), "the fixture must need several pages")
+	})
+
+	It("prints the published objects with -o yaml", func(ctx SpecContext) {
+		_, result := assessFixture("pdb-drain")
+		publish(ctx, env, result)
+		Eventually(func(g Gomega, ctx context.Context) {
+			var out bytes.Buffer
+			g.Expect(RunStatus(ctx, StatusOptions{Output: "yaml", Out: &out, ErrOut: GinkgoWriter,
+				RESTConfig: func() (*rest.Config, error) { return env.Config, nil }})).To(Succeed())
+			text := out.String()
+			g.Expect(text).To(HavePrefix("apiVersion: v1\nitems:\n- apiVersion: update.upshift.io/v1alpha1\n  kind: UpgradeStatus\n"))
+			g.Expect(strings.Count(text, "kind: NodeProgressInsight\n")).To(Equal(len(result.Nodes)))
+			g.Expect(text).NotTo(ContainSubstring("managedFields"))
+		}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	It("warns when the controller has not refreshed the status for over three minutes", func(ctx SpecContext) {
+		loaded, result := assessFixture("stalled") // an updating cluster
+		result.Status.Conditions = []metav1.Condition{{Type: updatev1alpha1.ConditionHeartbeat, Status: metav1.ConditionTrue, Reason: "Updating",
+			LastTransitionTime: metav1.NewTime(loaded.Snapshot.Now.Add(-10 * time.Minute).Truncate(time.Second))}}
+		publish(ctx, env, result)
+		for ago, want := range map[time.Duration]string{
+			-9 * time.Minute: "", // refreshed a minute before "now"
+			0:                "Warning: the update status was last refreshed 10m ago",
+		} {
+			Eventually(func(g Gomega, ctx context.Context) {
+				var out, errOut bytes.Buffer
+				g.Expect(RunStatus(ctx, StatusOptions{Out: &out, ErrOut: &errOut, Now: func() time.Time { return loaded.Snapshot.Now.Add(ago) },
+					RESTConfig: func() (*rest.Config, error) { return env.Config, nil }})).To(Succeed())
+				if want == "" {
+					g.Expect(errOut.String()).To(BeEmpty())
+				} else {
+					g.Expect(errOut.String()).To(And(HavePrefix(want), ContainSubstring("update-status-controller may not be running"), HaveSuffix("\n")))
+					g.Expect(strings.Count(errOut.String(), "\n")).To(Equal(1))
+				}
+			}).WithContext(ctx).WithTimeout(10*time.Second).Should(Succeed(), "now %v after the snapshot", ago)
+		}
+	})
+
+	It("redraws on every change with --watch and ends cleanly when interrupted", func(ctx SpecContext) {
+		stalledSnap, stalled := assessFixture("stalled")
+		drainSnap, drain := assessFixture("pdb-drain")
+		publish(ctx, env, stalled)
+		var nowValue atomic.Value
+		nowValue.Store(stalledSnap.Snapshot.Now)
+		out := &syncBuffer{}
+		watchCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			done <- RunStatus(watchCtx, StatusOptions{Watch: true, Out: out, ErrOut: GinkgoWriter,
+				Now:        func() time.Time { return nowValue.Load().(time.Time) },
+				RESTConfig: func() (*rest.Config, error) { return env.Config, nil }})
+		}()
+		first := renderLocally(stalled, "none", stalledSnap.Snapshot.Now)
+		Eventually(out.String).WithTimeout(10 * time.Second).Should(HavePrefix(first))
+
+		// A new status and a new set of node insights: the watch redraws
+		// the whole report, which ends as the report of the new state.
+		nowValue.Store(drainSnap.Snapshot.Now)
+		publish(ctx, env, drain)
+		second := renderLocally(drain, "none", drainSnap.Snapshot.Now)
+		Eventually(out.String).WithTimeout(10 * time.Second).Should(HaveSuffix("\n" + second))
+
+		// One node insight changes: only a watch event can tell.
+		var npi updatev1alpha1.NodeProgressInsight
+		Expect(env.Client.Get(ctx, keyOf(drain.Nodes[0].Name), &npi)).To(Succeed())
+		npi.Status.Version = "9.9.9"
+		Expect(env.Client.Status().Update(ctx, &npi)).To(Succeed())
+		Eventually(out.String).WithTimeout(10 * time.Second).Should(ContainSubstring("9.9.9"))
+
+		cancel()
+		Eventually(done).WithTimeout(5 * time.Second).Should(Receive(BeNil()))
+	})
+})
+
+var _ = Describe("cluster mode: --watch without changes", Ordered, func() {
+	var env *testenv.Env
+
+	BeforeAll(func(ctx SpecContext) {
+		var err error
+		env, err = testenv.Start(ctx, testenv.Options{})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+		us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName}}
+		Expect(env.Client.Create(ctx, us)).To(Succeed())
+	})
+
+	It("warns, without any change, once the heartbeat turns three minutes old", func(ctx SpecContext) {
+		_, result := assessFixture("stalled") // an updating cluster
+		// On the wall clock, the heartbeat turns stale five seconds from now.
+		beat := time.Now().Add(-staleAfter + 5*time.Second).Truncate(time.Second).Add(time.Second)
+		result.Status.Conditions = []metav1.Condition{{Type: updatev1alpha1.ConditionHeartbeat, Status: metav1.ConditionTrue, Reason: "Updating",
+			LastTransitionTime: metav1.NewTime(beat)}}
+		publish(ctx, env, result)
+		out, errOut := &syncBuffer{}, &syncBuffer{}
+		watchCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			defer GinkgoRecover()
+			done <- RunStatus(watchCtx, StatusOptions{Watch: true, Out: out, ErrOut: errOut,
+				RESTConfig: func() (*rest.Config, error) { return env.Config, nil }})
+		}()
+		Eventually(out.String).WithTimeout(10 * time.Second).Should(ContainSubstring("= Control Plane ="))
+		Expect(errOut.String()).To(BeEmpty(), "fresh at first")
+		Eventually(errOut.String).WithTimeout(15 * time.Second).Should(HavePrefix("Warning: the update status was last refreshed 3m"))
+		Expect(strings.Count(out.String(), "= Control Plane =")).To(Equal(2), "one redraw, at the threshold")
+		cancel()
+		Eventually(done).WithTimeout(5 * time.Second).Should(Receive(BeNil()))
+	})
+})
+
+// countingReader counts List calls.
+type countingReader struct {
+	client.Reader
+	n int
+}
+
+func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.n++
+	return c.Reader.List(ctx, list, opts...)
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 var _ = Describe("cluster mode without the Upshift CRDs", Ordered, func() {

@@ -30,12 +30,21 @@ func TestMockGolden(t *testing.T) {
 			{"all", name + ".detailed-output"},
 		} {
 			t.Run(tc.golden, func(t *testing.T) {
-				var out, errOut bytes.Buffer
+				var out, errOut, notices bytes.Buffer
 				err := RunStatus(context.Background(), StatusOptions{
-					Details: tc.details, MockClusterVersion: cvFile, Out: &out, ErrOut: &errOut,
+					Details: tc.details, MockClusterVersion: cvFile, Out: &out, ErrOut: &errOut, Notices: &notices,
 				})
 				if err != nil {
 					t.Fatalf("RunStatus: %v", err)
+				}
+				// Without an alerts file oc prints its notice outside the report.
+				wantNotice := ""
+				if _, err := os.Stat(strings.TrimSuffix(cvFile, "-cv.yaml") + "-alerts.json"); err != nil {
+					wantNotice = "Unable to fetch alerts, ignoring alerts in 'Update Health':  open " +
+						strings.TrimSuffix(cvFile, "-cv.yaml") + "-alerts.json: no such file or directory\n"
+				}
+				if notices.String() != wantNotice {
+					t.Errorf("notice %q, want %q", notices.String(), wantNotice)
 				}
 				golden := filepath.Join("testdata", tc.golden)
 				if *update {

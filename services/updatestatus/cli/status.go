@@ -7,6 +7,11 @@
 //     it here with the controller's own assessment code, and renders it with
 //     the same renderer.
 //
+// In cluster mode, --watch prints again on every change (told by watches of
+// both kinds, never by polling), and a warning says when the controller's
+// heartbeat is older than expected while the cluster updates. -o json|yaml
+// prints the objects instead of the report; offline, the assessed ones.
+//
 // The command wiring (flags, kubeconfig) lives in cmd/kubectl-upshift; this
 // package gets plain values so that it can be tested without a command line.
 package cli
@@ -18,6 +23,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
@@ -54,9 +60,20 @@ type StatusOptions struct {
 	RESTConfig func() (*rest.Config, error)
 	// Now is the wall clock used in cluster mode; nil means time.Now.
 	Now func() time.Time
+	// Output is "" for the report, or "json" / "yaml" for the objects.
+	Output string
+	// Watch keeps printing, on every change of what the controller
+	// published, until the context ends (cluster mode only).
+	Watch bool
+	// ClearScreen starts every watched report on a cleared terminal screen;
+	// without it reports follow each other.
+	ClearScreen bool
 
 	// Out receives the report, ErrOut notes that are not part of it.
 	Out, ErrOut io.Writer
+	// Notices receives what oc prints on its standard output outside its
+	// report (the offline mode's alerts notice); nil means Out.
+	Notices io.Writer
 }
 
 // RunStatus prints the update status.
@@ -65,7 +82,15 @@ func RunStatus(ctx context.Context, o StatusOptions) error {
 	if err != nil {
 		return err
 	}
+	switch o.Output {
+	case "", outputJSON, outputYAML:
+	default:
+		return fmt.Errorf("invalid --output value %q: must be one of json, yaml", o.Output)
+	}
 	if o.MockClusterVersion != "" {
+		if o.Watch {
+			return errors.New("--watch needs a cluster: a --mock-clusterversion snapshot never changes")
+		}
 		return runMock(o, details)
 	}
 	return runCluster(ctx, o, details)
@@ -78,20 +103,37 @@ func runMock(o StatusOptions, details render.Details) error {
 	if err != nil {
 		return err
 	}
-	if loaded.AlertsMissing && o.ErrOut != nil {
-		// oc prints this note into its report; we keep the report clean and
-		// say it on stderr instead.
-		fmt.Fprintf(o.ErrOut, "No alerts file %s: ignoring alerts in 'Update Health'\n", loaded.Files.Alerts)
+	if loaded.AlertsNotice != "" {
+		// oc prints this on its standard output, before the report.
+		notices := o.Notices
+		switch {
+		case o.Output != "":
+			notices = o.ErrOut // keep the JSON or YAML on stdout parseable
+		case notices == nil:
+			notices = o.Out
+		}
+		if notices != nil {
+			fmt.Fprint(notices, loaded.AlertsNotice)
+		}
 	}
-	result, err := assess.Assess(loaded.Snapshot, nil)
+	snap := loaded.Snapshot
+	snap.WallClock = time.Now()
+	if o.Now != nil {
+		snap.WallClock = o.Now()
+	}
+	result, err := assess.AssessForDisplay(snap)
 	if err != nil {
 		return fmt.Errorf("cannot assess snapshot %s: %w", o.MockClusterVersion, err)
+	}
+	if o.Output != "" {
+		return writeObjects(o.Out, o.Output, objectsOf(result))
 	}
 	return render.Render(o.Out, render.Input{Status: result.Status, Nodes: result.Nodes},
 		render.Options{Details: details, Now: loaded.Snapshot.Now})
 }
 
-// runCluster renders what the controller published.
+// runCluster renders what the controller published, once or, with Watch,
+// on every change until ctx ends.
 func runCluster(ctx context.Context, o StatusOptions, details render.Details) error {
 	if o.RESTConfig == nil {
 		return errors.New("no cluster configuration: pass --kubeconfig or --mock-clusterversion")
@@ -101,6 +143,8 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 		return fmt.Errorf("cannot load the cluster configuration: %w", err)
 	}
 	cfg = rest.CopyConfig(cfg)
+	// A watch is a long request: only reads get the default timeout.
+	watchCfg := rest.CopyConfig(cfg)
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultRequestTimeout
 	}
@@ -110,41 +154,88 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 	if err != nil {
 		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 	}
-	in, err := read(ctx, c, cfg.Host)
+	st, err := read(ctx, c, cfg.Host)
 	if err != nil {
 		return err
 	}
-	now := time.Now
-	if o.Now != nil {
-		now = o.Now
+	p := printer{o: o, details: details}
+	if !o.Watch {
+		return p.print(st)
 	}
-	return render.Render(o.Out, in, render.Options{Details: details, Now: now()})
+	wc, err := client.NewWithWatch(watchCfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
+	}
+	return watchStatus(ctx, c, wc, cfg.Host, st, p)
 }
 
-// read fetches the UpgradeStatus singleton and every NodeProgressInsight.
-func read(ctx context.Context, c client.Reader, server string) (render.Input, error) {
-	var status updatev1alpha1.UpgradeStatus
-	if err := c.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, &status); err != nil {
-		if apierrors.IsNotFound(err) {
-			return render.Input{}, fmt.Errorf("UpgradeStatus %q not found on %s: the update-status-controller is not running or has not computed the update status yet",
-				updatev1alpha1.UpgradeStatusName, server)
-		}
-		return render.Input{}, explain(err, "UpgradeStatus", server)
-	}
-	if cp := status.Status.ControlPlane; cp == nil || cp.ClusterVersion == nil {
-		return render.Input{}, fmt.Errorf("UpgradeStatus %q on %s has no control plane status yet: the update-status-controller has not computed it%s",
-			updatev1alpha1.UpgradeStatusName, server, controllerConditions(status.Status.Conditions))
-	}
+// clusterState is what the controller published.
+type clusterState struct {
+	status *updatev1alpha1.UpgradeStatus
+	nodes  map[string]*updatev1alpha1.NodeProgressInsight
+	// nodesVersion is the resourceVersion of the node insight list, where a
+	// watch of them starts.
+	nodesVersion string
+}
 
-	var nodes updatev1alpha1.NodeProgressInsightList
-	if err := c.List(ctx, &nodes); err != nil {
-		return render.Input{}, explain(err, "NodeProgressInsight", server)
-	}
-	in := render.Input{Status: status.Status}
-	for _, n := range nodes.Items {
+func (s clusterState) input() render.Input {
+	in := render.Input{Status: s.status.Status, Nodes: make([]updatev1alpha1.NodeStatusInsight, 0, len(s.nodes))}
+	for _, n := range s.sortedNodes() {
 		in.Nodes = append(in.Nodes, n.Status)
 	}
-	return in, nil
+	return in
+}
+
+func (s clusterState) sortedNodes() []*updatev1alpha1.NodeProgressInsight {
+	out := make([]*updatev1alpha1.NodeProgressInsight, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// nodePageSize bounds one list response: a 5,000-node cluster is read in
+// pages rather than in one response of every insight.
+var nodePageSize int64 = 500
+
+// read fetches the UpgradeStatus singleton and every NodeProgressInsight.
+func read(ctx context.Context, c client.Reader, server string) (clusterState, error) {
+	var st clusterState
+	status := &updatev1alpha1.UpgradeStatus{}
+	if err := c.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, status); err != nil {
+		if apierrors.IsNotFound(err) {
+			return st, fmt.Errorf("UpgradeStatus %q not found on %s: the update-status-controller is not running or has not computed the update status yet",
+				updatev1alpha1.UpgradeStatusName, server)
+		}
+		return st, explain(err, "UpgradeStatus", server)
+	}
+	if err := hasControlPlane(status, server); err != nil {
+		return st, err
+	}
+	st.status = status
+	st.nodes = map[string]*updatev1alpha1.NodeProgressInsight{}
+	for cont := ""; ; {
+		var page updatev1alpha1.NodeProgressInsightList
+		if err := c.List(ctx, &page, client.Limit(nodePageSize), client.Continue(cont)); err != nil {
+			return st, explain(err, "NodeProgressInsight", server)
+		}
+		for i := range page.Items {
+			st.nodes[page.Items[i].Name] = &page.Items[i]
+		}
+		st.nodesVersion = page.ResourceVersion
+		if cont = page.Continue; cont == "" {
+			return st, nil
+		}
+	}
+}
+
+func hasControlPlane(status *updatev1alpha1.UpgradeStatus, server string) error {
+	if cp := status.Status.ControlPlane; cp == nil || cp.ClusterVersion == nil {
+		return fmt.Errorf("UpgradeStatus %q on %s has no control plane status yet: the update-status-controller has not computed it%s",
+			updatev1alpha1.UpgradeStatusName, server, controllerConditions(status.Status.Conditions))
+	}
+	return nil
 }
 
 // explain turns a failed read of kind into an error that says what to do.

@@ -3,6 +3,7 @@ package render
 import (
 	"sort"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,9 +18,12 @@ var levelRank = map[updatev1alpha1.InsightImpactLevel]int{
 	updatev1alpha1.UnknownImpactLevel:  0,
 }
 
-// sortedHealth drops incomplete insights and orders the rest: most severe
-// first, newest first within a level, unknown start last; ties keep their
-// order (oc's order for ties is not deterministic).
+// sortedHealth drops incomplete insights and orders the rest as oc does:
+// newest first with sort.Slice, then most severe first with a stable sort.
+// Unknown starts sort last. Ties keep the insights' order up to 12 insights
+// (sort.Slice sorts that few by insertion); beyond, they fall as sort.Slice
+// leaves them, which is deterministic for a given input order, and the
+// assessment produces its insights in oc's order.
 func sortedHealth(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsight {
 	var out []updatev1alpha1.HealthInsight
 	for _, h := range in {
@@ -27,15 +31,15 @@ func sortedHealth(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsi
 			out = append(out, h)
 		}
 	}
+	started := func(h updatev1alpha1.HealthInsight) time.Time {
+		if h.StartedAt == nil {
+			return time.Time{}
+		}
+		return h.StartedAt.Time
+	}
+	sort.Slice(out, func(i, j int) bool { return started(out[i]).After(started(out[j])) })
 	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if levelRank[a.Impact.Level] != levelRank[b.Impact.Level] {
-			return levelRank[a.Impact.Level] > levelRank[b.Impact.Level]
-		}
-		if (a.StartedAt == nil) != (b.StartedAt == nil) {
-			return b.StartedAt == nil
-		}
-		return a.StartedAt != nil && a.StartedAt.After(b.StartedAt.Time)
+		return levelRank[out[i].Impact.Level] > levelRank[out[j].Impact.Level]
 	})
 	return out
 }
@@ -88,8 +92,10 @@ func (r *renderer) healthBlock(h updatev1alpha1.HealthInsight) {
 	r.printf("  %-13s%s\n", "Level:", h.Impact.Level)
 	r.printf("  %-13s%s\n", "Impact:", h.Impact.Type)
 	r.printf("  %-13s%s\n", "Reference:", h.Remediation.Reference)
-	r.printf("  Resources:\n")
 	kinds, names, width := groupResources(h.Scope.Resources)
+	if len(kinds) > 0 {
+		r.printf("  Resources:\n")
+	}
 	for _, k := range kinds {
 		r.printf("    %-*s %s\n", width+1, k+":", strings.Join(names[k], ", "))
 	}

@@ -62,7 +62,7 @@ func Render(w io.Writer, in Input, opts Options) error {
 	if opts.Details == "" {
 		opts.Details = DetailsNone
 	}
-	if !isUpdating(in.Status) {
+	if !IsUpdating(in.Status) {
 		_, err := fmt.Fprintln(w, "The cluster is not updating.")
 		return err
 	}
@@ -74,9 +74,12 @@ func Render(w io.Writer, in Input, opts Options) error {
 	return r.err
 }
 
-// isUpdating: the control plane is updating, or some worker pool with nodes
+// IsUpdating: the control plane is updating, or some worker pool with nodes
 // still has outdated ones. The master pool does not count, as in oc.
-func isUpdating(s updatev1alpha1.UpgradeStatusStatus) bool {
+func IsUpdating(s updatev1alpha1.UpgradeStatusStatus) bool {
+	if s.ControlPlane == nil {
+		return false
+	}
 	if c := findCondition(s.ControlPlane.Conditions, updatev1alpha1.ConditionUpdating); c != nil && c.Status == metav1.ConditionTrue {
 		return true
 	}
@@ -112,10 +115,18 @@ func (r *renderer) flush(tw *tabwriter.Writer) {
 	}
 }
 
-// row writes one table row; every cell is tab-terminated so that even an
-// empty last cell is padded (oc's trailing spaces). A multi-line last cell
-// continues on further rows whose other cells are empty.
+// row writes one table row whose last cell is written verbatim, as oc writes
+// its node and health tables: every other cell is tab-terminated (so even an
+// empty last cell gets oc's trailing padding), and a newline inside the last
+// cell starts an unaligned line at column 0, which also ends the column block
+// for text/tabwriter.
 func row(tw io.Writer, cells ...string) {
+	fmt.Fprint(tw, strings.Join(cells[:len(cells)-1], "\t")+"\t"+cells[len(cells)-1]+"\n")
+}
+
+// rowIndented writes one table row whose multi-line last cell continues on
+// further rows with the other cells empty, as oc's operator table does.
+func rowIndented(tw io.Writer, cells ...string) {
 	last := strings.Split(cells[len(cells)-1], "\n")
 	fmt.Fprint(tw, strings.Join(cells[:len(cells)-1], "\t")+"\t"+last[0]+"\n")
 	for _, line := range last[1:] {
@@ -205,7 +216,7 @@ func (r *renderer) controlPlane() {
 			} else if len(reason) > 20 {
 				reason = reason[:17] + "..."
 			}
-			row(tw, co.Name, ShortDuration(r.opts.Now.Sub(c.LastTransitionTime.Time)), reason, c.Message)
+			rowIndented(tw, co.Name, untruncatedShortDuration(r.opts.Now.Sub(c.LastTransitionTime.Time)), reason, c.Message)
 		}
 		r.flush(tw)
 	}
@@ -354,6 +365,29 @@ func ShortDuration(d time.Duration) string {
 		return strings.TrimSuffix(s, "0m0s")
 	case strings.HasSuffix(s, "m0s"):
 		return strings.TrimSuffix(s, "0s")
+	}
+	return s
+}
+
+// untruncatedShortDuration is oc's short duration applied to a raw duration,
+// as oc formats the operator table's SINCE column (every other duration it
+// prints is whole seconds first). A fraction is cut at its decimal point
+// and the digits before it read as seconds, whatever their unit was, so
+// 368.975µs prints as 6m8s and 1.5ms as 1s, while 500ms stays 500ms.
+func untruncatedShortDuration(d time.Duration) string {
+	s := d.String()
+	switch {
+	case s == "0s":
+		return "now"
+	case strings.HasSuffix(s, "h0m0s"):
+		return s[:len(s)-4]
+	case strings.HasSuffix(s, "m0s"):
+		return s[:len(s)-2]
+	}
+	if whole, _, ok := strings.Cut(s, "."); ok {
+		if p, err := time.ParseDuration(whole + "s"); err == nil {
+			return untruncatedShortDuration(p)
+		}
 	}
 	return s
 }

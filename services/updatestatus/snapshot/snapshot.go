@@ -22,6 +22,7 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -90,6 +92,10 @@ type Loaded struct {
 	// AlertsMissing is true when there is no alerts file: the assessment then
 	// runs without alerts (oc says so and goes on).
 	AlertsMissing bool
+	// AlertsNotice is the line oc prints (on its standard output, before the
+	// report) when it ignores the alerts file because it cannot read or
+	// parse it; empty when the alerts were read.
+	AlertsNotice string
 }
 
 // Load reads the snapshot whose ClusterVersion file is cvPath. Its Now is the
@@ -129,12 +135,9 @@ func Load(cvPath string) (*Loaded, error) {
 	if s.MCOImage, err = readMCOImage(files.MCODeployment); err != nil {
 		return nil, err
 	}
-	s.Alerts, err = readAlerts(files.Alerts)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	s.Alerts, out.AlertsNotice = readAlerts(files.Alerts)
+	if _, err := os.Stat(files.Alerts); errors.Is(err, fs.ErrNotExist) {
 		out.AlertsMissing = true
-	case err != nil:
-		return nil, err
 	}
 
 	s.Now = latestTransition(s.ClusterVersion, s.ClusterOperators).Add(nowSkew)
@@ -322,16 +325,27 @@ func isBlank(doc []byte) bool {
 	return true
 }
 
-// readAlerts reads the alerts file; a missing file is reported as an error
-// wrapping fs.ErrNotExist so the caller can go on without alerts.
-func readAlerts(path string) ([]assess.Alert, error) {
+// alertsFile is the part of a saved /api/v1/alerts response the assessment
+// reads, decoded with the Prometheus client library's own alert type.
+type alertsFile struct {
+	Data promv1.AlertsResult `json:"data"`
+}
+
+// literalW is printed as is: oc's notice shows a "%w" it meant as a verb.
+var literalW = "%w"
+
+// readAlerts reads the alerts file. oc goes on without alerts when it cannot
+// read or parse the file, after printing a notice; its exact words are
+// returned (a literal "%w" included: oc passes a format verb to Println).
+// Like oc, it reads the alerts whatever the response's status field says.
+func readAlerts(path string) ([]assess.Alert, string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Sprintln("Unable to fetch alerts, ignoring alerts in 'Update Health': ", err)
 	}
-	got, err := alerts.DecodePrometheus(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var resp alertsFile
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return nil, fmt.Sprintln("Ignoring alerts in 'Update Health'. Error unmarshaling alerts:", literalW, err)
 	}
-	return assess.FromAlerts(got), nil
+	return assess.FromAlerts(alerts.FromPrometheus(resp.Data.Alerts)), ""
 }

@@ -123,6 +123,37 @@ func TestLoadOptionalFiles(t *testing.T) {
 	}
 }
 
+// oc goes on without alerts it cannot read, after a notice in its words.
+func TestAlertsNotice(t *testing.T) {
+	for _, tc := range []struct {
+		name, content string // "" : no file
+		want          func(dir string) string
+	}{
+		{"missing", "", func(dir string) string {
+			return "Unable to fetch alerts, ignoring alerts in 'Update Health':  open " + filepath.Join(dir, "x-alerts.json") + ": no such file or directory\n"
+		}},
+		{"malformed", "{", func(string) string {
+			return "Ignoring alerts in 'Update Health'. Error unmarshaling alerts: %w unexpected end of JSON input\n"
+		}},
+		{"an error response has no alerts, and oc says nothing", `{"status":"error","error":"boom"}`, func(string) string { return "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := validFiles()
+			if tc.content != "" {
+				files["x-alerts.json"] = tc.content
+			}
+			dir := writeFiles(t, files)
+			got, err := Load(filepath.Join(dir, "x-cv.yaml"))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if want := tc.want(dir); got.AlertsNotice != want || got.Snapshot.Alerts != nil && len(got.Snapshot.Alerts) != 0 {
+				t.Errorf("notice %q, alerts %v; want notice %q and no alerts", got.AlertsNotice, got.Snapshot.Alerts, want)
+			}
+		})
+	}
+}
+
 func TestLoadShapes(t *testing.T) {
 	// The ClusterVersion in each accepted shape.
 	typedList := "apiVersion: config.openshift.io/v1\nkind: ClusterVersionList\nitems:\n- " +
@@ -162,8 +193,6 @@ func TestLoadErrors(t *testing.T) {
 		{name: "wrong kind of typed list", change: map[string]string{"x-node.yaml": mcpTyped}, wantErr: []string{"x-node.yaml: item 1 is a MachineConfigPool, expected a Node"}},
 		{name: "broken v1 List item", change: map[string]string{"x-co.yaml": "apiVersion: v1\nkind: List\nitems:\n- metadata: {name: a}\n"}, wantErr: []string{"x-co.yaml: malformed list: item 1"}},
 		{name: "two cluster versions", change: map[string]string{"x-cv.yaml": cvSingle + "---\n" + cvSingle}, wantErr: []string{"x-cv.yaml: holds 2 ClusterVersions, expected exactly one"}},
-		{name: "malformed alerts", change: map[string]string{"x-alerts.json": "{"}, wantErr: []string{"x-alerts.json: malformed alerts API response"}},
-		{name: "alerts error response", change: map[string]string{"x-alerts.json": `{"status":"error","error":"boom"}`}, wantErr: []string{"x-alerts.json", `status "error"`, "boom"}},
 		{name: "deployment without MCO container", change: map[string]string{"x-mco-deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n"},
 			wantErr: []string{"x-mco-deployment.yaml: Deployment d has no container named \"machine-config-operator\""}},
 		{name: "mco file of the wrong kind", change: map[string]string{"x-mco-deployment.yaml": nodeMultiDoc}, wantErr: []string{"x-mco-deployment.yaml: document 1 is a Node, expected a Deployment"}},
