@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/pem"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -132,4 +134,33 @@ func Tar(files []File, mtime time.Time) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// WriteRootFS writes files into dir as a filesystem tree (for the
+// Containerfile, which copies it into a scratch image). Owners are applied
+// when running as root, as in a container build.
+func WriteRootFS(dir string, files []File) error {
+	for _, f := range files {
+		target := filepath.Join(dir, filepath.FromSlash(f.Path))
+		mode := os.FileMode(f.Mode & 0o777)
+		if f.Mode&0o1000 != 0 {
+			mode |= os.ModeSticky
+		}
+		if f.Dir {
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+		} else if err := os.WriteFile(target, f.Data, 0o644); err != nil {
+			return err
+		}
+		if err := os.Chmod(target, mode); err != nil {
+			return err
+		}
+		if os.Geteuid() == 0 {
+			if err := os.Lchown(target, f.UID, f.GID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

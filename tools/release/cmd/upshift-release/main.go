@@ -4,6 +4,7 @@
 //	upshift-release push      --registry R <layout>...  push them (go-containerregistry)
 //	upshift-release changelog --version V           changelog section since the last tag
 //	upshift-release checksums <dir>                 SHA256SUMS of the files in dir
+//	upshift-release rootfs    <dir>                 the images' base files as a tree (Containerfile)
 //
 // The Makefile's images, push and release targets call it; see docs/release.md.
 package main
@@ -36,11 +37,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: upshift-release images|push|changelog|checksums [flags] [args]")
+		fmt.Fprintln(os.Stderr, "usage: upshift-release images|push|changelog|checksums|rootfs [flags] [args]")
 		os.Exit(2)
 	}
 	cmds := map[string]func(context.Context, []string) error{
-		"images": images, "push": push, "changelog": changelogCmd, "checksums": checksums,
+		"images": images, "push": push, "changelog": changelogCmd, "checksums": checksums, "rootfs": rootfs,
 	}
 	run, ok := cmds[os.Args[1]]
 	if !ok {
@@ -226,4 +227,18 @@ func checksums(_ context.Context, args []string) error {
 	}
 	sort.Strings(lines)
 	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// rootfs writes the base layer's files into a folder, for image builds
+// that are not ours (the Containerfile): the same passwd, group and CA
+// bundle as `images` puts in its base layer.
+func rootfs(_ context.Context, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: rootfs <dir>")
+	}
+	files, err := image.BaseFiles()
+	if err != nil {
+		return err
+	}
+	return image.WriteRootFS(args[0], files)
 }
