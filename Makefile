@@ -106,7 +106,7 @@ push: $(RELEASE_TOOL) ## Push dist/images to REGISTRY (e.g. make push REGISTRY=g
 	$(RELEASE_TOOL) push --registry $(REGISTRY) $(addprefix $(DIST)/images/,$(IMAGES))
 
 .PHONY: charts
-charts: $(HELM) ## Package every chart and the umbrella chart into dist/charts/, versioned $(CHART_VERSION).
+charts: $(HELM) ## Package every chart and the umbrella chart into dist/charts/, versioned by the release.
 	@rm -rf $(DIST)/charts $(DIST)/chart-src && mkdir -p $(DIST)/charts $(DIST)/chart-src
 	@cp -r charts/. $(DIST)/chart-src/
 	@# Stamp the release into every chart: the default image tag is appVersion.
@@ -118,7 +118,7 @@ charts: $(HELM) ## Package every chart and the umbrella chart into dist/charts/,
 	@rm -rf $(DIST)/chart-src
 
 .PHONY: cli
-cli: ## Build kubectl-upshift for every CLI platform into dist/cli/ (archives for krew, SHA256SUMS).
+cli: $(RELEASE_TOOL) ## Build kubectl-upshift for every CLI platform into dist/cli/ (archives for krew, SHA256SUMS).
 	@rm -rf $(DIST)/cli && mkdir -p $(DIST)/cli
 	@for p in $(CLI_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 		d=$(DIST)/cli/kubectl-upshift_$(VERSION)_$${os}_$${arch}; mkdir -p $$d; \
