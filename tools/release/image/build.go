@@ -203,13 +203,21 @@ func Index(b Binary, binaries map[Platform][]byte, platforms []Platform, m Meta)
 			return nil, fmt.Errorf("%s for %s: %w", b.Name, p, err)
 		}
 		adds = append(adds, mutate.IndexAddendum{
-			Add:        img,
+			Add:        imageNotArtifact{img},
 			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: p.OS, Architecture: p.Arch}},
 		})
 	}
 	idx := mutate.IndexMediaType(mutate.AppendManifests(empty.Index, adds...), types.OCIImageIndex)
 	return mutate.Annotations(idx, Labels(b, m)).(v1.ImageIndex), nil
 }
+
+// imageNotArtifact keeps go-containerregistry from setting the index
+// descriptor's artifactType to the config media type: OCI 1.1 reserves
+// artifactType for artifacts, and docker's and buildx's indexes of images
+// carry none, which some clients rely on to tell images from artifacts.
+type imageNotArtifact struct{ v1.Image }
+
+func (imageNotArtifact) ArtifactType() (string, error) { return "", nil }
 
 // WriteLayout writes idx as the only entry of a fresh OCI image layout in
 // dir (replacing what was there), named by the version.

@@ -278,6 +278,9 @@ func checkIndex(t *testing.T, idx v1.ImageIndex, b Binary, plats []Platform) {
 		if d.Platform == nil || d.Platform.OS != p.OS || d.Platform.Architecture != p.Arch {
 			t.Errorf("manifest %d: platform %v, want %s", i, d.Platform, p)
 		}
+		if d.ArtifactType != "" || d.MediaType != types.OCIManifestSchema1 {
+			t.Errorf("manifest %d: artifactType %q, media type %s: want an image manifest", i, d.ArtifactType, d.MediaType)
+		}
 		img, err := idx.Image(d.Digest)
 		if err != nil {
 			t.Fatal(err)
