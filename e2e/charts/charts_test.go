@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -72,6 +73,7 @@ var _ = func() bool {
 		Describe("chart "+name, Ordered, func() {
 			ns, release := "chart-"+name, name
 			var crds []apiextensionsv1.CustomResourceDefinition
+			uids := map[string]types.UID{}
 
 			BeforeAll(func(ctx context.Context) {
 				restrictedNamespace(ctx, ns)
@@ -84,17 +86,15 @@ var _ = func() bool {
 				expectDeploymentsAvailable(ctx, ns, release, 1)
 			})
 
-			It("installs its CRDs, whose objects can be created", func(ctx context.Context) {
+			It("installs its CRDs, whose objects can be created; a field of a later chart is not served yet", func(ctx context.Context) {
 				crds = releaseCRDs(ctx, release, ns)
 				for _, crd := range crds {
-					Expect(env.Client.Create(ctx, customResource(crd, ns, "before-upgrade", nil))).To(Succeed())
-					// The field the next chart adds is not served yet: the
-					// apiserver prunes it (so the check after the upgrade
-					// can fail).
-					Expect(env.Client.Create(ctx, customResource(crd, ns, "with-field-too-early", ptr.To("x")))).To(Succeed())
-					got := customResource(crd, ns, "with-field-too-early", nil)
+					Expect(env.Client.Create(ctx, customResource(crd, ns, ptr.To("too-early")))).To(Succeed(), crd.Name)
+					got := customResource(crd, ns, nil)
 					Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(got), got)).To(Succeed())
-					Expect(got.Object).NotTo(HaveKey(addedField))
+					// Pruned: so the check after the upgrade can fail.
+					Expect(got.Object).NotTo(HaveKey(addedField), crd.Name)
+					uids[crd.Name] = got.GetUID()
 				}
 			})
 
@@ -105,23 +105,18 @@ var _ = func() bool {
 				Expect(err).NotTo(HaveOccurred())
 				for _, crd := range crds {
 					Eventually(func(g Gomega) {
-						obj := customResource(crd, ns, "after-upgrade", ptr.To("served"))
-						err := env.Client.Create(ctx, obj)
-						if apierrors.IsAlreadyExists(err) {
-							err = nil
-						}
-						g.Expect(err).NotTo(HaveOccurred())
-						got := customResource(crd, ns, "after-upgrade", nil)
+						got := customResource(crd, ns, nil)
 						g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(got), got)).To(Succeed())
+						g.Expect(got.GetUID()).To(Equal(uids[crd.Name]), "%s: the object from before the upgrade", crd.Name)
 						if got.Object[addedField] != "served" {
-							// Created while the old schema was still cached:
-							// try again with a fresh object.
-							_ = env.Client.Delete(ctx, got)
+							got.Object[addedField] = "served"
+							g.Expect(env.Client.Update(ctx, got)).To(Succeed())
 						}
+						// Written while the apiserver still used the old
+						// schema, the field is pruned again: retry until the
+						// new one is in force.
 						g.Expect(got.Object).To(HaveKeyWithValue(addedField, "served"), "%s after the upgrade", crd.Name)
 					}).WithContext(ctx).WithTimeout(timeout).Should(Succeed())
-					got := customResource(crd, ns, "before-upgrade", nil)
-					Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(got), got)).To(Succeed(), "%s made before the upgrade", crd.Name)
 				}
 				expectDeploymentsAvailable(ctx, ns, release, 1)
 			})
@@ -138,11 +133,11 @@ var _ = func() bool {
 					// Deleting a CRD with objects takes a while; a deletion
 					// request shows at once.
 					Expect(got.DeletionTimestamp).To(BeNil(), "%s is being deleted", crd.Name)
-					for _, n := range []string{"before-upgrade", "after-upgrade"} {
-						cr := customResource(crd, ns, n, nil)
-						Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr)).To(Succeed())
-						Expect(cr.GetDeletionTimestamp()).To(BeNil())
-					}
+					cr := customResource(crd, ns, nil)
+					Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr)).To(Succeed())
+					Expect(cr.GetUID()).To(Equal(uids[crd.Name]))
+					Expect(cr.GetDeletionTimestamp()).To(BeNil())
+					Expect(cr.Object).To(HaveKeyWithValue(addedField, "served"))
 				}
 			})
 		})
@@ -335,17 +330,17 @@ func deleteReleaseCRDs(ctx context.Context, release, ns string) {
 	}
 }
 
-// customResource is an object of crd's storage version with only a name
-// (and the added field when value is set).
-func customResource(crd apiextensionsv1.CustomResourceDefinition, ns, name string, value *string) *unstructured.Unstructured {
+// customResource is the test's object of crd's storage version: only a
+// name (and the added field when value is set).
+func customResource(crd apiextensionsv1.CustomResourceDefinition, ns string, value *string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	for _, v := range crd.Spec.Versions {
 		if v.Storage {
 			u.SetAPIVersion(crd.Spec.Group + "/" + v.Name)
+			u.SetName(objectName(v))
 		}
 	}
 	u.SetKind(crd.Spec.Names.Kind)
-	u.SetName(name)
 	if crd.Spec.Scope == apiextensionsv1.NamespaceScoped {
 		u.SetNamespace(ns)
 	}
@@ -353,6 +348,23 @@ func customResource(crd apiextensionsv1.CustomResourceDefinition, ns, name strin
 		u.Object[addedField] = *value
 	}
 	return u
+}
+
+// singletonRule is how our CRDs pin a singleton's name (UpgradeStatus
+// "cluster"), a CEL rule on the root.
+var singletonRule = regexp.MustCompile(`^self\.metadata\.name == '([a-z0-9.-]+)'$`)
+
+// objectName is a name the version's schema accepts: the singleton's name
+// where a rule pins one.
+func objectName(v apiextensionsv1.CustomResourceDefinitionVersion) string {
+	if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+		for _, r := range v.Schema.OpenAPIV3Schema.XValidations {
+			if m := singletonRule.FindStringSubmatch(r.Rule); m != nil {
+				return m[1]
+			}
+		}
+	}
+	return "chart-test"
 }
 
 // copyChart copies charts/<name> into a temporary folder, with a higher
