@@ -69,6 +69,75 @@ bench: testbin build ## Measure the update-status-controller on a 5,000-node sim
 	go build -o $(BIN)/upshift-bench ./e2e/cmd/upshift-bench
 	$(BIN)/upshift-bench --bin-dir $(BIN) $(BENCH_FLAGS)
 
+##@ Release
+
+# Every main under cmd/ gets an image: this list is the one place that says
+# which binaries ship as images (filter one out here to stop shipping it).
+IMAGES          ?= $(patsubst cmd/%/main.go,%,$(wildcard cmd/*/main.go))
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_LICENSES  ?= Apache-2.0
+REVISION        ?= $(shell git rev-parse HEAD 2>/dev/null)
+# Every timestamp in an image is this one, so rebuilding a commit gives the
+# same digest: SOURCE_DATE_EPOCH if set, else the commit's time.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+export SOURCE_DATE_EPOCH
+# Charts are versioned by the release: v1.2.3 -> 1.2.3, a commit -> 0.0.0-<describe>.
+CHART_VERSION   ?= $(shell v='$(VERSION)'; v=$${v#v}; if [[ $$v =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]]; then echo $$v; else echo 0.0.0-$$v; fi)
+CLI_PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+DIST            := $(ROOT)/dist
+RELEASE_TOOL    := $(BIN)/upshift-release
+
+# tools/release is outside go.work (go-containerregistry's dependency graph
+# stays out of ours), like the builders under tools/build/.
+.PHONY: $(RELEASE_TOOL)
+$(RELEASE_TOOL):
+	@mkdir -p $(BIN)
+	GOWORK=off go build -C $(ROOT)/tools/release -trimpath -o $@ ./cmd/upshift-release
+
+.PHONY: images
+images: $(RELEASE_TOOL) ## Build an OCI image (amd64+arm64 index) per binary into dist/images/<binary>/, no container daemon.
+	$(RELEASE_TOOL) images --root $(ROOT) --out $(DIST)/images --work $(DIST)/build \
+		--platforms $(IMAGE_PLATFORMS) --version $(VERSION) --revision $(REVISION) \
+		--licenses $(IMAGE_LICENSES) $(IMAGES)
+
+.PHONY: push
+push: $(RELEASE_TOOL) ## Push dist/images to REGISTRY (e.g. make push REGISTRY=ghcr.io/upshift-io); run make images first.
+	@[ -n "$(REGISTRY)" ] || { echo "usage: make push REGISTRY=<registry>/<org>"; exit 1; }
+	$(RELEASE_TOOL) push --registry $(REGISTRY) $(addprefix $(DIST)/images/,$(IMAGES))
+
+.PHONY: charts
+charts: $(HELM) ## Package every chart and the umbrella chart into dist/charts/, versioned by the release.
+	@rm -rf $(DIST)/charts $(DIST)/chart-src && mkdir -p $(DIST)/charts $(DIST)/chart-src
+	@cp -r charts/. $(DIST)/chart-src/
+	@# Stamp the release into every chart: the default image tag is appVersion.
+	@for c in $(DIST)/chart-src/*/; do \
+		sed -i -E 's/^version: .*/version: $(CHART_VERSION)/; s/^appVersion: .*/appVersion: "$(VERSION)"/' $$c/Chart.yaml; done
+	@for c in $(DIST)/chart-src/*/; do grep -q '^dependencies:' $$c/Chart.yaml || continue; \
+		rm -rf $$c/charts $$c/Chart.lock; $(HELM) dependency update --skip-refresh $$c >/dev/null; done
+	@for c in $(DIST)/chart-src/*/; do $(HELM) lint --strict $$c >/dev/null && $(HELM) package $$c -d $(DIST)/charts; done
+	@rm -rf $(DIST)/chart-src
+
+.PHONY: cli
+cli: $(RELEASE_TOOL) ## Build kubectl-upshift for every CLI platform into dist/cli/ (archives for krew, SHA256SUMS).
+	@rm -rf $(DIST)/cli && mkdir -p $(DIST)/cli
+	@for p in $(CLI_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		d=$(DIST)/cli/kubectl-upshift_$(VERSION)_$${os}_$${arch}; mkdir -p $$d; \
+		echo "== kubectl-upshift $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -buildvcs=false -ldflags '-s -w -buildid= $(LDFLAGS)' \
+			-o $$d/kubectl-upshift$$ext ./cmd/kubectl-upshift; \
+		tar -C $$d --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner -cf - kubectl-upshift$$ext \
+			| gzip -n9 > $$d.tar.gz; \
+		cp $$d/kubectl-upshift$$ext $(DIST)/cli/kubectl-upshift_$(VERSION)_$${os}_$${arch}$$ext; rm -rf $$d; done
+	$(RELEASE_TOOL) checksums $(DIST)/cli
+
+.PHONY: release
+release: $(RELEASE_TOOL) images charts cli ## Images, charts, the CLI for every platform with checksums, and the changelog section, under dist/.
+	$(RELEASE_TOOL) checksums $(DIST)/charts
+	$(RELEASE_TOOL) changelog --root $(ROOT) --version $(VERSION) > $(DIST)/CHANGELOG.md
+	@sed -e 's/{{VERSION}}/$(VERSION)/g' $(foreach p,$(CLI_PLATFORMS),-e "s/{{SHA256_$(subst /,_,$(p))}}/$$(sha256sum $(DIST)/cli/kubectl-upshift_$(VERSION)_$(subst /,_,$(p)).tar.gz | cut -d' ' -f1)/g") \
+		docs/krew/upshift.yaml > $(DIST)/krew-upshift.yaml
+	@echo "== dist/:"; cd $(DIST) && ls -1 images charts cli CHANGELOG.md krew-upshift.yaml
+
 ##@ Test
 
 .PHONY: test
@@ -77,6 +146,8 @@ test: testbin ## Run the unit, controller and e2e suites (builds the test contro
 	@start=$$(date +%s); go test -count=1 -run '^$$' $(PKGS) >/dev/null; echo "   took $$(( $$(date +%s) - start ))s"
 	@echo "== running the tests (one package at a time: suites start their own control plane)"
 	@start=$$(date +%s); go test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(PKGS); echo "   took $$(( $$(date +%s) - start ))s"
+	@echo "== release tooling (images: build, unpack, run, rebuild to the same digest)"
+	@start=$$(date +%s); GOWORK=off go test -C tools/release -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
 
 .PHONY: testbin
 testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) and helm.
@@ -134,8 +205,10 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests (api/crd
 	@rm -rf api/crds/openshift && mkdir -p api/crds/openshift
 	@dir=$$(go list -C libs -m -f '{{.Dir}}' github.com/openshift/api); \
 	for f in $(OPENSHIFT_CRDS); do cp $$dir/$$f api/crds/openshift/; done; chmod u+w api/crds/openshift/*
-	@for c in charts/*/; do [ -d $$c/crds ] || continue; \
-		for f in $$c/crds/*.yaml; do cp api/crds/$$(basename $$f) $$f; done; done
+	@# Charts carry their CRDs as plain files (templates/crds.yaml installs
+	@# and upgrades them): copies of api/crds, kept current here.
+	@for c in charts/*/; do [ -d $$c/files/crds ] || continue; \
+		for f in $$c/files/crds/*.yaml; do cp api/crds/$$(basename $$f) $$f; done; done
 
 .PHONY: verify
 verify: generate ## Fail if generated files are not up to date.
@@ -145,14 +218,21 @@ verify: generate ## Fail if generated files are not up to date.
 .PHONY: lint
 lint: $(STATICCHECK) $(HELM) ## go vet, gofmt, staticcheck and helm lint.
 	go vet $(PKGS)
+	GOWORK=off go vet -C tools/release ./...
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
-	@for c in charts/*/; do [ -f $$c/Chart.yaml ] || continue; $(HELM) lint --strict $$c; done
+	cd tools/release && GOWORK=off $(STATICCHECK) ./...
+	@# Charts with dependencies (the umbrella) need them built to lint.
+	@for c in charts/*/; do [ -f $$c/Chart.yaml ] || continue; \
+		if grep -q '^dependencies:' $$c/Chart.yaml; then $(HELM) dependency update --skip-refresh $$c >/dev/null; fi; \
+		$(HELM) lint --strict $$c; done
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module.
 	@for m in $(MODULES); do (cd $$m && go mod tidy); done
+	cd tools/release && GOWORK=off go mod tidy
 
 .PHONY: clean
-clean: ## Remove built binaries (keeps the test control plane).
+clean: ## Remove built binaries and dist/ (keeps the test control plane).
 	rm -f $(filter-out $(BIN)/testbin $(BIN)/tools,$(wildcard $(BIN)/*))
+	rm -rf $(DIST)
