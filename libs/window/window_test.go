@@ -243,7 +243,7 @@ func TestScheduleProperties(t *testing.T) {
 			ws = append(ws, w)
 		}
 		s := sched(t, ws...)
-		now := base.Add(time.Duration(rng.Int63n(int64(365*24*time.Hour)))).Truncate(time.Minute)
+		now := base.Add(time.Duration(rng.Int63n(int64(365 * 24 * time.Hour)))).Truncate(time.Minute)
 		// Bias towards the DST weekends.
 		if rng.Intn(2) == 0 {
 			for _, d := range []string{"2026-03-08T00:00:00Z", "2026-03-29T00:00:00Z", "2026-10-25T00:00:00Z", "2026-11-01T00:00:00Z", "2026-04-05T00:00:00Z"} {

@@ -75,11 +75,11 @@ func newWorld(t *testing.T) *world {
 		ObjectMeta: metav1.ObjectMeta{Name: "version"},
 		Spec:       configv1.ClusterVersionSpec{Channel: "stable-4.14", ClusterID: "c1"},
 		Status: configv1.ClusterVersionStatus{
-			Desired: configv1.Release{Version: "4.14.10", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + hex64('a')},
-			History: []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.14.10", StartedTime: metav1.NewTime(t0.Add(-48 * time.Hour)), CompletionTime: ptrTime(t0.Add(-47 * time.Hour))}},
-			AvailableUpdates: []configv1.Release{{Version: "4.14.15", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + hex64('b')}},
+			Desired:            configv1.Release{Version: "4.14.10", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + hex64('a')},
+			History:            []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.14.10", StartedTime: metav1.NewTime(t0.Add(-48 * time.Hour)), CompletionTime: ptrTime(t0.Add(-47 * time.Hour))}},
+			AvailableUpdates:   []configv1.Release{{Version: "4.14.15", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + hex64('b')}},
 			ConditionalUpdates: []configv1.ConditionalUpdate{{Release: configv1.Release{Version: "4.14.16", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + hex64('c')}}},
-			Conditions: []configv1.ClusterOperatorStatusCondition{{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionTrue}},
+			Conditions:         []configv1.ClusterOperatorStatusCondition{{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionTrue}},
 		},
 	}
 	for _, name := range []string{"etcd", "kube-apiserver", "machine-config"} {

@@ -294,5 +294,3 @@ func sorted(in []string) []string {
 	sort.Strings(out)
 	return out
 }
-
-

@@ -543,7 +543,7 @@ func TestHealthChecksNameWhatFails(t *testing.T) {
 	w := newWorld(t)
 	w.uc.Spec.CapacityReservation = false
 	w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
-	w.snap.ClusterOperators[0].Status.Conditions[1].Status = configv1.ConditionTrue // etcd Degraded
+	w.snap.ClusterOperators[0].Status.Conditions[1].Status = configv1.ConditionTrue  // etcd Degraded
 	w.snap.ClusterOperators[2].Status.Conditions[0].Status = configv1.ConditionFalse // machine-config unavailable
 	w.snap.ClusterVersion.Status.Conditions = append(w.snap.ClusterVersion.Status.Conditions, configv1.ClusterOperatorStatusCondition{Type: "Failing", Status: configv1.ConditionTrue, Reason: "ClusterOperatorDegraded", Message: "etcd is degraded"})
 	w.snap.Pools[1].Status.Conditions = append(w.snap.Pools[1].Status.Conditions, mcfgv1.MachineConfigPoolCondition{Type: mcfgv1.MachineConfigPoolDegraded, Status: corev1.ConditionTrue})
