@@ -123,6 +123,13 @@ func (p *planner) run() {
 	if h.Phase == upgradev1alpha1.UpgradePhaseNew {
 		p.setPhase(upgradev1alpha1.UpgradePhasePending)
 	}
+	// ClusterVersion already points at the target although the status says
+	// the attempt has not started (someone else set it, or the status write
+	// after our own patch was lost): the upgrade is under way, and validating
+	// it now would compare the target with itself.
+	if p.history().Phase == upgradev1alpha1.UpgradePhasePending && p.commenced() {
+		p.setPhase(upgradev1alpha1.UpgradePhaseUpgrading)
+	}
 	if p.history().Phase == upgradev1alpha1.UpgradePhasePending {
 		if !p.pending() {
 			return
