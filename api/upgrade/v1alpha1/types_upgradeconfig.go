@@ -280,7 +280,9 @@ type PreflightCheck struct {
 	// +kubebuilder:validation:MaxLength=4096
 	Details string `json:"details,omitempty"`
 
-	// lastRun is when the check last ran.
+	// lastRun is when the check last ran; while its result stays the same
+	// it is refreshed at most every five minutes, so that an unchanged result
+	// does not rewrite the status on every event.
 	// +optional
 	LastRun *metav1.Time `json:"lastRun,omitempty"`
 }
