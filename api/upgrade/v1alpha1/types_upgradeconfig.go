@@ -61,6 +61,7 @@ type UpgradeConfigSpec struct {
 	// first observed means "now": the start window is then measured from that
 	// observation (status.generationObservedTime). (MUO)
 	// +required
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)([.][0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$')",message="spec.upgradeAt must be an RFC 3339 time such as 2024-01-01T12:00:00Z"
 	UpgradeAt string `json:"upgradeAt"`
 
@@ -146,12 +147,14 @@ type MaintenanceWindow struct {
 
 	// start is the opening time, HH:MM on a 24-hour clock.
 	// +required
+	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="start must be HH:MM on a 24-hour clock, e.g. 22:00"
 	Start string `json:"start"`
 
 	// end is the closing time, HH:MM on a 24-hour clock; see the type's
 	// description for wrapping past midnight.
 	// +required
+	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="end must be HH:MM on a 24-hour clock, e.g. 02:00"
 	End string `json:"end"`
 
