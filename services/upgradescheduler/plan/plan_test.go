@@ -745,3 +745,26 @@ func TestAlreadyCommencedStartsUpgrading(t *testing.T) {
 		t.Fatalf("phase %s patches %d surge %d", w.phase(), w.desiredPatches, w.surgeCount())
 	}
 }
+
+func TestLastErrorFitsTheAPI(t *testing.T) {
+	w := newWorld(t)
+	w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+	for i := 0; i < 300; i++ {
+		w.snap.PDBs = append(w.snap.PDBs, pdb("namespace-with-a-rather-long-name-"+strings.Repeat("x", 40), "budget-"+strings.Repeat("y", 40)+string(rune('a'+i%26))+strings.Repeat("z", i%7), 0, 1))
+	}
+	w.snap.Alerts = &AlertsResult{Err: strings.Repeat("e", 5000)}
+	w.plan()
+	c := w.stepCondition(StepClusterHealthyBeforeUpgrade)
+	if c == nil || len(c.LastError) > 4096 || !strings.HasSuffix(c.LastError, "...") {
+		t.Fatalf("lastError of %d bytes", len(c.LastError))
+	}
+	for _, p := range w.uc.Status.Preflight {
+		if len(p.Details) > 4096 {
+			t.Errorf("%s details of %d bytes", p.Check, len(p.Details))
+		}
+	}
+	st := RecordActionError(w.uc.Status, StepClusterHealthyBeforeUpgrade, errors.New(strings.Repeat("x", 10000)), w.now)
+	if l := len(findStepCondition(st.History[0].Conditions, StepClusterHealthyBeforeUpgrade).LastError); l > 4096 {
+		t.Fatalf("RecordActionError lastError of %d bytes", l)
+	}
+}

@@ -323,7 +323,7 @@ func (p *planner) upgrading() {
 			}
 			c := setStepCondition(&p.history().Conditions, s.name, corev1.ConditionTrue, string(s.name)+" done", msg, p.now)
 			if r.failure != "" {
-				c.LastError = r.failure
+				c.LastError = truncate(r.failure)
 			}
 			p.event(false, string(s.name), "%s", msg)
 			if s.name == StepUpgradeCommenced {
@@ -345,7 +345,7 @@ func (p *planner) upgrading() {
 			if c.LastError != r.failure {
 				p.event(true, string(s.name)+"Blocked", "%s", r.failure)
 			}
-			c.LastError = r.failure
+			c.LastError = truncate(r.failure)
 		}
 		p.wake(r.wakeAt)
 		// A side effect is progress, not waiting; a side effect retried after
@@ -394,7 +394,7 @@ func (p *planner) watchDelay() {
 	}
 	p.setCondition("Delayed", metav1.ConditionTrue, "NotCommencedInTime", msg)
 	if c := findStepCondition(h.Conditions, StepUpgradeDelayedCheckCompleted); c != nil && c.LastError == "" {
-		c.LastError = msg
+		c.LastError = truncate(msg)
 	}
 }
 
@@ -402,4 +402,14 @@ func (p *planner) delayedCheck() result {
 	// The watch above does the work on every plan; the step itself only
 	// marks the place in the list.
 	return result{done: true}
+}
+
+// maxErrorLength is the API's limit on lastError.
+const maxErrorLength = 4096
+
+func truncate(s string) string {
+	if len(s) <= maxErrorLength {
+		return s
+	}
+	return s[:maxErrorLength-3] + "..."
 }

@@ -120,7 +120,7 @@ func RecordActionError(st upgradev1alpha1.UpgradeConfigStatus, step upgradev1alp
 	}
 	msg := fmt.Sprintf("%s still in progress: %v", step, err)
 	c := setStepCondition(&out.History[0].Conditions, step, corev1.ConditionFalse, string(step)+" not done", msg, now)
-	c.LastError = err.Error()
+	c.LastError = truncate(err.Error())
 	return out
 }
 
