@@ -768,3 +768,89 @@ func TestLastErrorFitsTheAPI(t *testing.T) {
 		t.Fatalf("RecordActionError lastError of %d bytes", l)
 	}
 }
+
+func TestStepsAfterCommencement(t *testing.T) {
+	t.Run("control plane progress is described, and Degraded worker pools are named", func(t *testing.T) {
+		w := newWorld(t)
+		w.uc.Spec.CapacityReservation = false
+		w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+		w.settle()
+		w.snap.ClusterVersion.Status.History = append([]configv1.UpdateHistory{{State: configv1.PartialUpdate, Version: "4.14.15", StartedTime: metav1.NewTime(t0)}}, w.snap.ClusterVersion.Status.History...)
+		w.plan()
+		if c := w.stepCondition(StepControlPlaneUpgraded); !strings.Contains(c.Message, "ClusterVersion is updating to 4.14.15 (Partial since 2026-11-20T10:00:00Z)") {
+			t.Fatalf("%+v", c)
+		}
+		w.cvo()
+		w.snap.Pools[1] = pool("worker", 3, 2, "rendered-worker-2")
+		w.snap.Pools[1].Status.Conditions = append(w.snap.Pools[1].Status.Conditions, mcfgv1.MachineConfigPoolCondition{Type: mcfgv1.MachineConfigPoolDegraded, Status: corev1.ConditionTrue})
+		w.settle()
+		c := w.stepCondition(StepWorkerNodesUpgraded)
+		if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "worker (2/3 updated)") || c.LastError != "worker pools Degraded: worker" {
+			t.Fatalf("%+v", c)
+		}
+		// The master pool is not a worker pool.
+		w.snap.Pools[0] = pool("master", 3, 1, "rendered-master-2")
+		w.snap.Pools[1] = pool("worker", 3, 3, "rendered-worker-2")
+		w.settle()
+		if w.phase() != upgradev1alpha1.UpgradePhaseUpgraded {
+			t.Fatalf("phase %s at %s", w.phase(), w.uc.Status.CurrentStep)
+		}
+	})
+	t.Run("FedRAMP requests the FileIntegrity re-init once", func(t *testing.T) {
+		w := newWorld(t)
+		w.cfg = mustConfig(t, "environment:\n  fedramp: true\n")
+		w.uc.Spec.CapacityReservation = false
+		w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+		w.settle()
+		w.cvo()
+		w.mco()
+		var reinits int
+		for i := 0; i < 20 && w.phase() != upgradev1alpha1.UpgradePhaseUpgraded; i++ {
+			if out := w.plan(); out.Action != nil && out.Action.Kind == ReinitFileIntegrity {
+				reinits++
+			}
+		}
+		if reinits != 1 || w.phase() != upgradev1alpha1.UpgradePhaseUpgraded {
+			t.Fatalf("re-inits %d phase %s", reinits, w.phase())
+		}
+	})
+	t.Run("without integrations the managed-service steps say so", func(t *testing.T) {
+		w := newWorld(t)
+		w.uc.Spec.CapacityReservation = false
+		w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+		w.settle()
+		for step, want := range map[upgradev1alpha1.UpgradeConditionType]string{
+			StepStartedNotificationSent:              "no notifier configured",
+			StepControlPlaneMaintenanceWindowCreated: "no Alertmanager configured",
+		} {
+			if c := w.stepCondition(step); c == nil || c.Status != corev1.ConditionTrue || !strings.Contains(c.Message, want) {
+				t.Errorf("%s: %+v", step, c)
+			}
+		}
+		w = newWorld(t)
+		w.integrations = Integrations{Notifications: true, Silences: true}
+		w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+		w.plan()
+		if c := w.stepCondition(StepStartedNotificationSent); strings.Contains(c.Message, "no notifier") {
+			t.Errorf("%+v", c)
+		}
+	})
+	t.Run("an unchanged plan writes nothing", func(t *testing.T) {
+		// Pending, before upgradeAt: the advisory checks run on every plan.
+		w := newWorld(t)
+		w.uc.Spec.UpgradeAt = t0.Add(24 * time.Hour).Format(time.RFC3339)
+		w.settle()
+		before := w.uc.Status.DeepCopy()
+		w.now = w.now.Add(time.Minute)
+		w.plan()
+		if !reflect.DeepEqual(before, &w.uc.Status) {
+			t.Fatalf("status changed on a plan that learnt nothing:\n%+v\n%+v", before, w.uc.Status)
+		}
+		// After preflightRefresh the unchanged results are refreshed.
+		w.now = w.now.Add(preflightRefresh)
+		w.plan()
+		if reflect.DeepEqual(before.Preflight, w.uc.Status.Preflight) {
+			t.Fatal("lastRun not refreshed")
+		}
+	})
+}
