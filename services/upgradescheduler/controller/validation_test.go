@@ -1,4 +1,4 @@
-package apitest
+package controller_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package apitest
+package controller_test
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 	"github.com/upshift-io/upshift/libs/testenv"
 )
 
-func TestAPI(t *testing.T) {
+func TestController(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "UpgradeConfig API")
+	RunSpecs(t, "upgrade-scheduler: UpgradeConfig API and controller")
 }
 
 var env *testenv.Env
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{})
+	env, err = testenv.Start(ctx, testenv.Options{AuditLog: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
 }, NodeTimeout(2*time.Minute))
