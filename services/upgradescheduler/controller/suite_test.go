@@ -13,6 +13,8 @@ import (
 
 func TestController(t *testing.T) {
 	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	RunSpecs(t, "upgrade-scheduler: UpgradeConfig API and controller")
 }
 
