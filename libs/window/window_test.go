@@ -8,15 +8,6 @@ import (
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 )
 
-func mustLoc(t *testing.T, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
-}
-
 func sched(t *testing.T, ws ...upgradev1alpha1.MaintenanceWindow) Schedule {
 	t.Helper()
 	s, err := FromAPI(ws)

@@ -137,10 +137,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	out := plan.Plan(plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: r.Integrations, Now: now})
 
 	status := out.Status
+	var actErr error
 	if a := out.Action; a != nil {
-		if err := r.act(ctx, uc, a, cfg, &status); err != nil {
-			logger.Info("side effect failed", "action", a.Kind, "step", a.Step, "error", err.Error())
-			status = plan.RecordActionError(out.Status, a.Step, err, now)
+		if actErr = r.act(ctx, uc, a, cfg, &status); actErr != nil {
+			logger.Info("side effect failed", "action", a.Kind, "step", a.Step, "error", actErr.Error())
+			status = plan.RecordActionError(out.Status, a.Step, actErr, now)
 		}
 	}
 	if a := out.Action; a != nil && a.Kind == plan.RemoveFinalizer {
@@ -150,9 +151,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !equality.Semantic.DeepEqual(uc.Status, status) {
 		uc.Status = status
 		if err := r.Client.Status().Update(ctx, uc); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return reconcile.Result{Requeue: true}, nil
+			if apierrors.IsNotFound(err) {
+				return reconcile.Result{}, nil
 			}
+			// A conflict means a newer object is on its way through the
+			// cache; the rate-limited retry plans again from it.
 			return reconcile.Result{}, err
 		}
 	}
@@ -166,11 +169,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		r.Recorder.Eventf(uc, nil, typ, e.Reason, "Plan", "%s", e.Message)
 	}
-	if out.Action != nil {
-		// The next plan must see this side effect's result: the write
-		// triggers an event, and the cache wait in act made sure the cache
-		// has it.
-		return reconcile.Result{Requeue: true}, nil
+	if actErr != nil {
+		// Retried with the controller's rate-limited backoff.
+		return reconcile.Result{}, actErr
 	}
+	// After a side effect no requeue is needed: the object it changed and the
+	// status (its step's attempts) both come back as watch events, and act
+	// waited until the cache showed the change, so the next plan sees it.
 	return reconcile.Result{RequeueAfter: out.RequeueAfter}, nil
 }
