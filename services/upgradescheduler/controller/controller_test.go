@@ -29,7 +29,12 @@ import (
 func startController(ctx context.Context, namespace string) func() {
 	mgr, err := runtime.NewManager("upgrade-scheduler", &runtime.Flags{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", KubeAPIQPS: 50, KubeAPIBurst: 100,
-	}, runtime.Options{RestConfig: env.Config, Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}})
+	}, func() runtime.Options {
+		opts := controller.ManagerOptions(namespace)
+		opts.RestConfig = env.Config
+		opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}
+		return opts
+	}())
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&controller.Reconciler{
 		Client:    mgr.GetClient(),
