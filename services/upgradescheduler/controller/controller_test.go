@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -250,5 +251,57 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, key, &upgradev1alpha1.UpgradeConfig{}))
 		}).Should(BeTrue())
+	})
+
+	It("reports an invalid ConfigMap on the UpgradeConfig and keeps the last good configuration", func(ctx context.Context) {
+		const ns = "scheduler-config"
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
+			Data: map[string]string{config.ConfigKey: "maintenance:\n  controlPlaneTime: 0\n"}}
+		Expect(env.Client.Create(ctx, cm)).To(Succeed())
+		uc := &upgradev1alpha1.UpgradeConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: ns},
+			Spec: upgradev1alpha1.UpgradeConfigSpec{
+				Desired:   upgradev1alpha1.Update{Version: "4.16.3", Channel: "stable-4.16"},
+				UpgradeAt: time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339), Type: upgradev1alpha1.ARO,
+			},
+		}
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		stop := startController(ctx, ns)
+		defer stop()
+
+		configValid := func(g Gomega) string {
+			got := &upgradev1alpha1.UpgradeConfig{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(uc), got)).To(Succeed())
+			c := meta.FindStatusCondition(got.Status.Conditions, "ConfigValid")
+			if c == nil {
+				return ""
+			}
+			return string(c.Status) + "/" + c.Reason + "/" + c.Message
+		}
+		By("no valid configuration ever: nothing is decided, and the key is named")
+		Eventually(configValid).Should(Equal("False/InvalidConfig/maintenance.controlPlaneTime: must be at least 1 minute(s), got 0"))
+		Consistently(ucPhase(ctx, client.ObjectKeyFromObject(uc)), "300ms").Should(BeEmpty())
+
+		By("fixed: the upgrade is scheduled (reloaded without a restart)")
+		cm.Data[config.ConfigKey] = "maintenance:\n  controlPlaneTime: 90\n"
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(configValid).Should(Equal("True/Valid/"))
+		Eventually(ucPhase(ctx, client.ObjectKeyFromObject(uc))).Should(Equal("Pending/"))
+
+		By("broken again: reported, and the last good configuration stays in force")
+		delete(cm.Data, config.ConfigKey)
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(configValid).Should(HavePrefix("False/InvalidConfigKeptLastGood/using the last valid configuration: ConfigMap managed-upgrade-operator-config has no key config.yaml"))
+		Expect(ucPhase(ctx, client.ObjectKeyFromObject(uc))(Default)).To(Equal("Pending/"))
+		Eventually(func(g Gomega) []string {
+			var list eventsv1.EventList
+			g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, e := range list.Items {
+				reasons = append(reasons, e.Reason)
+			}
+			return reasons
+		}).Should(ContainElement("InvalidConfig"))
 	})
 })

@@ -716,6 +716,16 @@ func TestConfigErrorKeepsLastGood(t *testing.T) {
 	if w.phase() != upgradev1alpha1.UpgradePhasePending {
 		t.Fatal("must keep working on the last good configuration")
 	}
+	if !w.hasEvent("InvalidConfig") {
+		t.Fatal("no InvalidConfig event")
+	}
+	n := len(w.events)
+	w.plan()
+	for _, e := range w.events[n:] {
+		if e.Reason == "InvalidConfig" {
+			t.Fatal("InvalidConfig event repeated for the same error")
+		}
+	}
 	w2 := newWorld(t)
 	w2.cfg = nil
 	w2.configErr = errors.New("ConfigMap managed-upgrade-operator-config has no key config.yaml")

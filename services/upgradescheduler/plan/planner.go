@@ -160,6 +160,9 @@ func (p *planner) observeGeneration() {
 }
 
 func (p *planner) configCondition() {
+	if p.in.ConfigError != nil && p.isNew("ConfigValid", metav1.ConditionFalse) {
+		p.event(true, "InvalidConfig", "configuration ConfigMap %s: %v", config.ConfigMapName, p.in.ConfigError)
+	}
 	switch {
 	case p.in.ConfigError != nil && p.cfg == nil:
 		p.setCondition("ConfigValid", metav1.ConditionFalse, "InvalidConfig", p.in.ConfigError.Error())
