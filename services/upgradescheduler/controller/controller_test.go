@@ -212,26 +212,11 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 
 		By("every side effect happened exactly once (audit log)")
-		events, err := env.AuditEvents("upshift-admin")
-		Expect(err).NotTo(HaveOccurred())
-		var cvPatches, msCreates, msDeletes int
-		for _, e := range events {
-			if e.ObjectRef == nil || e.ResponseStatus == nil || e.ResponseStatus.Code >= 300 {
-				continue
-			}
-			switch {
-			case e.Verb == "patch" && e.ObjectRef.Resource == "clusterversions" && e.ObjectRef.Subresource == "":
-				cvPatches++
-			case e.Verb == "create" && e.ObjectRef.Resource == "machinesets":
-				msCreates++
-			case e.Verb == "delete" && e.ObjectRef.Resource == "machinesets":
-				msDeletes++
-			}
-		}
-		Expect(cvPatches).To(Equal(1), "ClusterVersion patches")
+		c := sideEffects()
+		Expect(c.cvPatches).To(Equal(1), "ClusterVersion patches")
 		// The test created the two worker MachineSets; the scheduler the two copies.
-		Expect(msCreates).To(Equal(4), "MachineSet creations")
-		Expect(msDeletes).To(Equal(2), "MachineSet deletions")
+		Expect(c.msCreates).To(Equal(4), "MachineSet creations")
+		Expect(c.msDeletes).To(Equal(2), "MachineSet deletions")
 
 		By("Events tell the story in `kubectl describe`")
 		Eventually(func(g Gomega) []string {
@@ -304,4 +289,94 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 			return reasons
 		}).Should(ContainElement("InvalidConfig"))
 	})
+
+	It("resumes after a restart at every stage without repeating a side effect", func(ctx context.Context) {
+		const ns = "scheduler-restart"
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
+			Data: map[string]string{config.ConfigKey: ""}})).To(Succeed())
+		cv := &configv1.ClusterVersion{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		cv.Status.AvailableUpdates = []configv1.Release{{Version: "4.16.3", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + strings.Repeat("c", 64)}}
+		Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
+		before := sideEffects()
+
+		uc := &upgradev1alpha1.UpgradeConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: ns},
+			Spec: upgradev1alpha1.UpgradeConfigSpec{
+				Desired:   upgradev1alpha1.Update{Version: "4.16.3", Channel: "stable-4.16"},
+				UpgradeAt: time.Now().UTC().Format(time.RFC3339), Type: upgradev1alpha1.ARO, CapacityReservation: true,
+			},
+		}
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		key := client.ObjectKeyFromObject(uc)
+
+		stop := startController(ctx, ns)
+		Eventually(surge(ctx)).Should(HaveLen(2))
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityReserved"))
+		stop()
+		stop = startController(ctx, ns)
+		Consistently(ucPhase(ctx, key), "500ms").Should(Equal("Upgrading/ComputeCapacityReserved"))
+		stop()
+
+		for _, name := range []string{"c1-worker-a-upgrade", "c1-worker-b-upgrade"} {
+			ms := &machinev1beta1.MachineSet{}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: plan.MachineAPINamespace, Name: name}, ms)).To(Succeed())
+			create(ctx, readyNode(name+"-node2"))
+			create(ctx, &machinev1beta1.Machine{
+				ObjectMeta: metav1.ObjectMeta{Name: name + "-m2", Namespace: plan.MachineAPINamespace, Labels: map[string]string{plan.MachineSetLabel: name, plan.SurgeLabel: "true"}},
+				Status:     machinev1beta1.MachineStatus{NodeRef: &corev1.ObjectReference{Kind: "Node", Name: name + "-node2"}},
+			})
+			ms.Status.Replicas, ms.Status.ReadyReplicas = 1, 1
+			Expect(env.Client.Status().Update(ctx, ms)).To(Succeed())
+		}
+		stop = startController(ctx, ns)
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ControlPlaneUpgraded"))
+		stop()
+		stop = startController(ctx, ns)
+		Consistently(ucPhase(ctx, key), "500ms").Should(Equal("Upgrading/ControlPlaneUpgraded"))
+
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		cv.Status.History = append([]configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.16.3", Image: cv.Status.AvailableUpdates[0].Image, StartedTime: metav1.Now(), CompletionTime: ptr.To(metav1.Now()), Verified: true}}, cv.Status.History...)
+		Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityRemoved"))
+		stop()
+		for _, name := range []string{"c1-worker-a-upgrade", "c1-worker-b-upgrade"} {
+			Expect(env.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name + "-m2", Namespace: plan.MachineAPINamespace}})).To(Succeed())
+		}
+		stop = startController(ctx, ns)
+		defer stop()
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgraded/"))
+		Expect(surge(ctx)(Default)).To(BeEmpty())
+
+		after := sideEffects()
+		Expect(after.cvPatches - before.cvPatches).To(Equal(1), "ClusterVersion patches across four restarts")
+		Expect(after.msCreates - before.msCreates).To(Equal(2), "temporary MachineSets created across four restarts")
+		Expect(after.msDeletes - before.msDeletes).To(Equal(2), "temporary MachineSets deleted across four restarts")
+	})
 })
+
+type counts struct{ cvPatches, msCreates, msDeletes int }
+
+// sideEffects counts, in the audit log, the successful side effects the
+// scheduler can cause.
+func sideEffects() counts {
+	GinkgoHelper()
+	events, err := env.AuditEvents("upshift-admin")
+	Expect(err).NotTo(HaveOccurred())
+	var c counts
+	for _, e := range events {
+		if e.ObjectRef == nil || e.ResponseStatus == nil || e.ResponseStatus.Code >= 300 {
+			continue
+		}
+		switch {
+		case e.Verb == "patch" && e.ObjectRef.Resource == "clusterversions" && e.ObjectRef.Subresource == "":
+			c.cvPatches++
+		case e.Verb == "create" && e.ObjectRef.Resource == "machinesets":
+			c.msCreates++
+		case e.Verb == "delete" && e.ObjectRef.Resource == "machinesets":
+			c.msDeletes++
+		}
+	}
+	return c
+}
