@@ -350,9 +350,9 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Expect(surge(ctx)(Default)).To(BeEmpty())
 
 		after := sideEffects()
-		Expect(after.cvPatches - before.cvPatches).To(Equal(1), "ClusterVersion patches across four restarts")
-		Expect(after.msCreates - before.msCreates).To(Equal(2), "temporary MachineSets created across four restarts")
-		Expect(after.msDeletes - before.msDeletes).To(Equal(2), "temporary MachineSets deleted across four restarts")
+		Expect(after.cvPatches-before.cvPatches).To(Equal(1), "ClusterVersion patches across four restarts")
+		Expect(after.msCreates-before.msCreates).To(Equal(2), "temporary MachineSets created across four restarts")
+		Expect(after.msDeletes-before.msDeletes).To(Equal(2), "temporary MachineSets deleted across four restarts")
 	})
 })
 
