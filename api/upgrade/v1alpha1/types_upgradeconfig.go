@@ -1,0 +1,424 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// UpgradeConfig schedules and runs one OpenShift upgrade: at upgradeAt (and
+// inside a maintenance window, when any are set) the upgrade-scheduler checks
+// the cluster, reserves capacity, points ClusterVersion at spec.desired, waits
+// for the control plane and the workers, checks the cluster again and cleans up.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=upgrade
+// +kubebuilder:printcolumn:name="desired_version",type=string,JSONPath=`.spec.desired.version`
+// +kubebuilder:printcolumn:name="phase",type=string,JSONPath=`.status.history[0].phase`
+// +kubebuilder:printcolumn:name="stage",type=string,JSONPath=`.status.history[0].conditions[0].type`
+// +kubebuilder:printcolumn:name="status",type=string,JSONPath=`.status.history[0].conditions[0].status`
+// +kubebuilder:printcolumn:name="reason",type=string,JSONPath=`.status.history[0].conditions[0].reason`
+// +kubebuilder:printcolumn:name="message",type=string,JSONPath=`.status.history[0].conditions[0].message`
+type UpgradeConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   UpgradeConfigSpec   `json:"spec,omitempty"`
+	Status UpgradeConfigStatus `json:"status,omitempty"`
+}
+
+// UpgradeConfigList is a list of UpgradeConfigs.
+//
+// +kubebuilder:object:root=true
+type UpgradeConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []UpgradeConfig `json:"items"`
+}
+
+// UpgradeType selects the step list: OSD (OpenShift Dedicated / ROSA) or ARO
+// (Azure Red Hat OpenShift), as in MUO.
+// +kubebuilder:validation:Enum=OSD;ARO
+type UpgradeType string
+
+const (
+	// OSD runs the OpenShift Dedicated step list.
+	OSD UpgradeType = "OSD"
+	// ARO runs the Azure Red Hat OpenShift step list.
+	ARO UpgradeType = "ARO"
+)
+
+// UpgradeConfigSpec is MUO's spec plus Upshift's optional additions.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.desired.image) || (has(self.desired.version) && has(self.desired.channel))",message="spec.desired needs an image, or both a version and a channel"
+type UpgradeConfigSpec struct {
+	// desired is the release to upgrade to. (MUO)
+	// +required
+	Desired Update `json:"desired"`
+
+	// upgradeAt is the earliest time the upgrade may start, in RFC 3339 (e.g.
+	// 2024-01-01T12:00:00Z). A time already past when this spec generation is
+	// first observed means "now": the start window is then measured from that
+	// observation (status.generationObservedTime). (MUO)
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)([.][0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$')",message="spec.upgradeAt must be an RFC 3339 time such as 2024-01-01T12:00:00Z"
+	UpgradeAt string `json:"upgradeAt"`
+
+	// PDBForceDrainTimeout is how many minutes a node whose drain is blocked by
+	// a PodDisruptionBudget waits before PDB-protected pods are forced off it.
+	// The capitalised name is MUO's and is kept for compatibility. (MUO)
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	PDBForceDrainTimeout int32 `json:"PDBForceDrainTimeout"`
+
+	// type selects the step list, OSD or ARO. (MUO)
+	// +required
+	Type UpgradeType `json:"type"`
+
+	// capacityReservation adds one temporary worker per worker MachineSet for
+	// the duration of the upgrade, removed on every way the upgrade ends. (MUO)
+	// +optional
+	CapacityReservation bool `json:"capacityReservation,omitempty"`
+
+	// paused holds every side effect (no ClusterVersion patch, no MachineSet
+	// created or deleted, no phase change) while true; the status still
+	// reports what would happen next. Setting it back to false resumes at the
+	// recorded step. (Upshift)
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// cancel, when true before the upgrade has commenced (ClusterVersion not
+	// yet pointed at the target), removes the temporary capacity and ends the
+	// upgrade in phase Cancelled. Once commenced, the control plane cannot be
+	// stopped: the request is reported in status.conditions (type Cancelled,
+	// reason AlreadyCommenced) and the upgrade runs to its end. (Upshift)
+	// +optional
+	Cancel bool `json:"cancel,omitempty"`
+
+	// maintenanceWindows, when set, restrict when the upgrade may start: it
+	// starts at upgradeAt or later, only while one of these windows is open.
+	// Once commenced it is not interrupted when a window closes. (Upshift)
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	MaintenanceWindows []MaintenanceWindow `json:"maintenanceWindows,omitempty"`
+
+	// deadlines override, per wait, how long the scheduler waits and what it
+	// does when the time is up. Unset fields come from the configuration.
+	// (Upshift)
+	// +optional
+	Deadlines *Deadlines `json:"deadlines,omitempty"`
+}
+
+// Update is the target release. (MUO)
+type Update struct {
+	// version is the target OpenShift version, e.g. 4.14.15.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// channel is the update channel to set on ClusterVersion, e.g. stable-4.14.
+	// +optional
+	Channel string `json:"channel,omitempty"`
+
+	// image is the release image by digest; when set it takes priority over
+	// version and channel.
+	// +optional
+	Image string `json:"image,omitempty"`
+}
+
+// Weekday is an English day name.
+// +kubebuilder:validation:Enum=Monday;Tuesday;Wednesday;Thursday;Friday;Saturday;Sunday
+type Weekday string
+
+// MaintenanceWindow is a daily time range on some days of the week, in one time
+// zone. A window whose end is not after its start wraps past midnight
+// (start 22:00, end 02:00 runs until 02:00 the next day); start equal to end
+// is a whole 24 hours. The window belongs to the day it starts on. Times are
+// wall-clock times in timeZone: on a day when the clocks change, a start that
+// does not exist (spring forward) opens at the first instant after the gap,
+// and a time that occurs twice (fall back) means its first occurrence.
+type MaintenanceWindow struct {
+	// days the window opens on; empty means every day.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=7
+	Days []Weekday `json:"days,omitempty"`
+
+	// start is the opening time, HH:MM on a 24-hour clock.
+	// +required
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="start must be HH:MM on a 24-hour clock, e.g. 22:00"
+	Start string `json:"start"`
+
+	// end is the closing time, HH:MM on a 24-hour clock; see the type's
+	// description for wrapping past midnight.
+	// +required
+	// +kubebuilder:validation:MaxLength=5
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="end must be HH:MM on a 24-hour clock, e.g. 02:00"
+	End string `json:"end"`
+
+	// timeZone is an IANA time zone name such as Europe/Berlin; empty means UTC.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$')",message="timeZone must be an IANA time zone name such as Europe/Berlin"
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// DeadlinePolicy is what happens when a deadline passes.
+// +kubebuilder:validation:Enum=alert;pause;fail
+type DeadlinePolicy string
+
+const (
+	// DeadlineAlert reports the breach (status condition DeadlineExceeded, an
+	// Event, the metrics SRE alerts read) and keeps waiting.
+	DeadlineAlert DeadlinePolicy = "alert"
+	// DeadlinePause reports the breach and holds every further side effect
+	// until the spec changes (any edit, such as a longer deadline).
+	DeadlinePause DeadlinePolicy = "pause"
+	// DeadlineFail removes the temporary capacity and ends the upgrade in
+	// phase Failed. After commencement the control plane keeps upgrading: Failed
+	// then means the scheduler stopped managing it.
+	DeadlineFail DeadlinePolicy = "fail"
+)
+
+// Deadlines holds one deadline per wait. Every field is optional.
+type Deadlines struct {
+	// start bounds the time from the scheduled start (upgradeAt, or the first
+	// window opening after it) to commencement: validation, pre-upgrade health
+	// and capacity must pass within it. MUO's upgradeWindow.timeOut.
+	// +optional
+	Start *Deadline `json:"start,omitempty"`
+
+	// controlPlane bounds the time from commencement to ClusterVersion
+	// reporting the target Completed. MUO's maintenance.controlPlaneTime.
+	// +optional
+	ControlPlane *Deadline `json:"controlPlane,omitempty"`
+
+	// workers bounds the time from control-plane completion to every worker
+	// pool updated.
+	// +optional
+	Workers *Deadline `json:"workers,omitempty"`
+
+	// postCheck bounds the time from workers done to the post-upgrade health
+	// check passing.
+	// +optional
+	PostCheck *Deadline `json:"postCheck,omitempty"`
+}
+
+// Deadline is a time limit and what to do when it passes.
+type Deadline struct {
+	// minutes is the time limit; 0 turns this deadline off.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Minutes *int32 `json:"minutes,omitempty"`
+
+	// policy is alert, pause or fail.
+	// +optional
+	Policy DeadlinePolicy `json:"policy,omitempty"`
+}
+
+// UpgradeConfigStatus is MUO's status (history) plus Upshift's additions.
+type UpgradeConfigStatus struct {
+	// history has one entry per target version, newest first. (MUO)
+	// +optional
+	History UpgradeHistories `json:"history,omitempty"`
+
+	// observedGeneration is the spec generation this status describes. (Upshift)
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// generationObservedTime is when the scheduler first saw
+	// observedGeneration; an upgradeAt already past then is measured from
+	// this time. (Upshift)
+	// +optional
+	GenerationObservedTime *metav1.Time `json:"generationObservedTime,omitempty"`
+
+	// currentStep is the step (a history condition type) the upgrade is at,
+	// or empty outside phase Upgrading. (Upshift)
+	// +optional
+	CurrentStep string `json:"currentStep,omitempty"`
+
+	// preflight is the latest result of every health check. (Upshift)
+	// +optional
+	// +listType=map
+	// +listMapKey=check
+	// +kubebuilder:validation:MaxItems=32
+	Preflight []PreflightCheck `json:"preflight,omitempty"`
+
+	// capacityReservation records the temporary MachineSets this upgrade
+	// created, so that none is created twice and all are removed. (Upshift)
+	// +optional
+	CapacityReservation *CapacityReservationStatus `json:"capacityReservation,omitempty"`
+
+	// pausedByDeadline names the deadline whose pause policy holds the upgrade,
+	// and the generation it was reached at; any spec change resumes. (Upshift)
+	// +optional
+	PausedByDeadline *PausedDeadline `json:"pausedByDeadline,omitempty"`
+
+	// conditions summarise the upgrade for Kubernetes tooling: Validated,
+	// Progressing, Paused, Cancelled, DeadlineExceeded, HealthChecksPassing,
+	// ConfigValid and Completed. (Upshift)
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PreflightCheck is the result of one health check. (Upshift)
+type PreflightCheck struct {
+	// check names the check, e.g. ClusterOperators.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Check string `json:"check"`
+
+	// passed is true when the check found nothing blocking.
+	Passed bool `json:"passed"`
+
+	// details names what failed (operators, nodes, PDBs) or why the check
+	// did not run.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Details string `json:"details,omitempty"`
+
+	// lastRun is when the check last ran; while its result stays the same
+	// it is refreshed at most every five minutes, so that an unchanged result
+	// does not rewrite the status on every event.
+	// +optional
+	LastRun *metav1.Time `json:"lastRun,omitempty"`
+}
+
+// CapacityReservationStatus records the temporary capacity. (Upshift)
+type CapacityReservationStatus struct {
+	// machineSets are the temporary MachineSets created, each named after the
+	// worker MachineSet it copies with the suffix -upgrade.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	MachineSets []string `json:"machineSets,omitempty"`
+
+	// startTime is when the first temporary MachineSet was created; the scale
+	// timeout is measured from it.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// outcome is Ready, TimedOut (the upgrade continued without the extra
+	// capacity), Skipped (no worker MachineSet) or Removed.
+	// +optional
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// PausedDeadline records a deadline with policy pause that has passed.
+type PausedDeadline struct {
+	// deadline is start, controlPlane, workers or postCheck.
+	Deadline string `json:"deadline"`
+	// generation is the spec generation when the deadline passed.
+	Generation int64 `json:"generation"`
+}
+
+// UpgradePhase is the phase of one upgrade attempt. Cancelled is Upshift's.
+// +kubebuilder:validation:Enum=New;Pending;Upgrading;Upgraded;Failed;Cancelled
+type UpgradePhase string
+
+const (
+	UpgradePhaseNew       UpgradePhase = "New"
+	UpgradePhasePending   UpgradePhase = "Pending"
+	UpgradePhaseUpgrading UpgradePhase = "Upgrading"
+	UpgradePhaseUpgraded  UpgradePhase = "Upgraded"
+	UpgradePhaseFailed    UpgradePhase = "Failed"
+	UpgradePhaseCancelled UpgradePhase = "Cancelled"
+)
+
+// UpgradeHistories is the history, newest first.
+type UpgradeHistories []UpgradeHistory
+
+// UpgradeHistory is one upgrade attempt, per target version. (MUO)
+type UpgradeHistory struct {
+	// version is the target version of this attempt.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// precedingVersion is the version the cluster upgraded from.
+	// +optional
+	PrecedingVersion string `json:"precedingVersion,omitempty"`
+
+	// phase of this attempt.
+	// +required
+	Phase UpgradePhase `json:"phase"`
+
+	// conditions has one entry per step, newest first.
+	// +optional
+	Conditions Conditions `json:"conditions,omitempty"`
+
+	// startTime is when the attempt entered phase Upgrading.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completeTime is when the attempt reached phase Upgraded.
+	// +optional
+	CompleteTime *metav1.Time `json:"completeTime,omitempty"`
+
+	// workerStartTime is when the worker pools started updating.
+	// +optional
+	WorkerStartTime *metav1.Time `json:"workerStartTime,omitempty"`
+
+	// workerCompleteTime is when the worker pools finished updating.
+	// +optional
+	WorkerCompleteTime *metav1.Time `json:"workerCompleteTime,omitempty"`
+}
+
+// Conditions is a list of step conditions, newest first.
+type Conditions []UpgradeCondition
+
+// UpgradeConditionType is a step name.
+type UpgradeConditionType string
+
+// UpgradeCondition is the state of one step. (MUO, plus attempts and lastError)
+type UpgradeCondition struct {
+	// type is the step.
+	// +required
+	Type UpgradeConditionType `json:"type"`
+
+	// status is True when the step is done, False while it runs or fails.
+	// +required
+	Status corev1.ConditionStatus `json:"status"`
+
+	// lastProbeTime is when the step was last evaluated.
+	// +optional
+	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty"`
+
+	// lastTransitionTime is when status last changed.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+
+	// startTime is when the step first ran.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completeTime is when the step completed.
+	// +optional
+	CompleteTime *metav1.Time `json:"completeTime,omitempty"`
+
+	// reason is "<step> not done" or "<step> done", as MUO writes it.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// message says what the step is doing or why it is blocked.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// attempts counts the side effects (ClusterVersion patch, MachineSet
+	// create or delete) this step issued, and the times it found itself
+	// blocked. (Upshift)
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Attempts int32 `json:"attempts,omitempty"`
+
+	// lastError is the latest error this step met, kept after the step goes
+	// on so that a transient failure stays visible. (Upshift)
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	LastError string `json:"lastError,omitempty"`
+}

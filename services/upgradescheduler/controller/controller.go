@@ -1,0 +1,180 @@
+// Package controller is the upgrade-scheduler's thin reconciler: it reads the
+// cluster from informer caches, asks the planner (package plan) what to do,
+// performs the one side effect the planner chose, writes the status, and
+// records the planner's Events. Every decision is the planner's.
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
+)
+
+// Name is the controller's name, in logs and metrics.
+const Name = "upgradescheduler"
+
+// Reconciler runs UpgradeConfigs in Namespace (all namespaces when empty),
+// reading the configuration ConfigMap from each UpgradeConfig's namespace.
+type Reconciler struct {
+	Client       client.Client
+	Recorder     events.EventRecorder
+	Namespace    string
+	Clock        clock.PassiveClock
+	Integrations plan.Integrations
+	// CheckURLs runs the external dependency checks; nil means plain HTTP GETs.
+	CheckURLs func(ctx context.Context, urls []string, timeout time.Duration) (bool, string)
+
+	mu       sync.Mutex
+	lastGood map[string]*config.Config // per namespace
+}
+
+// SetupWithManager watches the UpgradeConfigs and everything the planner
+// reads; any change of the cluster re-plans every UpgradeConfig (there is one
+// per cluster in practice).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.CheckURLs == nil {
+		r.CheckURLs = checkURLs
+	}
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list upgradev1alpha1.UpgradeConfigList
+		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, uc := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&uc)})
+		}
+		return out
+	})
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return r.Namespace == "" || o.GetNamespace() == r.Namespace
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&upgradev1alpha1.UpgradeConfig{}, builder.WithPredicates(inNamespace)).
+		Watches(&configv1.ClusterVersion{}, all).
+		Watches(&configv1.ClusterOperator{}, all).
+		Watches(&mcfgv1.MachineConfigPool{}, all).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged)).
+		Watches(&policyv1.PodDisruptionBudget{}, all).
+		Watches(&machinev1beta1.MachineSet{}, all, builder.WithPredicates(inMachineAPI)).
+		Watches(&machinev1beta1.Machine{}, all, builder.WithPredicates(inMachineAPI)).
+		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == config.ConfigMapName
+		}))).
+		Complete(r)
+}
+
+var inMachineAPI = predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == plan.MachineAPINamespace })
+
+// nodeChanged drops kubelet heartbeats: only what the health checks read counts.
+var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Node)
+	n, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(o.Annotations, n.Annotations) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
+		nodeReady(o) != nodeReady(n)
+}}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Reconcile plans one UpgradeConfig and carries the plan out.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	uc := &upgradev1alpha1.UpgradeConfig{}
+	if err := r.Client.Get(ctx, req.NamespacedName, uc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if uc.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(uc, plan.Finalizer) {
+		// The finalizer goes on before anything is created that must be removed.
+		patch := client.MergeFrom(uc.DeepCopy())
+		controllerutil.AddFinalizer(uc, plan.Finalizer)
+		if err := r.Client.Patch(ctx, uc, patch); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	cfg, cfgErr := r.config(ctx, uc.Namespace)
+	snap, err := r.snapshot(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := r.Clock.Now()
+	out := plan.Plan(plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: r.Integrations, Now: now})
+
+	status := out.Status
+	var actErr error
+	if a := out.Action; a != nil {
+		if actErr = r.act(ctx, uc, a, cfg, &status); actErr != nil {
+			logger.Info("side effect failed", "action", a.Kind, "step", a.Step, "error", actErr.Error())
+			status = plan.RecordActionError(out.Status, a.Step, actErr, now)
+		}
+	}
+	if a := out.Action; a != nil && a.Kind == plan.RemoveFinalizer {
+		// The object is gone or going; there is no status left to write.
+		return reconcile.Result{}, nil
+	}
+	if !equality.Semantic.DeepEqual(uc.Status, status) {
+		uc.Status = status
+		if err := r.Client.Status().Update(ctx, uc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return reconcile.Result{}, nil
+			}
+			// A conflict means a newer object is on its way through the
+			// cache; the rate-limited retry plans again from it.
+			return reconcile.Result{}, err
+		}
+	}
+	for _, e := range out.Events {
+		if r.Recorder == nil {
+			break
+		}
+		typ := corev1.EventTypeNormal
+		if e.Warning {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(uc, nil, typ, e.Reason, "Plan", "%s", e.Message)
+	}
+	if actErr != nil {
+		// Retried with the controller's rate-limited backoff.
+		return reconcile.Result{}, actErr
+	}
+	// After a side effect no requeue is needed: the object it changed and the
+	// status (its step's attempts) both come back as watch events, and act
+	// waited until the cache showed the change, so the next plan sees it.
+	return reconcile.Result{RequeueAfter: out.RequeueAfter}, nil
+}

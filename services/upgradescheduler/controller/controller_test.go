@@ -1,0 +1,382 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/runtime"
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/controller"
+	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
+)
+
+func startController(ctx context.Context, namespace string) func() {
+	mgr, err := runtime.NewManager("upgrade-scheduler", &runtime.Flags{
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0", KubeAPIQPS: 50, KubeAPIBurst: 100,
+	}, func() runtime.Options {
+		opts := controller.ManagerOptions(namespace)
+		opts.RestConfig = env.Config
+		opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}
+		return opts
+	}())
+	Expect(err).NotTo(HaveOccurred())
+	Expect((&controller.Reconciler{
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorder("upgrade-scheduler"),
+		Namespace: namespace,
+	}).SetupWithManager(mgr)).To(Succeed())
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	return func() { cancel(); <-done }
+}
+
+func create(ctx context.Context, obj client.Object) {
+	GinkgoHelper()
+	status := obj.DeepCopyObject().(client.Object)
+	Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	// Write the status the fixture carries (the create drops it).
+	copyStatus(status, obj)
+	Expect(env.Client.Status().Update(ctx, obj)).To(Succeed())
+}
+
+func copyStatus(from, to client.Object) {
+	switch f := from.(type) {
+	case *configv1.ClusterVersion:
+		to.(*configv1.ClusterVersion).Status = f.Status
+	case *mcfgv1.MachineConfigPool:
+		to.(*mcfgv1.MachineConfigPool).Status = f.Status
+	case *corev1.Node:
+		to.(*corev1.Node).Status = f.Status
+	case *machinev1beta1.MachineSet:
+		to.(*machinev1beta1.MachineSet).Status = f.Status
+	case *machinev1beta1.Machine:
+		to.(*machinev1beta1.Machine).Status = f.Status
+	}
+}
+
+func readyNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}}
+}
+
+func updatedPool(name, config string) *mcfgv1.MachineConfigPool {
+	p := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	p.Spec.Configuration.Name = config
+	p.Status.Configuration.Name = config
+	p.Status.MachineCount, p.Status.UpdatedMachineCount, p.Status.ReadyMachineCount = 1, 1, 1
+	p.Status.Conditions = []mcfgv1.MachineConfigPoolCondition{{Type: mcfgv1.MachineConfigPoolUpdated, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	return p
+}
+
+func ucPhase(ctx context.Context, key client.ObjectKey) func(Gomega) string {
+	return func(g Gomega) string {
+		uc := &upgradev1alpha1.UpgradeConfig{}
+		g.Expect(env.Client.Get(ctx, key, uc)).To(Succeed())
+		if len(uc.Status.History) == 0 {
+			return ""
+		}
+		return string(uc.Status.History[0].Phase) + "/" + uc.Status.CurrentStep
+	}
+}
+
+func surge(ctx context.Context) func(Gomega) []string {
+	return func(g Gomega) []string {
+		var list machinev1beta1.MachineSetList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(plan.MachineAPINamespace), client.MatchingLabels{plan.SurgeLabel: "true"})).To(Succeed())
+		var names []string
+		for _, ms := range list.Items {
+			names = append(names, ms.Name)
+		}
+		return names
+	}
+}
+
+var _ = Describe("upgrade-scheduler controller", Ordered, func() {
+	It("runs an OSD upgrade with capacity reservation from New to Upgraded, each side effect once", func(ctx context.Context) {
+		const ns = "upgrade-scheduler"
+		for _, n := range []string{ns, plan.MachineAPINamespace} {
+			Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
+		}
+		Expect(env.Client.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
+			Data:       map[string]string{config.ConfigKey: "upgradeWindow:\n  timeOut: 120\nscale:\n  timeOut: 30\n"},
+		})).To(Succeed())
+		create(ctx, &configv1.ClusterVersion{
+			ObjectMeta: metav1.ObjectMeta{Name: "version"},
+			Spec:       configv1.ClusterVersionSpec{ClusterID: "5cd04b34-7d5c-4e34-9c0b-2e7c0a1c4a21", Channel: "stable-4.16"},
+			Status: configv1.ClusterVersionStatus{
+				Desired:            configv1.Release{Version: "4.16.1", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + strings.Repeat("a", 64)},
+				History:            []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.16.1", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + strings.Repeat("a", 64), StartedTime: metav1.Now(), CompletionTime: ptr.To(metav1.Now()), Verified: true}},
+				AvailableUpdates:   []configv1.Release{{Version: "4.16.2", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + strings.Repeat("b", 64)}},
+				ObservedGeneration: 1,
+				VersionHash:        "x",
+			},
+		})
+		create(ctx, updatedPool("master", "rendered-master-1"))
+		create(ctx, updatedPool("worker", "rendered-worker-1"))
+		create(ctx, readyNode("master-0"))
+		create(ctx, readyNode("worker-0"))
+		for _, zone := range []string{"a", "b"} {
+			name := "c1-worker-" + zone
+			Expect(env.Client.Create(ctx, &machinev1beta1.MachineSet{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: plan.MachineAPINamespace, Labels: map[string]string{plan.PoolLabel: "worker"}},
+				Spec: machinev1beta1.MachineSetSpec{Replicas: ptr.To(int32(1)),
+					Selector: metav1.LabelSelector{MatchLabels: map[string]string{plan.MachineSetLabel: name}},
+					Template: machinev1beta1.MachineTemplateSpec{ObjectMeta: machinev1beta1.ObjectMeta{Labels: map[string]string{plan.MachineSetLabel: name}}}},
+			})).To(Succeed())
+		}
+		uc := &upgradev1alpha1.UpgradeConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: ns},
+			Spec: upgradev1alpha1.UpgradeConfigSpec{
+				Desired:   upgradev1alpha1.Update{Version: "4.16.2", Channel: "stable-4.16"},
+				UpgradeAt: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), Type: upgradev1alpha1.OSD,
+				PDBForceDrainTimeout: 60, CapacityReservation: true,
+			},
+		}
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		key := client.ObjectKeyFromObject(uc)
+
+		stop := startController(ctx, ns)
+		defer stop()
+
+		By("reserving capacity: one temporary MachineSet per worker MachineSet")
+		Eventually(surge(ctx)).Should(ConsistOf("c1-worker-a-upgrade", "c1-worker-b-upgrade"))
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityReserved"))
+
+		By("the machine API provisions them")
+		for _, name := range []string{"c1-worker-a-upgrade", "c1-worker-b-upgrade"} {
+			ms := &machinev1beta1.MachineSet{}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: plan.MachineAPINamespace, Name: name}, ms)).To(Succeed())
+			Expect(*ms.Spec.Replicas).To(Equal(int32(1)))
+			create(ctx, readyNode(name+"-node"))
+			create(ctx, &machinev1beta1.Machine{
+				ObjectMeta: metav1.ObjectMeta{Name: name + "-m", Namespace: plan.MachineAPINamespace, Labels: map[string]string{plan.MachineSetLabel: name, plan.SurgeLabel: "true"}},
+				Status:     machinev1beta1.MachineStatus{NodeRef: &corev1.ObjectReference{Kind: "Node", Name: name + "-node"}},
+			})
+			ms.Status.Replicas, ms.Status.ReadyReplicas = 1, 1
+			Expect(env.Client.Status().Update(ctx, ms)).To(Succeed())
+		}
+
+		By("commencing: ClusterVersion points at the target")
+		cv := &configv1.ClusterVersion{}
+		Eventually(func(g Gomega) string {
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+			if cv.Spec.DesiredUpdate == nil {
+				return ""
+			}
+			return cv.Spec.DesiredUpdate.Version
+		}).Should(Equal("4.16.2"))
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ControlPlaneUpgraded"))
+
+		By("the CVO completes the control plane; the workers are already on their configuration")
+		cv.Status.Desired = configv1.Release{Version: "4.16.2", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + strings.Repeat("b", 64)}
+		cv.Status.History = append([]configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.16.2", Image: cv.Status.Desired.Image, StartedTime: metav1.Now(), CompletionTime: ptr.To(metav1.Now()), Verified: true}}, cv.Status.History...)
+		Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
+
+		By("removing the capacity: MachineSets deleted, then their Machines go")
+		Eventually(surge(ctx)).Should(BeEmpty())
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityRemoved"))
+		for _, name := range []string{"c1-worker-a-upgrade", "c1-worker-b-upgrade"} {
+			Expect(env.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name + "-m", Namespace: plan.MachineAPINamespace}})).To(Succeed())
+		}
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgraded/"))
+
+		got := &upgradev1alpha1.UpgradeConfig{}
+		Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+		Expect(got.Finalizers).To(ContainElement(plan.Finalizer))
+		Expect(got.Status.History[0].Conditions).To(HaveLen(17))
+		Expect(got.Status.History[0].Conditions[0].Type).To(Equal(plan.StepCompletedNotificationSent))
+		Expect(got.Status.CapacityReservation.Outcome).To(Equal(plan.CapacityRemoved))
+		Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+
+		By("every side effect happened exactly once (audit log)")
+		c := sideEffects()
+		Expect(c.cvPatches).To(Equal(1), "ClusterVersion patches")
+		// The test created the two worker MachineSets; the scheduler the two copies.
+		Expect(c.msCreates).To(Equal(4), "MachineSet creations")
+		Expect(c.msDeletes).To(Equal(2), "MachineSet deletions")
+
+		By("Events tell the story in `kubectl describe`")
+		Eventually(func(g Gomega) []string {
+			var list eventsv1.EventList
+			g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, e := range list.Items {
+				if e.Regarding.Name == uc.Name {
+					reasons = append(reasons, e.Reason)
+				}
+			}
+			return reasons
+		}).Should(ContainElements("PhaseUpgrading", "UpgradeCommenced", "PhaseUpgraded"))
+
+		By("deleting the UpgradeConfig releases the finalizer")
+		Expect(env.Client.Delete(ctx, got)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, key, &upgradev1alpha1.UpgradeConfig{}))
+		}).Should(BeTrue())
+	})
+
+	It("reports an invalid ConfigMap on the UpgradeConfig and keeps the last good configuration", func(ctx context.Context) {
+		const ns = "scheduler-config"
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
+			Data: map[string]string{config.ConfigKey: "maintenance:\n  controlPlaneTime: 0\n"}}
+		Expect(env.Client.Create(ctx, cm)).To(Succeed())
+		uc := &upgradev1alpha1.UpgradeConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: ns},
+			Spec: upgradev1alpha1.UpgradeConfigSpec{
+				Desired:   upgradev1alpha1.Update{Version: "4.16.3", Channel: "stable-4.16"},
+				UpgradeAt: time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339), Type: upgradev1alpha1.ARO,
+			},
+		}
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		stop := startController(ctx, ns)
+		defer stop()
+
+		configValid := func(g Gomega) string {
+			got := &upgradev1alpha1.UpgradeConfig{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(uc), got)).To(Succeed())
+			c := meta.FindStatusCondition(got.Status.Conditions, "ConfigValid")
+			if c == nil {
+				return ""
+			}
+			return string(c.Status) + "/" + c.Reason + "/" + c.Message
+		}
+		By("no valid configuration ever: nothing is decided, and the key is named")
+		Eventually(configValid).Should(Equal("False/InvalidConfig/maintenance.controlPlaneTime: must be at least 1 minute(s), got 0"))
+		Consistently(ucPhase(ctx, client.ObjectKeyFromObject(uc)), "300ms").Should(BeEmpty())
+
+		By("fixed: the upgrade is scheduled (reloaded without a restart)")
+		cm.Data[config.ConfigKey] = "maintenance:\n  controlPlaneTime: 90\n"
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(configValid).Should(Equal("True/Valid/"))
+		Eventually(ucPhase(ctx, client.ObjectKeyFromObject(uc))).Should(Equal("Pending/"))
+
+		By("broken again: reported, and the last good configuration stays in force")
+		delete(cm.Data, config.ConfigKey)
+		Expect(env.Client.Update(ctx, cm)).To(Succeed())
+		Eventually(configValid).Should(HavePrefix("False/InvalidConfigKeptLastGood/using the last valid configuration: ConfigMap managed-upgrade-operator-config has no key config.yaml"))
+		Expect(ucPhase(ctx, client.ObjectKeyFromObject(uc))(Default)).To(Equal("Pending/"))
+		Eventually(func(g Gomega) []string {
+			var list eventsv1.EventList
+			g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, e := range list.Items {
+				reasons = append(reasons, e.Reason)
+			}
+			return reasons
+		}).Should(ContainElement("InvalidConfig"))
+	})
+
+	It("resumes after a restart at every stage without repeating a side effect", func(ctx context.Context) {
+		const ns = "scheduler-restart"
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
+			Data: map[string]string{config.ConfigKey: ""}})).To(Succeed())
+		cv := &configv1.ClusterVersion{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		cv.Status.AvailableUpdates = []configv1.Release{{Version: "4.16.3", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + strings.Repeat("c", 64)}}
+		Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
+		before := sideEffects()
+
+		uc := &upgradev1alpha1.UpgradeConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: ns},
+			Spec: upgradev1alpha1.UpgradeConfigSpec{
+				Desired:   upgradev1alpha1.Update{Version: "4.16.3", Channel: "stable-4.16"},
+				UpgradeAt: time.Now().UTC().Format(time.RFC3339), Type: upgradev1alpha1.ARO, CapacityReservation: true,
+			},
+		}
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		key := client.ObjectKeyFromObject(uc)
+
+		stop := startController(ctx, ns)
+		Eventually(surge(ctx)).Should(HaveLen(2))
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityReserved"))
+		stop()
+		stop = startController(ctx, ns)
+		Consistently(ucPhase(ctx, key), "500ms").Should(Equal("Upgrading/ComputeCapacityReserved"))
+		stop()
+
+		for _, name := range []string{"c1-worker-a-upgrade", "c1-worker-b-upgrade"} {
+			ms := &machinev1beta1.MachineSet{}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: plan.MachineAPINamespace, Name: name}, ms)).To(Succeed())
+			create(ctx, readyNode(name+"-node2"))
+			create(ctx, &machinev1beta1.Machine{
+				ObjectMeta: metav1.ObjectMeta{Name: name + "-m2", Namespace: plan.MachineAPINamespace, Labels: map[string]string{plan.MachineSetLabel: name, plan.SurgeLabel: "true"}},
+				Status:     machinev1beta1.MachineStatus{NodeRef: &corev1.ObjectReference{Kind: "Node", Name: name + "-node2"}},
+			})
+			ms.Status.Replicas, ms.Status.ReadyReplicas = 1, 1
+			Expect(env.Client.Status().Update(ctx, ms)).To(Succeed())
+		}
+		stop = startController(ctx, ns)
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ControlPlaneUpgraded"))
+		stop()
+		stop = startController(ctx, ns)
+		Consistently(ucPhase(ctx, key), "500ms").Should(Equal("Upgrading/ControlPlaneUpgraded"))
+
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		cv.Status.History = append([]configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.16.3", Image: cv.Status.AvailableUpdates[0].Image, StartedTime: metav1.Now(), CompletionTime: ptr.To(metav1.Now()), Verified: true}}, cv.Status.History...)
+		Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityRemoved"))
+		stop()
+		for _, name := range []string{"c1-worker-a-upgrade", "c1-worker-b-upgrade"} {
+			Expect(env.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name + "-m2", Namespace: plan.MachineAPINamespace}})).To(Succeed())
+		}
+		stop = startController(ctx, ns)
+		defer stop()
+		Eventually(ucPhase(ctx, key)).Should(Equal("Upgraded/"))
+		Expect(surge(ctx)(Default)).To(BeEmpty())
+
+		after := sideEffects()
+		Expect(after.cvPatches-before.cvPatches).To(Equal(1), "ClusterVersion patches across four restarts")
+		Expect(after.msCreates-before.msCreates).To(Equal(2), "temporary MachineSets created across four restarts")
+		Expect(after.msDeletes-before.msDeletes).To(Equal(2), "temporary MachineSets deleted across four restarts")
+	})
+})
+
+type counts struct{ cvPatches, msCreates, msDeletes int }
+
+// sideEffects counts, in the audit log, the successful side effects the
+// scheduler can cause.
+func sideEffects() counts {
+	GinkgoHelper()
+	events, err := env.AuditEvents("upshift-admin")
+	Expect(err).NotTo(HaveOccurred())
+	var c counts
+	for _, e := range events {
+		if e.ObjectRef == nil || e.ResponseStatus == nil || e.ResponseStatus.Code >= 300 {
+			continue
+		}
+		switch {
+		case e.Verb == "patch" && e.ObjectRef.Resource == "clusterversions" && e.ObjectRef.Subresource == "":
+			c.cvPatches++
+		case e.Verb == "create" && e.ObjectRef.Resource == "machinesets":
+			c.msCreates++
+		case e.Verb == "delete" && e.ObjectRef.Resource == "machinesets":
+			c.msDeletes++
+		}
+	}
+	return c
+}

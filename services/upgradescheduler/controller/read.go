@@ -1,0 +1,75 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
+)
+
+// config reads the ConfigMap of namespace. An invalid or missing one is
+// returned as the error next to the last good configuration (nil if none):
+// the scheduler never runs on a zero value.
+func (r *Reconciler) config(ctx context.Context, namespace string) (*config.Config, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastGood == nil {
+		r.lastGood = map[string]*config.Config{}
+	}
+	cm := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: config.ConfigMapName}, cm)
+	var cfg *config.Config
+	switch {
+	case apierrors.IsNotFound(err):
+		err = fmt.Errorf("ConfigMap %s/%s not found", namespace, config.ConfigMapName)
+	case err == nil:
+		cfg, err = config.FromConfigMapData(cm.Data)
+	}
+	if err != nil {
+		return r.lastGood[namespace], err
+	}
+	r.lastGood[namespace] = cfg
+	return cfg, nil
+}
+
+// snapshot reads what the planner decides from, from the cache.
+func (r *Reconciler) snapshot(ctx context.Context) (plan.Snapshot, error) {
+	var s plan.Snapshot
+	cv := &configv1.ClusterVersion{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); {
+	case err == nil:
+		s.ClusterVersion = cv
+	case !apierrors.IsNotFound(err):
+		return s, err
+	}
+	var cos configv1.ClusterOperatorList
+	var pools mcfgv1.MachineConfigPoolList
+	var nodes corev1.NodeList
+	var pdbs policyv1.PodDisruptionBudgetList
+	var mss machinev1beta1.MachineSetList
+	var machines machinev1beta1.MachineList
+	for _, l := range []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{&cos, nil}, {&pools, nil}, {&nodes, nil}, {&pdbs, nil},
+		{&mss, []client.ListOption{client.InNamespace(plan.MachineAPINamespace)}},
+		{&machines, []client.ListOption{client.InNamespace(plan.MachineAPINamespace)}},
+	} {
+		if err := r.Client.List(ctx, l.list, l.opts...); err != nil {
+			return s, err
+		}
+	}
+	s.ClusterOperators, s.Pools, s.Nodes, s.PDBs = cos.Items, pools.Items, nodes.Items, pdbs.Items
+	s.MachineSets, s.Machines = mss.Items, machines.Items
+	return s, nil
+}

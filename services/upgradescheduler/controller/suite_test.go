@@ -1,0 +1,28 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/upshift-io/upshift/libs/testenv"
+)
+
+func TestController(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	RunSpecs(t, "upgrade-scheduler: UpgradeConfig API and controller")
+}
+
+var env *testenv.Env
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	var err error
+	env, err = testenv.Start(ctx, testenv.Options{AuditLog: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+}, NodeTimeout(2*time.Minute))

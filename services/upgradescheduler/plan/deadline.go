@@ -1,0 +1,87 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+)
+
+// deadline returns the deadline by name and the time it runs from; a zero
+// anchor or After means it does not apply (yet).
+func (p *planner) deadline(name string) (config.Deadline, time.Time) {
+	conds := p.history().Conditions
+	switch name {
+	case DeadlineStart:
+		start, _, err := p.scheduledStart()
+		if err != nil {
+			// An unparsable schedule is measured from when it was written.
+			start = p.st.GenerationObservedTime.Time
+		}
+		return p.dl.Start, start
+	case DeadlineControlPlane:
+		return p.dl.ControlPlane, stepCompleteTime(conds, StepUpgradeCommenced)
+	case DeadlineWorkers:
+		d := p.dl.Workers
+		if p.dl.WorkersComputed {
+			d.After = p.workersAllowance()
+		}
+		return d, stepCompleteTime(conds, StepControlPlaneUpgraded)
+	case DeadlinePostCheck:
+		return p.dl.PostCheck, stepCompleteTime(conds, StepWorkerNodesUpgraded)
+	}
+	return config.Deadline{}, time.Time{}
+}
+
+// workersAllowance is MUO's worker window: for every worker machine, the
+// longer of the PDB force-drain timeout and nodeDrain.timeOut, plus the
+// expected drain time. MUO assumes nodes update one at a time; so does this
+// default, which errs on the long side (set spec.deadlines.workers to tighten).
+func (p *planner) workersAllowance() time.Duration {
+	var n int32
+	for _, pool := range p.workerPools() {
+		n += pool.Status.MachineCount
+	}
+	per := time.Duration(p.spec.PDBForceDrainTimeout) * time.Minute
+	if p.cfg.NodeDrainTimeOut > per {
+		per = p.cfg.NodeDrainTimeOut
+	}
+	return time.Duration(n) * (per + p.cfg.ExpectedNodeDrainTime)
+}
+
+// checkDeadline applies the named deadline to a wait; why says what is being
+// waited for. It reports whether the deadline has passed.
+func (p *planner) checkDeadline(name, why string) bool {
+	d, anchor := p.deadline(name)
+	if d.After <= 0 || anchor.IsZero() {
+		return false
+	}
+	due := anchor.Add(d.After)
+	if p.now.Before(due) {
+		p.wake(due)
+		return false
+	}
+	p.deadlineHit = name
+	reason := strings.ToUpper(name[:1]) + name[1:] + "DeadlineExceeded"
+	msg := fmt.Sprintf("the %s deadline (%s from %s) passed: %s", name, d.After, anchor.UTC().Format(time.RFC3339), why)
+	newly := p.isNew("DeadlineExceeded", metav1.ConditionTrue)
+	p.setCondition("DeadlineExceeded", metav1.ConditionTrue, reason, msg)
+	switch d.Policy {
+	case upgradev1alpha1.DeadlineFail:
+		p.event(true, reason, "%s; failing the upgrade (policy fail)", msg)
+		p.endAttempt(upgradev1alpha1.UpgradePhaseFailed, ConditionFailedUpgrade, "Upgrade failed", msg)
+	case upgradev1alpha1.DeadlinePause:
+		p.event(true, reason, "%s; pausing (policy pause): change the spec to resume", msg)
+		p.st.PausedByDeadline = &upgradev1alpha1.PausedDeadline{Deadline: name, Generation: p.uc.Generation}
+		p.setCondition("Paused", metav1.ConditionTrue, "DeadlinePause", msg)
+	default:
+		if newly {
+			p.event(true, reason, "%s; still waiting (policy alert)", msg)
+		}
+	}
+	return true
+}

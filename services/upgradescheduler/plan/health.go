@@ -1,0 +1,296 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+)
+
+// Health check names, as in status.preflight.
+const (
+	CheckCriticalAlerts       = "CriticalAlerts"
+	CheckClusterOperators     = "ClusterOperators"
+	CheckClusterVersion       = "ClusterVersion"
+	CheckMachineConfigPools   = "MachineConfigPools"
+	CheckNodes                = "Nodes"
+	CheckPodDisruptionBudgets = "PodDisruptionBudgets"
+	CheckExternalDeps         = "ExternalDependencies"
+)
+
+// MCO's per-node annotations.
+const (
+	annotationCurrentConfig = "machineconfiguration.openshift.io/currentConfig"
+	annotationDesiredConfig = "machineconfiguration.openshift.io/desiredConfig"
+	annotationState         = "machineconfiguration.openshift.io/state"
+)
+
+// preflightRefresh bounds how stale an unchanged result's lastRun may get, so
+// that unchanged results do not cause a status write on every event.
+const preflightRefresh = 5 * time.Minute
+
+// healthChecks evaluates every cluster health check on the snapshot.
+func (p *planner) healthChecks() []upgradev1alpha1.PreflightCheck {
+	s := p.in.Snapshot
+	var out []upgradev1alpha1.PreflightCheck
+	add := func(name string, failures []string, okDetails string) {
+		c := upgradev1alpha1.PreflightCheck{Check: name, Passed: len(failures) == 0, Details: okDetails}
+		if len(failures) > 0 {
+			c.Details = strings.Join(failures, "; ")
+		}
+		if len(c.Details) > 4096 {
+			c.Details = c.Details[:4093] + "..."
+		}
+		out = append(out, c)
+	}
+
+	switch {
+	case s.Alerts == nil:
+		add(CheckCriticalAlerts, nil, "not configured: no alert source, critical alerts are not checked")
+	case s.Alerts.Err != "":
+		add(CheckCriticalAlerts, []string{"metrics unavailable: " + s.Alerts.Err}, "")
+	case len(s.Alerts.Firing) > 0:
+		add(CheckCriticalAlerts, []string{"critical alerts firing: " + joinLimited(sorted(s.Alerts.Firing), 20)}, "")
+	default:
+		add(CheckCriticalAlerts, nil, "no critical alerts firing")
+	}
+
+	var degraded, unavailable []string
+	for _, co := range s.ClusterOperators {
+		for _, c := range co.Status.Conditions {
+			if c.Type == configv1.OperatorDegraded && c.Status == configv1.ConditionTrue {
+				degraded = append(degraded, co.Name)
+			}
+			if c.Type == configv1.OperatorAvailable && c.Status == configv1.ConditionFalse {
+				unavailable = append(unavailable, co.Name)
+			}
+		}
+	}
+	var coFail []string
+	if len(degraded) > 0 {
+		coFail = append(coFail, "Degraded: "+joinLimited(sorted(degraded), 20))
+	}
+	if len(unavailable) > 0 {
+		coFail = append(coFail, "not Available: "+joinLimited(sorted(unavailable), 20))
+	}
+	add(CheckClusterOperators, coFail, fmt.Sprintf("%d ClusterOperators healthy", len(s.ClusterOperators)))
+
+	if cv := s.ClusterVersion; cv == nil {
+		add(CheckClusterVersion, []string{"clusterversion/version cannot be read"}, "")
+	} else if c := cvCondition(cv, "Failing"); c != nil && c.Status == configv1.ConditionTrue {
+		add(CheckClusterVersion, []string{fmt.Sprintf("Failing: %s: %s", c.Reason, c.Message)}, "")
+	} else {
+		add(CheckClusterVersion, nil, "not Failing")
+	}
+
+	var poolFail []string
+	for _, pool := range s.Pools {
+		if poolCondition(pool, mcfgv1.MachineConfigPoolDegraded) {
+			poolFail = append(poolFail, pool.Name)
+		}
+	}
+	if len(poolFail) > 0 {
+		poolFail = []string{"Degraded: " + joinLimited(sorted(poolFail), 20)}
+	}
+	add(CheckMachineConfigPools, poolFail, fmt.Sprintf("%d pools not degraded", len(s.Pools)))
+
+	var notReady, cordoned []string
+	for _, n := range s.Nodes {
+		if n.DeletionTimestamp != nil || nodeUpdating(n) {
+			continue
+		}
+		if !nodeReady(n) {
+			notReady = append(notReady, n.Name)
+		}
+		if n.Spec.Unschedulable {
+			cordoned = append(cordoned, n.Name)
+		}
+	}
+	var nodeFail []string
+	if len(notReady) > 0 {
+		nodeFail = append(nodeFail, "NotReady: "+joinLimited(sorted(notReady), 20))
+	}
+	if len(cordoned) > 0 {
+		nodeFail = append(nodeFail, "cordoned and not updating: "+joinLimited(sorted(cordoned), 20))
+	}
+	add(CheckNodes, nodeFail, fmt.Sprintf("%d nodes ready and schedulable (or updating)", len(s.Nodes)))
+
+	var pdbs []string
+	for _, pdb := range s.PDBs {
+		// A budget that covers no pod blocks nothing.
+		if pdb.Status.DisruptionsAllowed == 0 && pdb.Status.ExpectedPods > 0 {
+			pdbs = append(pdbs, pdb.Namespace+"/"+pdb.Name)
+		}
+	}
+	var pdbFail []string
+	if len(pdbs) > 0 {
+		pdbFail = []string{"allow no disruption and would block a drain: " + joinLimited(sorted(pdbs), 20)}
+	}
+	add(CheckPodDisruptionBudgets, pdbFail, "every PodDisruptionBudget allows a disruption")
+	return out
+}
+
+// runHealthChecks records every check in status.preflight and returns the
+// failing ones.
+func (p *planner) runHealthChecks(before bool) []upgradev1alpha1.PreflightCheck {
+	var failing []upgradev1alpha1.PreflightCheck
+	for _, c := range p.healthChecks() {
+		p.recordPreflight(c)
+		if !c.Passed {
+			failing = append(failing, c)
+		}
+	}
+	return failing
+}
+
+// recordPreflight stores a check result, moving lastRun only when the result
+// changed or is older than preflightRefresh.
+func (p *planner) recordPreflight(c upgradev1alpha1.PreflightCheck) {
+	for i := range p.st.Preflight {
+		old := &p.st.Preflight[i]
+		if old.Check != c.Check {
+			continue
+		}
+		if old.Passed == c.Passed && old.Details == c.Details && old.LastRun != nil && p.now.Sub(old.LastRun.Time) < preflightRefresh {
+			return
+		}
+		if old.Passed && !c.Passed {
+			p.event(true, "HealthCheckFailed", "%s: %s", c.Check, c.Details)
+		}
+		t := p.nowT
+		c.LastRun = &t
+		*old = c
+		return
+	}
+	if !c.Passed {
+		p.event(true, "HealthCheckFailed", "%s: %s", c.Check, c.Details)
+	}
+	t := p.nowT
+	c.LastRun = &t
+	p.st.Preflight = append(p.st.Preflight, c)
+}
+
+func (p *planner) healthStep(when string) result {
+	failing := p.runHealthChecks(when == "before")
+	if len(failing) == 0 {
+		return result{done: true, message: "every health check passed"}
+	}
+	var parts []string
+	for _, c := range failing {
+		parts = append(parts, c.Check+" ("+c.Details+")")
+	}
+	return result{failure: "health checks failing " + when + " the upgrade: " + strings.Join(parts, "; ")}
+}
+
+func (p *planner) preHealth() result  { return p.healthStep("before") }
+func (p *planner) postHealth() result { return p.healthStep("after") }
+
+// externalDependencies runs MUO's HTTP availability checks through the
+// reconciler (CheckExternalDependencies) and reads the result back from
+// status.preflight; a failed result is retried a minute later.
+func (p *planner) externalDependencies() result {
+	if len(p.cfg.HTTPCheckURLs) == 0 {
+		return result{done: true, message: "no external dependency checks configured"}
+	}
+	since := p.now
+	if c := findStepCondition(p.history().Conditions, StepExternalDependenciesAvailable); c != nil && c.StartTime != nil {
+		since = c.StartTime.Time
+	}
+	for _, c := range p.st.Preflight {
+		if c.Check != CheckExternalDeps || c.LastRun == nil || c.LastRun.Time.Before(since) {
+			continue
+		}
+		if c.Passed {
+			return result{done: true, message: c.Details}
+		}
+		retry := c.LastRun.Add(time.Minute)
+		if p.now.Before(retry) {
+			return result{failure: "external dependencies unavailable: " + c.Details, wakeAt: retry}
+		}
+	}
+	return result{message: "checking " + strings.Join(p.cfg.HTTPCheckURLs, ", "), action: &Action{Kind: CheckExternalDependencies}}
+}
+
+func nodeReady(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// nodeUpdating: the MCO is moving the node to a new configuration (it may be
+// cordoned and rebooting, which is expected).
+func nodeUpdating(n corev1.Node) bool {
+	a := n.Annotations
+	return a[annotationState] == "Working" || (a[annotationDesiredConfig] != "" && a[annotationDesiredConfig] != a[annotationCurrentConfig])
+}
+
+func poolCondition(pool mcfgv1.MachineConfigPool, t mcfgv1.MachineConfigPoolConditionType) bool {
+	for _, c := range pool.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// workerPools are every pool except the control plane's.
+func (p *planner) workerPools() []mcfgv1.MachineConfigPool {
+	var out []mcfgv1.MachineConfigPool
+	for _, pool := range p.in.Snapshot.Pools {
+		if pool.Name != "master" {
+			out = append(out, pool)
+		}
+	}
+	return out
+}
+
+// workersUpgraded: every worker pool runs its current configuration on every
+// machine. The worker start and completion times in the history are
+// mcp-tracker's to write, not this planner's.
+func (p *planner) workersUpgraded() result {
+	var pending, degraded []string
+	for _, pool := range p.workerPools() {
+		if poolCondition(pool, mcfgv1.MachineConfigPoolDegraded) {
+			degraded = append(degraded, pool.Name)
+		}
+		st := pool.Status
+		done := st.MachineCount == st.UpdatedMachineCount && poolCondition(pool, mcfgv1.MachineConfigPoolUpdated) &&
+			(pool.Spec.Configuration.Name == "" || pool.Spec.Configuration.Name == st.Configuration.Name)
+		if !done {
+			pending = append(pending, fmt.Sprintf("%s (%d/%d updated)", pool.Name, st.UpdatedMachineCount, st.MachineCount))
+		}
+	}
+	if len(pending) == 0 {
+		return result{done: true}
+	}
+	r := result{message: "worker pools updating: " + strings.Join(pending, ", ")}
+	if len(degraded) > 0 {
+		r.failure = "worker pools Degraded: " + strings.Join(sorted(degraded), ", ")
+	}
+	return r
+}
+
+func (p *planner) postUpgradeTasks() result {
+	if !p.cfg.FedRAMP {
+		return result{done: true, message: "no post-upgrade tasks outside FedRAMP"}
+	}
+	if p.in.Snapshot.FileIntegrityReinitRequested {
+		return result{done: true, message: "FileIntegrity re-initialisation requested"}
+	}
+	return result{message: "requesting FileIntegrity re-initialisation", action: &Action{Kind: ReinitFileIntegrity}}
+}
+
+func sorted(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+}

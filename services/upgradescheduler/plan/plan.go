@@ -1,0 +1,139 @@
+// Package plan is the upgrade-scheduler's pure core: from an UpgradeConfig,
+// the configuration, a snapshot of the cluster and the time, Plan decides the
+// status to write, at most one side effect to perform, the Events to record,
+// and when to look again if only time can change the answer.
+//
+// The reconciler around it does the I/O: it reads the snapshot from its
+// caches, calls Plan, writes Output.Status, performs Output.Action (recording
+// an error with RecordActionError), and requeues after Output.RequeueAfter.
+//
+// Durability comes from the status and from observation, never from memory:
+// a step whose history condition is True is never run again; a side effect is
+// decided only from what the snapshot shows (ClusterVersion already pointed
+// at the target is "commenced"; a temporary MachineSet has a fixed name, and
+// one seen once is recorded and never created again), so a restart at any
+// point neither repeats nor loses one.
+package plan
+
+import (
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+)
+
+// Snapshot is what the planner knows of the cluster.
+type Snapshot struct {
+	// ClusterVersion is clusterversion/version; nil when it cannot be read.
+	ClusterVersion   *configv1.ClusterVersion
+	ClusterOperators []configv1.ClusterOperator
+	Pools            []mcfgv1.MachineConfigPool
+	Nodes            []corev1.Node
+	PDBs             []policyv1.PodDisruptionBudget
+	// MachineSets and Machines are those in openshift-machine-api.
+	MachineSets []machinev1beta1.MachineSet
+	Machines    []machinev1beta1.Machine
+	// Alerts is the critical-alerts query result; nil when no alert source
+	// is configured (the check then reports "not configured").
+	Alerts *AlertsResult
+	// FileIntegrityReinitRequested is true when the FedRAMP FileIntegrity
+	// object already carries the re-init annotation.
+	FileIntegrityReinitRequested bool
+}
+
+// AlertsResult is the outcome of the critical-alerts query (filled by the
+// Alertmanager integration).
+type AlertsResult struct {
+	// Firing are the names of firing critical alerts after the ignore lists.
+	Firing []string
+	// Err is set when the alerts could not be read; the check then fails.
+	Err string
+}
+
+// Integrations says which managed-service integrations are wired in. Steps
+// that need an absent one complete at once and say so.
+type Integrations struct {
+	Notifications bool
+	Silences      bool
+}
+
+// Input is everything Plan decides from.
+type Input struct {
+	UpgradeConfig *upgradev1alpha1.UpgradeConfig
+	// Config is the configuration in force (the last good one); ConfigError
+	// is set when the current ConfigMap is invalid or missing.
+	Config       *config.Config
+	ConfigError  error
+	Snapshot     Snapshot
+	Integrations Integrations
+	Now          time.Time
+}
+
+// Output is the decision.
+type Output struct {
+	// Status is the status to write. It assumes Action succeeds; when it
+	// fails, write RecordActionError's result instead.
+	Status upgradev1alpha1.UpgradeConfigStatus
+	// Action is at most one side effect, to perform after writing Status.
+	Action *Action
+	// Events are the decisions worth showing in `kubectl describe`.
+	Events []Event
+	// RequeueAfter is set only when the answer changes with time alone (a
+	// scheduled start, a window opening, a deadline); zero otherwise.
+	RequeueAfter time.Duration
+}
+
+// Event is a Kubernetes Event on the UpgradeConfig.
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// ActionKind is a side effect.
+type ActionKind string
+
+const (
+	// PatchClusterVersion merge-patches ClusterVersion's spec.
+	PatchClusterVersion ActionKind = "PatchClusterVersion"
+	// CreateMachineSet creates a temporary worker MachineSet.
+	CreateMachineSet ActionKind = "CreateMachineSet"
+	// DeleteMachineSet deletes a temporary worker MachineSet.
+	DeleteMachineSet ActionKind = "DeleteMachineSet"
+	// CheckExternalDependencies runs the configured HTTP checks and records
+	// the result as status.preflight check ExternalDependencies.
+	CheckExternalDependencies ActionKind = "CheckExternalDependencies"
+	// ReinitFileIntegrity adds the FedRAMP re-init annotation to the
+	// FileIntegrity object (adds it: other annotations stay).
+	ReinitFileIntegrity ActionKind = "ReinitFileIntegrity"
+	// RemoveFinalizer removes the scheduler's finalizer from a deleted
+	// UpgradeConfig once nothing is left to clean up.
+	RemoveFinalizer ActionKind = "RemoveFinalizer"
+)
+
+// Action is one side effect.
+type Action struct {
+	Kind ActionKind
+	// Step is the history condition type the action belongs to.
+	Step upgradev1alpha1.UpgradeConditionType
+	// ClusterVersion is the patch for PatchClusterVersion.
+	ClusterVersion *ClusterVersionPatch
+	// MachineSet is the object to create, or (name only) to delete.
+	MachineSet *machinev1beta1.MachineSet
+}
+
+// Finalizer keeps a deleted UpgradeConfig until its temporary capacity is gone.
+const Finalizer = "upgrade.managed.openshift.io/upgrade-scheduler"
+
+// Plan decides. It never mutates its input.
+func Plan(in Input) Output {
+	p := newPlanner(in)
+	p.run()
+	return p.output()
+}

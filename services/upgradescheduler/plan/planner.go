@@ -1,0 +1,418 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/window"
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+)
+
+type planner struct {
+	in     Input
+	uc     *upgradev1alpha1.UpgradeConfig
+	spec   upgradev1alpha1.UpgradeConfigSpec
+	st     upgradev1alpha1.UpgradeConfigStatus
+	now    time.Time
+	nowT   metav1.Time
+	cfg    *config.Config
+	dl     config.Deadlines
+	target string
+
+	action *Action
+	events []Event
+	wakeAt time.Time
+	// deadlineHit is the deadline found exceeded in this plan, if any.
+	deadlineHit string
+}
+
+func newPlanner(in Input) *planner {
+	p := &planner{
+		in:   in,
+		uc:   in.UpgradeConfig,
+		spec: in.UpgradeConfig.Spec,
+		st:   *in.UpgradeConfig.Status.DeepCopy(),
+		now:  in.Now,
+		nowT: metav1.NewTime(in.Now),
+		cfg:  in.Config,
+	}
+	p.target = p.spec.Desired.Version
+	if p.target == "" {
+		// Image mode without a version: the history is keyed by the image.
+		p.target = p.spec.Desired.Image
+	}
+	return p
+}
+
+func (p *planner) output() Output {
+	out := Output{Status: p.st, Action: p.action, Events: p.events}
+	if !p.wakeAt.IsZero() && p.action == nil {
+		out.RequeueAfter = p.wakeAt.Sub(p.now)
+		if out.RequeueAfter <= 0 {
+			out.RequeueAfter = time.Second
+		}
+	}
+	return out
+}
+
+func (p *planner) event(warning bool, reason, format string, args ...any) {
+	p.events = append(p.events, Event{Warning: warning, Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+// wake asks to be called again at t (the earliest of all such times wins).
+func (p *planner) wake(t time.Time) {
+	if t.IsZero() || !t.After(p.now) {
+		return
+	}
+	if p.wakeAt.IsZero() || t.Before(p.wakeAt) {
+		p.wakeAt = t
+	}
+}
+
+func (p *planner) run() {
+	p.observeGeneration()
+	p.configCondition()
+	if p.cfg == nil {
+		// Nothing can be decided without any good configuration.
+		p.setCondition("Progressing", metav1.ConditionFalse, "NoConfiguration", "waiting for a valid configuration")
+		return
+	}
+	p.dl = p.cfg.DeadlinesFor(p.spec)
+
+	if p.uc.DeletionTimestamp != nil {
+		p.cleanupOnDelete()
+		return
+	}
+	h := p.ensureHistory()
+	defer p.summarise()
+
+	// Pause holds every side effect, cleanup included.
+	if p.spec.Paused {
+		p.setCondition("Paused", metav1.ConditionTrue, "SpecPaused", "spec.paused is true: no side effects until it is false")
+		return
+	}
+	if pd := p.st.PausedByDeadline; pd != nil && pd.Generation == p.uc.Generation {
+		p.setCondition("Paused", metav1.ConditionTrue, "DeadlinePause",
+			fmt.Sprintf("the %s deadline passed with policy pause; change the spec (for example spec.deadlines.%s) to resume", pd.Deadline, pd.Deadline))
+		return
+	}
+	p.st.PausedByDeadline = nil
+	p.setCondition("Paused", metav1.ConditionFalse, "NotPaused", "")
+
+	if terminal(h.Phase) {
+		p.cleanupTerminal()
+		return
+	}
+	if p.spec.Cancel {
+		if p.commenced() {
+			p.setCondition("Cancelled", metav1.ConditionFalse, "AlreadyCommenced",
+				"spec.cancel is ignored: ClusterVersion already points at the target and the control-plane upgrade cannot be stopped")
+		} else {
+			p.endAttempt(upgradev1alpha1.UpgradePhaseCancelled, ConditionUpgradeCancelled, "Upgrade cancelled", "spec.cancel is true: cancelled before commencement")
+			p.setCondition("Cancelled", metav1.ConditionTrue, "SpecCancel", "cancelled through spec.cancel before commencement")
+			p.event(false, "UpgradeCancelled", "upgrade to %s cancelled before commencement", p.target)
+			p.cleanupTerminal()
+			return
+		}
+	}
+
+	if h.Phase == upgradev1alpha1.UpgradePhaseNew {
+		p.setPhase(upgradev1alpha1.UpgradePhasePending)
+	}
+	// ClusterVersion already points at the target although the status says
+	// the attempt has not started (someone else set it, or the status write
+	// after our own patch was lost): the upgrade is under way, and validating
+	// it now would compare the target with itself.
+	if p.history().Phase == upgradev1alpha1.UpgradePhasePending && p.commenced() {
+		p.setPhase(upgradev1alpha1.UpgradePhaseUpgrading)
+	}
+	if p.history().Phase == upgradev1alpha1.UpgradePhasePending {
+		if !p.pending() {
+			return
+		}
+	}
+	if p.history().Phase == upgradev1alpha1.UpgradePhaseUpgrading {
+		p.upgrading()
+	}
+	if terminal(p.history().Phase) {
+		p.cleanupTerminal()
+	}
+}
+
+func terminal(ph upgradev1alpha1.UpgradePhase) bool {
+	return ph == upgradev1alpha1.UpgradePhaseUpgraded || ph == upgradev1alpha1.UpgradePhaseFailed || ph == upgradev1alpha1.UpgradePhaseCancelled
+}
+
+func (p *planner) history() *upgradev1alpha1.UpgradeHistory { return &p.st.History[0] }
+
+// observeGeneration records when this spec generation was first seen; an
+// upgradeAt already past then is measured from that time.
+func (p *planner) observeGeneration() {
+	if p.st.ObservedGeneration != p.uc.Generation || p.st.GenerationObservedTime == nil {
+		p.st.ObservedGeneration = p.uc.Generation
+		t := p.nowT
+		p.st.GenerationObservedTime = &t
+	}
+}
+
+func (p *planner) configCondition() {
+	if p.in.ConfigError != nil && p.isNew("ConfigValid", metav1.ConditionFalse) {
+		p.event(true, "InvalidConfig", "configuration ConfigMap %s: %v", config.ConfigMapName, p.in.ConfigError)
+	}
+	switch {
+	case p.in.ConfigError != nil && p.cfg == nil:
+		p.setCondition("ConfigValid", metav1.ConditionFalse, "InvalidConfig", p.in.ConfigError.Error())
+	case p.in.ConfigError != nil:
+		p.setCondition("ConfigValid", metav1.ConditionFalse, "InvalidConfigKeptLastGood", "using the last valid configuration: "+p.in.ConfigError.Error())
+	default:
+		p.setCondition("ConfigValid", metav1.ConditionTrue, "Valid", "")
+	}
+}
+
+// ensureHistory makes history[0] the entry of the current target, creating
+// it as MUO does (Upgrading straight away when ClusterVersion already points
+// at the target, else New). An older attempt still in progress is superseded:
+// it ends Cancelled.
+func (p *planner) ensureHistory() *upgradev1alpha1.UpgradeHistory {
+	idx := -1
+	for i := range p.st.History {
+		if p.st.History[i].Version == p.target {
+			idx = i
+			break
+		}
+	}
+	if idx == 0 {
+		return p.history()
+	}
+	var entry upgradev1alpha1.UpgradeHistory
+	if idx > 0 {
+		entry = p.st.History[idx]
+		p.st.History = append(p.st.History[:idx:idx], p.st.History[idx+1:]...)
+	} else {
+		entry = upgradev1alpha1.UpgradeHistory{Version: p.target, Phase: upgradev1alpha1.UpgradePhaseNew, PrecedingVersion: precedingVersion(p.in.Snapshot.ClusterVersion, p.target)}
+		if p.commenced() {
+			t := p.nowT
+			entry.Phase, entry.StartTime = upgradev1alpha1.UpgradePhaseUpgrading, &t
+		}
+	}
+	if len(p.st.History) > 0 && !terminal(p.st.History[0].Phase) {
+		old := &p.st.History[0]
+		old.Phase = upgradev1alpha1.UpgradePhaseCancelled
+		setStepCondition(&old.Conditions, ConditionUpgradeCancelled, corev1.ConditionTrue, "Upgrade cancelled", "superseded by a new target "+p.target, p.now)
+		p.event(false, "UpgradeSuperseded", "upgrade to %s superseded by a new target %s", old.Version, p.target)
+	}
+	// A new attempt reserves its own capacity, unless the superseded one's
+	// temporary MachineSets are still there (they are reused, then removed).
+	if len(p.surgeMachineSets()) == 0 {
+		p.st.CapacityReservation = nil
+	}
+	p.st.History = append([]upgradev1alpha1.UpgradeHistory{entry}, p.st.History...)
+	p.event(false, "UpgradeScheduled", "upgrade to %s recorded in phase %s", p.target, entry.Phase)
+	return p.history()
+}
+
+func (p *planner) setPhase(ph upgradev1alpha1.UpgradePhase) {
+	h := p.history()
+	if h.Phase == ph {
+		return
+	}
+	p.event(ph == upgradev1alpha1.UpgradePhaseFailed, "Phase"+string(ph), "upgrade to %s: phase %s -> %s", p.target, h.Phase, ph)
+	h.Phase = ph
+	switch ph {
+	case upgradev1alpha1.UpgradePhaseUpgrading:
+		t := p.nowT
+		h.StartTime = &t
+	case upgradev1alpha1.UpgradePhaseUpgraded:
+		t := p.nowT
+		h.CompleteTime = &t
+	}
+}
+
+// endAttempt ends the attempt in a terminal phase with a condition that says why.
+func (p *planner) endAttempt(ph upgradev1alpha1.UpgradePhase, cond upgradev1alpha1.UpgradeConditionType, reason, message string) {
+	setStepCondition(&p.history().Conditions, cond, corev1.ConditionTrue, reason, message, p.now)
+	p.setPhase(ph)
+	p.st.CurrentStep = ""
+}
+
+// pending validates and waits for the scheduled start; true when the
+// attempt moved on to Upgrading.
+func (p *planner) pending() bool {
+	if msg, reason, ok := p.validate(); !ok {
+		p.setCondition("Validated", metav1.ConditionFalse, reason, msg)
+		if p.isNewFailure("Validated") {
+			p.event(true, "ValidationFailed", "%s", msg)
+		}
+		p.checkDeadline(DeadlineStart, "validation: "+msg)
+		return false
+	} else {
+		p.setCondition("Validated", metav1.ConditionTrue, reason, msg)
+	}
+	start, sched, err := p.scheduledStart()
+	if err != nil {
+		// Validation covers the same ground; this is a safety net.
+		p.setCondition("Validated", metav1.ConditionFalse, "InvalidSchedule", err.Error())
+		return false
+	}
+	if p.now.Before(start) {
+		p.wake(start)
+		p.setCondition("Progressing", metav1.ConditionFalse, "WaitingForStart",
+			"the upgrade starts at "+start.UTC().Format(time.RFC3339))
+		// Pre-flight checks ahead of time are advisory: they block nothing yet.
+		p.runHealthChecks(false)
+		return false
+	}
+	if !sched.Open(p.now) {
+		next, _ := sched.NextOpen(p.now)
+		p.wake(next)
+		p.setCondition("Progressing", metav1.ConditionFalse, "WaitingForMaintenanceWindow",
+			"no maintenance window is open; the next opens at "+next.UTC().Format(time.RFC3339))
+		p.checkDeadline(DeadlineStart, "no maintenance window open")
+		return false
+	}
+	p.setPhase(upgradev1alpha1.UpgradePhaseUpgrading)
+	return true
+}
+
+// scheduledStart is when the upgrade may start: upgradeAt, or when this spec
+// generation was first observed if that is later (an upgradeAt already past
+// means now), moved to the first maintenance window opening at or after it.
+func (p *planner) scheduledStart() (time.Time, window.Schedule, error) {
+	at, err := time.Parse(time.RFC3339, p.spec.UpgradeAt)
+	if err != nil {
+		return time.Time{}, nil, fmt.Errorf("spec.upgradeAt: %q is not an RFC 3339 time", p.spec.UpgradeAt)
+	}
+	if seen := p.st.GenerationObservedTime.Time; seen.After(at) {
+		at = seen
+	}
+	sched, err := window.FromAPI(p.spec.MaintenanceWindows)
+	if err != nil {
+		return time.Time{}, nil, fmt.Errorf("spec.%w", err)
+	}
+	open, ok := sched.NextOpen(at)
+	if !ok {
+		return time.Time{}, nil, fmt.Errorf("spec.maintenanceWindows: no window ever opens")
+	}
+	return open, sched, nil
+}
+
+// upgrading runs the step list from the first step not done.
+func (p *planner) upgrading() {
+	steps := stepsFor(p.spec.Type)
+	commenced := p.commenced()
+	if !commenced {
+		p.watchDelay()
+	}
+	for _, s := range steps {
+		if c := findStepCondition(p.history().Conditions, s.name); c != nil && c.Status == corev1.ConditionTrue {
+			continue
+		}
+		p.st.CurrentStep = string(s.name)
+		var r result
+		if s.preCommence && commenced {
+			r = result{done: true, message: "the upgrade has already commenced"}
+		} else {
+			r = s.run(p)
+		}
+		p.events = append(p.events, r.events...)
+		if r.done {
+			msg := string(s.name) + " is completed"
+			if r.message != "" {
+				msg += ": " + r.message
+			}
+			c := setStepCondition(&p.history().Conditions, s.name, corev1.ConditionTrue, string(s.name)+" done", msg, p.now)
+			if r.failure != "" {
+				c.LastError = truncate(r.failure)
+			}
+			p.event(false, string(s.name), "%s", msg)
+			if s.name == StepUpgradeCommenced {
+				commenced = true
+			}
+			continue
+		}
+		msg := string(s.name) + " still in progress"
+		if r.message != "" {
+			msg += ": " + r.message
+		}
+		c := setStepCondition(&p.history().Conditions, s.name, corev1.ConditionFalse, string(s.name)+" not done", msg, p.now)
+		if r.action != nil {
+			c.Attempts++
+			r.action.Step = s.name
+			p.action = r.action
+		}
+		if r.failure != "" {
+			if c.LastError != r.failure {
+				p.event(true, string(s.name)+"Blocked", "%s", r.failure)
+			}
+			c.LastError = truncate(r.failure)
+		}
+		p.wake(r.wakeAt)
+		// A side effect is progress, not waiting; a side effect retried after
+		// a failure counts against the deadline, so that a patch that keeps
+		// failing cannot wait forever.
+		if r.action != nil && c.LastError == "" {
+			return
+		}
+		why := r.failure
+		if why == "" {
+			why = r.message
+		}
+		if p.checkDeadline(s.deadline, string(s.name)+": "+why) {
+			// The deadline ended or paused the attempt: no side effect now.
+			if p.history().Phase != upgradev1alpha1.UpgradePhaseUpgrading || p.st.PausedByDeadline != nil {
+				p.action = nil
+			}
+		}
+		return
+	}
+	p.st.CurrentStep = ""
+	p.setPhase(upgradev1alpha1.UpgradePhaseUpgraded)
+}
+
+// watchDelay is MUO's UpgradeDelayedCheck: before commencement, an upgrade
+// not commenced delayTrigger after its start is reported as delayed (once).
+// MUO re-runs the check on every reconcile under the notification's
+// condition; here it updates its own condition.
+func (p *planner) watchDelay() {
+	h := p.history()
+	if p.cfg.DelayTrigger <= 0 || h.StartTime == nil {
+		return
+	}
+	due := h.StartTime.Add(p.cfg.DelayTrigger)
+	if p.now.Before(due) {
+		p.wake(due)
+		return
+	}
+	at := p.st.CurrentStep
+	if at == "" {
+		at = string(StepStartedNotificationSent)
+	}
+	msg := fmt.Sprintf("the upgrade has not commenced %s after it started (at step %s)", p.cfg.DelayTrigger, at)
+	if p.isNew("Delayed", metav1.ConditionTrue) {
+		p.event(true, "UpgradeDelayed", "%s", msg)
+	}
+	p.setCondition("Delayed", metav1.ConditionTrue, "NotCommencedInTime", msg)
+	if c := findStepCondition(h.Conditions, StepUpgradeDelayedCheckCompleted); c != nil && c.LastError == "" {
+		c.LastError = truncate(msg)
+	}
+}
+
+func (p *planner) delayedCheck() result {
+	// The watch above does the work on every plan; the step itself only
+	// marks the place in the list.
+	return result{done: true}
+}
+
+// maxErrorLength is the API's limit on lastError.
+const maxErrorLength = 4096
+
+func truncate(s string) string {
+	if len(s) <= maxErrorLength {
+		return s
+	}
+	return s[:maxErrorLength-3] + "..."
+}

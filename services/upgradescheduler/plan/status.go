@@ -1,0 +1,132 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+)
+
+// setCondition sets a summary condition (status.conditions).
+func (p *planner) setCondition(t string, s metav1.ConditionStatus, reason, message string) {
+	if len(message) > 32768 {
+		message = message[:32768]
+	}
+	meta.SetStatusCondition(&p.st.Conditions, metav1.Condition{
+		Type: t, Status: s, Reason: reason, Message: message,
+		ObservedGeneration: p.uc.Generation, LastTransitionTime: p.nowT,
+	})
+}
+
+// isNew reports whether summary condition t did not already have status s in
+// the status read, so that an Event is recorded once per change.
+func (p *planner) isNew(t string, s metav1.ConditionStatus) bool {
+	c := meta.FindStatusCondition(p.uc.Status.Conditions, t)
+	return c == nil || c.Status != s
+}
+
+func (p *planner) isNewFailure(t string) bool { return p.isNew(t, metav1.ConditionFalse) }
+
+// summarise derives the Progressing, Completed, DeadlineExceeded and
+// HealthChecksPassing conditions from the attempt.
+func (p *planner) summarise() {
+	h := p.history()
+	switch {
+	case h.Phase == upgradev1alpha1.UpgradePhaseUpgrading && p.st.CurrentStep != "":
+		p.setCondition("Progressing", metav1.ConditionTrue, "Step"+p.st.CurrentStep, "upgrading to "+p.target+": at step "+p.st.CurrentStep)
+	case h.Phase == upgradev1alpha1.UpgradePhaseUpgrading:
+		p.setCondition("Progressing", metav1.ConditionTrue, "Upgrading", "upgrading to "+p.target)
+	case terminal(h.Phase):
+		p.setCondition("Progressing", metav1.ConditionFalse, string(h.Phase), "the upgrade to "+p.target+" ended: "+string(h.Phase))
+	}
+	if terminal(h.Phase) {
+		p.setCondition("Completed", metav1.ConditionTrue, string(h.Phase), "the upgrade to "+p.target+" ended: "+string(h.Phase))
+		p.st.CurrentStep = ""
+	} else {
+		p.setCondition("Completed", metav1.ConditionFalse, string(h.Phase), "")
+		if p.deadlineHit == "" {
+			p.setCondition("DeadlineExceeded", metav1.ConditionFalse, "WithinDeadlines", "")
+		}
+	}
+	if p.commenced() || terminal(h.Phase) {
+		meta.RemoveStatusCondition(&p.st.Conditions, "Delayed")
+	}
+	if len(p.st.Preflight) > 0 {
+		var failing []string
+		for _, c := range p.st.Preflight {
+			if !c.Passed {
+				failing = append(failing, c.Check)
+			}
+		}
+		if len(failing) == 0 {
+			p.setCondition("HealthChecksPassing", metav1.ConditionTrue, "AllChecksPassed", "")
+		} else {
+			p.setCondition("HealthChecksPassing", metav1.ConditionFalse, "ChecksFailing", "failing: "+strings.Join(failing, ", "))
+		}
+	}
+}
+
+func findStepCondition(conds upgradev1alpha1.Conditions, t upgradev1alpha1.UpgradeConditionType) *upgradev1alpha1.UpgradeCondition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// setStepCondition sets a step's history condition the way MUO does: new
+// conditions are prepended (the printer columns read conditions[0]), the
+// start time is kept, the completion time is set once on True and cleared on
+// False. The probe time moves only when something else changed, so that an
+// unchanged plan writes nothing.
+func setStepCondition(conds *upgradev1alpha1.Conditions, t upgradev1alpha1.UpgradeConditionType, s corev1.ConditionStatus, reason, message string, now time.Time) *upgradev1alpha1.UpgradeCondition {
+	nowT := metav1.NewTime(now)
+	c := findStepCondition(*conds, t)
+	if c == nil {
+		start := nowT
+		*conds = append(upgradev1alpha1.Conditions{{Type: t, Status: s, StartTime: &start, LastTransitionTime: nowT, LastProbeTime: nowT}}, *conds...)
+		c = &(*conds)[0]
+	}
+	if c.Status != s {
+		c.LastTransitionTime = nowT
+	}
+	if c.Status != s || c.Reason != reason || c.Message != message {
+		c.LastProbeTime = nowT
+	}
+	c.Status, c.Reason, c.Message = s, reason, message
+	if s == corev1.ConditionTrue {
+		if c.CompleteTime == nil {
+			c.CompleteTime = &nowT
+		}
+	} else {
+		c.CompleteTime = nil
+	}
+	return c
+}
+
+// RecordActionError returns status with the failure of the action of step
+// recorded on its condition, for the reconciler to write instead of
+// Output.Status when the side effect failed.
+func RecordActionError(st upgradev1alpha1.UpgradeConfigStatus, step upgradev1alpha1.UpgradeConditionType, err error, now time.Time) upgradev1alpha1.UpgradeConfigStatus {
+	out := *st.DeepCopy()
+	if len(out.History) == 0 {
+		return out
+	}
+	msg := fmt.Sprintf("%s still in progress: %v", step, err)
+	c := setStepCondition(&out.History[0].Conditions, step, corev1.ConditionFalse, string(step)+" not done", msg, now)
+	c.LastError = truncate(err.Error())
+	return out
+}
+
+func stepCompleteTime(conds upgradev1alpha1.Conditions, t upgradev1alpha1.UpgradeConditionType) time.Time {
+	if c := findStepCondition(conds, t); c != nil && c.Status == corev1.ConditionTrue && c.CompleteTime != nil {
+		return c.CompleteTime.Time
+	}
+	return time.Time{}
+}
