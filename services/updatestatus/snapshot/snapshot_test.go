@@ -147,7 +147,7 @@ func TestAlertsNotice(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			if want := tc.want(dir); got.AlertsNotice != want || got.Snapshot.Alerts != nil && len(got.Snapshot.Alerts) != 0 {
+			if want := tc.want(dir); got.AlertsNotice != want || len(got.Snapshot.Alerts) != 0 {
 				t.Errorf("notice %q, alerts %v; want notice %q and no alerts", got.AlertsNotice, got.Snapshot.Alerts, want)
 			}
 		})
