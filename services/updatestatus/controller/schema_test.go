@@ -20,6 +20,7 @@ import (
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
+	"github.com/upshift-io/upshift/services/updatestatus/controller"
 )
 
 // The cluster's objects are less constrained than the update status API; if
@@ -81,7 +82,10 @@ func dryRunStatus(ctx context.Context, obj client.Object) error {
 		return err
 	}
 	ac := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
-	return env.Client.Status().Apply(ctx, ac, client.FieldOwner("schema-test"), client.ForceOwnership, client.DryRunAll)
+	// The controller's own field manager, so that the applied status
+	// replaces whatever the controller specs published before instead of
+	// being merged with it: what is validated is exactly the assessment.
+	return env.Client.Status().Apply(ctx, ac, client.FieldOwner(controller.FieldManager), client.ForceOwnership, client.DryRunAll)
 }
 
 // fuzzNodeNames are valid Node names, short and up to the 253 characters

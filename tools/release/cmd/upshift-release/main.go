@@ -128,7 +128,7 @@ func push(ctx context.Context, args []string) error {
 	tag := fs.String("tag", "", "tag (default: the version the layout was built as)")
 	_ = fs.Parse(args)
 	if *registry == "" || fs.NArg() == 0 {
-		return fmt.Errorf("usage: push --registry <prefix> <layout dir>...")
+		return fmt.Errorf("usage: push --registry <prefix> <layout dir> [<layout dir>]")
 	}
 	for _, dir := range fs.Args() {
 		idx, err := image.ReadLayout(dir)
