@@ -50,6 +50,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	helm, err = framework.NewHelm(env.KubeconfigPath, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
 
+	// The OpenShift namespaces the charts grant Roles in exist on every
+	// OpenShift cluster; a plain control plane has to be given them.
+	for _, ns := range openshiftNamespaces {
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+
 	// Three kwok worker nodes for the Deployments' pods: kwok marks them
 	// Ready and runs (pretends to run) what is scheduled on them, without
 	// pulling any image.
@@ -74,6 +80,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 var _ = AfterSuite(func() {
 	fmt.Fprintf(os.Stderr, "charts e2e: suite took %s\n", time.Since(suiteStart).Round(100*time.Millisecond))
 })
+
+// openshiftNamespaces are the OpenShift namespaces some chart has a Role in.
+var openshiftNamespaces = []string{"openshift-machine-config-operator"}
 
 func kwokNode(name string) *corev1.Node {
 	res := corev1.ResourceList{
