@@ -68,8 +68,8 @@ func (r *Reconciler) publishNodes(ctx context.Context, ws []nodeWrite) error {
 	return nil
 }
 
-// publishNode executes one node's writes: create (with labels and owner) or
-// label patch, then the status; or delete.
+// publishNode executes one node's writes: create (with labels and owner),
+// the status, then a label patch; or delete.
 func (r *Reconciler) publishNode(ctx context.Context, w *nodeWrite) error {
 	key := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: w.name}}
 	if w.remove {
@@ -88,6 +88,19 @@ func (r *Reconciler) publishNode(ctx context.Context, w *nodeWrite) error {
 		}
 		writes.WithLabelValues("nodeprogressinsight").Inc()
 	}
+	// The status first: it is what readers wait for; the labels that
+	// follow it only help them find the insight.
+	if w.status != nil {
+		npi := &updatev1alpha1.NodeProgressInsight{
+			TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "NodeProgressInsight"},
+			ObjectMeta: metav1.ObjectMeta{Name: w.name},
+			Status:     *w.status,
+		}
+		if err := applyStatus(ctx, r.Client, npi); err != nil {
+			return fmt.Errorf("publishing NodeProgressInsight %s: %w", w.name, err)
+		}
+		writes.WithLabelValues("nodeprogressinsight").Inc()
+	}
 	if len(w.labelPatch) > 0 {
 		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": w.labelPatch}})
 		if err != nil {
@@ -98,18 +111,6 @@ func (r *Reconciler) publishNode(ctx context.Context, w *nodeWrite) error {
 		}
 		writes.WithLabelValues("nodeprogressinsight").Inc()
 	}
-	if w.status == nil {
-		return nil
-	}
-	npi := &updatev1alpha1.NodeProgressInsight{
-		TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "NodeProgressInsight"},
-		ObjectMeta: metav1.ObjectMeta{Name: w.name},
-		Status:     *w.status,
-	}
-	if err := applyStatus(ctx, r.Client, npi); err != nil {
-		return fmt.Errorf("publishing NodeProgressInsight %s: %w", w.name, err)
-	}
-	writes.WithLabelValues("nodeprogressinsight").Inc()
 	return nil
 }
 
