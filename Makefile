@@ -121,13 +121,14 @@ charts: $(HELM) ## Package every chart and the umbrella chart into dist/charts/,
 cli: $(RELEASE_TOOL) ## Build kubectl-upshift for every CLI platform into dist/cli/ (archives for krew, SHA256SUMS).
 	@rm -rf $(DIST)/cli && mkdir -p $(DIST)/cli
 	@for p in $(CLI_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
-		d=$(DIST)/cli/kubectl-upshift_$(VERSION)_$${os}_$${arch}; mkdir -p $$d; \
+		name=kubectl-upshift_$(VERSION)_$${os}_$${arch}; stage=$(DIST)/cli/.stage/$$name; mkdir -p $$stage; \
 		echo "== kubectl-upshift $$os/$$arch"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -buildvcs=false -ldflags '-s -w -buildid= $(LDFLAGS)' \
-			-o $$d/kubectl-upshift$$ext ./cmd/kubectl-upshift; \
-		tar -C $$d --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner -cf - kubectl-upshift$$ext \
-			| gzip -n9 > $$d.tar.gz; \
-		cp $$d/kubectl-upshift$$ext $(DIST)/cli/kubectl-upshift_$(VERSION)_$${os}_$${arch}$$ext; rm -rf $$d; done
+			-o $$stage/kubectl-upshift$$ext ./cmd/kubectl-upshift; \
+		tar -C $$stage --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner -cf - kubectl-upshift$$ext \
+			| gzip -n9 > $(DIST)/cli/$$name.tar.gz; \
+		cp $$stage/kubectl-upshift$$ext $(DIST)/cli/$$name$$ext; done
+	@rm -rf $(DIST)/cli/.stage
 	$(RELEASE_TOOL) checksums $(DIST)/cli
 
 .PHONY: release
