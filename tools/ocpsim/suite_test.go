@@ -247,7 +247,7 @@ func (r *nodeRecorder) snapshot() (map[string][]string, map[string]int) {
 }
 
 // rebootSequence is the MCO's order for a reboot-requiring update
-// (research node-gate §4.4 steps 1-10).
+// (the MCO's ten steps of a node update).
 var rebootSequence = []string{
 	"desiredConfig", "state=Working", "desiredDrain=drain", "unschedulable=true", "lastAppliedDrain=drain",
 	"post-config-action=Rebooting", "Ready=false", "Ready=true", "post-config-action=",

@@ -1,8 +1,8 @@
 // Package v1alpha1 holds the update.upshift.io/v1alpha1 API: the update status
 // that the update-status-controller publishes and `kubectl upshift status` renders.
 //
-// The insight types follow the openshift/api Update Status drafts (research
-// §1: field names from PR #2012, fresh install represented as in PR #2233).
+// The insight types follow the openshift/api Update Status drafts (field
+// names from PR #2012, fresh install represented as in PR #2233).
 // The drafts were never merged upstream, so Upshift owns this schema. Where it
 // departs from the drafts, it does so to carry everything the renderer needs to
 // print exactly what `oc adm upgrade status` prints, without reading the cluster:

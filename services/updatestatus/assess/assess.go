@@ -1,5 +1,5 @@
 // Package assess interprets a snapshot of cluster state into update status
-// insights, the way `oc adm upgrade status` does (research §2). It is pure:
+// insights, the way `oc adm upgrade status` does. It is pure:
 // no clients, no clocks, no I/O. The same code serves the controller (which
 // feeds it from informer caches) and the CLI's offline mode (which feeds it
 // from files), so both agree on every cluster.

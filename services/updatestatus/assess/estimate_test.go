@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Vectors from oc's TestEstimateCompletion as described in research §2.3.6.
+// Vectors from oc's TestEstimateCompletion.
 func TestEstimateTimeToComplete(t *testing.T) {
 	m := time.Minute
 	tests := []struct {

@@ -12,7 +12,7 @@ import (
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 )
 
-// TestHealthRules checks every rule of research §2.6 at and around its thresholds.
+// TestHealthRules checks every health-insight rule of oc at and around its thresholds.
 func TestHealthRules(t *testing.T) {
 	type want struct {
 		uid     string

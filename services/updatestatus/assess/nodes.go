@@ -80,7 +80,7 @@ type nodeState struct {
 
 func (n nodeState) isUnavailable() bool { return len(n.unavailable) > 0 }
 
-// assessNode computes a node's flags and phase (research §2.4).
+// assessNode computes a node's flags and phase, as oc does.
 func assessNode(node *corev1.Node, pool *mcfgv1.MachineConfigPool, versions map[string]string, target string, multiArchMigration bool) nodeState {
 	a := node.Annotations
 	current, desired := a[annoCurrentConfig], a[annoDesiredConfig]
@@ -322,7 +322,7 @@ func earliestSince(rs []unavailableReason) time.Time {
 	return t
 }
 
-// assessPool summarizes a pool's nodes (research §2.5).
+// assessPool summarizes a pool's nodes, as oc does.
 func assessPool(pool *mcfgv1.MachineConfigPool, nodes []nodeState, now time.Time) updatev1alpha1.MachineConfigPoolStatusInsight {
 	var total, available, progressing, outdated, draining, excluded, degraded, updated, pending int
 	for _, n := range nodes {

@@ -1,5 +1,5 @@
 // Package render prints update status insights exactly the way
-// `oc adm upgrade status` prints its assessment (research §3). It reads only
+// `oc adm upgrade status` prints its assessment. It reads only
 // the insight set, never the cluster, so the CLI can render what the
 // controller published as well as what it assessed itself from files.
 package render

@@ -15,8 +15,8 @@ import (
 )
 
 // Run with -update to rewrite the golden files after reviewing a change.
-// multiple-pools.output is not generated: it is oc's documented output
-// (research §3.5) and must never be rewritten by -update.
+// multiple-pools.output is not generated: it is oc's documented output for a
+// cluster with several pools, and must never be rewritten by -update.
 var update = flag.Bool("update", false, "rewrite golden files")
 
 var now = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -85,7 +85,7 @@ func workerPool(name string, a u.PoolAssessment, completion int32, total, avail,
 	}}}
 }
 
-// multiplePools is the cluster of oc's documented example (research §3.5).
+// multiplePools is the cluster of oc's documented example.
 func multiplePools() Input {
 	cp := updatingControlPlane(14*time.Minute+4*time.Second, 97, 5*time.Minute)
 	cp.ClusterOperators = append(updatedCOs(32), operator("machine-config",

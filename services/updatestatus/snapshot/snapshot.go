@@ -1,6 +1,6 @@
 // Package snapshot loads the offline ("mock") input of `kubectl upshift
 // status --mock-clusterversion=<dir>/<name>-cv.yaml`: the same set of files
-// `oc adm upgrade status --mock-clusterversion` reads (research §4.1), turned
+// `oc adm upgrade status --mock-clusterversion` reads, turned
 // into an assess.Snapshot.
 //
 // A snapshot is a family of sibling files sharing the prefix <dir>/<name>:

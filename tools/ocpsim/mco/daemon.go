@@ -52,7 +52,7 @@ func ViewOf(a map[string]string, ready, unreconcilable bool) DaemonView {
 	}
 }
 
-// NextStep is the MCD's next action (research node-gate §4.4). An update
+// NextStep is the MCD's next action, as the MCO sequences a node update. An update
 // between configs of identical content is rebootless: no drain, no reboot,
 // only the no-op uncordon handshake.
 func NextStep(v DaemonView) Step {
