@@ -50,7 +50,10 @@ const (
 
 // UpgradeConfigSpec is MUO's spec plus Upshift's optional additions.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.desired.image) || (has(self.desired.version) && has(self.desired.channel))",message="spec.desired needs an image, or both a version and a channel"
+// Which of desired's fields are needed (an image, or a version with a
+// channel) is not checked at admission: MUO's own schema accepts any of them,
+// and an object written for MUO must apply unchanged. The scheduler reports a
+// missing one as a validation condition naming the field.
 type UpgradeConfigSpec struct {
 	// desired is the release to upgrade to. (MUO)
 	// +required

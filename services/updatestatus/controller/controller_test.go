@@ -19,6 +19,7 @@ import (
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/runtime"
+	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/updatestatus/controller"
 )
 
@@ -27,6 +28,12 @@ const namespace = "upshift"
 // startController runs the reconciler in a manager of its own, as the
 // binary does, and returns a function that stops it.
 func startController(ctx context.Context) func() {
+	return startReconciler(ctx, env, &controller.Reconciler{Namespace: namespace})
+}
+
+// startReconciler runs r, configured as the caller wants it, against env in
+// a manager of its own and returns a function that stops it.
+func startReconciler(ctx context.Context, env *testenv.Env, r *controller.Reconciler) func() {
 	opts := controller.ManagerOptions(namespace)
 	opts.RestConfig = env.Config
 	opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}
@@ -34,11 +41,9 @@ func startController(ctx context.Context) func() {
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", KubeAPIQPS: 50, KubeAPIBurst: 100,
 	}, opts)
 	Expect(err).NotTo(HaveOccurred())
-	Expect((&controller.Reconciler{
-		Client:    mgr.GetClient(),
-		Recorder:  mgr.GetEventRecorder("update-status-controller"),
-		Namespace: namespace,
-	}).SetupWithManager(mgr)).To(Succeed())
+	r.Client = mgr.GetClient()
+	r.Recorder = mgr.GetEventRecorder("update-status-controller")
+	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

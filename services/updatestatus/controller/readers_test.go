@@ -20,11 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
-	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/updatestatus/controller"
 )
@@ -56,9 +54,9 @@ var _ = Describe("what the controller reads beside its informers", Ordered, func
 
 		alertsClient, err := alerts.New(alerts.Config{URL: prom.URL, Timeout: time.Second})
 		Expect(err).NotTo(HaveOccurred())
-		stop := startControllerWith(context.WithoutCancel(ctx), own, &controller.Alerts{
+		stop := startReconciler(context.WithoutCancel(ctx), own, &controller.Reconciler{Alerts: &controller.Alerts{
 			Client: alertsClient, URL: prom.URL, Interval: 200 * time.Millisecond,
-		})
+		}})
 		DeferCleanup(stop)
 
 		Expect(own.CreateNamespace(ctx, mcoNamespace)).To(Succeed())
@@ -169,31 +167,6 @@ var _ = Describe("what the controller reads beside its informers", Ordered, func
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 	})
 })
-
-// startControllerWith runs the reconciler against env with alerts
-// configured, and returns a function that stops it.
-func startControllerWith(ctx context.Context, env *testenv.Env, a *controller.Alerts) func() {
-	opts := controller.ManagerOptions(namespace)
-	opts.RestConfig = env.Config
-	opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}
-	mgr, err := runtime.NewManager("update-status-controller", &runtime.Flags{
-		MetricsBindAddress: "0", HealthProbeBindAddress: "0", KubeAPIQPS: 50, KubeAPIBurst: 100,
-	}, opts)
-	Expect(err).NotTo(HaveOccurred())
-	Expect((&controller.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("update-status-controller"),
-		Alerts:   a,
-	}).SetupWithManager(mgr)).To(Succeed())
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	return func() { cancel(); <-done }
-}
 
 func mcoDeployment(namespace, image string) *appsv1.Deployment {
 	labels := map[string]string{"k8s-app": "machine-config-operator"}

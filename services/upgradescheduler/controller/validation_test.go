@@ -45,7 +45,6 @@ var _ = Describe("UpgradeConfig validation", func() {
 		Entry("negative PDBForceDrainTimeout", set("spec.PDBForceDrainTimeout", int64(-1)),
 			"spec.PDBForceDrainTimeout: Invalid value: -1: spec.PDBForceDrainTimeout in body should be greater than or equal to 0"),
 		Entry("PDBForceDrainTimeout missing", set("spec.PDBForceDrainTimeout", nil), "spec.PDBForceDrainTimeout: Required value"),
-		Entry("version without channel", set("spec.desired.channel", nil), "spec.desired needs an image, or both a version and a channel"),
 		Entry("window start not HH:MM", window(map[string]any{"start": "24:00", "end": "02:00"}),
 			`spec.maintenanceWindows[0].start: Invalid value: "24:00": start must be HH:MM on a 24-hour clock`),
 		Entry("window end not HH:MM", window(map[string]any{"start": "22:00", "end": "2:00"}),
