@@ -251,21 +251,8 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		cancel()
 		Eventually(done).WithTimeout(5 * time.Second).Should(Receive(BeNil()))
 	})
-})
 
-var _ = Describe("cluster mode: --watch without changes", Ordered, func() {
-	var env *testenv.Env
-
-	BeforeAll(func(ctx SpecContext) {
-		var err error
-		env, err = testenv.Start(ctx, testenv.Options{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
-		us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName}}
-		Expect(env.Client.Create(ctx, us)).To(Succeed())
-	})
-
-	It("warns, without any change, once the heartbeat turns three minutes old", func(ctx SpecContext) {
+	It("warns under --watch, without any change, once the heartbeat turns three minutes old", func(ctx SpecContext) {
 		_, result := assessFixture("stalled") // an updating cluster
 		// On the wall clock, the heartbeat turns stale five seconds from now.
 		beat := time.Now().Add(-staleAfter + 5*time.Second).Truncate(time.Second).Add(time.Second)
