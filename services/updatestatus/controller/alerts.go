@@ -151,22 +151,13 @@ func (r *Reconciler) setupAlerts(mgr ctrl.Manager, b *builder.Builder) (*builder
 	return b.WatchesRawSource(source.Channel(r.alerts.trigger, &handler.EnqueueRequestForObject{})), nil
 }
 
-// alertsSnapshot is what the assessment gets: nil when alerts are not
-// configured or cannot be read.
-func (r *Reconciler) alertsSnapshot(now time.Time) []assess.Alert {
+// lastAlerts is the outcome of the last alerts read, taken once per
+// recomputation so the assessment's alerts and the AlertsAvailable condition
+// come from the same read: the alerts (nil when not configured or not
+// readable) and the condition (nil when not configured or not read yet).
+func (r *Reconciler) lastAlerts(now time.Time) ([]assess.Alert, *metav1.Condition) {
 	if r.alerts == nil {
-		return nil
+		return nil, nil
 	}
-	a, _ := r.alerts.current(now)
-	return a
-}
-
-// alertsCondition is the AlertsAvailable condition of the last read (nil
-// when alerts are not configured or not read yet).
-func (r *Reconciler) alertsCondition(now time.Time) *metav1.Condition {
-	if r.alerts == nil {
-		return nil
-	}
-	_, c := r.alerts.current(now)
-	return c
+	return r.alerts.current(now)
 }

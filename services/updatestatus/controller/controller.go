@@ -135,6 +135,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	var alertsCond *metav1.Condition
+	snap.Alerts, alertsCond = r.lastAlerts(snap.Now)
 	result, assessErr := assess.Assess(snap, published.previous())
 	if assessErr != nil {
 		logger.Info("cannot assess the update status", "reason", assessErr.Error())
@@ -146,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	p := decide(planInput{
 		now: snap.Now, published: us.Status, desired: result.Status, assessErr: assessErr, nextCheck: result.NextCheck,
-		alertsConfigured: r.alerts != nil, alerts: r.alertsCondition(snap.Now),
+		alertsConfigured: r.alerts != nil, alerts: alertsCond,
 		publishedNodes: published.nodeStates(), desiredNodes: result.Nodes, owners: nodeOwners(snap.Nodes),
 	})
 

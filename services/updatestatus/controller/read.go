@@ -83,7 +83,6 @@ func (r *Reconciler) snapshot(ctx context.Context) (assess.Snapshot, error) {
 	var known bool
 	s.MCOImage, known = r.mcoImage(ctx, s.ClusterOperators)
 	s.MCOImageUnknown = !known
-	s.Alerts = r.alertsSnapshot(s.Now)
 	s.MachineConfigs = make([]mcfgv1.MachineConfig, len(mcs.Items))
 	for i := range mcs.Items {
 		s.MachineConfigs[i].ObjectMeta = mcs.Items[i].ObjectMeta
