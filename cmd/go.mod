@@ -82,6 +82,7 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
 	github.com/upshift-io/upshift/api v0.0.0 // indirect
+	github.com/upshift-io/upshift/services/upgradescheduler v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
 	go.mongodb.org/mongo-driver v1.17.6 // indirect
@@ -131,3 +132,5 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+replace github.com/upshift-io/upshift/services/upgradescheduler => ../services/upgradescheduler

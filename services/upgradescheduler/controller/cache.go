@@ -1,8 +1,11 @@
 package controller
 
 import (
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,11 +18,17 @@ import (
 
 // ManagerOptions narrows the informers to what the scheduler reads: its
 // ConfigMap by name and the UpgradeConfigs in its namespace, MachineSets and
-// Machines in openshift-machine-api only, and Nodes without their image
-// lists. That is also what the chart's RBAC can grant by name and namespace.
+// Machines in openshift-machine-api only, and of Nodes, ClusterOperators and
+// PodDisruptionBudgets (the cluster-wide lists that grow with the cluster)
+// only the fields the planner reads. That is also what the chart's RBAC
+// grants by name and namespace.
 func ManagerOptions(namespace string) runtime.Options {
+	// The transforms replace the cache's default one for their type; each
+	// drops managedFields too.
 	byObject := map[client.Object]cache.ByObject{
-		&corev1.Node{}:                   {Transform: stripNode},
+		&corev1.Node{}:                   {Transform: trimNode},
+		&configv1.ClusterOperator{}:      {Transform: trimClusterOperator},
+		&policyv1.PodDisruptionBudget{}:  {Transform: trimPDB},
 		&machinev1beta1.MachineSet{}:     {Namespaces: map[string]cache.Config{plan.MachineAPINamespace: {}}},
 		&machinev1beta1.Machine{}:        {Namespaces: map[string]cache.Config{plan.MachineAPINamespace: {}}},
 		&corev1.ConfigMap{}:              {Field: fields.OneTermEqualSelector("metadata.name", config.ConfigMapName)},
@@ -34,12 +43,81 @@ func ManagerOptions(namespace string) runtime.Options {
 	return runtime.Options{Cache: cache.Options{ByObject: byObject}}
 }
 
-// stripNode drops what the health checks never read (and managedFields,
-// which the default transform would have dropped).
-func stripNode(obj any) (any, error) {
-	if n, ok := obj.(*corev1.Node); ok {
-		n.ManagedFields = nil
-		n.Status.Images = nil
+// trimMeta keeps the identity and the lifecycle fields of an object.
+func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		Generation:        m.Generation,
+		CreationTimestamp: m.CreationTimestamp,
+		DeletionTimestamp: m.DeletionTimestamp,
+		Labels:            m.Labels,
 	}
-	return obj, nil
+}
+
+// trimNode keeps what the health checks, the surge readiness check and the
+// node predicate read: the MCO's state annotations, cordoning and the Ready
+// condition (without its heartbeat, which changes every few seconds and
+// nobody reads). Images, capacity, addresses and the other conditions are
+// most of a Node's size.
+func trimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	t := &corev1.Node{
+		TypeMeta:   n.TypeMeta,
+		ObjectMeta: trimMeta(n.ObjectMeta),
+		Spec:       corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
+	}
+	for _, k := range plan.NodeAnnotations {
+		if v, ok := n.Annotations[k]; ok {
+			if t.Annotations == nil {
+				t.Annotations = make(map[string]string, len(plan.NodeAnnotations))
+			}
+			t.Annotations[k] = v
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			c.LastHeartbeatTime = metav1.Time{}
+			t.Status.Conditions = append(t.Status.Conditions, c)
+		}
+	}
+	return t, nil
+}
+
+// trimClusterOperator keeps the conditions: the health check reads Degraded
+// and Available; versions and related objects are not read.
+func trimClusterOperator(obj any) (any, error) {
+	co, ok := obj.(*configv1.ClusterOperator)
+	if !ok {
+		return obj, nil
+	}
+	return &configv1.ClusterOperator{
+		TypeMeta:   co.TypeMeta,
+		ObjectMeta: trimMeta(co.ObjectMeta),
+		Status:     configv1.ClusterOperatorStatus{Conditions: co.Status.Conditions},
+	}, nil
+}
+
+// trimPDB keeps the counts the drain-blocking check reads.
+func trimPDB(obj any) (any, error) {
+	pdb, ok := obj.(*policyv1.PodDisruptionBudget)
+	if !ok {
+		return obj, nil
+	}
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   pdb.TypeMeta,
+		ObjectMeta: trimMeta(pdb.ObjectMeta),
+		Status: policyv1.PodDisruptionBudgetStatus{
+			ObservedGeneration: pdb.Status.ObservedGeneration,
+			DisruptionsAllowed: pdb.Status.DisruptionsAllowed,
+			CurrentHealthy:     pdb.Status.CurrentHealthy,
+			DesiredHealthy:     pdb.Status.DesiredHealthy,
+			ExpectedPods:       pdb.Status.ExpectedPods,
+		},
+	}, nil
 }

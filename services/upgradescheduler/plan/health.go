@@ -31,6 +31,10 @@ const (
 	annotationState         = "machineconfiguration.openshift.io/state"
 )
 
+// NodeAnnotations are the only Node annotations the planner reads; the
+// reconciler's cache keeps these and drops the others.
+var NodeAnnotations = []string{annotationCurrentConfig, annotationDesiredConfig, annotationState}
+
 // preflightRefresh bounds how stale an unchanged result's lastRun may get, so
 // that unchanged results do not cause a status write on every event.
 const preflightRefresh = 5 * time.Minute
