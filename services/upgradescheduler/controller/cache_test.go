@@ -40,9 +40,9 @@ func TestTrimmedObjectsPlanTheSame(t *testing.T) {
 	}
 	mco := func(current, desired, state string) map[string]string {
 		return map[string]string{
-			"machineconfiguration.openshift.io/currentConfig": current,
-			"machineconfiguration.openshift.io/desiredConfig": desired,
-			"machineconfiguration.openshift.io/state":         state,
+			"machineconfiguration.openshift.io/currentConfig":        current,
+			"machineconfiguration.openshift.io/desiredConfig":        desired,
+			"machineconfiguration.openshift.io/state":                state,
 			"volumes.kubernetes.io/controller-managed-attach-detach": "true",
 		}
 	}
@@ -64,7 +64,7 @@ func TestTrimmedObjectsPlanTheSame(t *testing.T) {
 	full := plan.Snapshot{
 		ClusterVersion: &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"},
 			Status: configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.16.1"},
-				History: []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.16.1"}},
+				History:          []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.16.1"}},
 				AvailableUpdates: []configv1.Release{{Version: "4.16.2"}}}},
 		Nodes: []corev1.Node{
 			node("ok", corev1.ConditionTrue, false, mco("r1", "r1", "Done")),
