@@ -17,7 +17,8 @@ import (
 )
 
 // ManagerOptions narrows the informers to what the scheduler reads: its
-// ConfigMap by name and the UpgradeConfigs in its namespace, MachineSets and
+// ConfigMap by name and the UpgradeConfigs in its namespace, ClusterVersion
+// "version", MachineSets and
 // Machines in openshift-machine-api only, and of Nodes, ClusterOperators and
 // PodDisruptionBudgets (the cluster-wide lists that grow with the cluster)
 // only the fields the planner reads. That is also what the chart's RBAC
@@ -26,6 +27,7 @@ func ManagerOptions(namespace string) runtime.Options {
 	// The transforms replace the cache's default one for their type; each
 	// drops managedFields too.
 	byObject := map[client.Object]cache.ByObject{
+		&configv1.ClusterVersion{}:       {Field: fields.OneTermEqualSelector("metadata.name", "version")},
 		&corev1.Node{}:                   {Transform: trimNode},
 		&configv1.ClusterOperator{}:      {Transform: trimClusterOperator},
 		&policyv1.PodDisruptionBudget{}:  {Transform: trimPDB},

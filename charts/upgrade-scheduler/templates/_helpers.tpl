@@ -1,0 +1,35 @@
+{{- define "ups.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "ups.serviceAccountName" -}}
+{{- default (include "ups.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- /* The namespace of the UpgradeConfigs and of the configuration ConfigMap. */ -}}
+{{- define "ups.watchNamespace" -}}
+{{- default .Release.Namespace .Values.upgradeConfigNamespace -}}
+{{- end -}}
+
+{{- define "ups.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "ups.labels" -}}
+{{ include "ups.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: upshift
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "ups.subject" -}}
+- kind: ServiceAccount
+  name: {{ include "ups.serviceAccountName" . }}
+  namespace: {{ .Release.Namespace }}
+{{- end -}}
