@@ -32,6 +32,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -58,6 +59,14 @@ type Workload = seed.Workload
 // CustomPool is an extra MachineConfigPool in a Topology.
 type CustomPool = seed.CustomPool
 
+// GraphRelease is a release of the simulated update graph with its channels
+// and risks (Topology.Releases).
+type GraphRelease = cvo.GraphRelease
+
+// Risk is a known issue of updating to a GraphRelease, which makes the
+// update conditional.
+type Risk = cvo.Risk
+
 // Seed creates a cluster of the given topology through c.
 func Seed(ctx context.Context, c client.Client, t Topology) (*seed.Objects, error) {
 	return seed.Seed(ctx, c, t)
@@ -70,7 +79,8 @@ type Options struct {
 	TimeScale float64
 	// Operators overrides the simulated release payload.
 	Operators []cvo.Operator
-	// Graph lists the releases of the simulated update service.
+	// Graph, when set, replaces the seeded update graph with these releases
+	// (every release in every channel, no risks).
 	Graph []string
 	// MCO, MachineAPI override simulated durations (zero: defaults).
 	MCO        mco.Durations
@@ -105,8 +115,11 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
 		Logger:                 o.Log,
-		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Controller:             config.Controller{SkipNameValidation: ptrTrue()},
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+			// The CVO reads only its graph ConfigMap; caching every ConfigMap
+			// of the cluster would be wasted memory.
+			ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{cvo.GraphNamespace: {}}}}},
+		Controller: config.Controller{SkipNameValidation: ptrTrue()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ocpsim: %w", err)
