@@ -20,7 +20,18 @@
 //
 // Every simulated duration (operator updates, drains, reboots, instance
 // launches) is divided by Options.TimeScale. Faults are requested with the
-// annotation ocpsim.upshift.io/fault on the object (see package faults).
+// annotation ocpsim.upshift.io/fault on the object (see package faults):
+// among them NotUpgradeable on a ClusterOperator and AdminAckRequired on the
+// ClusterVersion make the CVO report Upgradeable=False and refuse updates to
+// another minor version (ReleaseAccepted=False, PreconditionChecks).
+//
+// The simulated update service is Topology.Graph (versions in every
+// channel) and Topology.Releases (GraphRelease: channels, and Risks that make
+// updates to a release conditional). The CVO publishes availableUpdates,
+// conditionalUpdates (with a Recommended condition per update) and
+// desired.channels for spec.channel, recomputes them when the channel
+// changes, and accepts desiredUpdate.image by digest alone for any release
+// of the graph (cvo.ReleaseImage gives a release's digest pull spec).
 //
 // Sub-packages: seed (topology → objects), cvo, mco, machineapi, etcd (one
 // simulated operator each, pure decisions + controller-runtime loops),

@@ -6,8 +6,16 @@
 // unavailable. The machine-config step hands over to the MCO simulator and
 // waits for the pools that are required for upgrade (master).
 //
+// It also plays the update service and the CVO's view of it: the graph's
+// releases per channel become availableUpdates and, for releases with
+// risks, conditionalUpdates with a Recommended condition; the Upgradeable
+// condition aggregates the ClusterOperators' (and the admin-ack gate's)
+// objections, and the preconditions refuse an update to another minor
+// while it is False.
+//
 // plan.go holds the pure decisions (operator catalogue, run levels,
-// validation, version ordering); controller.go the loops.
+// validation, version ordering), graph.go the update service, upgradeable.go
+// Upgradeable and the preconditions; controller.go the loops.
 package cvo
 
 import (
