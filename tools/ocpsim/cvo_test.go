@@ -247,4 +247,19 @@ var _ = Describe("cluster-version-operator", Ordered, func() {
 		Expect(cv.Status.History[0].AcceptedRisks).To(ContainSubstring("Update from 4.17.0 to 4.17.1 is not recommended"))
 		Expect(cv.Status.Desired.Channels).To(Equal([]string{cand17}))
 	})
+
+	It("force takes an image it cannot verify through a blocking precondition, and records both risks", func(ctx SpecContext) {
+		Expect(ocpsim.InjectFault(ctx, k.c, faults.Request{Kind: "clusteroperator", Name: "kube-apiserver", Fault: faults.OperatorNotUpgradeable})).To(Succeed())
+		Eventually(func() *configv1.ClusterOperatorStatusCondition {
+			return cvCond(k.cv(ctx), configv1.OperatorUpgradeable)
+		}, 10*time.Second, 50*time.Millisecond).ShouldNot(BeNil())
+		image := "registry.example.com/ocp/release:4.18.0-x86_64"
+		request(ctx, configv1.Update{Image: image, Force: true})
+		completed(ctx, "4.18.0")
+		h := k.cv(ctx).Status.History[0]
+		Expect(h.Image).To(Equal(image))
+		Expect(h.Verified).To(BeFalse())
+		Expect(h.AcceptedRisks).To(HavePrefix(fmt.Sprintf(`Target release version="" image=%q cannot be verified, but continuing anyway because the update was forced: `, image)))
+		Expect(h.AcceptedRisks).To(ContainSubstring("\nForced through blocking failures: Multiple precondition checks failed:\n* Precondition \"ClusterVersionUpgradeable\" failed because of \"InjectedFault\": Cluster operator kube-apiserver should not be upgraded between minor versions: " + apiMsg + "\n* Precondition \"ClusterVersionRecommendedUpdate\" failed because of \"UnknownUpdate\": "))
+	})
 })
