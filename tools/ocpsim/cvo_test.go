@@ -256,7 +256,11 @@ var _ = Describe("cluster-version-operator", Ordered, func() {
 		image := "registry.example.com/ocp/release:4.18.0-x86_64"
 		request(ctx, configv1.Update{Image: image, Force: true})
 		completed(ctx, "4.18.0")
-		h := k.cv(ctx).Status.History[0]
+		cv := k.cv(ctx)
+		Expect(cvCond(cv, configv1.RetrievedUpdates).Reason).To(Equal("VersionNotFound"), "4.18.0 is no release of the update service")
+		Expect(cv.Status.AvailableUpdates).To(BeEmpty())
+		Expect(cv.Status.Desired.Channels).To(BeEmpty())
+		h := cv.Status.History[0]
 		Expect(h.Image).To(Equal(image))
 		Expect(h.Verified).To(BeFalse())
 		Expect(h.AcceptedRisks).To(HavePrefix(fmt.Sprintf(`Target release version="" image=%q cannot be verified, but continuing anyway because the update was forced: `, image)))

@@ -429,7 +429,13 @@ func (s *sim) rollOutMCO(ctx context.Context, image string) error {
 // one) the releases the ClusterVersion already lists.
 func (s *sim) graph(ctx context.Context, st *configv1.ClusterVersionStatus) (Graph, error) {
 	if len(s.o.Graph) > 0 {
-		return PlainGraph(s.o.Graph), nil
+		// A plain list need not name the release the cluster runs; the
+		// update service knows it all the same.
+		g := PlainGraph(s.o.Graph)
+		if _, ok := g.Lookup(st.Desired.Version); !ok && st.Desired.Version != "" {
+			g = append(g, GraphRelease{Version: st.Desired.Version})
+		}
+		return g, nil
 	}
 	var cm corev1.ConfigMap
 	err := s.c.Get(ctx, types.NamespacedName{Namespace: GraphNamespace, Name: GraphConfigMap}, &cm)

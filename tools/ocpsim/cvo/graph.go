@@ -173,10 +173,11 @@ func ComputeUpdates(g Graph, channel, current string, prev []configv1.Conditiona
 	var u Updates
 	u.Available = []configv1.Release{}
 	cur, known := g.Lookup(current)
-	if known && len(cur.Channels) > 0 {
+	switch {
+	case known && len(cur.Channels) > 0:
 		u.Channels = sortedCopy(cur.Channels)
-	} else if channel != "" {
-		u.Channels = []string{channel}
+	case known && channel != "":
+		u.Channels = []string{channel} // in every channel: at least in this one
 	}
 	switch {
 	case channel == "":

@@ -75,6 +75,8 @@ func TestComputeUpdates(t *testing.T) {
 		{"candidate-4.17", "4.16.0", []string{"4.17.0"}, nil, []string{"candidate-4.17"}, configv1.ConditionTrue, "", ""},
 		{"candidate-4.17", "4.16.1", nil, nil, []string{"candidate-4.16", "fast-4.16", "stable-4.16"}, configv1.ConditionFalse, "VersionNotFound",
 			`Unable to retrieve available updates: currently reconciling cluster version 4.16.1 not found in the "candidate-4.17" channel`},
+		{"fast-4.16", "4.18.0", nil, nil, nil, configv1.ConditionFalse, "VersionNotFound",
+			`Unable to retrieve available updates: currently reconciling cluster version 4.18.0 not found in the "fast-4.16" channel`},
 		{"", "4.16.1", nil, nil, []string{"candidate-4.16", "fast-4.16", "stable-4.16"}, configv1.ConditionFalse, "NoChannel", "The update channel has not been configured."},
 	}
 	for _, c := range cases {
