@@ -20,7 +20,18 @@
 //
 // Every simulated duration (operator updates, drains, reboots, instance
 // launches) is divided by Options.TimeScale. Faults are requested with the
-// annotation ocpsim.upshift.io/fault on the object (see package faults).
+// annotation ocpsim.upshift.io/fault on the object (see package faults):
+// among them NotUpgradeable on a ClusterOperator and AdminAckRequired on the
+// ClusterVersion make the CVO report Upgradeable=False and refuse updates to
+// another minor version (ReleaseAccepted=False, PreconditionChecks).
+//
+// The simulated update service is Topology.Graph (versions in every
+// channel) and Topology.Releases (GraphRelease: channels, and Risks that make
+// updates to a release conditional). The CVO publishes availableUpdates,
+// conditionalUpdates (with a Recommended condition per update) and
+// desired.channels for spec.channel, recomputes them when the channel
+// changes, and accepts desiredUpdate.image by digest alone for any release
+// of the graph (cvo.ReleaseImage gives a release's digest pull spec).
 //
 // Sub-packages: seed (topology → objects), cvo, mco, machineapi, etcd (one
 // simulated operator each, pure decisions + controller-runtime loops),
@@ -32,6 +43,7 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -58,6 +70,14 @@ type Workload = seed.Workload
 // CustomPool is an extra MachineConfigPool in a Topology.
 type CustomPool = seed.CustomPool
 
+// GraphRelease is a release of the simulated update graph with its channels
+// and risks (Topology.Releases).
+type GraphRelease = cvo.GraphRelease
+
+// Risk is a known issue of updating to a GraphRelease, which makes the
+// update conditional.
+type Risk = cvo.Risk
+
 // Seed creates a cluster of the given topology through c.
 func Seed(ctx context.Context, c client.Client, t Topology) (*seed.Objects, error) {
 	return seed.Seed(ctx, c, t)
@@ -70,7 +90,8 @@ type Options struct {
 	TimeScale float64
 	// Operators overrides the simulated release payload.
 	Operators []cvo.Operator
-	// Graph lists the releases of the simulated update service.
+	// Graph, when set, replaces the seeded update graph with these releases
+	// (every release in every channel, no risks).
 	Graph []string
 	// MCO, MachineAPI override simulated durations (zero: defaults).
 	MCO        mco.Durations
@@ -105,8 +126,11 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
 		Logger:                 o.Log,
-		Cache:                  cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
-		Controller:             config.Controller{SkipNameValidation: ptrTrue()},
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(),
+			// The CVO reads only its graph ConfigMap; caching every ConfigMap
+			// of the cluster would be wasted memory.
+			ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{cvo.GraphNamespace: {}}}}},
+		Controller: config.Controller{SkipNameValidation: ptrTrue()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ocpsim: %w", err)

@@ -289,7 +289,7 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the target apiserver (default: $KUBECONFIG or in-cluster)")
 	scale := fs.String("time-scale", "120", "simulated time per wall time: a factor (600) or SIMULATED:WALL (90m:45s)")
-	graph := fs.String("graph", "", "comma-separated releases of the update graph (default: what the ClusterVersion already lists)")
+	graph := fs.String("graph", "", "comma-separated releases of the update graph, each in every channel (default: the graph seeded with the cluster, else what the ClusterVersion already lists)")
 	logFormat := fs.String("log-format", "console", "console or json")
 	var fs2 listFlag
 	fs.Var(&fs2, "fault", "inject a fault at start: KIND/NAME=FAULT, e.g. node/ocp-worker-us-east-1a-0=NeverReady (repeatable)")

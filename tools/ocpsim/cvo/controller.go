@@ -2,6 +2,7 @@ package cvo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/upshift-io/upshift/tools/ocpsim/faults"
@@ -32,8 +35,9 @@ type Options struct {
 	Scale timescale.Scale
 	// Operators is the payload (default Operators()).
 	Operators []Operator
-	// Graph lists the releases of the simulated update service; when empty
-	// the versions already in availableUpdates and history are used.
+	// Graph, when set, is the simulated update service (every release in
+	// every channel). When empty the graph seeded in GraphConfigMap is used,
+	// or, without one, the releases the ClusterVersion already lists.
 	Graph []string
 	Log   logr.Logger
 }
@@ -51,6 +55,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("cvo").For(&configv1.ClusterVersion{}).
 		Watches(&configv1.ClusterOperator{}, toCV).
 		Watches(&mcfgv1.MachineConfigPool{}, toCV).
+		Watches(&corev1.ConfigMap{}, toCV, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetNamespace() == GraphNamespace && o.GetName() == GraphConfigMap
+		}))).
 		Complete(quietConflicts(s.reconcile)); err != nil {
 		return err
 	}
@@ -97,27 +104,6 @@ func (s *sim) reconcile(ctx context.Context, req reconcile.Request) (reconcile.R
 	st.ObservedGeneration = cv.Generation
 	var res reconcile.Result
 
-	du := cv.Spec.DesiredUpdate
-	accepted := du == nil || (st.Desired.Version != "" && ((du.Image != "" && du.Image == st.Desired.Image) || (du.Image == "" && du.Version == st.Desired.Version)))
-	if !accepted {
-		t, err := Validate(du, st)
-		if err != nil {
-			SetCondition(&st.Conditions, "Invalid", configv1.ConditionTrue, "InvalidClusterVersion", "The cluster version is invalid: "+err.Error(), now)
-			SetCondition(&st.Conditions, ReleaseAccepted, configv1.ConditionFalse, "RetrievePayload",
-				fmt.Sprintf("Retrieving payload failed version=%q image=%q failure=%s", du.Version, du.Image, err.Error()), now)
-			if !equality.Semantic.DeepEqual(orig.Status, cv.Status) {
-				s.log.Info(cvo + "refusing desiredUpdate: " + err.Error())
-				s.events.Eventf(&cv, nil, corev1.EventTypeWarning, "RetrievePayloadFailed", "Update", "Retrieving payload failed: %s", err.Error())
-			}
-			return res, s.writeCV(ctx, orig, &cv)
-		}
-		s.accept(&cv, t, now)
-		s.log.Info(cvo + fmt.Sprintf("accepted update to %s (%s), starting to apply the release payload", t.Version, t.Image))
-		s.events.Eventf(&cv, nil, corev1.EventTypeNormal, "PayloadLoaded", "Update", "Payload loaded version=%q image=%q", t.Version, t.Image)
-		return res, s.writeCV(ctx, orig, &cv)
-	}
-	removeCondition(&st.Conditions, "Invalid")
-
 	var cos configv1.ClusterOperatorList
 	if err := s.c.List(ctx, &cos); err != nil {
 		return res, err
@@ -126,6 +112,33 @@ func (s *sim) reconcile(ctx context.Context, req reconcile.Request) (reconcile.R
 	for i := range cos.Items {
 		byName[cos.Items[i].Name] = &cos.Items[i]
 	}
+	g, err := s.graph(ctx, st)
+	if err != nil {
+		return res, err
+	}
+	checks := []*UpgradeableCheck{OperatorsUpgradeable(cos.Items)}
+	if faults.Has(cv.Annotations, faults.AdminAckRequired) {
+		checks = append(checks, AdminAckRequired(CurrentVersion(st.History)))
+	}
+	SetUpgradeable(&st.Conditions, UpgradeableConditions(checks, now), now)
+	s.publishUpdates(st, cv.Spec.Channel, g, now)
+
+	du := cv.Spec.DesiredUpdate
+	accepted := du == nil || (st.Desired.Version != "" && ((du.Image != "" && du.Image == st.Desired.Image) || (du.Image == "" && du.Version == st.Desired.Version)))
+	if accepted {
+		removeCondition(&st.Conditions, "Invalid")
+		if c := FindCondition(st.Conditions, ReleaseAccepted); c != nil && c.Status != configv1.ConditionTrue {
+			// the refused request was withdrawn: the CVO reports the release it reconciles
+			SetCondition(&st.Conditions, ReleaseAccepted, configv1.ConditionTrue, "PayloadLoaded", PayloadLoaded(st.Desired.Version, st.Desired.Image), now)
+		}
+	} else if t, refused := s.admit(&cv, g, now); !refused {
+		s.accept(&cv, t, g, now)
+		s.log.Info(cvo + fmt.Sprintf("accepted update to %s (%s), starting to apply the release payload", t.Version, t.Image))
+		s.events.Eventf(&cv, nil, corev1.EventTypeNormal, "PayloadLoaded", "Update", "Payload loaded version=%q image=%q", t.Version, t.Image)
+		return res, s.writeCV(ctx, orig, &cv)
+	}
+	// A refused request leaves the CVO reconciling the release it already has.
+
 	target := st.Desired.Version
 	failing := ""
 	failReason := ""
@@ -152,6 +165,56 @@ func (s *sim) reconcile(ctx context.Context, req reconcile.Request) (reconcile.R
 	return res, s.writeCV(ctx, orig, &cv)
 }
 
+// admit validates spec.desiredUpdate and runs the preconditions. A refusal
+// is reported in the conditions (Invalid, ReleaseAccepted=False with reason
+// RetrievePayload or PreconditionChecks); the CVO then keeps reconciling its
+// current release, so Failing and Progressing stay those of that release.
+func (s *sim) admit(cv *configv1.ClusterVersion, g Graph, now metav1.Time) (Target, bool) {
+	st, du := &cv.Status, cv.Spec.DesiredUpdate
+	t, err := Validate(du, st, g)
+	var inv *InvalidError
+	refuse := func(reason, msg, event string) (Target, bool) {
+		changed := SetCondition(&st.Conditions, ReleaseAccepted, configv1.ConditionFalse, reason, msg, now)
+		if changed {
+			s.log.Info(cvo + "refusing desiredUpdate: " + msg)
+			s.events.Eventf(cv, nil, corev1.EventTypeWarning, event, "Update", "%s", msg)
+		}
+		return Target{}, true
+	}
+	switch {
+	case errors.As(err, &inv):
+		SetCondition(&st.Conditions, "Invalid", configv1.ConditionTrue, "InvalidClusterVersion", "The cluster version is invalid: "+err.Error(), now)
+		return refuse("RetrievePayload", fmt.Sprintf("Retrieving payload failed version=%q image=%q failure=%s", du.Version, du.Image, err.Error()), "RetrievePayloadFailed")
+	case err != nil:
+		removeCondition(&st.Conditions, "Invalid")
+		return refuse("RetrievePayload", fmt.Sprintf("Retrieving payload failed version=%q image=%q failure=%s", du.Version, du.Image, err.Error()), "RetrievePayloadFailed")
+	}
+	removeCondition(&st.Conditions, "Invalid")
+	block, summary := SummarizePreconditions(Preconditions(st, cv.Spec.Channel, t.Version), du.Force)
+	if block {
+		return refuse("PreconditionChecks", PreconditionsFailed(t.Version, t.Image, summary), "PreconditionBlock")
+	}
+	if summary != "" {
+		// not recommended, or forced through: the history records the accepted risks
+		if t.AcceptedRisks != "" {
+			t.AcceptedRisks += "\n"
+		}
+		t.AcceptedRisks += summary
+		s.events.Eventf(cv, nil, corev1.EventTypeWarning, "PreconditionWarn", "Update", "%s", summary)
+	}
+	return t, false
+}
+
+// publishUpdates writes what the update service offers the release the
+// CVO reconciles (status.desired) on spec.channel.
+func (s *sim) publishUpdates(st *configv1.ClusterVersionStatus, channel string, g Graph, now metav1.Time) {
+	u := ComputeUpdates(g, channel, st.Desired.Version, st.ConditionalUpdates, now)
+	st.AvailableUpdates = u.Available
+	st.ConditionalUpdates = u.Conditional
+	st.Desired.Channels = u.Channels
+	SetCondition(&st.Conditions, configv1.RetrievedUpdates, u.Retrieved.Status, u.Retrieved.Reason, u.Retrieved.Message, now)
+}
+
 func lowerFirst(s string) string {
 	if s == "" {
 		return s
@@ -159,13 +222,15 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-func (s *sim) accept(cv *configv1.ClusterVersion, t Target, now metav1.Time) {
+func (s *sim) accept(cv *configv1.ClusterVersion, t Target, g Graph, now metav1.Time) {
 	st := &cv.Status
 	if len(st.History) > 0 && st.History[0].State == configv1.PartialUpdate && st.History[0].CompletionTime == nil {
 		st.History[0].CompletionTime = &now
 	}
-	st.History = append([]configv1.UpdateHistory{{State: configv1.PartialUpdate, StartedTime: now, Version: t.Version, Image: t.Image, Verified: t.Verified}}, st.History...)
-	st.Desired = configv1.Release{Version: t.Version, Image: t.Image, Channels: st.Desired.Channels}
+	st.History = append([]configv1.UpdateHistory{{State: configv1.PartialUpdate, StartedTime: now, Version: t.Version, Image: t.Image, Verified: t.Verified, AcceptedRisks: t.AcceptedRisks}}, st.History...)
+	st.Desired = configv1.Release{Version: t.Version, Image: t.Image}
+	// the update service's offer now starts from the new release
+	s.publishUpdates(st, cv.Spec.Channel, g, now)
 	st.VersionHash = "ocpsim-" + t.Version
 	removeCondition(&st.Conditions, "Invalid")
 	SetCondition(&st.Conditions, ReleaseAccepted, configv1.ConditionTrue, "PayloadLoaded", PayloadLoaded(t.Version, t.Image), now)
@@ -194,7 +259,6 @@ func (s *sim) progress(ctx context.Context, cv *configv1.ClusterVersion, cos map
 	if cur == len(s.levels) {
 		st.History[0].State = configv1.CompletedUpdate
 		st.History[0].CompletionTime = &now
-		st.AvailableUpdates = UpdatesFrom(s.graph(st), target)
 		SetCondition(&st.Conditions, configv1.OperatorProgressing, configv1.ConditionFalse, "", "Cluster version is "+target, now)
 		SetCondition(&st.Conditions, configv1.OperatorAvailable, configv1.ConditionTrue, "", "Done applying "+target, now)
 		s.log.Info(cvo + "cluster version is " + target + ": update completed")
@@ -360,18 +424,28 @@ func (s *sim) rollOutMCO(ctx context.Context, image string) error {
 	return s.c.Patch(ctx, &d, client.MergeFrom(orig))
 }
 
-func (s *sim) graph(st *configv1.ClusterVersionStatus) []string {
+// graph is the simulated update service: Options.Graph when given, else
+// the graph seeded in the GraphConfigMap, else (a cluster seeded without
+// one) the releases the ClusterVersion already lists.
+func (s *sim) graph(ctx context.Context, st *configv1.ClusterVersionStatus) (Graph, error) {
 	if len(s.o.Graph) > 0 {
-		return s.o.Graph
+		// A plain list need not name the release the cluster runs; the
+		// update service knows it all the same.
+		g := PlainGraph(s.o.Graph)
+		if _, ok := g.Lookup(st.Desired.Version); !ok && st.Desired.Version != "" {
+			g = append(g, GraphRelease{Version: st.Desired.Version})
+		}
+		return g, nil
 	}
-	var g []string
-	for _, r := range st.AvailableUpdates {
-		g = append(g, r.Version)
+	var cm corev1.ConfigMap
+	err := s.c.Get(ctx, types.NamespacedName{Namespace: GraphNamespace, Name: GraphConfigMap}, &cm)
+	switch {
+	case err == nil:
+		return DecodeGraph(cm.Data[GraphKey])
+	case !apierrors.IsNotFound(err):
+		return nil, err
 	}
-	for _, h := range st.History {
-		g = append(g, h.Version)
-	}
-	return g
+	return GraphFromStatus(st), nil
 }
 
 func (s *sim) writeCV(ctx context.Context, orig, cv *configv1.ClusterVersion) error {
@@ -402,9 +476,9 @@ func removeCondition(conds *[]configv1.ClusterOperatorStatusCondition, t configv
 	*conds = out
 }
 
-// operatorHealth plays the operators themselves: it reports Degraded or
-// Available=False while a fault is requested on the ClusterOperator, and
-// healthy again once it is removed.
+// operatorHealth plays the operators themselves: it reports Degraded,
+// Available=False or Upgradeable=False while a fault is requested on the
+// ClusterOperator, and healthy again once it is removed.
 func (s *sim) operatorHealth(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var co configv1.ClusterOperator
 	if err := s.c.Get(ctx, req.NamespacedName, &co); err != nil {
@@ -413,6 +487,7 @@ func (s *sim) operatorHealth(ctx context.Context, req reconcile.Request) (reconc
 	now := metav1.Now()
 	degraded := faults.Has(co.Annotations, faults.OperatorDegraded)
 	unavailable := faults.Has(co.Annotations, faults.OperatorUnavailable)
+	notUpgradeable := faults.Has(co.Annotations, faults.OperatorNotUpgradeable)
 	return reconcile.Result{}, s.patchOperator(ctx, &co, func(c *configv1.ClusterOperator) {
 		if degraded {
 			SetCondition(&c.Status.Conditions, configv1.OperatorDegraded, configv1.ConditionTrue, "InjectedFault", c.Name+" is degraded (fault injected by ocpsim)", now)
@@ -423,6 +498,15 @@ func (s *sim) operatorHealth(ctx context.Context, req reconcile.Request) (reconc
 			SetCondition(&c.Status.Conditions, configv1.OperatorAvailable, configv1.ConditionFalse, "InjectedFault", c.Name+" is not available (fault injected by ocpsim)", now)
 		} else {
 			SetCondition(&c.Status.Conditions, configv1.OperatorAvailable, configv1.ConditionTrue, "AsExpected", "All is well", now)
+		}
+		// Upgradeable is touched only for the fault and its healing, so that
+		// a test can also write an operator's Upgradeable=False itself.
+		up := FindCondition(c.Status.Conditions, configv1.OperatorUpgradeable)
+		switch {
+		case notUpgradeable:
+			SetCondition(&c.Status.Conditions, configv1.OperatorUpgradeable, configv1.ConditionFalse, "InjectedFault", c.Name+" should not be updated to the next minor version (fault injected by ocpsim)", now)
+		case up != nil && up.Reason == "InjectedFault":
+			SetCondition(&c.Status.Conditions, configv1.OperatorUpgradeable, configv1.ConditionTrue, "AsExpected", "", now)
 		}
 	})
 }

@@ -6,8 +6,16 @@
 // unavailable. The machine-config step hands over to the MCO simulator and
 // waits for the pools that are required for upgrade (master).
 //
+// It also plays the update service and the CVO's view of it: the graph's
+// releases per channel become availableUpdates and, for releases with
+// risks, conditionalUpdates with a Recommended condition; the Upgradeable
+// condition aggregates the ClusterOperators' (and the admin-ack gate's)
+// objections, and the preconditions refuse an update to another minor
+// while it is False.
+//
 // plan.go holds the pure decisions (operator catalogue, run levels,
-// validation, version ordering); controller.go the loops.
+// validation, version ordering), graph.go the update service, upgradeable.go
+// Upgradeable and the preconditions; controller.go the loops.
 package cvo
 
 import (
@@ -114,30 +122,42 @@ func CurrentLevel(levels [][]Operator, done func(name string) bool) int {
 // Target is a validated update target.
 type Target struct {
 	Version, Image string
-	Verified       bool // it came from availableUpdates
+	Verified       bool // a signed release: from the update service's graph or availableUpdates
+	// AcceptedRisks is what the update accepts (history acceptedRisks):
+	// here, that an unverifiable image was forced.
+	AcceptedRisks string
 }
 
-// InvalidError is a desiredUpdate the CVO refuses.
+// InvalidError is a desiredUpdate the CVO's validation refuses (the
+// ClusterVersion is Invalid).
 type InvalidError struct{ Msg string }
 
 func (e *InvalidError) Error() string { return e.Msg }
 
-// Validate checks desiredUpdate against availableUpdates and history as the
-// CVO does: without an image the version must be an available update (or a
-// previous version); with force any image is accepted.
-func Validate(du *configv1.Update, st *configv1.ClusterVersionStatus) (Target, error) {
+// RetrieveError is a valid desiredUpdate whose release the CVO cannot
+// retrieve or verify (ReleaseAccepted=False, RetrievePayload).
+type RetrieveError struct{ Msg string }
+
+func (e *RetrieveError) Error() string { return e.Msg }
+
+// Validate checks desiredUpdate as the CVO does. Without an image the
+// version must be an available update or a previous version (conditional
+// updates are requested with their image, as oc adm upgrade
+// --allow-not-recommended does). With an image, the CVO retrieves the
+// release and verifies its signature: a release of the update service's
+// graph (or one already listed in status) is signed, so it is accepted by
+// digest alone and its version comes from the graph; any other image is
+// refused unless force is set.
+func Validate(du *configv1.Update, st *configv1.ClusterVersionStatus, g Graph) (Target, error) {
 	if du == nil || (du.Version == "" && du.Image == "") {
 		return Target{}, &InvalidError{"spec.desiredUpdate: Required value: must specify version or image"}
 	}
-	for _, r := range st.AvailableUpdates {
-		if (du.Image != "" && r.Image == du.Image) || (du.Image == "" && r.Version == du.Version) {
-			if du.Version != "" && r.Version != du.Version {
-				return Target{}, &InvalidError{fmt.Sprintf("spec.desiredUpdate.version: Invalid value: %q: version does not match the release image %s (version %s)", du.Version, r.Image, r.Version)}
-			}
-			return Target{Version: r.Version, Image: string(r.Image), Verified: true}, nil
-		}
-	}
 	if du.Image == "" {
+		for _, r := range st.AvailableUpdates {
+			if r.Version == du.Version {
+				return Target{Version: r.Version, Image: r.Image, Verified: true}, nil
+			}
+		}
 		for _, h := range st.History {
 			if h.Version == du.Version && h.Image != "" {
 				return Target{Version: h.Version, Image: h.Image, Verified: h.Verified}, nil
@@ -145,14 +165,51 @@ func Validate(du *configv1.Update, st *configv1.ClusterVersionStatus) (Target, e
 		}
 		return Target{}, &InvalidError{fmt.Sprintf("spec.desiredUpdate.version: Invalid value: %q: when image is empty the update must be a previous version or an available update", du.Version)}
 	}
+	version, known := knownImage(du.Image, st, g)
+	if known {
+		if du.Version != "" && du.Version != version {
+			return Target{}, &InvalidError{fmt.Sprintf("spec.desiredUpdate.version: Invalid value: %q: version does not match the release image %s (version %s)", du.Version, du.Image, version)}
+		}
+		return Target{Version: version, Image: du.Image, Verified: true}, nil
+	}
+	verr := "release image " + du.Image + " is not in the available updates and force is not set"
+	if _, digest, ok := strings.Cut(du.Image, "@"); ok {
+		// The CVO's signature verifier, for a digest no trusted key has signed.
+		verr = "unable to verify " + digest + " against keyrings: verifier-public-key-redhat"
+	}
 	if !du.Force {
-		return Target{}, &InvalidError{fmt.Sprintf("The update cannot be verified: release image %s is not in the available updates and force is not set", du.Image)}
+		return Target{}, &RetrieveError{"The update cannot be verified: " + verr}
 	}
 	v := du.Version
 	if v == "" {
 		v = VersionFromImage(du.Image)
 	}
-	return Target{Version: v, Image: du.Image}, nil
+	return Target{Version: v, Image: du.Image,
+		AcceptedRisks: fmt.Sprintf("Target release version=%q image=%q cannot be verified, but continuing anyway because the update was forced: %s", du.Version, du.Image, verr)}, nil
+}
+
+// knownImage finds the version of a signed release image: one of the graph,
+// or one the CVO already lists (updates, conditional updates, verified history).
+func knownImage(image string, st *configv1.ClusterVersionStatus, g Graph) (string, bool) {
+	if r, ok := g.ByImage(image); ok {
+		return r.Version, true
+	}
+	for _, r := range st.AvailableUpdates {
+		if r.Image == image {
+			return r.Version, true
+		}
+	}
+	for _, c := range st.ConditionalUpdates {
+		if c.Release.Image == image {
+			return c.Release.Version, true
+		}
+	}
+	for _, h := range st.History {
+		if h.Image == image && h.Verified {
+			return h.Version, true
+		}
+	}
+	return "", false
 }
 
 // VersionFromImage guesses the version from a release image tag
@@ -166,11 +223,6 @@ func VersionFromImage(image string) string {
 		}
 	}
 	return "0.0.0-unknown"
-}
-
-// ReleaseImage is the image the simulated release graph uses for a version.
-func ReleaseImage(version string) string {
-	return "quay.io/openshift-release-dev/ocp-release:" + version + "-x86_64"
 }
 
 // MCOImage is the machine-config-operator image of a release: the MCO
@@ -221,23 +273,6 @@ func Less(a, b string) bool {
 		}
 	}
 	return false
-}
-
-// UpdatesFrom returns the releases of the graph newer than current, newest
-// first, as availableUpdates.
-func UpdatesFrom(graph []string, current string) []configv1.Release {
-	out := []configv1.Release{}
-	var vs []string
-	for _, v := range graph {
-		if Less(current, v) {
-			vs = append(vs, v)
-		}
-	}
-	sort.Slice(vs, func(i, j int) bool { return Less(vs[j], vs[i]) })
-	for _, v := range vs {
-		out = append(out, configv1.Release{Version: v, Image: ReleaseImage(v), URL: configv1.URL("https://access.redhat.com/errata/RHBA-" + v)})
-	}
-	return out
 }
 
 // ProgressMessage is the CVO's Progressing message while it applies the payload.

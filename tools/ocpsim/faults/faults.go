@@ -27,8 +27,16 @@ const (
 	OperatorDegraded Fault = "Degraded"
 	// OperatorUnavailable makes a ClusterOperator report Available=False.
 	OperatorUnavailable Fault = "Unavailable"
+	// OperatorNotUpgradeable makes a ClusterOperator report Upgradeable=False
+	// (reason InjectedFault); the CVO then reports Upgradeable=False and
+	// refuses updates to another minor version.
+	OperatorNotUpgradeable Fault = "NotUpgradeable"
 	// VersionFailing makes the ClusterVersion report Failing=True.
 	VersionFailing Fault = "Failing"
+	// AdminAckRequired makes the CVO's admin-ack check fail on the
+	// ClusterVersion: Upgradeable=False, reason AdminAckRequired, as for an
+	// admin gate of the next minor that is not acknowledged.
+	AdminAckRequired Fault = "AdminAckRequired"
 	// DrainStuck makes every drain of the Node hang (as if a pod could never be
 	// evicted) until the MCO gives up and marks the node Degraded.
 	DrainStuck Fault = "DrainStuck"
@@ -44,13 +52,15 @@ const (
 // Targets lists which object kinds each fault applies to (lower-case kinds as
 // used by the --fault flag).
 var Targets = map[Fault][]string{
-	OperatorDegraded:    {"clusteroperator"},
-	OperatorUnavailable: {"clusteroperator"},
-	VersionFailing:      {"clusterversion"},
-	DrainStuck:          {"node"},
-	NeverReady:          {"node"},
-	Unreconcilable:      {"node", "machineconfig"},
-	ProvisionFailed:     {"machine"},
+	OperatorDegraded:       {"clusteroperator"},
+	OperatorUnavailable:    {"clusteroperator"},
+	OperatorNotUpgradeable: {"clusteroperator"},
+	VersionFailing:         {"clusterversion"},
+	AdminAckRequired:       {"clusterversion"},
+	DrainStuck:             {"node"},
+	NeverReady:             {"node"},
+	Unreconcilable:         {"node", "machineconfig"},
+	ProvisionFailed:        {"machine"},
 }
 
 // Parse reads the fault list in an annotation value.

@@ -10,6 +10,8 @@ func TestParseRequest(t *testing.T) {
 		"machine/other/m-1=ProvisionFailed":        {Kind: "machine", Namespace: "other", Name: "m-1", Fault: ProvisionFailed},
 		"machineconfig/99-worker-x=Unreconcilable": {Kind: "machineconfig", Name: "99-worker-x", Fault: Unreconcilable},
 		"clusterversion/version=Failing":           {Kind: "clusterversion", Name: "version", Fault: VersionFailing},
+		"clusterversion/version=AdminAckRequired":  {Kind: "clusterversion", Name: "version", Fault: AdminAckRequired},
+		"clusteroperator/dns=NotUpgradeable":       {Kind: "clusteroperator", Name: "dns", Fault: OperatorNotUpgradeable},
 	}
 	for in, want := range good {
 		got, err := ParseRequest(in)
@@ -17,7 +19,7 @@ func TestParseRequest(t *testing.T) {
 			t.Errorf("ParseRequest(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "node", "node/=NeverReady", "node/a=", "node/a=Bogus", "node/a=Degraded", "worker-2=NeverReady"} {
+	for _, in := range []string{"", "node", "node/=NeverReady", "node/a=", "node/a=Bogus", "node/a=Degraded", "node/a=NotUpgradeable", "clusteroperator/a=AdminAckRequired", "worker-2=NeverReady"} {
 		if _, err := ParseRequest(in); err == nil {
 			t.Errorf("ParseRequest(%q) succeeded", in)
 		}

@@ -50,6 +50,11 @@ func Apply(ctx context.Context, c client.Client, o *Objects) error {
 			return err
 		}
 	}
+	if o.GraphConfigMap != nil {
+		if err := create(o.GraphConfigMap, false); err != nil {
+			return err
+		}
+	}
 	if o.MCODeployment != nil {
 		if err := create(o.MCODeployment, false); err != nil {
 			return err

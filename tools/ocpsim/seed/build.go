@@ -35,6 +35,9 @@ type Objects struct {
 	// MCODeployment is the machine-config-operator's Deployment, running the
 	// release's MCO image.
 	MCODeployment *appsv1.Deployment
+	// GraphConfigMap holds the simulated update service's graph (see
+	// cvo.GraphConfigMap), which the simulated CVO reads.
+	GraphConfigMap *corev1.ConfigMap
 	// Deployments are the topology's workloads.
 	Deployments []*appsv1.Deployment
 	PDBs        []*policyv1.PodDisruptionBudget
@@ -59,6 +62,11 @@ func Build(t Topology, now time.Time) (*Objects, error) {
 		o.Namespaces = append(o.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	o.ClusterVersion = clusterVersion(t, now)
+	graph, err := cvo.EncodeGraph(t.UpdateGraph())
+	if err != nil {
+		return nil, err
+	}
+	o.GraphConfigMap = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cvo.GraphNamespace, Name: cvo.GraphConfigMap}, Data: map[string]string{cvo.GraphKey: graph}}
 	o.MCODeployment = MCODeployment(cvo.MCOImage(cvo.ReleaseImage(t.Version)))
 	for _, op := range cvo.Operators() {
 		o.ClusterOperators = append(o.ClusterOperators, ClusterOperator(op, t.Version, mnow))
@@ -274,17 +282,20 @@ func clusterVersion(t Topology, now time.Time) *configv1.ClusterVersion {
 		c := metav1.NewTime(s.Add(75 * time.Minute))
 		history = append([]configv1.UpdateHistory{{State: configv1.CompletedUpdate, StartedTime: s, CompletionTime: &c, Version: v, Image: cvo.ReleaseImage(v), Verified: i > 0}}, history...)
 	}
+	u := cvo.ComputeUpdates(t.UpdateGraph(), t.Channel, t.Version, nil, mnow)
 	cv.Status = configv1.ClusterVersionStatus{
-		Desired:          configv1.Release{Version: t.Version, Image: cvo.ReleaseImage(t.Version), Channels: []string{t.Channel}},
-		History:          history,
-		VersionHash:      "ocpsim-" + t.Version,
-		AvailableUpdates: cvo.UpdatesFrom(t.Graph, t.Version),
+		Desired:            configv1.Release{Version: t.Version, Image: cvo.ReleaseImage(t.Version), Channels: u.Channels},
+		History:            history,
+		VersionHash:        "ocpsim-" + t.Version,
+		AvailableUpdates:   u.Available,
+		ConditionalUpdates: u.Conditional,
 		Capabilities: configv1.ClusterVersionCapabilitiesStatus{
 			EnabledCapabilities: []configv1.ClusterVersionCapability{"baremetal", "Console", "Insights", "MachineAPI", "marketplace", "openshift-samples", "Storage"},
 			KnownCapabilities:   []configv1.ClusterVersionCapability{"baremetal", "Console", "Insights", "MachineAPI", "marketplace", "openshift-samples", "Storage"},
 		},
 		Conditions: cvo.SettledConditions(t.Version, cvo.ReleaseImage(t.Version), mnow),
 	}
+	cvo.SetCondition(&cv.Status.Conditions, configv1.RetrievedUpdates, u.Retrieved.Status, u.Retrieved.Reason, u.Retrieved.Message, mnow)
 	return cv
 }
 

@@ -112,6 +112,23 @@ func TestValidateAndLoad(t *testing.T) {
 	if err != nil || tp.Workers != 100 || tp.CustomPools[0].Name != "infra" || tp.WithDefaults().Channel != "stable-4.17" {
 		t.Errorf("Load = %+v, %v", tp, err)
 	}
+	withGraph := filepath.Join(dir, "g.yaml")
+	os.WriteFile(withGraph, []byte(`version: 4.16.1
+masters: 1
+releases:
+- version: 4.16.2
+  channels: [stable-4.16, fast-4.16]
+  risks:
+  - name: ARisk
+    message: A is broken.
+    url: https://example.com/a
+    promql: group(cluster_version)
+    promqlResult: NoMatch
+`), 0o600)
+	tp, err = Load(withGraph)
+	if err != nil || len(tp.Releases) != 1 || tp.Releases[0].Risks[0].PromQLResult != cvo.PromQLNoMatch || tp.Releases[0].Channels[1] != "fast-4.16" || tp.Validate() != nil {
+		t.Errorf("Load releases = %+v, %v", tp, err)
+	}
 	unknown := filepath.Join(dir, "u.yaml")
 	os.WriteFile(unknown, []byte("masters: 3\nwrokers: 2\n"), 0o600)
 	if _, err := Load(unknown); err == nil || !strings.Contains(err.Error(), "wrokers") {
@@ -159,5 +176,59 @@ func TestMCOImage(t *testing.T) {
 	}
 	if a, b := cvo.MCOImage("quay.io/r@sha256:x86"), cvo.MCOImage("quay.io/r@sha256:multi"); a == b {
 		t.Errorf("two images of one version share the MCO image %s", a)
+	}
+}
+
+func TestBuildGraph(t *testing.T) {
+	risk := cvo.Risk{Name: "ARisk", Message: "A is broken.", URL: "https://example.com/a"}
+	top := Topology{Version: "4.16.1", Channel: "fast-4.16", Masters: 1, Workers: 1,
+		Graph: []string{"4.16.1", "4.16.2"},
+		Releases: []cvo.GraphRelease{
+			{Version: "4.16.2", Channels: []string{"stable-4.16", "fast-4.16"}},
+			{Version: "4.16.3", Channels: []string{"fast-4.16"}, Risks: []cvo.Risk{risk}},
+			{Version: "4.17.0", Channels: []string{"candidate-4.17"}},
+		}}
+	o, err := Build(top, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := o.ClusterVersion.Status
+	if len(st.AvailableUpdates) != 1 || st.AvailableUpdates[0].Version != "4.16.2" || st.AvailableUpdates[0].Image != cvo.ReleaseImage("4.16.2") {
+		t.Errorf("availableUpdates = %+v", st.AvailableUpdates)
+	}
+	if len(st.ConditionalUpdates) != 1 || st.ConditionalUpdates[0].Release.Version != "4.16.3" || st.ConditionalUpdates[0].Conditions[0].Reason != "ARisk" {
+		t.Errorf("conditionalUpdates = %+v", st.ConditionalUpdates)
+	}
+	if len(st.Desired.Channels) != 1 || st.Desired.Channels[0] != "fast-4.16" {
+		t.Errorf("desired.channels = %v: 4.16.1 has no channel list, so it is in the spec channel", st.Desired.Channels)
+	}
+	g, err := cvo.DecodeGraph(o.GraphConfigMap.Data[cvo.GraphKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.GraphConfigMap.Namespace != "openshift-cluster-version" || o.GraphConfigMap.Name != "ocpsim-update-graph" || len(g) != 4 {
+		t.Errorf("graph ConfigMap %s/%s holds %+v", o.GraphConfigMap.Namespace, o.GraphConfigMap.Name, g)
+	}
+	if r, _ := g.Lookup("4.16.2"); len(r.Channels) != 2 {
+		t.Errorf("a Releases entry details the Graph entry of its version: %+v", r)
+	}
+
+	// a plain topology keeps its old meaning: every release in every channel
+	o, err = Build(Topology{Version: "4.16.1", Masters: 1, Graph: []string{"4.16.1", "4.16.2", "4.17.0"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := o.ClusterVersion.Status; len(st.AvailableUpdates) != 2 || len(st.ConditionalUpdates) != 0 || len(st.Desired.Channels) != 1 || st.Desired.Channels[0] != "stable-4.16" {
+		t.Errorf("plain graph: %+v", st)
+	}
+
+	for _, bad := range []Topology{
+		{Version: "4.16.1", Masters: 1, Releases: []cvo.GraphRelease{{Version: "4.16.2"}, {Version: "4.16.2"}}},
+		{Version: "4.16.1", Masters: 1, Releases: []cvo.GraphRelease{{Version: "4.16"}}},
+		{Version: "4.16.1", Masters: 1, Releases: []cvo.GraphRelease{{Version: "4.16.2", Risks: []cvo.Risk{{Name: "R"}}}}},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("Validate(%+v) accepted", bad.Releases)
+		}
 	}
 }

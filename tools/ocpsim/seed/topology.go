@@ -18,6 +18,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
 )
 
 // Topology is the shape of the seeded cluster. Its YAML form uses the same
@@ -27,9 +29,22 @@ type Topology struct {
 	Version string `json:"version"`
 	// Channel is spec.channel, e.g. stable-4.16.
 	Channel string `json:"channel,omitempty"`
-	// Graph lists the releases known to the simulated update service; those
-	// newer than Version become availableUpdates (and stay so after updates).
+	// Graph lists the releases known to the simulated update service, each
+	// in every channel and without risks; those newer than the release the
+	// CVO reconciles become availableUpdates (and stay so after updates).
+	// Empty (and no Releases): Version and its next two z-streams.
 	Graph []string `json:"graph,omitempty"`
+	// Releases adds releases to the graph (or details those of Graph) with
+	// their channels and, for a release reachable only conditionally, its
+	// risks: such a release is published in status.conditionalUpdates with
+	// a Recommended condition and, unless one of its risks applies, also in
+	// availableUpdates. Changing spec.channel recomputes both lists from
+	// the releases of the new channel; status.desired.channels lists the
+	// channels of the release the CVO reconciles. A release without
+	// channels is in every channel. The seeded graph is written to the
+	// ConfigMap openshift-cluster-version/ocpsim-update-graph, where the
+	// simulated CVO reads it.
+	Releases []cvo.GraphRelease `json:"releases,omitempty"`
 	// PreviousVersions are older Completed history entries, oldest first.
 	PreviousVersions []string `json:"previousVersions,omitempty"`
 	// ClusterID is spec.clusterID (a UUID); derived from InfraName when empty.
@@ -86,7 +101,7 @@ func (t Topology) WithDefaults() Topology {
 	if t.Channel == "" && mm != nil {
 		t.Channel = "stable-" + mm[1] + "." + mm[2]
 	}
-	if len(t.Graph) == 0 && mm != nil {
+	if len(t.Graph) == 0 && len(t.Releases) == 0 && mm != nil {
 		var z int
 		fmt.Sscanf(strings.TrimPrefix(t.Version, mm[0]), "%d", &z)
 		t.Graph = []string{t.Version, fmt.Sprintf("%s.%s.%d", mm[1], mm[2], z+1), fmt.Sprintf("%s.%s.%d", mm[1], mm[2], z+2)}
@@ -114,6 +129,32 @@ func (t Topology) WithDefaults() Topology {
 	return t
 }
 
+// UpdateGraph is the simulated update service's graph: Graph and Releases
+// (a Releases entry details the Graph entry of its version), and Version.
+func (t Topology) UpdateGraph() cvo.Graph {
+	t = t.WithDefaults()
+	var g cvo.Graph
+	detailed := map[string]bool{}
+	for _, r := range t.Releases {
+		detailed[r.Version] = true
+	}
+	add := func(r cvo.GraphRelease) {
+		if _, ok := g.Lookup(r.Version); !ok {
+			g = append(g, r)
+		}
+	}
+	for _, v := range t.Graph {
+		if !detailed[v] {
+			add(cvo.GraphRelease{Version: v})
+		}
+	}
+	for _, r := range t.Releases {
+		add(r)
+	}
+	add(cvo.GraphRelease{Version: t.Version})
+	return g
+}
+
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Validate reports the first problem with the topology.
@@ -138,6 +179,16 @@ func (t Topology) Validate() error {
 	}
 	if _, err := ParseIntOrPercent(t.WorkerMaxUnavailable); err != nil {
 		return fmt.Errorf("workerMaxUnavailable: %w", err)
+	}
+	seenRelease := map[string]bool{}
+	for _, r := range t.Releases {
+		if seenRelease[r.Version] {
+			return fmt.Errorf("releases: %s is listed twice", r.Version)
+		}
+		seenRelease[r.Version] = true
+	}
+	if err := t.UpdateGraph().Validate(); err != nil {
+		return err
 	}
 	seen := map[string]bool{"master": true, "worker": true}
 	for _, p := range t.CustomPools {
