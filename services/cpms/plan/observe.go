@@ -288,7 +288,9 @@ func observe(in Input) *observation {
 		if obj.Status.ErrorMessage != nil {
 			m.errMsg = *obj.Status.ErrorMessage
 		}
-		m.failed = m.phase == machinev1beta1.PhaseFailed || m.errMsg != ""
+		// An errorMessage on a Running machine (a failed update, say) does
+		// not make it a failed replacement: it serves, and may host etcd.
+		m.failed = m.phase == machinev1beta1.PhaseFailed || (m.errMsg != "" && m.phase != machinev1beta1.PhaseRunning)
 		if m.phase == machinev1beta1.PhaseFailed && m.errMsg == "" {
 			m.errMsg = "phase Failed"
 			if obj.Status.ErrorReason != nil {
@@ -381,4 +383,3 @@ func observe(in Input) *observation {
 	}
 	return o
 }
-

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -238,13 +239,17 @@ func (p *planner) derive() {
 		}
 		upd, out, del := g.updated(), g.outdated(), g.deleting()
 		if pm := g.pending(); pm != nil {
-			replacementLike := len(g.machines) > 1 || pm.phase != "Running"
+			// The deadline is for machines that never came up. One that is
+			// Running with a NotReady Node may host an etcd member: it is
+			// not a failed replacement to delete, it is a node problem the
+			// pre-flight and Available report.
+			neverRan := pm.phase != machinev1beta1.PhaseRunning
 			switch {
 			case pm.failed:
 				p.failure[g.index], p.failWhy[g.index] = pm, ReasonReplacementFailed
-			case replacementLike && cfg.ProgressDeadline > 0 && !now.Before(pm.created.Add(cfg.ProgressDeadline)):
+			case neverRan && cfg.ProgressDeadline > 0 && !now.Before(pm.created.Add(cfg.ProgressDeadline)):
 				p.failure[g.index], p.failWhy[g.index] = pm, ReasonReplacementTimedOut
-			case replacementLike && cfg.ProgressDeadline > 0:
+			case neverRan && cfg.ProgressDeadline > 0:
 				p.wakeAt(pm.created.Add(cfg.ProgressDeadline))
 			}
 		}
@@ -299,8 +304,14 @@ func (p *planner) decide() {
 			return
 		}
 	}
+	// Empty indexes first: filling one never puts a second index in flight.
 	for _, g := range o.groups {
-		if len(g.live()) == 0 && p.restore(g) {
+		if len(g.machines) == 0 && p.restore(g) {
+			return
+		}
+	}
+	for _, g := range o.groups {
+		if len(g.machines) > 0 && len(g.live()) == 0 && p.restore(g) {
 			return
 		}
 	}
@@ -379,6 +390,16 @@ func (p *planner) restore(g *group) bool {
 	if n := len(p.o.machines); n >= p.o.replicas+1 {
 		r.Reason = fmt.Sprintf("surge limit: %d machines exist, at most %d allowed", n, p.o.replicas+1)
 		return false
+	}
+	if len(g.machines) > 0 {
+		// Its deleting machine stays until the replacement has taken over:
+		// the index will hold two machines, so no other index may.
+		for _, o := range p.o.groups {
+			if o != g && len(o.machines) > 1 {
+				r.Reason = fmt.Sprintf("waits for index %d, which is being replaced", o.index)
+				return false
+			}
+		}
 	}
 	m := p.newMachine(g, e.Retries)
 	why := "index has no machine"
