@@ -124,6 +124,16 @@ func (g *group) keeper() (keeper *machine, upToDate bool) {
 	return nil, false
 }
 
+// lost: no live machine that is not failed.
+func (g *group) lost() bool {
+	for _, m := range g.live() {
+		if !m.failed {
+			return false
+		}
+	}
+	return true
+}
+
 func (g *group) anyReady() bool {
 	for _, m := range g.machines {
 		if m.ready {

@@ -311,7 +311,7 @@ func (p *planner) decide() {
 		}
 	}
 	for _, g := range o.groups {
-		if len(g.machines) > 0 && len(g.live()) == 0 && p.restore(g) {
+		if len(g.machines) > 0 && g.lost() && p.restore(g) {
 			return
 		}
 	}
@@ -378,8 +378,8 @@ func (p *planner) remediate(g *group) bool {
 	return true
 }
 
-// restore creates a machine for an index that has no live machine. Health
-// does not gate it — the index is already lost, and its replacement is what
+// restore creates a machine for an index that has lost its machine: none
+// left, or only deleting or failed ones. Health does not gate it — the index is already lost, and its replacement is what
 // brings the cluster back — but the surge ceiling and the retry period do.
 func (p *planner) restore(g *group) bool {
 	r := p.reports[g.index]
@@ -427,10 +427,10 @@ func (p *planner) retryWait(g *group) bool {
 	return true
 }
 
-// deleteReplaced finishes an index's replacement: once a live, up-to-date,
-// healthy machine carrying the etcd hook stands in the index, the others go,
+// deleteReplaced finishes an index's replacement: once a keeper (see
+// group.keeper) stands in the index, the machines it may stand in for go,
 // one removal at a time in the whole set. A failed outdated machine next to
-// a live one goes too: it serves nothing.
+// a live one goes too, at any time: it serves nothing.
 func (p *planner) deleteReplaced(g *group) bool {
 	r := p.reports[g.index]
 	live := g.live()
@@ -537,7 +537,7 @@ func (p *planner) preflight(next *group) []blocker {
 		}
 	}
 	for _, g := range o.groups {
-		if g != next && (len(g.machines) > 1 || g.pending() != nil || len(g.live()) == 0) {
+		if g != next && (len(g.machines) > 1 || g.pending() != nil || g.lost()) {
 			inFlight = append(inFlight, strconv.Itoa(g.index))
 		}
 		if !g.anyReady() {

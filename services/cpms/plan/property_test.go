@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -349,5 +348,3 @@ func checkDelete(in Input, a *Action, fatal func(string, ...any)) {
 		fatal("deleting %s (phase Running) without a Running, Ready, etcd-hooked machine left in its index", target.Name)
 	}
 }
-
-var _ = configv1.OperatorDegraded

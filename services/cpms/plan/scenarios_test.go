@@ -519,6 +519,22 @@ func TestScenarios(t *testing.T) {
 			w.rollCheck(200)
 			w.allNew(t)
 		}},
+		{"a machine whose instance vanished is replaced in its index, then removed", func(t *testing.T) {
+			w := newWorld(t)
+			w.fail("c1-master-1", "instance i-0abc no longer exists")
+			w.setNodeReady("c1-master-1", corev1.ConditionFalse, w.now.Add(-time.Hour))
+			out := w.plan()
+			if out.Action == nil || out.Action.Kind != CreateMachine || !strings.HasSuffix(out.Action.Machine.Name, "-1") {
+				t.Fatalf("first: %s", describe(out.Action))
+			}
+			w.apply(out.Action)
+			w.rollCheck(50)
+			if w.machines["c1-master-1"] != nil || len(w.inIndex(1)) != 1 {
+				t.Fatalf("after: %s", w.summary())
+			}
+			w.expectCond(ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected)
+			w.expectCond(ConditionAvailable, metav1.ConditionTrue, ReasonAllReplicasAvailable)
+		}},
 		{"a deleting replacement never stands in for the old machine", func(t *testing.T) {
 			w := newWorld(t)
 			w.setInstanceType("m6i.2xlarge")
