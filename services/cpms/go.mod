@@ -2,7 +2,11 @@ module github.com/upshift-io/upshift/services/cpms
 
 go 1.26.0
 
-require github.com/openshift/api v0.0.0-20260813212709-d4bb0b443cb8
+require (
+	github.com/openshift/api v0.0.0-20260813212709-d4bb0b443cb8
+	k8s.io/api v0.36.3
+	k8s.io/apimachinery v0.36.3
+)
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
@@ -16,8 +20,6 @@ require (
 	golang.org/x/net v0.50.0 // indirect
 	golang.org/x/text v0.34.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.36.3 // indirect
-	k8s.io/apimachinery v0.36.3 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260519202549-bbf5c5577288 // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
