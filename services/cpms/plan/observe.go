@@ -226,6 +226,8 @@ type observation struct {
 	halt map[string][]string
 	// unindexable machines.
 	unindexable []string
+	// unknown provider-spec fields seen while comparing.
+	unknown map[string]bool
 }
 
 func (o *observation) addHalt(reason, msg string) {
@@ -242,7 +244,7 @@ func specHash(b []byte) string {
 
 func observe(in Input) *observation {
 	cpms := in.CPMS
-	o := &observation{cpms: cpms, replicas: 3, strategy: cpms.Spec.Strategy.Type, byIndex: map[int]*group{}}
+	o := &observation{cpms: cpms, replicas: 3, strategy: cpms.Spec.Strategy.Type, byIndex: map[int]*group{}, unknown: map[string]bool{}}
 	if cpms.Spec.Replicas != nil {
 		o.replicas = int(*cpms.Spec.Replicas)
 	}
@@ -383,7 +385,10 @@ func observe(in Input) *observation {
 				}
 				continue
 			}
-			d, _, err := platform.Compare(o.platform, g.desired, m.obj.Spec.ProviderSpec.Value.Raw)
+			d, unknown, err := platform.Compare(o.platform, g.desired, m.obj.Spec.ProviderSpec.Value.Raw)
+			for _, u := range unknown {
+				o.unknown[u] = true
+			}
 			if err != nil {
 				d = platform.Diff{{Path: "providerSpec.value", Got: "unreadable: " + err.Error(), Want: "<template>"}}
 			}

@@ -116,6 +116,9 @@ type Output struct {
 	// record them on the ControlPlaneMachineSet. The action's own Event is
 	// Action.Event, recorded once the action succeeded.
 	Events []Event
+	// Warnings name provider-spec fields the platform's type does not know
+	// and that were therefore not compared (sorted; for the log).
+	Warnings []string
 	// RequeueAfter is set when only time can change the answer (a deadline,
 	// the end of a Node's grace period, a retry period); zero otherwise.
 	RequeueAfter time.Duration

@@ -66,6 +66,16 @@ func TestHaltingProblems(t *testing.T) {
 	}
 }
 
+func TestUnknownProviderSpecFieldsAreNamed(t *testing.T) {
+	w := newWorld(t)
+	raw := w.machines["c1-master-0"].Spec.ProviderSpec.Value.Raw
+	w.machines["c1-master-0"].Spec.ProviderSpec.Value.Raw = append([]byte(`{"futureKnob":1,`), raw[1:]...)
+	out := w.plan()
+	if len(out.Warnings) != 1 || !strings.Contains(out.Warnings[0], `"futureKnob"`) || out.Action != nil {
+		t.Fatalf("warnings %v action %s", out.Warnings, describe(out.Action))
+	}
+}
+
 func TestStatusCounters(t *testing.T) {
 	w := newWorld(t)
 	w.setInstanceType("m6i.2xlarge")

@@ -136,6 +136,10 @@ func Plan(in Input) Output {
 	for _, g := range p.o.groups {
 		p.out.Indexes = append(p.out.Indexes, *p.reports[g.index])
 	}
+	for u := range p.o.unknown {
+		p.out.Warnings = append(p.out.Warnings, fmt.Sprintf("providerSpec field %q is unknown to the %s provider type and not compared", u, p.o.platform.Type()))
+	}
+	sort.Strings(p.out.Warnings)
 	p.out.RequeueAfter = p.requeue
 	return p.out
 }

@@ -41,10 +41,17 @@ func TestPlannerProperties(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("CPMS_PROPERTY_RUNS")); err == nil && v > 0 {
 		runs = v
 	}
+	stats = map[string]int{}
 	for seed := int64(0); seed < int64(runs); seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { randomHistory(t, seed) })
 	}
+	t.Logf("%d histories: %d plans, %d on a lagging cache; actions: %d creates, %d deletes, %d remediations, %d adoptions; %d deletes checked against the safety rules",
+		runs, stats["plans"], stats["lagging"], stats[string(CreateMachine)], stats[string(DeleteMachine)], stats[string(Remediate)], stats[string(Adopt)], stats["checked"])
 }
+
+// stats counts what the histories exercised, so a change that makes them
+// vacuous (no deletes, no lag) shows in -v output.
+var stats map[string]int
 
 type state struct {
 	machines map[string]*machinev1beta1.Machine
@@ -123,14 +130,20 @@ func randomHistory(t *testing.T, seed int64) {
 		}
 		in := w.view(history[len(history)-1-lag], created, deleted)
 		out := Plan(in)
+		stats["plans"]++
+		if lag > 0 {
+			stats["lagging"]++
+		}
 		w.cpms.Status = out.Status
 		w.trace = append(w.trace, fmt.Sprintf("%s plan(lag %d): %s | %s", w.now.Format("Jan2 15:04"), lag, describe(out.Action), w.summary()))
 		a := out.Action
 		if a == nil {
 			return
 		}
+		stats[string(a.Kind)]++
 		if a.Kind == DeleteMachine || a.Kind == Remediate {
 			checkDelete(in, a, fatal)
+			stats["checked"]++
 		}
 		w.apply(a)
 		switch a.Kind {
