@@ -224,6 +224,10 @@ func TestIndexStates(t *testing.T) {
 	}
 	w.mao()
 	w.mao()
+	out = w.plan()
+	if out.Indexes[0].State != ReplacementReady || out.Action != nil || !strings.Contains(out.Indexes[0].Reason, "waits for the etcd operator") {
+		t.Fatalf("before the etcd hook: %+v %s", out.Indexes[0], describe(out.Action))
+	}
 	w.ceo()
 	out = w.plan()
 	if out.Indexes[0].State != ReplacementReady || out.Action == nil || out.Action.Kind != DeleteMachine {

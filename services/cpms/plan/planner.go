@@ -268,6 +268,10 @@ func (p *planner) derive() {
 			}
 		case len(g.live()) == 0:
 			r.State = ReplacementRequested
+		case len(g.live()) == 1 && len(upd) == 1 && upd[0].phase == machinev1beta1.PhaseRunning && !upd[0].ready:
+			// The index's own machine lost its Node: nothing to replace,
+			// something to look at.
+			r.State, r.Reason = Blocked, fmt.Sprintf("machine %s is Running but its Node is not Ready", upd[0].name)
 		case g.pending() != nil:
 			r.State, r.Replacement = ReplacementProvisioning, g.pending().name
 		case len(upd) > 0 && (len(out) > 0 || len(upd) > 1):
@@ -466,6 +470,11 @@ func (p *planner) deleteReplaced(g *group) bool {
 		}
 	}
 	if victim == nil {
+		for _, m := range g.updated() {
+			if m.ready && !m.hasHook {
+				r.Reason = fmt.Sprintf("waits for the etcd operator to put its %s hook on %s", EtcdHookName, m.name)
+			}
+		}
 		return false
 	}
 	if d := p.deletingElsewhere(-1); d != nil && !victim.failed {

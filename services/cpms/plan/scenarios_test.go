@@ -377,6 +377,9 @@ func TestScenarios(t *testing.T) {
 			if w.cpms.Status.UnavailableReplicas != 1 || w.cpms.Status.ReadyReplicas != 2 {
 				t.Fatalf("status %+v", w.cpms.Status)
 			}
+			if r := w.plan().Indexes[1]; r.State != Blocked || !strings.Contains(r.Reason, "c1-master-1 is Running but its Node is not Ready") {
+				t.Fatalf("index 1 %+v", r)
+			}
 			// And a rollout does not start while a node is not Ready.
 			w.setInstanceType("m6i.2xlarge")
 			out = w.plan()
