@@ -1,0 +1,174 @@
+// Package plan is the cpms-controller's pure core. From the
+// ControlPlaneMachineSet, the control-plane Machines and Nodes, the etcd and
+// kube-apiserver ClusterOperators, the configuration and the time, Plan
+// derives the state of every index, the status to write, the Events to record
+// and at most one mutating action.
+//
+// The reconciler around it reads the snapshot from its caches, calls Plan,
+// writes Output.Status, performs Output.Action and records the Events. It
+// must not plan again before its cache has seen its own last write (a
+// created Machine, a deletion, the remediation annotation): the planner
+// trusts the snapshot to contain its own decisions. Deterministic machine
+// names make a repeated create fail with AlreadyExists, which the reconciler
+// treats as success, so even a lapse of that barrier cannot double a
+// replacement for the same desired spec.
+//
+// Nothing is remembered between passes except what the cluster shows: the
+// index of a machine comes from its name, its progress from its phase and
+// Node, and the remediation budget from an annotation on the set.
+package plan
+
+import (
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const (
+	// PausedAnnotation set to "true" on the ControlPlaneMachineSet freezes
+	// every mutation (no create, delete, adoption or remediation) while the
+	// status keeps being reported.
+	PausedAnnotation = "cpms.upshift.io/paused"
+	// RemediationAnnotation holds the remediation budget already spent, per
+	// index (JSON, written only by this controller). See Budget.
+	RemediationAnnotation = "cpms.upshift.io/remediation"
+
+	// EtcdHookName and EtcdHookOwner identify the preDrain lifecycle hook the
+	// etcd operator puts on every control-plane Machine it has adopted; it
+	// releases the hook on a deleting machine once its etcd member is gone.
+	EtcdHookName  = "EtcdQuorumOperator"
+	EtcdHookOwner = "clusteroperator/etcd"
+
+	// ClusterIDLabel, RoleLabel name the labels new machine names derive from.
+	ClusterIDLabel = "machine.openshift.io/cluster-api-cluster"
+	RoleLabel      = "machine.openshift.io/cluster-api-machine-role"
+)
+
+// Condition types on the ControlPlaneMachineSet.
+const (
+	ConditionAvailable   = "Available"
+	ConditionDegraded    = "Degraded"
+	ConditionProgressing = "Progressing"
+)
+
+// Config is the controller's configuration (flags).
+type Config struct {
+	// NodeGracePeriod: a Running machine whose Node went NotReady less than
+	// this long ago still counts as ready, so a reboot does not flip
+	// Available (the upstream operator uses 20 minutes).
+	NodeGracePeriod time.Duration
+	// ProgressDeadline: a replacement not Ready this long after its creation
+	// is reported Degraded (ReplacementTimedOut) and, with remediation on,
+	// replaced. Zero disables the deadline.
+	ProgressDeadline time.Duration
+	// Remediation of failed or timed-out replacements; off unless enabled.
+	Remediation Remediation
+}
+
+// Remediation is the opt-in retry of failed replacements.
+type Remediation struct {
+	Enabled bool
+	// MaxRetries is how many failed replacements of one index, for one
+	// desired spec, are deleted and retried before giving up.
+	MaxRetries int
+	// RetryPeriod is the wait between deleting a failed replacement and
+	// creating the next.
+	RetryPeriod time.Duration
+}
+
+// DefaultConfig is the configuration without flags.
+func DefaultConfig() Config {
+	return Config{
+		NodeGracePeriod:  20 * time.Minute,
+		ProgressDeadline: time.Hour,
+		Remediation:      Remediation{MaxRetries: 3, RetryPeriod: 5 * time.Minute},
+	}
+}
+
+// Input is everything Plan decides from.
+type Input struct {
+	CPMS *machinev1.ControlPlaneMachineSet
+	// Machines in the set's namespace; Plan keeps those spec.selector selects.
+	Machines []machinev1beta1.Machine
+	// Nodes; Plan keeps the control-plane ones (labelled master or control-plane).
+	Nodes []corev1.Node
+	// ClusterOperators; Plan reads etcd and kube-apiserver. A missing one
+	// blocks nothing (it is not known to be degraded).
+	ClusterOperators []configv1.ClusterOperator
+	Config           Config
+	Now              time.Time
+}
+
+// Output is the decision.
+type Output struct {
+	// Status is the status to write (whatever happens to Action).
+	Status machinev1.ControlPlaneMachineSetStatus
+	// Indexes is the derived state of every index, sorted by index (for
+	// metrics, logs and Events).
+	Indexes []IndexReport
+	// Action is at most one mutation.
+	Action *Action
+	// Events are decisions and state changes worth a `kubectl describe`;
+	// record them on the ControlPlaneMachineSet. The action's own Event is
+	// Action.Event, recorded once the action succeeded.
+	Events []Event
+	// Warnings name provider-spec fields the platform's type does not know
+	// and that were therefore not compared (sorted; for the log).
+	Warnings []string
+	// RequeueAfter is set when only time can change the answer (a deadline,
+	// the end of a Node's grace period, a retry period); zero otherwise.
+	RequeueAfter time.Duration
+}
+
+// Event is a Kubernetes Event on the ControlPlaneMachineSet.
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// ActionKind is a mutation.
+type ActionKind string
+
+const (
+	// CreateMachine creates Action.Machine. AlreadyExists means a previous
+	// pass created it: success.
+	CreateMachine ActionKind = "CreateMachine"
+	// DeleteMachine deletes Action.Target, with Target.UID as precondition.
+	// NotFound and a UID conflict mean it is already gone: success.
+	DeleteMachine ActionKind = "DeleteMachine"
+	// Remediate writes Action.Annotation as the set's RemediationAnnotation,
+	// then deletes Action.Target like DeleteMachine. If the second write is
+	// lost, the next pass sees its budget already spent and only deletes.
+	Remediate ActionKind = "Remediate"
+	// Adopt makes the set the controller owner of Action.Adopt (a metadata
+	// patch adding the owner reference).
+	Adopt ActionKind = "Adopt"
+)
+
+// Action is one mutation.
+type Action struct {
+	Kind ActionKind
+	// Index is the index acted on (-1 for Adopt).
+	Index int
+	// Machine is the Machine to create.
+	Machine *machinev1beta1.Machine
+	// Target is the Machine to delete.
+	Target *MachineRef
+	// Adopt are the Machines to own.
+	Adopt []MachineRef
+	// Annotation is the new RemediationAnnotation value (Remediate).
+	Annotation string
+	// Event is recorded after the action succeeded.
+	Event Event
+}
+
+// MachineRef names a Machine; UID guards a delete against a namesake.
+type MachineRef struct {
+	Name string
+	UID  types.UID
+}

@@ -1,0 +1,10 @@
+// Package platform knows what a control-plane Machine's provider spec means on
+// each cloud: which failure domain it places the machine in, how to put a
+// machine into a given failure domain, and whether two provider specs ask for
+// the same machine. It also maps the set's indexes to failure domains.
+//
+// AWS, Azure and GCP are understood through the openshift/api provider types
+// (machine/v1beta1 AWSMachineProviderConfig, AzureMachineProviderSpec,
+// GCPMachineProviderSpec); any other provider spec is compared as canonical
+// JSON. Everything here is pure: bytes in, values out.
+package platform
