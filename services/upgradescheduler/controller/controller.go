@@ -30,6 +30,7 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
 
@@ -91,6 +92,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// clusterOf is what the metrics need from ClusterVersion.
+func clusterOf(s plan.Snapshot) metrics.Cluster {
+	cv := s.ClusterVersion
+	if cv == nil {
+		return metrics.Cluster{}
+	}
+	return metrics.Cluster{ID: string(cv.Spec.ClusterID), Version: plan.CurrentVersion(cv)}
+}
+
 var inMachineAPI = predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == plan.MachineAPINamespace })
 
 // nodeChanged drops kubelet heartbeats: only what the health checks read counts.
@@ -118,6 +128,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	logger := log.FromContext(ctx)
 	uc := &upgradev1alpha1.UpgradeConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, uc); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.Default.Forget(req.String())
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if uc.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(uc, plan.Finalizer) {
@@ -146,19 +159,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if a := out.Action; a != nil && a.Kind == plan.RemoveFinalizer {
 		// The object is gone or going; there is no status left to write.
-		return reconcile.Result{}, nil
+		if actErr == nil {
+			metrics.Default.Forget(req.String())
+		}
+		return reconcile.Result{}, actErr
 	}
 	if !equality.Semantic.DeepEqual(uc.Status, status) {
+		done := metrics.StepsCompleted(&uc.Status, &status)
 		uc.Status = status
 		if err := r.Client.Status().Update(ctx, uc); err != nil {
 			if apierrors.IsNotFound(err) {
+				metrics.Default.Forget(req.String())
 				return reconcile.Result{}, nil
 			}
 			// A conflict means a newer object is on its way through the
 			// cache; the rate-limited retry plans again from it.
 			return reconcile.Result{}, err
 		}
+		// Only once written: a write that failed is planned again, and the
+		// step would be counted twice.
+		metrics.ObserveSteps(done)
 	}
+	metrics.Default.Update(req.String(), metrics.Samples(uc, clusterOf(snap)))
 	for _, e := range out.Events {
 		if r.Recorder == nil {
 			break
