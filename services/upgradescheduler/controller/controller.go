@@ -142,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	cfg, cfgErr := r.config(ctx, uc.Namespace)
-	snap, err := r.snapshot(ctx)
+	snap, err := r.snapshot(ctx, cfg)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

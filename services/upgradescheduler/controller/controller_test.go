@@ -405,6 +405,8 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 	})
 
 	It("exports a failing post-upgrade check, failing validation and a passed start deadline, MUO's way and Upshift's", metricsSpec)
+
+	It("on FedRAMP clusters asks for the file integrity re-initialisation once, keeping other annotations", fedrampSpec)
 })
 
 type counts struct{ cvPatches, msCreates, msDeletes int }
