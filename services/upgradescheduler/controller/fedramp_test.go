@@ -69,7 +69,7 @@ func fedrampSpec(ctx context.Context) {
 	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fi), got)).To(Succeed())
 	Expect(got.GetAnnotations()).To(HaveKeyWithValue("file-integrity.openshift.io/re-init", ""))
 	Expect(got.GetAnnotations()).To(HaveKeyWithValue("kept", "yes"))
-	Expect(fileIntegrityPatches() - before).To(Equal(1), "FileIntegrity patches")
+	Expect(fileIntegrityPatches()-before).To(Equal(1), "FileIntegrity patches")
 }
 
 // fileIntegrityPatches counts the successful patches of FileIntegrity objects.
