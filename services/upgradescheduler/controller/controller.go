@@ -6,6 +6,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -181,15 +182,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		metrics.ObserveSteps(done)
 	}
 	metrics.Default.Update(req.String(), metrics.Samples(uc, clusterOf(snap)))
-	for _, e := range out.Events {
-		if r.Recorder == nil {
-			break
+	if r.Recorder != nil {
+		// The events library folds Events with the same object, reason and
+		// action into one series that keeps the first message only: when one
+		// plan records several Events with one reason (two failing health
+		// checks), they are numbered so that each message reaches
+		// `kubectl describe`.
+		seen := map[string]int{}
+		for _, e := range out.Events {
+			typ := corev1.EventTypeNormal
+			if e.Warning {
+				typ = corev1.EventTypeWarning
+			}
+			seen[e.Reason]++
+			action := "Plan"
+			if n := seen[e.Reason]; n > 1 {
+				action = fmt.Sprintf("Plan-%d", n)
+			}
+			r.Recorder.Eventf(uc, nil, typ, e.Reason, action, "%s", e.Message)
 		}
-		typ := corev1.EventTypeNormal
-		if e.Warning {
-			typ = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(uc, nil, typ, e.Reason, "Plan", "%s", e.Message)
 	}
 	if actErr != nil {
 		// Retried with the controller's rate-limited backoff.

@@ -11,6 +11,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +89,12 @@ func metricsSpec(ctx context.Context) {
 	}
 	Expect(env.Client.Status().Update(ctx, co)).To(Succeed())
 
+	By("and a cordoned node")
+	cordoned := readyNode("cordoned-by-hand")
+	cordoned.Spec.Unschedulable = true
+	create(ctx, cordoned)
+	DeferCleanup(func(ctx context.Context) { Expect(env.Client.Delete(ctx, cordoned)).To(Succeed()) })
+
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	stop := startControllerWithClock(ctx, ns, clk)
 	defer stop()
@@ -103,18 +110,35 @@ func metricsSpec(ctx context.Context) {
 	own := "name=already-done,namespace=" + ns
 	muo := "upgradeconfig_name=already-done"
 	Eventually(series(metrics.PreflightCheckFailing, own)).Should(And(
-		HaveKeyWithValue("check=ClusterOperators,"+own, 1.0), HaveKeyWithValue("check=Nodes,"+own, 0.0)))
+		HaveKeyWithValue("check=ClusterOperators,"+own, 1.0), HaveKeyWithValue("check=Nodes,"+own, 1.0),
+		HaveKeyWithValue("check=MachineConfigPools,"+own, 0.0)))
 	Expect(series(metrics.HealthCheckFailed, muo)()).To(And(
 		HaveKeyWithValue("reason=cluster_operators_degraded,state=Upgrading,"+muo+",version="+current, 1.0),
-		HaveKeyWithValue("reason=cluster_nodes_not_ready_or_cordoned,state=Upgrading,"+muo+",version="+current, 0.0)))
+		HaveKeyWithValue("reason=cluster_nodes_not_ready_or_cordoned,state=Upgrading,"+muo+",version="+current, 1.0),
+		HaveKeyWithValue("reason=machine_config_pools_degraded,state=Upgrading,"+muo+",version="+current, 0.0)))
 	Expect(series(metrics.ClusterCheckFailed, muo)()).To(Equal(map[string]float64{muo: 1}))
 	Expect(series(metrics.CurrentStepInfo, own)()).To(Equal(map[string]float64{own + ",step=ClusterHealthyAfterUpgrade": 1}))
 
-	By("the operator recovers: the check passes and the upgrade ends")
+	By("both failures are Events of their own (not folded into one series)")
+	Eventually(func(g Gomega) []string {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == done.Name && e.Reason == "HealthCheckFailed" {
+				notes = append(notes, e.Note)
+			}
+		}
+		return notes
+	}).Should(ConsistOf(HavePrefix("ClusterOperators: "), HavePrefix("Nodes: ")))
+
+	By("the operator recovers, the node is uncordoned: the checks pass and the upgrade ends")
 	co.Status.Conditions[1].Status = configv1.ConditionFalse
 	Expect(env.Client.Status().Update(ctx, co)).To(Succeed())
+	Expect(env.Client.Patch(ctx, cordoned, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"unschedulable":false}}`)))).To(Succeed())
 	Eventually(ucPhase(ctx, client.ObjectKeyFromObject(done))).Should(Equal("Upgraded/"))
-	Eventually(series(metrics.PreflightCheckFailing, own)).Should(HaveKeyWithValue("check=ClusterOperators,"+own, 0.0))
+	Eventually(series(metrics.PreflightCheckFailing, own)).Should(And(
+		HaveKeyWithValue("check=ClusterOperators,"+own, 0.0), HaveKeyWithValue("check=Nodes,"+own, 0.0)))
 	Expect(series(metrics.ClusterCheckFailed, muo)()).To(Equal(map[string]float64{muo: 0}))
 	Expect(series(metrics.Phase, own)()).To(HaveKeyWithValue(own+",phase=Upgraded", 1.0))
 
