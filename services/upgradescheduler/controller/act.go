@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,13 @@ import (
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
+)
+
+// The FedRAMP FileIntegrity object MUO re-initialises after an upgrade.
+var (
+	fileIntegrityGVK    = schema.GroupVersionKind{Group: "fileintegrity.openshift.io", Version: "v1alpha1", Kind: "FileIntegrity"}
+	fileIntegrityKey    = client.ObjectKey{Namespace: "openshift-file-integrity", Name: "osd-fileintegrity"}
+	fileIntegrityReinit = "file-integrity.openshift.io/re-init"
 )
 
 // cacheWait bounds how long a side effect waits for the cache to show it, so
@@ -77,13 +85,12 @@ func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig,
 		return nil
 	case plan.ReinitFileIntegrity:
 		fi := &unstructured.Unstructured{}
-		fi.SetAPIVersion("fileintegrity.openshift.io/v1alpha1")
-		fi.SetKind("FileIntegrity")
-		fi.SetNamespace("openshift-file-integrity")
-		fi.SetName("osd-fileintegrity")
+		fi.SetGroupVersionKind(fileIntegrityGVK)
+		fi.SetNamespace(fileIntegrityKey.Namespace)
+		fi.SetName(fileIntegrityKey.Name)
 		// A merge patch adds the annotation and keeps the others (MUO
 		// replaces all of them).
-		return r.Client.Patch(ctx, fi, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"file-integrity.openshift.io/re-init":""}}}`)))
+		return r.Client.Patch(ctx, fi, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+fileIntegrityReinit+`":""}}}`)))
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }

@@ -18,31 +18,33 @@ import (
 
 // ManagerOptions narrows the informers to what the scheduler reads: its
 // ConfigMap by name and the UpgradeConfigs in its namespace, ClusterVersion
-// "version", MachineSets and
-// Machines in openshift-machine-api only, and of Nodes, ClusterOperators and
-// PodDisruptionBudgets (the cluster-wide lists that grow with the cluster)
-// only the fields the planner reads. That is also what the chart's RBAC
-// grants by name and namespace.
+// "version", MachineSets and Machines in openshift-machine-api only, and of
+// Nodes, ClusterOperators and PodDisruptionBudgets (the cluster-wide lists
+// that grow with the cluster) only the fields the planner reads. That is also
+// what the chart's RBAC grants by name and namespace.
 func ManagerOptions(namespace string) runtime.Options {
-	// The transforms replace the cache's default one for their type; each
-	// drops managedFields too.
-	byObject := map[client.Object]cache.ByObject{
-		&configv1.ClusterVersion{}:       {Field: fields.OneTermEqualSelector("metadata.name", "version")},
+	byName := fields.OneTermEqualSelector("metadata.name", config.ConfigMapName)
+	configMaps := cache.ByObject{Field: byName}
+	upgradeConfigs := cache.ByObject{}
+	if namespace != "" {
+		configMaps = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {FieldSelector: byName}}}
+		upgradeConfigs = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+	}
+	// One entry per type: the keys are pointers, so a second entry for the
+	// same type would be a second key, and which one the cache uses would
+	// depend on map order (a cluster-wide watch the RBAC refuses).
+	return runtime.Options{Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+		// The transforms replace the cache's default one for their type;
+		// each drops managedFields too.
 		&corev1.Node{}:                   {Transform: trimNode},
 		&configv1.ClusterOperator{}:      {Transform: trimClusterOperator},
 		&policyv1.PodDisruptionBudget{}:  {Transform: trimPDB},
+		&configv1.ClusterVersion{}:       {Field: fields.OneTermEqualSelector("metadata.name", "version")},
 		&machinev1beta1.MachineSet{}:     {Namespaces: map[string]cache.Config{plan.MachineAPINamespace: {}}},
 		&machinev1beta1.Machine{}:        {Namespaces: map[string]cache.Config{plan.MachineAPINamespace: {}}},
-		&corev1.ConfigMap{}:              {Field: fields.OneTermEqualSelector("metadata.name", config.ConfigMapName)},
-		&upgradev1alpha1.UpgradeConfig{}: {},
-	}
-	if namespace != "" {
-		byObject[&corev1.ConfigMap{}] = cache.ByObject{Namespaces: map[string]cache.Config{
-			namespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", config.ConfigMapName)},
-		}}
-		byObject[&upgradev1alpha1.UpgradeConfig{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
-	}
-	return runtime.Options{Cache: cache.Options{ByObject: byObject}}
+		&corev1.ConfigMap{}:              configMaps,
+		&upgradev1alpha1.UpgradeConfig{}: upgradeConfigs,
+	}}}
 }
 
 // trimMeta keeps the identity and the lifecycle fields of an object.

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -133,3 +134,37 @@ func TestTrimmedObjectsPlanTheSame(t *testing.T) {
 }
 
 func ptrIntOrString(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+// The chart grants UpgradeConfigs and the ConfigMap in one namespace only: a
+// cache entry that watched them cluster-wide would be refused and the
+// scheduler would never sync. Entries are keyed by pointer, so two for one
+// type are possible and must not happen.
+func TestManagerOptionsWatchOneNamespace(t *testing.T) {
+	opts := ManagerOptions("upshift").Cache.ByObject
+	seen := map[string]int{}
+	for obj, by := range opts {
+		typ := fmt.Sprintf("%T", obj)
+		seen[typ]++
+		switch obj.(type) {
+		case *upgradev1alpha1.UpgradeConfig, *corev1.ConfigMap:
+			if len(by.Namespaces) != 1 || by.Namespaces["upshift"].LabelSelector != nil {
+				t.Errorf("%s cached in %v, want namespace upshift only", typ, by.Namespaces)
+			}
+		}
+		if _, ok := obj.(*corev1.ConfigMap); ok {
+			if sel := by.Namespaces["upshift"].FieldSelector; sel == nil || sel.String() != "metadata.name="+config.ConfigMapName {
+				t.Errorf("ConfigMaps selected by %v, want by name", sel)
+			}
+		}
+	}
+	for typ, n := range seen {
+		if n != 1 {
+			t.Errorf("%d cache entries for %s, want 1", n, typ)
+		}
+	}
+	for _, typ := range []string{"*v1alpha1.UpgradeConfig", "*v1.ConfigMap", "*v1.ClusterVersion", "*v1beta1.MachineSet"} {
+		if seen[typ] != 1 {
+			t.Errorf("no cache entry for %s (entries: %v)", typ, seen)
+		}
+	}
+}

@@ -6,6 +6,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
 
@@ -91,6 +93,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// clusterOf is what the metrics need from ClusterVersion.
+func clusterOf(s plan.Snapshot) metrics.Cluster {
+	cv := s.ClusterVersion
+	if cv == nil {
+		return metrics.Cluster{}
+	}
+	return metrics.Cluster{ID: string(cv.Spec.ClusterID), Version: plan.CurrentVersion(cv)}
+}
+
 var inMachineAPI = predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == plan.MachineAPINamespace })
 
 // nodeChanged drops kubelet heartbeats: only what the health checks read counts.
@@ -118,6 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	logger := log.FromContext(ctx)
 	uc := &upgradev1alpha1.UpgradeConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, uc); err != nil {
+		if apierrors.IsNotFound(err) {
+			metrics.Default.Forget(req.String())
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if uc.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(uc, plan.Finalizer) {
@@ -129,7 +143,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	cfg, cfgErr := r.config(ctx, uc.Namespace)
-	snap, err := r.snapshot(ctx)
+	snap, err := r.snapshot(ctx, cfg)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -146,28 +160,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if a := out.Action; a != nil && a.Kind == plan.RemoveFinalizer {
 		// The object is gone or going; there is no status left to write.
-		return reconcile.Result{}, nil
+		if actErr == nil {
+			metrics.Default.Forget(req.String())
+		}
+		return reconcile.Result{}, actErr
 	}
 	if !equality.Semantic.DeepEqual(uc.Status, status) {
+		done := metrics.StepsCompleted(&uc.Status, &status)
 		uc.Status = status
 		if err := r.Client.Status().Update(ctx, uc); err != nil {
 			if apierrors.IsNotFound(err) {
+				metrics.Default.Forget(req.String())
 				return reconcile.Result{}, nil
 			}
 			// A conflict means a newer object is on its way through the
 			// cache; the rate-limited retry plans again from it.
 			return reconcile.Result{}, err
 		}
+		// Only once written: a write that failed is planned again, and the
+		// step would be counted twice.
+		metrics.ObserveSteps(done)
 	}
-	for _, e := range out.Events {
-		if r.Recorder == nil {
-			break
+	metrics.Default.Update(req.String(), metrics.Samples(uc, clusterOf(snap)))
+	if r.Recorder != nil {
+		// The events library folds Events with the same object, reason and
+		// action into one series that keeps the first message only: when one
+		// plan records several Events with one reason (two failing health
+		// checks), they are numbered so that each message reaches
+		// `kubectl describe`.
+		seen := map[string]int{}
+		for _, e := range out.Events {
+			typ := corev1.EventTypeNormal
+			if e.Warning {
+				typ = corev1.EventTypeWarning
+			}
+			seen[e.Reason]++
+			action := "Plan"
+			if n := seen[e.Reason]; n > 1 {
+				action = fmt.Sprintf("Plan-%d", n)
+			}
+			r.Recorder.Eventf(uc, nil, typ, e.Reason, action, "%s", e.Message)
 		}
-		typ := corev1.EventTypeNormal
-		if e.Warning {
-			typ = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(uc, nil, typ, e.Reason, "Plan", "%s", e.Message)
 	}
 	if actErr != nil {
 		// Retried with the controller's rate-limited backoff.

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -24,10 +25,17 @@ import (
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/controller"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
 
 func startController(ctx context.Context, namespace string) func() {
+	return startControllerWithClock(ctx, namespace, clock.RealClock{})
+}
+
+// startControllerWithClock runs the scheduler with clk as its time: a test
+// moves a fake one forward to reach a deadline.
+func startControllerWithClock(ctx context.Context, namespace string, clk clock.PassiveClock) func() {
 	mgr, err := runtime.NewManager("upgrade-scheduler", &runtime.Flags{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", KubeAPIQPS: 50, KubeAPIBurst: 100,
 	}, func() runtime.Options {
@@ -41,6 +49,7 @@ func startController(ctx context.Context, namespace string) func() {
 		Client:    mgr.GetClient(),
 		Recorder:  mgr.GetEventRecorder("upgrade-scheduler"),
 		Namespace: namespace,
+		Clock:     clk,
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -158,12 +167,25 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Expect(env.Client.Create(ctx, uc)).To(Succeed())
 		key := client.ObjectKeyFromObject(uc)
 
+		stepsBefore := stepsObserved()
 		stop := startController(ctx, ns)
 		defer stop()
 
 		By("reserving capacity: one temporary MachineSet per worker MachineSet")
 		Eventually(surge(ctx)).Should(ConsistOf("c1-worker-a-upgrade", "c1-worker-b-upgrade"))
 		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityReserved"))
+
+		By("metrics: the phase, the current step, the start time, every check passing")
+		own := "name=managed-upgrade-config,namespace=" + ns
+		Eventually(series(metrics.Phase, own)).Should(And(HaveKeyWithValue(own+",phase=Upgrading", 1.0),
+			HaveKeyWithValue(own+",phase=Pending", 0.0), HaveLen(6)))
+		Eventually(series(metrics.CurrentStepInfo, own)).Should(Equal(map[string]float64{own + ",step=ComputeCapacityReserved": 1}))
+		muo := "upgradeconfig_name=managed-upgrade-config"
+		Eventually(series(metrics.UpgradeStarted, muo)).Should(HaveLen(1))
+		Expect(series(metrics.ClusterCheckFailed, muo)()).To(Equal(map[string]float64{muo: 0}))
+		Expect(series(metrics.HealthCheckFailed, muo)()).To(HaveKeyWithValue(
+			"reason=cluster_operators_degraded,state=Upgrading,"+muo+",version=4.16.1", 0.0))
+		Expect(series(metrics.ValidationFailed, muo)()).To(Equal(map[string]float64{muo: 0}))
 
 		By("the machine API provisions them")
 		for _, name := range []string{"c1-worker-a-upgrade", "c1-worker-b-upgrade"} {
@@ -211,6 +233,30 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Expect(got.Status.CapacityReservation.Outcome).To(Equal(plan.CapacityRemoved))
 		Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 
+		By("metrics: Upgraded, MUO's timestamps as the status has them, each step timed once")
+		Eventually(series(metrics.Phase, own)).Should(And(HaveKeyWithValue(own+",phase=Upgraded", 1.0),
+			HaveKeyWithValue(own+",phase=Upgrading", 0.0)))
+		Expect(series(metrics.CurrentStepInfo, own)()).To(BeEmpty())
+		h := got.Status.History[0]
+		ts := "_id=5cd04b34-7d5c-4e34-9c0b-2e7c0a1c4a21," + muo + ",version=4.16.2"
+		Expect(series(metrics.UpgradeStarted, muo)()).To(Equal(map[string]float64{ts: float64(h.StartTime.Unix())}))
+		Expect(series(metrics.UpgradeCompleted, muo)()).To(Equal(map[string]float64{ts: float64(h.CompleteTime.Unix())}))
+		for name, step := range map[string]upgradev1alpha1.UpgradeConditionType{
+			metrics.ControlPlaneStarted: plan.StepUpgradeCommenced, metrics.ControlPlaneCompleted: plan.StepControlPlaneUpgraded,
+			metrics.WorkerNodesCompleted: plan.StepWorkerNodesUpgraded,
+		} {
+			var done float64
+			for _, c := range h.Conditions {
+				if c.Type == step {
+					done = float64(c.CompleteTime.Unix())
+				}
+			}
+			Expect(series(name, muo)()).To(Equal(map[string]float64{ts: done}), name)
+		}
+		Expect(series(metrics.CapacityReservationSet, own)()).To(HaveKeyWithValue(own+",outcome=Removed", 1.0))
+		Expect(series(metrics.ScalingFailed, muo)()).To(Equal(map[string]float64{muo: 0}))
+		Expect(stepsObserved()-stepsBefore).To(BeEquivalentTo(17), "step durations observed")
+
 		By("every side effect happened exactly once (audit log)")
 		c := sideEffects()
 		Expect(c.cvPatches).To(Equal(1), "ClusterVersion patches")
@@ -236,6 +282,9 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, key, &upgradev1alpha1.UpgradeConfig{}))
 		}).Should(BeTrue())
+		By("and its series go with it")
+		Eventually(series(metrics.Phase, own)).Should(BeEmpty())
+		Expect(series(metrics.UpgradeStarted, muo)()).To(BeEmpty())
 	})
 
 	It("reports an invalid ConfigMap on the UpgradeConfig and keeps the last good configuration", func(ctx context.Context) {
@@ -354,6 +403,10 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Expect(after.msCreates-before.msCreates).To(Equal(2), "temporary MachineSets created across four restarts")
 		Expect(after.msDeletes-before.msDeletes).To(Equal(2), "temporary MachineSets deleted across four restarts")
 	})
+
+	It("exports a failing post-upgrade check, failing validation and a passed start deadline, MUO's way and Upshift's", metricsSpec)
+
+	It("on FedRAMP clusters asks for the file integrity re-initialisation once, keeping other annotations", fedrampSpec)
 })
 
 type counts struct{ cvPatches, msCreates, msDeletes int }

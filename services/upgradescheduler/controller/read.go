@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
@@ -41,8 +42,9 @@ func (r *Reconciler) config(ctx context.Context, namespace string) (*config.Conf
 	return cfg, nil
 }
 
-// snapshot reads what the planner decides from, from the cache.
-func (r *Reconciler) snapshot(ctx context.Context) (plan.Snapshot, error) {
+// snapshot reads what the planner decides from, from the cache (and, on
+// FedRAMP clusters, the FileIntegrity object from the apiserver).
+func (r *Reconciler) snapshot(ctx context.Context, cfg *config.Config) (plan.Snapshot, error) {
 	var s plan.Snapshot
 	cv := &configv1.ClusterVersion{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); {
@@ -71,5 +73,19 @@ func (r *Reconciler) snapshot(ctx context.Context) (plan.Snapshot, error) {
 	}
 	s.ClusterOperators, s.Pools, s.Nodes, s.PDBs = cos.Items, pools.Items, nodes.Items, pdbs.Items
 	s.MachineSets, s.Machines = mss.Items, machines.Items
+	if cfg != nil && cfg.FedRAMP {
+		// Without this the post-upgrade task would never see its own
+		// annotation and would patch on every plan. One object, read
+		// uncached (the client does not cache unstructured objects): an
+		// informer for it would need list and watch across its namespace.
+		fi := &unstructured.Unstructured{}
+		fi.SetGroupVersionKind(fileIntegrityGVK)
+		switch err := r.Client.Get(ctx, fileIntegrityKey, fi); {
+		case err == nil:
+			_, s.FileIntegrityReinitRequested = fi.GetAnnotations()[fileIntegrityReinit]
+		case !apierrors.IsNotFound(err):
+			return s, err
+		}
+	}
 	return s, nil
 }

@@ -58,6 +58,9 @@ func (p *planner) commenced() bool {
 	return p.spec.Desired.Version != "" && cv.Spec.DesiredUpdate.Version == p.spec.Desired.Version
 }
 
+// CurrentVersion is currentVersion, for the metrics' version label.
+func CurrentVersion(cv *configv1.ClusterVersion) string { return currentVersion(cv) }
+
 // currentVersion is the version of the newest Completed update in the history
 // (MUO's GetCurrentVersion), or the desired version of a cluster that has
 // never completed one.

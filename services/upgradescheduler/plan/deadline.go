@@ -53,6 +53,15 @@ func (p *planner) workersAllowance() time.Duration {
 	return time.Duration(n) * (per + p.cfg.ExpectedNodeDrainTime)
 }
 
+// Deadlines are the deadline names, in the order an upgrade meets them.
+var Deadlines = []string{DeadlineStart, DeadlineControlPlane, DeadlineWorkers, DeadlinePostCheck}
+
+// DeadlineExceededReason is the reason of the DeadlineExceeded condition when
+// the named deadline has passed, e.g. StartDeadlineExceeded.
+func DeadlineExceededReason(deadline string) string {
+	return strings.ToUpper(deadline[:1]) + deadline[1:] + "DeadlineExceeded"
+}
+
 // checkDeadline applies the named deadline to a wait; why says what is being
 // waited for. It reports whether the deadline has passed.
 func (p *planner) checkDeadline(name, why string) bool {
@@ -66,7 +75,7 @@ func (p *planner) checkDeadline(name, why string) bool {
 		return false
 	}
 	p.deadlineHit = name
-	reason := strings.ToUpper(name[:1]) + name[1:] + "DeadlineExceeded"
+	reason := DeadlineExceededReason(name)
 	msg := fmt.Sprintf("the %s deadline (%s from %s) passed: %s", name, d.After, anchor.UTC().Format(time.RFC3339), why)
 	newly := p.isNew("DeadlineExceeded", metav1.ConditionTrue)
 	p.setCondition("DeadlineExceeded", metav1.ConditionTrue, reason, msg)

@@ -1,0 +1,122 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// gauges are every gauge of Samples, with their help and label names.
+var gauges = map[string]*prometheus.GaugeVec{}
+
+func gauge(name, help string, labels ...string) {
+	gauges[name] = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+var stepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name: StepDuration,
+	Help: "Time from a step's first evaluation to its completion, by step (a history condition type), observed when the step completes.",
+	// One second to about three days: a step that completes at once, up to a
+	// worker pool of hundreds of nodes.
+	Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+}, []string{LabelStep})
+
+func init() {
+	muo, ts := []string{LabelUpgradeConfig}, []string{LabelClusterID, LabelUpgradeConfig, LabelVersion}
+	own := []string{LabelNamespace, LabelName}
+	gauge(ValidationFailed, "1 when the UpgradeConfig's validation fails, 0 when it passes (MUO).", muo...)
+	gauge(HealthCheckFailed, "1 when a health check fails, 0 when it passes, by check reason; state is the attempt's phase, version the cluster's current version (MUO).",
+		LabelUpgradeConfig, LabelState, LabelVersion, LabelReason)
+	gauge(ClusterCheckFailed, "1 when any health check of status.preflight fails, 0 when all pass (MUO's older name for the health check alert).", muo...)
+	gauge(ScalingFailed, "1 when the temporary capacity was not ready within scale.timeOut, 0 when it was (MUO).", muo...)
+	gauge(UpgradeWindowBreached, "1 when the start deadline passed before the upgrade commenced, else 0 (MUO).", muo...)
+	gauge(ControlPlaneTimeout, "1 when the control plane deadline passed before the control plane completed, else 0 (MUO).", LabelUpgradeConfig, LabelVersion)
+	gauge(WorkerTimeout, "1 when the workers deadline passed before every worker pool was updated, else 0 (MUO).", LabelUpgradeConfig, LabelVersion)
+	gauge(UpgradeStarted, "Unix time the upgrade attempt started (phase Upgrading) (MUO).", ts...)
+	gauge(UpgradeCompleted, "Unix time the upgrade attempt completed (phase Upgraded) (MUO).", ts...)
+	gauge(ControlPlaneStarted, "Unix time ClusterVersion was pointed at the target (MUO).", ts...)
+	gauge(ControlPlaneCompleted, "Unix time the control plane completed the target (MUO).", ts...)
+	gauge(WorkerNodesStarted, "Unix time the worker pools started updating (MUO).", ts...)
+	gauge(WorkerNodesCompleted, "Unix time every worker pool was updated (MUO).", ts...)
+	gauge(UpgradeStateTimestamp, "Unix time the upgrade to version reached state: scheduled, started, control_plane_started, control_plane_completed, workers_started, workers_completed, finished (MUO's collector).",
+		LabelVersion, LabelState)
+	gauge(Phase, "State set of the current attempt's phase: 1 for the current one, 0 for the others.", LabelNamespace, LabelName, LabelPhase)
+	gauge(CurrentStepInfo, "1 for the step the upgrade is at (no series outside phase Upgrading).", LabelNamespace, LabelName, LabelStep)
+	gauge(DeadlineExceeded, "1 when the named deadline (start, controlPlane, workers, postCheck) has passed on a wait, else 0.", LabelNamespace, LabelName, LabelDeadline)
+	gauge(PreflightCheckFailing, "1 when a health check of status.preflight fails, 0 when it passes, by check.", LabelNamespace, LabelName, LabelCheck)
+	gauge(ConfigInvalid, "1 when the configuration ConfigMap is missing or invalid (the last valid one, if any, stays in force), else 0.", own...)
+	gauge(Paused, "1 while the upgrade is paused (spec.paused or a deadline with policy pause), else 0.", own...)
+	gauge(CapacityReservationSet, "State set of the capacity reservation's outcome (Ready, TimedOut, Skipped, Removed).", LabelNamespace, LabelName, LabelOutcome)
+	for _, g := range gauges {
+		ctrlmetrics.Registry.MustRegister(g)
+	}
+	ctrlmetrics.Registry.MustRegister(stepDuration)
+}
+
+// Names are the names of every metric this package exports.
+func Names() []string {
+	out := []string{StepDuration}
+	for name := range gauges {
+		out = append(out, name)
+	}
+	return out
+}
+
+// Exporter keeps the registered series in step with the samples of each
+// UpgradeConfig: series an UpgradeConfig no longer has are deleted.
+type Exporter struct {
+	mu   sync.Mutex
+	last map[string]map[string]Sample // by UpgradeConfig key, by series key
+}
+
+// Default is the exporter of the process (the registry is the process's too).
+var Default = &Exporter{}
+
+// Update replaces the series of the UpgradeConfig key with samples.
+func (e *Exporter) Update(key string, samples []Sample) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.last == nil {
+		e.last = map[string]map[string]Sample{}
+	}
+	next := make(map[string]Sample, len(samples))
+	for _, s := range samples {
+		next[s.Key()] = s
+	}
+	for k, s := range e.last[key] {
+		if _, ok := next[k]; !ok && !e.ownedElsewhere(key, k) {
+			gauges[s.Name].Delete(s.Labels)
+		}
+	}
+	for _, s := range samples {
+		gauges[s.Name].With(s.Labels).Set(s.Value)
+	}
+	e.last[key] = next
+}
+
+// Forget deletes the series of an UpgradeConfig that is gone.
+func (e *Exporter) Forget(key string) {
+	e.Update(key, nil)
+	e.mu.Lock()
+	delete(e.last, key)
+	e.mu.Unlock()
+}
+
+// ownedElsewhere: another UpgradeConfig has the same series (only
+// upgrade_state_timestamp, which MUO labels by version alone, can).
+func (e *Exporter) ownedElsewhere(key, series string) bool {
+	for k, m := range e.last {
+		if _, ok := m[series]; ok && k != key {
+			return true
+		}
+	}
+	return false
+}
+
+// ObserveSteps records completed steps in the step duration histogram.
+func ObserveSteps(done []StepDone) {
+	for _, d := range done {
+		stepDuration.WithLabelValues(d.Step).Observe(d.Duration.Seconds())
+	}
+}
