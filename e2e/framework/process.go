@@ -47,6 +47,14 @@ func (c *Component) Stop(grace time.Duration) error {
 	}
 }
 
+// Kill ends the process at once (SIGKILL), as a crash or an OOM kill would,
+// and waits for it to be gone.
+func (c *Component) Kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+	c.done <- nil // Stop after Kill returns at once.
+}
+
 // WaitFor polls cond until it is true or timeout passes. For programs (the
 // demo, the bench); tests use Gomega's Eventually.
 func WaitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {

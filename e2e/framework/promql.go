@@ -296,6 +296,20 @@ func ParseExposition(text string) (Exposition, error) {
 	return out, nil
 }
 
+// Merge adds the series and labels of o: a suite that scrapes at several
+// moments (mid-update, blocked, done) checks its queries against everything
+// the component exported at any of them.
+func (e Exposition) Merge(o Exposition) {
+	for name, labels := range o {
+		if e[name] == nil {
+			e[name] = map[string]bool{}
+		}
+		for l := range labels {
+			e[name][l] = true
+		}
+	}
+}
+
 // Missing lists, for each selector the exposition cannot satisfy, what is
 // missing: the metric, or a label the selector matches on.
 func (e Exposition) Missing(sels []Selector) []string {

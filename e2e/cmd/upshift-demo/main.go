@@ -1,8 +1,10 @@
 // Command upshift-demo is `make demo`: it starts a local simulated OpenShift
 // cluster (a real kube-apiserver with kube-controller-manager, kube-scheduler
 // and kwok, and ocpsim playing the OpenShift operators), runs the Upshift
-// controllers that exist as their charts' ServiceAccounts, starts an update,
-// and prints `kubectl upshift status` every few seconds until it completes.
+// controllers that exist as their charts' ServiceAccounts, schedules an
+// update with an UpgradeConfig a few seconds ahead, and prints the
+// UpgradeConfig's progress (as `kubectl get upgrade` shows it) and
+// `kubectl upshift status` every few seconds until it completes.
 // It stops every process it started, and exits non-zero if the update does
 // not complete in time.
 package main
@@ -18,15 +20,20 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocpsim"
@@ -39,18 +46,20 @@ type options struct {
 	from, to  string
 	timeScale float64
 	interval  time.Duration
+	startIn   time.Duration
 	timeout   time.Duration
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller and kubectl-upshift.")
+	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller, upgrade-scheduler and kubectl-upshift.")
 	flag.IntVar(&o.masters, "masters", 3, "Control-plane nodes.")
 	flag.IntVar(&o.workers, "workers", 6, "Worker nodes.")
 	flag.StringVar(&o.from, "from", "4.16.1", "Version the cluster runs.")
 	flag.StringVar(&o.to, "to", "4.16.2", "Version to update to.")
 	flag.Float64Var(&o.timeScale, "time-scale", 240, "Simulated seconds per wall second.")
 	flag.DurationVar(&o.interval, "interval", 4*time.Second, "How often to print the status.")
+	flag.DurationVar(&o.startIn, "start-in", 8*time.Second, "How far ahead the UpgradeConfig schedules the update (spec.upgradeAt).")
 	flag.DurationVar(&o.timeout, "timeout", 150*time.Second, "Give up if the update has not completed by then.")
 	flag.Parse()
 
@@ -76,7 +85,8 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	cli := filepath.Join(filepath.Dir(usc), "kubectl-upshift")
-	for _, b := range []string{usc, cli} {
+	scheduler := filepath.Join(filepath.Dir(usc), "upgrade-scheduler")
+	for _, b := range []string{usc, scheduler, cli} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("%s not found: run `make build` first", b)
 		}
@@ -106,8 +116,11 @@ func run(ctx context.Context, o options) (err error) {
 	stopSim := sim.Start(ctx)
 	defer func() { _ = stopSim() }()
 
-	say("Installing the update-status-controller's ServiceAccount and RBAC from its chart, and running it as that ServiceAccount")
-	controller, scraper, metricsURL, err := startController(ctx, env, usc)
+	say("Installing the update-status-controller's and the upgrade-scheduler's ServiceAccounts and RBAC from their charts, and running each as its ServiceAccount")
+	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
+		return err
+	}
+	controller, scraper, metricsURL, err := startComponent(ctx, env, usc, "update-status-controller", "usc")
 	if err != nil {
 		return err
 	}
@@ -116,6 +129,18 @@ func run(ctx context.Context, o options) (err error) {
 			err = fmt.Errorf("update-status-controller: %w\n%s", stopErr, controller.Logs())
 		}
 	}()
+	sched, schedScraper, schedMetricsURL, err := startComponent(ctx, env, scheduler, "upgrade-scheduler", "sched")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := sched.Stop(10 * time.Second); err == nil && stopErr != nil {
+			err = fmt.Errorf("upgrade-scheduler: %w\n%s", stopErr, sched.Logs())
+		}
+	}()
+	if err := seedWorkerPool(ctx, env.Client); err != nil {
+		return err
+	}
 	if err := framework.WaitFor(ctx, time.Minute, func() bool { return statusReady(ctx, env.Client) }); err != nil {
 		return fmt.Errorf("the update-status-controller published no status: %w\n%s", err, controller.Logs())
 	}
@@ -123,8 +148,10 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 
-	say("Requesting the update to %s (ClusterVersion spec.desiredUpdate)", o.to)
-	if err := requestUpdate(ctx, env.Client, o.to); err != nil {
+	upgradeAt := time.Now().Add(o.startIn).Truncate(time.Second)
+	say("Scheduling the update to %s at %s with an UpgradeConfig (OSD steps, capacity reservation); the upgrade-scheduler starts it",
+		o.to, upgradeAt.UTC().Format(time.RFC3339))
+	if err := scheduleUpdate(ctx, env.Client, o.to, upgradeAt); err != nil {
 		return err
 	}
 	updateStart := time.Now()
@@ -140,7 +167,14 @@ func run(ctx context.Context, o options) (err error) {
 			return fmt.Errorf("the update did not complete within %s", o.timeout)
 		case <-tick.C:
 		}
-		say("kubectl upshift status   (%s into the update)", time.Since(updateStart).Round(time.Second))
+		say("kubectl get upgrade; kubectl upshift status   (%s after scheduling)", time.Since(updateStart).Round(time.Second))
+		phase, err := printUpgradeConfig(ctx, env.Client, os.Stdout)
+		if err != nil {
+			return err
+		}
+		if phase == "Failed" {
+			return fmt.Errorf("the UpgradeConfig failed\n%s", sched.Logs())
+		}
 		if err := printStatus(ctx, cli, env.KubeconfigPath, os.Stdout); err != nil {
 			return err
 		}
@@ -149,19 +183,25 @@ func run(ctx context.Context, o options) (err error) {
 			return err
 		}
 		sawUpdating = sawUpdating || updating
-		if sawUpdating && done {
+		if sawUpdating && done && phase == "Upgraded" {
 			break
 		}
 	}
-	say("The controller's metrics, scraped over HTTPS as a ServiceAccount bound to the chart's metrics-reader ClusterRole")
-	body, err := scraper.Scrape(metricsURL)
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(body, "\n") {
-		// The gauges; histograms and the controller-runtime series are long.
-		if strings.HasPrefix(line, "upshift_") && !strings.Contains(line, "_bucket") {
-			fmt.Println(line)
+	say("The controllers' metrics, scraped over HTTPS as ServiceAccounts bound to each chart's metrics-reader ClusterRole")
+	for _, m := range []struct {
+		s   *framework.Scraper
+		url string
+	}{{scraper, metricsURL}, {schedScraper, schedMetricsURL}} {
+		body, err := m.s.Scrape(m.url)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(body, "\n") {
+			// The gauges; histograms and the controller-runtime series are long.
+			if (strings.HasPrefix(line, "upshift_") || strings.HasPrefix(line, "upgradeoperator_")) &&
+				!strings.Contains(line, "_bucket") && !strings.Contains(line, "_sum") && !strings.Contains(line, "_count") {
+				fmt.Println(line)
+			}
 		}
 	}
 	say("The update to %s completed in %s of wall time; the demo took %s. Stopping everything.",
@@ -169,19 +209,19 @@ func run(ctx context.Context, o options) (err error) {
 	return nil
 }
 
-// startController runs the controller as its chart's ServiceAccount, and
+// namespace is where the demo installs the components, and where the
+// UpgradeConfig and its ConfigMap live.
+const namespace = "upshift"
+
+// startComponent runs a component as its chart's ServiceAccount, and
 // returns it with a scraper for its metrics (a ServiceAccount bound to the
 // chart's metrics-reader ClusterRole) and their URL.
-func startController(ctx context.Context, env *testenv.Env, binary string) (*framework.Component, *framework.Scraper, string, error) {
-	const namespace = "upshift"
-	id, err := framework.InstallChartIdentity(ctx, env, "update-status-controller", "usc", namespace)
+func startComponent(ctx context.Context, env *testenv.Env, binary, chart, release string) (*framework.Component, *framework.Scraper, string, error) {
+	id, err := framework.InstallChartIdentity(ctx, env, chart, release, namespace)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
-		return nil, nil, "", err
-	}
-	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
+	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus-"+release)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -200,14 +240,75 @@ func statusReady(ctx context.Context, c client.Client) bool {
 		meta.IsStatusConditionTrue(us.Status.Conditions, updatev1alpha1.ConditionStatusAvailable)
 }
 
-func requestUpdate(ctx context.Context, c client.Client, version string) error {
+// seedWorkerPool labels the worker MachineSets as OSD's provisioner does,
+// so the scheduler reserves capacity for them.
+func seedWorkerPool(ctx context.Context, c client.Client) error {
+	var list machinev1beta1.MachineSetList
+	if err := c.List(ctx, &list, client.InNamespace("openshift-machine-api")); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		ms := &list.Items[i]
+		patch := client.MergeFrom(ms.DeepCopy())
+		if ms.Labels == nil {
+			ms.Labels = map[string]string{}
+		}
+		ms.Labels["hive.openshift.io/machine-pool"] = "worker"
+		if err := c.Patch(ctx, ms, patch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scheduleUpdate writes MUO's ConfigMap (its documented defaults) and an
+// UpgradeConfig, as OCM does for a managed cluster.
+func scheduleUpdate(ctx context.Context, c client.Client, version string, at time.Time) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-operator-config", Namespace: namespace},
+		Data: map[string]string{"config.yaml": "upgradeType: OSD\nmaintenance:\n  controlPlaneTime: 90\nscale:\n  timeOut: 30\n"}}
+	if err := c.Create(ctx, cm); err != nil {
+		return err
+	}
 	cv := &configv1.ClusterVersion{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
 		return err
 	}
-	patch := client.MergeFrom(cv.DeepCopy())
-	cv.Spec.DesiredUpdate = &configv1.Update{Version: version}
-	return c.Patch(ctx, cv, patch)
+	return c.Create(ctx, &upgradev1alpha1.UpgradeConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: namespace},
+		Spec: upgradev1alpha1.UpgradeConfigSpec{
+			Desired:   upgradev1alpha1.Update{Version: version, Channel: cv.Spec.Channel},
+			UpgradeAt: at.UTC().Format(time.RFC3339), Type: upgradev1alpha1.OSD,
+			PDBForceDrainTimeout: 60, CapacityReservation: true,
+		},
+	})
+}
+
+// printUpgradeConfig prints the UpgradeConfig as `kubectl get upgrade` does
+// (MUO's columns, from the newest history entry) and returns its phase.
+func printUpgradeConfig(ctx context.Context, c client.Client, out io.Writer) (string, error) {
+	uc := &upgradev1alpha1.UpgradeConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "managed-upgrade-config"}, uc); err != nil {
+		return "", err
+	}
+	phase, stage, status, reason, message := "", "", "", "", ""
+	if len(uc.Status.History) > 0 {
+		h := uc.Status.History[0]
+		phase = string(h.Phase)
+		if len(h.Conditions) > 0 {
+			c := h.Conditions[0]
+			stage, status, reason, message = string(c.Type), string(c.Status), c.Reason, c.Message
+		}
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tDESIRED_VERSION\tPHASE\tSTAGE\tSTATUS\tREASON\tMESSAGE")
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", uc.Name, uc.Spec.Desired.Version, phase, stage, status, reason, message)
+	if err := tw.Flush(); err != nil {
+		return "", err
+	}
+	if uc.Status.CurrentStep != "" {
+		fmt.Fprintf(out, "current step: %s\n", uc.Status.CurrentStep)
+	}
+	return phase, nil
 }
 
 // progress reads the published status: is anything updating, and is the

@@ -1,0 +1,166 @@
+// Package upgradescheduler is the end-to-end suite of the upgrade-scheduler:
+// a real control plane with kube-controller-manager, kube-scheduler and kwok,
+// a 3+6 cluster seeded and driven by ocpsim (CVO, MCO, machine API), and the
+// scheduler binary running as its chart's ServiceAccount with exactly the
+// chart's RBAC, checked against the audit log.
+package upgradescheduler
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocpsim"
+)
+
+func TestUpgradeScheduler(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "upgrade-scheduler e2e")
+}
+
+const (
+	// namespace holds the chart's release, the UpgradeConfigs and MUO's
+	// ConfigMap, as MUO's own namespace does.
+	namespace = "upshift-upgrade"
+	release   = "sched"
+	chartName = "upgrade-scheduler"
+	binary    = "upgrade-scheduler"
+	// ocpsim plays ten simulated minutes per wall second.
+	timeScale = 600
+	// machineAPI is where the worker MachineSets live.
+	machineAPI = "openshift-machine-api"
+	// hivePoolLabel is how OSD's provisioner (Hive) labels the MachineSets of
+	// a machine pool; MUO reserves capacity for those of the worker pool.
+	hivePoolLabel = "hive.openshift.io/machine-pool"
+	// surgeLabel marks MUO's temporary MachineSets.
+	surgeLabel = "upgrade.managed.openshift.io"
+	// muoConfig is an OSD production-shaped ConfigMap, with MUO's keys.
+	muoConfig = `configManager:
+  source: LOCAL
+  localConfigName: managed-upgrade-config
+  watchInterval: 1
+maintenance:
+  controlPlaneTime: 90
+  ignoredAlerts:
+    controlPlaneCriticals:
+    - ClusterOperatorDown
+    - ClusterOperatorDegraded
+upgradeWindow:
+  delayTrigger: 30
+  timeOut: 120
+nodeDrain:
+  expectedNodeDrainTime: 8
+  timeOut: 45
+scale:
+  timeOut: 30
+healthCheck:
+  ignoredCriticals:
+  - PrometheusRuleFailures
+  - CannotRetrieveUpdates
+  ignoredNamespaces:
+  - openshift-logging
+`
+)
+
+var (
+	env      *testenv.Env
+	bins     map[string]string
+	chart    *framework.Chart
+	id       *framework.Identity
+	sched    *framework.Component
+	scraper  *framework.Scraper
+	metrics  string
+	readyz   string
+	workerMS []string
+)
+
+const monitoringNamespace = "monitoring"
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// Waits are on a real process (leader election, cache sync) and a
+	// simulated cluster; a second is too tight for either.
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	var err error
+	bins, err = framework.BuildBinaries(GinkgoT().TempDir(), "github.com/upshift-io/upshift/cmd/"+binary)
+	Expect(err).NotTo(HaveOccurred())
+
+	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+
+	objs, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
+		Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5"}})
+	Expect(err).NotTo(HaveOccurred())
+	// Hive labels the worker pool's MachineSets; the scheduler reserves
+	// capacity for exactly those.
+	for _, ms := range objs.MachineSets {
+		workerMS = append(workerMS, ms.Name)
+		Expect(env.Client.Get(ctx, keyOf(ms), ms)).To(Succeed())
+		ms.Labels[hivePoolLabel] = "worker"
+		Expect(env.Client.Update(ctx, ms)).To(Succeed())
+	}
+	Expect(workerMS).NotTo(BeEmpty())
+	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: timeScale})
+	Expect(err).NotTo(HaveOccurred())
+	stopSim := sim.Start(context.Background())
+	DeferCleanup(func() { Expect(stopSim()).To(Succeed()) })
+
+	id, err = framework.InstallChartIdentity(ctx, env, chartName, release, namespace)
+	Expect(err).NotTo(HaveOccurred())
+	chart = id.Chart
+	Expect(env.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-operator-config", Namespace: namespace},
+		Data:       map[string]string{"config.yaml": muoConfig},
+	})).To(Succeed())
+
+	Expect(env.CreateNamespace(ctx, monitoringNamespace)).To(Succeed())
+	scraper, err = framework.InstallMetricsScraper(ctx, env, chart, monitoringNamespace, "prometheus")
+	Expect(err).NotTo(HaveOccurred())
+	sched = startScheduler(true)
+	DeferCleanup(func() { stopScheduler(sched) })
+}, NodeTimeout(5*time.Minute))
+
+// startScheduler runs the binary with the flags the chart's Deployment
+// passes. The restart loop runs it without leader election: a killed
+// leader's lease would otherwise hold the next process back for its whole
+// duration, which tests failover, not resumption.
+func startScheduler(leaderElect bool) *framework.Component {
+	GinkgoHelper()
+	metricsAddr, err := testenv.FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	probeAddr, err := testenv.FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	metrics = "https://" + metricsAddr + "/metrics"
+	readyz = "http://" + probeAddr + "/readyz"
+	le := "--leader-elect=false"
+	if leaderElect {
+		le = "--leader-elect=true"
+	}
+	c, err := framework.StartComponent(bins[binary],
+		"--kubeconfig="+id.Kubeconfig, le, "--leader-election-namespace="+namespace,
+		"--namespace="+namespace, "--metrics-bind-address="+metricsAddr,
+		"--health-probe-bind-address="+probeAddr, "--log-format=json")
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+func stopScheduler(c *framework.Component) {
+	GinkgoHelper()
+	err := c.Stop(10 * time.Second)
+	if err != nil || CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {
+		GinkgoWriter.Println("upgrade-scheduler logs:\n" + c.Logs())
+	}
+	Expect(err).NotTo(HaveOccurred())
+}

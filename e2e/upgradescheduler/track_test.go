@@ -1,0 +1,166 @@
+package upgradescheduler
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/scheme"
+)
+
+// tracker watches the ClusterVersion and the UpgradeConfigs and records the
+// wall time at which each transition was first seen: when the CVO reported a
+// version Completed, and when each step of each target version completed.
+// The step-completion times in status are second-granular; these are not.
+type tracker struct {
+	mu          sync.Mutex
+	cvCompleted map[string]time.Time            // version → first seen Completed
+	stepDone    map[string]map[string]time.Time // version → step → first seen True
+	steps       map[string][]string             // version → step per change of currentStep
+	onStep      func(version, step string)
+}
+
+func startTracker(ctx context.Context) *tracker {
+	GinkgoHelper()
+	t := &tracker{cvCompleted: map[string]time.Time{}, stepDone: map[string]map[string]time.Time{}, steps: map[string][]string{}}
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	cvs, err := wc.Watch(ctx, &configv1.ClusterVersionList{})
+	Expect(err).NotTo(HaveOccurred())
+	ucs, err := wc.Watch(ctx, &upgradev1alpha1.UpgradeConfigList{}, client.InNamespace(namespace))
+	Expect(err).NotTo(HaveOccurred())
+	go func() {
+		defer GinkgoRecover()
+		defer cvs.Stop()
+		defer ucs.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-cvs.ResultChan():
+				if !ok {
+					return
+				}
+				if cv, ok := e.Object.(*configv1.ClusterVersion); ok && e.Type != watch.Deleted {
+					t.sawCV(cv, time.Now())
+				}
+			case e, ok := <-ucs.ResultChan():
+				if !ok {
+					return
+				}
+				if uc, ok := e.Object.(*upgradev1alpha1.UpgradeConfig); ok && e.Type != watch.Deleted {
+					t.sawUC(uc, time.Now())
+				}
+			}
+		}
+	}()
+	return t
+}
+
+func (t *tracker) sawCV(cv *configv1.ClusterVersion, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, h := range cv.Status.History {
+		if h.State == configv1.CompletedUpdate {
+			if _, seen := t.cvCompleted[h.Version]; !seen {
+				t.cvCompleted[h.Version] = now
+			}
+		}
+	}
+}
+
+func (t *tracker) sawUC(uc *upgradev1alpha1.UpgradeConfig, now time.Time) {
+	t.mu.Lock()
+	if len(uc.Status.History) == 0 {
+		t.mu.Unlock()
+		return
+	}
+	h := uc.Status.History[0]
+	if t.stepDone[h.Version] == nil {
+		t.stepDone[h.Version] = map[string]time.Time{}
+	}
+	for _, c := range h.Conditions {
+		if c.Status == corev1.ConditionTrue {
+			if _, seen := t.stepDone[h.Version][string(c.Type)]; !seen {
+				t.stepDone[h.Version][string(c.Type)] = now
+			}
+		}
+	}
+	steps := t.steps[h.Version]
+	cur := uc.Status.CurrentStep
+	changed := cur != "" && (len(steps) == 0 || steps[len(steps)-1] != cur)
+	if changed {
+		t.steps[h.Version] = append(steps, cur)
+	}
+	on := t.onStep
+	t.mu.Unlock()
+	if changed && on != nil {
+		on(h.Version, cur)
+	}
+}
+
+// setOnStep calls f (outside the lock) for every change of currentStep.
+func (t *tracker) setOnStep(f func(version, step string)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.onStep = f
+}
+
+// reaction is the time from the CVO's Completed to the scheduler's
+// ControlPlaneUpgraded step for version, as both were seen by the watch.
+func (t *tracker) reaction(version string) (time.Duration, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cv, ok1 := t.cvCompleted[version]
+	step, ok2 := t.stepDone[version]["ControlPlaneUpgraded"]
+	return step.Sub(cv), ok1 && ok2
+}
+
+// stepsSeen returns the currentStep values seen for version, in order.
+func (t *tracker) stepsSeen(version string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.steps[version]...)
+}
+
+// stepTimings reports how long each step of the newest history entry took,
+// from its recorded start and completion times.
+func stepTimings(uc *upgradev1alpha1.UpgradeConfig) []string {
+	var out []string
+	if len(uc.Status.History) == 0 {
+		return nil
+	}
+	conds := append([]upgradev1alpha1.UpgradeCondition(nil), uc.Status.History[0].Conditions...)
+	sort.SliceStable(conds, func(i, j int) bool {
+		if conds[i].StartTime == nil || conds[j].StartTime == nil {
+			return conds[j].StartTime == nil && conds[i].StartTime != nil
+		}
+		return conds[i].StartTime.Before(conds[j].StartTime)
+	})
+	for _, c := range conds {
+		d := "-"
+		if c.StartTime != nil && c.CompleteTime != nil {
+			d = c.CompleteTime.Sub(c.StartTime.Time).String()
+		}
+		out = append(out, string(c.Type)+" "+d)
+	}
+	return out
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}

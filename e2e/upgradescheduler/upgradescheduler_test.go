@@ -1,0 +1,481 @@
+package upgradescheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/tools/ocpsim"
+	"github.com/upshift-io/upshift/tools/ocpsim/faults"
+)
+
+const ucName = "managed-upgrade-config"
+
+func keyOf(o client.Object) client.ObjectKey { return client.ObjectKeyFromObject(o) }
+
+var ucKey = client.ObjectKey{Namespace: namespace, Name: ucName}
+
+// newUC is an UpgradeConfig as OCM writes them for MUO.
+func newUC(typ upgradev1alpha1.UpgradeType, version string, upgradeAt time.Time) *upgradev1alpha1.UpgradeConfig {
+	return &upgradev1alpha1.UpgradeConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: ucName, Namespace: namespace},
+		Spec: upgradev1alpha1.UpgradeConfigSpec{
+			Desired:   upgradev1alpha1.Update{Version: version, Channel: "stable-4.16"},
+			UpgradeAt: upgradeAt.UTC().Format(time.RFC3339), Type: typ,
+			PDBForceDrainTimeout: 60, CapacityReservation: true,
+		},
+	}
+}
+
+func getUC(ctx context.Context) *upgradev1alpha1.UpgradeConfig {
+	GinkgoHelper()
+	uc := &upgradev1alpha1.UpgradeConfig{}
+	Expect(env.Client.Get(ctx, ucKey, uc)).To(Succeed())
+	return uc
+}
+
+// phaseStep is history[0]'s phase and the current step, e.g. "Upgrading/ControlPlaneUpgraded".
+func phaseStep(ctx context.Context) func(Gomega) string {
+	return func(g Gomega) string {
+		uc := &upgradev1alpha1.UpgradeConfig{}
+		g.Expect(env.Client.Get(ctx, ucKey, uc)).To(Succeed())
+		if len(uc.Status.History) == 0 {
+			return ""
+		}
+		return string(uc.Status.History[0].Phase) + "/" + uc.Status.CurrentStep
+	}
+}
+
+func surgeMachineSets(ctx context.Context) func(Gomega) []string {
+	return func(g Gomega) []string {
+		var list machinev1beta1.MachineSetList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(machineAPI), client.MatchingLabels{surgeLabel: "true"})).To(Succeed())
+		var names []string
+		for _, ms := range list.Items {
+			names = append(names, ms.Name)
+		}
+		return names
+	}
+}
+
+func surgeMachines(ctx context.Context) func(Gomega) int {
+	return func(g Gomega) int {
+		var list machinev1beta1.MachineList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(machineAPI), client.MatchingLabels{surgeLabel: "true"})).To(Succeed())
+		return len(list.Items)
+	}
+}
+
+func withSuffix(names []string, suffix string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, n+suffix)
+	}
+	return out
+}
+
+// deleteUC deletes the UpgradeConfig and waits for the scheduler to release
+// its finalizer, so the next spec starts from a clean namespace.
+func deleteUC(ctx context.Context) {
+	GinkgoHelper()
+	uc := &upgradev1alpha1.UpgradeConfig{}
+	if err := env.Client.Get(ctx, ucKey, uc); apierrors.IsNotFound(err) {
+		return
+	}
+	Expect(env.Client.Delete(ctx, uc)).To(Succeed())
+	Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, ucKey, uc)) }, time.Minute).Should(BeTrue())
+}
+
+// sideEffects counts the scheduler's successful side effects in the audit log.
+type sideEffectCounts struct {
+	cvPatches int
+	msCreates map[string]int
+	msDeletes map[string]int
+}
+
+func sideEffects() sideEffectCounts {
+	GinkgoHelper()
+	events, err := env.AuditEvents(framework.ServiceAccountUser(namespace, id.ServiceAccount))
+	Expect(err).NotTo(HaveOccurred())
+	c := sideEffectCounts{msCreates: map[string]int{}, msDeletes: map[string]int{}}
+	for _, e := range events {
+		if e.ObjectRef == nil || e.ResponseStatus == nil || e.ResponseStatus.Code >= 300 {
+			continue
+		}
+		switch {
+		case e.Verb == "patch" && e.ObjectRef.Resource == "clusterversions" && e.ObjectRef.Subresource == "":
+			c.cvPatches++
+		case e.Verb == "create" && e.ObjectRef.Resource == "machinesets":
+			c.msCreates[e.ObjectRef.Name]++
+		case e.Verb == "delete" && e.ObjectRef.Resource == "machinesets":
+			c.msDeletes[e.ObjectRef.Name]++
+		}
+	}
+	return c
+}
+
+func sub(after, before map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func once(names []string) map[string]int {
+	out := map[string]int{}
+	for _, n := range names {
+		out[n] = 1
+	}
+	return out
+}
+
+func desiredUpdate(ctx context.Context) func(Gomega) string {
+	return func(g Gomega) string {
+		cv := &configv1.ClusterVersion{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		if cv.Spec.DesiredUpdate == nil {
+			return ""
+		}
+		return cv.Spec.DesiredUpdate.Version
+	}
+}
+
+func eventReasons(ctx context.Context) func(Gomega) []string {
+	return func(g Gomega) []string {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(namespace))).To(Succeed())
+		var reasons []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "UpgradeConfig" {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		return reasons
+	}
+}
+
+// printerRow asks the apiserver for the UpgradeConfig list as a Table (what
+// `kubectl get upgrade` prints) and returns the header and the row.
+func printerRow(ctx context.Context) (header, row []string) {
+	GinkgoHelper()
+	cs, err := env.Clientset()
+	Expect(err).NotTo(HaveOccurred())
+	body, err := cs.Discovery().RESTClient().Get().
+		AbsPath("/apis/upgrade.managed.openshift.io/v1alpha1/namespaces", namespace, "upgradeconfigs").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").Do(ctx).Raw()
+	Expect(err).NotTo(HaveOccurred())
+	var table metav1.Table
+	Expect(json.Unmarshal(body, &table)).To(Succeed())
+	for _, c := range table.ColumnDefinitions {
+		header = append(header, c.Name)
+	}
+	Expect(table.Rows).To(HaveLen(1))
+	for _, cell := range table.Rows[0].Cells {
+		row = append(row, fmt.Sprint(cell))
+	}
+	return header, row
+}
+
+var reactions []time.Duration
+
+var _ = Describe("the upgrade-scheduler", Ordered, func() {
+	var track *tracker
+	BeforeAll(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		track = startTracker(ctx)
+	})
+
+	It("becomes ready once its caches have synced", func(ctx SpecContext) {
+		Eventually(func() (int, error) {
+			resp, err := http.Get(readyz)
+			if err != nil {
+				return 0, err
+			}
+			defer resp.Body.Close()
+			return resp.StatusCode, nil
+		}, time.Minute).Should(Equal(http.StatusOK))
+	})
+
+	It("runs an OSD upgrade with capacity reservation at upgradeAt, New → Upgraded, as MUO records it", func(ctx SpecContext) {
+		before := sideEffects()
+		upgradeAt := time.Now().Add(4 * time.Second).Truncate(time.Second)
+		Expect(env.Client.Create(ctx, newUC(upgradev1alpha1.OSD, "4.16.2", upgradeAt))).To(Succeed())
+
+		By("waiting for upgradeAt: Pending, nothing touched")
+		Eventually(phaseStep(ctx)).Should(HavePrefix("Pending"))
+		Expect(desiredUpdate(ctx)(Default)).To(BeEmpty())
+
+		By("reserving capacity: one temporary MachineSet per worker MachineSet, whose machines join")
+		Eventually(surgeMachineSets(ctx), time.Minute).Should(ConsistOf(withSuffix(workerMS, "-upgrade")))
+		Eventually(surgeMachines(ctx), time.Minute).Should(Equal(len(workerMS)))
+
+		By("commencing the control plane at or after upgradeAt")
+		Eventually(desiredUpdate(ctx), time.Minute).Should(Equal("4.16.2"))
+		commenced := getUC(ctx).Status.History[0].Conditions
+		Expect(commenced).NotTo(BeEmpty())
+
+		By("completing: the temporary capacity is gone and the history is MUO's")
+		Eventually(phaseStep(ctx), 4*time.Minute).Should(Equal("Upgraded/"))
+		Expect(surgeMachineSets(ctx)(Default)).To(BeEmpty())
+		Expect(surgeMachines(ctx)(Default)).To(BeZero())
+		uc := getUC(ctx)
+		h := uc.Status.History[0]
+		Expect(h.Version).To(Equal("4.16.2"))
+		Expect(h.PrecedingVersion).To(Equal("4.16.1"))
+		Expect(h.Conditions).To(HaveLen(17), "the OSD step list")
+		for _, c := range h.Conditions {
+			Expect(c.Status).To(Equal(corev1.ConditionTrue), string(c.Type))
+		}
+		Expect(h.Conditions[0].Type).To(BeEquivalentTo("CompletedNotificationSent"), "newest condition first, as MUO")
+		var commence *upgradev1alpha1.UpgradeCondition
+		for i := range h.Conditions {
+			if h.Conditions[i].Type == "UpgradeCommenced" {
+				commence = &h.Conditions[i]
+			}
+		}
+		Expect(commence).NotTo(BeNil())
+		Expect(commence.CompleteTime.Time).NotTo(BeTemporally("<", upgradeAt), "commenced before upgradeAt")
+		Expect(h.StartTime).NotTo(BeNil())
+		Expect(h.CompleteTime).NotTo(BeNil())
+		AddReportEntry("OSD step timings", strings.Join(stepTimings(uc), "\n"))
+
+		By("`kubectl get upgrade` prints MUO's columns from history[0]")
+		header, row := printerRow(ctx)
+		Expect(header).To(Equal([]string{"Name", "desired_version", "phase", "stage", "status", "reason", "message"}))
+		Expect(row[:5]).To(Equal([]string{ucName, "4.16.2", "Upgraded", "CompletedNotificationSent", "True"}))
+
+		By("every side effect exactly once (audit log)")
+		after := sideEffects()
+		Expect(after.cvPatches-before.cvPatches).To(Equal(1), "ClusterVersion patches")
+		Expect(sub(after.msCreates, before.msCreates)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSet creations")
+		Expect(sub(after.msDeletes, before.msDeletes)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSet deletions")
+		Eventually(eventReasons(ctx)).Should(ContainElements("PhaseUpgrading", "UpgradeCommenced", "PhaseUpgraded"))
+
+		By("exporting MUO's gauges and Upshift's phase")
+		body := scrape()
+		Expect(body).To(ContainSubstring(`upgradeoperator_upgrade_state_timestamp{`))
+		Expect(body).To(ContainSubstring(`upshift_upgrade_scheduler_phase{name="` + ucName + `",namespace="` + namespace + `",phase="Upgraded"} 1`))
+
+		d, ok := track.reaction("4.16.2")
+		Expect(ok).To(BeTrue(), "the watch saw both the CVO's Completed and ControlPlaneUpgraded")
+		reactions = append(reactions, d)
+	})
+
+	It("holds an ARO upgrade at the pre-check while an operator is degraded, and proceeds once it clears", func(ctx SpecContext) {
+		deleteUC(ctx)
+		before := sideEffects()
+		Expect(ocpsim.InjectFault(ctx, env.Client, faults.Request{Kind: "clusteroperator", Name: "monitoring", Fault: faults.OperatorDegraded})).To(Succeed())
+		Eventually(func(g Gomega) bool {
+			co := &configv1.ClusterOperator{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "monitoring"}, co)).To(Succeed())
+			for _, c := range co.Status.Conditions {
+				if c.Type == configv1.OperatorDegraded {
+					return c.Status == configv1.ConditionTrue
+				}
+			}
+			return false
+		}).Should(BeTrue())
+		Expect(env.Client.Create(ctx, newUC(upgradev1alpha1.ARO, "4.16.3", time.Now()))).To(Succeed())
+
+		By("the pre-check blocks and names the operator, in status.preflight and an Event")
+		Eventually(phaseStep(ctx), time.Minute).Should(Equal("Upgrading/ClusterHealthyBeforeUpgrade"))
+		Eventually(func(g Gomega) string {
+			for _, c := range getUC(ctx).Status.Preflight {
+				if c.Check == "ClusterOperators" && !c.Passed {
+					return c.Details
+				}
+			}
+			return ""
+		}).Should(ContainSubstring("monitoring"))
+		Eventually(eventReasons(ctx)).Should(ContainElement("HealthCheckFailed"))
+		Eventually(scrape).Should(ContainSubstring(`upshift_upgrade_scheduler_preflight_check_failing{check="ClusterOperators"`))
+		Consistently(desiredUpdate(ctx), "2s").Should(Equal("4.16.2"), "nothing commenced while the check fails")
+		Expect(surgeMachineSets(ctx)(Default)).To(BeEmpty(), "no capacity reserved before the pre-check passes")
+
+		By("the operator recovers: the upgrade proceeds to Upgraded")
+		co := &configv1.ClusterOperator{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "monitoring"}, co)).To(Succeed())
+		patch := client.MergeFrom(co.DeepCopy())
+		delete(co.Annotations, faults.Annotation)
+		Expect(env.Client.Patch(ctx, co, patch)).To(Succeed())
+		Eventually(phaseStep(ctx), 4*time.Minute).Should(Equal("Upgraded/"))
+		uc := getUC(ctx)
+		Expect(uc.Status.History[0].Conditions).To(HaveLen(14), "the ARO step list")
+		AddReportEntry("ARO step timings", strings.Join(stepTimings(uc), "\n"))
+		Expect(surgeMachineSets(ctx)(Default)).To(BeEmpty())
+		after := sideEffects()
+		Expect(after.cvPatches-before.cvPatches).To(Equal(1), "ClusterVersion patches")
+		Expect(sub(after.msCreates, before.msCreates)).To(Equal(once(withSuffix(workerMS, "-upgrade"))))
+		d, ok := track.reaction("4.16.3")
+		Expect(ok).To(BeTrue())
+		reactions = append(reactions, d)
+		deleteUC(ctx)
+	})
+
+	It("fails an upgrade whose start window passes, and removes the capacity it reserved", func(ctx SpecContext) {
+		// The first worker MachineSet's machines fail to provision: its
+		// temporary copy (same template) never becomes ready, so the start
+		// window runs out while the scheduler waits for capacity.
+		ms := &machinev1beta1.MachineSet{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: machineAPI, Name: workerMS[0]}, ms)).To(Succeed())
+		patch := client.MergeFrom(ms.DeepCopy())
+		if ms.Spec.Template.ObjectMeta.Annotations == nil {
+			ms.Spec.Template.ObjectMeta.Annotations = map[string]string{}
+		}
+		ms.Spec.Template.ObjectMeta.Annotations[faults.Annotation] = string(faults.ProvisionFailed)
+		Expect(env.Client.Patch(ctx, ms, patch)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: machineAPI, Name: workerMS[0]}, ms)).To(Succeed())
+			patch := client.MergeFrom(ms.DeepCopy())
+			delete(ms.Spec.Template.ObjectMeta.Annotations, faults.Annotation)
+			Expect(env.Client.Patch(ctx, ms, patch)).To(Succeed())
+		})
+
+		uc := newUC(upgradev1alpha1.OSD, "4.16.5", time.Now().Add(2*time.Second))
+		uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Start: &upgradev1alpha1.Deadline{Minutes: ptrTo(int32(1)), Policy: upgradev1alpha1.DeadlineFail}}
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		Eventually(surgeMachineSets(ctx), time.Minute).Should(HaveLen(len(workerMS)))
+		Eventually(phaseStep(ctx), 2*time.Minute).Should(HavePrefix("Failed"))
+		got := getUC(ctx)
+		failed := meta.FindStatusCondition(got.Status.Conditions, "DeadlineExceeded")
+		Expect(failed).NotTo(BeNil())
+		Expect(failed.Reason).To(Equal("StartDeadlineExceeded"))
+		var fu *upgradev1alpha1.UpgradeCondition
+		for i := range got.Status.History[0].Conditions {
+			if got.Status.History[0].Conditions[i].Type == "FailedUpgrade" {
+				fu = &got.Status.History[0].Conditions[i]
+			}
+		}
+		Expect(fu).NotTo(BeNil(), "MUO's FailedUpgrade condition")
+		Expect(fu.Message).To(ContainSubstring("start deadline"))
+		Eventually(surgeMachineSets(ctx), time.Minute).Should(BeEmpty())
+		Eventually(surgeMachines(ctx), time.Minute).Should(BeZero())
+		Expect(desiredUpdate(ctx)(Default)).To(Equal("4.16.3"), "never commenced")
+		Expect(scrape()).To(ContainSubstring(`upshift_upgrade_scheduler_deadline_exceeded{deadline="start"`))
+		deleteUC(ctx)
+	})
+
+	It("resumes after a kill at every step boundary, each side effect exactly once", func(ctx SpecContext) {
+		stopScheduler(sched)
+		before := sideEffects()
+		procs := make(chan *framework.Component, 64)
+		kills := 0
+		track.setOnStep(func(version, step string) {
+			if version != "4.16.4" {
+				return
+			}
+			p := <-procs
+			p.Kill()
+			kills++
+			procs <- startScheduler(false)
+		})
+		procs <- startScheduler(false)
+		DeferCleanup(func() {
+			track.setOnStep(nil)
+			stopScheduler(<-procs)
+			sched = startScheduler(true)
+		})
+
+		Expect(env.Client.Create(ctx, newUC(upgradev1alpha1.OSD, "4.16.4", time.Now()))).To(Succeed())
+		Eventually(phaseStep(ctx), 6*time.Minute).Should(Equal("Upgraded/"))
+		seen := track.stepsSeen("4.16.4")
+		AddReportEntry("restart loop", fmt.Sprintf("%d kills at the step boundaries %v", kills, seen))
+		Expect(kills).To(Equal(len(seen)), "a kill at every step boundary seen")
+		Expect(kills).To(BeNumerically(">=", 5))
+		after := sideEffects()
+		Expect(after.cvPatches-before.cvPatches).To(Equal(1), "ClusterVersion patches across the kills")
+		Expect(sub(after.msCreates, before.msCreates)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets created across the kills")
+		Expect(sub(after.msDeletes, before.msDeletes)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets deleted across the kills")
+		Expect(surgeMachineSets(ctx)(Default)).To(BeEmpty())
+		h := getUC(ctx).Status.History[0]
+		for _, c := range h.Conditions {
+			Expect(c.Status).To(Equal(corev1.ConditionTrue), string(c.Type))
+		}
+		deleteUC(ctx)
+	})
+
+	It("reports the reaction time from the CVO's Completed to the next step", func() {
+		Expect(reactions).To(HaveLen(2))
+		maxD := time.Duration(0)
+		for _, d := range reactions {
+			Expect(d).To(BeNumerically(">=", 0))
+			maxD = max(maxD, d)
+		}
+		AddReportEntry("reaction", fmt.Sprintf("median %s max %s over %v", median(reactions), maxD, reactions))
+		Expect(maxD).To(BeNumerically("<", 5*time.Second), "the scheduler reacts to the watch, not to a poll")
+	})
+
+	// Every scrape of the suite went into exposed: the alerts and panels
+	// query series that exist only in some states (a current step, a
+	// failing check, a passed deadline).
+	It("exported every metric its chart's alerts and dashboard query", func(ctx SpecContext) {
+		scrape()
+		rendered, err := framework.RenderChart(chartName, release, namespace,
+			"prometheusRule.enabled=true", "dashboard.enabled=true")
+		Expect(err).NotTo(HaveOccurred())
+		queries, err := rendered.MonitoringQueries()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(queries).NotTo(BeEmpty())
+		var missing []string
+		for _, q := range queries {
+			sels, err := framework.PromQLSelectors(q.Expr)
+			Expect(err).NotTo(HaveOccurred(), q.Source)
+			Expect(sels).NotTo(BeEmpty(), "%s selects no metric: %s", q.Source, q.Expr)
+			for _, m := range exposed.Missing(sels) {
+				missing = append(missing, q.Source+": "+m)
+			}
+		}
+		Expect(missing).To(BeEmpty())
+	})
+
+	It("was never refused a request and used every permission its chart grants", func(ctx SpecContext) {
+		perms, err := chart.Permissions()
+		Expect(err).NotTo(HaveOccurred())
+		roles, err := chart.BoundRoles(namespace, id.ServiceAccount)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			events, err := env.AuditEvents(framework.ServiceAccountUser(namespace, id.ServiceAccount))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(framework.Refused(events)).To(BeEmpty())
+			g.Expect(framework.Unused(framework.OfRoles(perms, roles...), events)).To(BeEmpty())
+		}).Should(Succeed())
+	})
+
+})
+
+// exposed is every series and label any scrape of the suite saw.
+var exposed = framework.Exposition{}
+
+// scrape reads the running scheduler's metrics as the chart's
+// metrics-reader, and adds them to exposed.
+func scrape() string {
+	GinkgoHelper()
+	var body string
+	Eventually(func() (err error) { body, err = scraper.Scrape(metrics); return err }, 30*time.Second).Should(Succeed())
+	exp, err := framework.ParseExposition(body)
+	Expect(err).NotTo(HaveOccurred())
+	exposed.Merge(exp)
+	return body
+}
+
+func ptrTo[T any](v T) *T { return &v }
