@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,22 +27,31 @@ type tracker struct {
 	cvCompleted map[string]time.Time            // version → first seen Completed
 	stepDone    map[string]map[string]time.Time // version → step → first seen True
 	steps       map[string][]string             // version → step per change of currentStep
-	onStep      func(version, step string)
+	desired     string                          // ClusterVersion spec.desiredUpdate.version
+	deleting    map[string]bool                 // temporary MachineSets seen deleting
+	// onMoment is called (outside the lock) at every moment a crash would
+	// hurt most: a step boundary, right after a temporary MachineSet was
+	// created or deleted, and right after ClusterVersion was patched.
+	onMoment func(version, moment string)
 }
 
 func startTracker(ctx context.Context) *tracker {
 	GinkgoHelper()
-	t := &tracker{cvCompleted: map[string]time.Time{}, stepDone: map[string]map[string]time.Time{}, steps: map[string][]string{}}
+	t := &tracker{cvCompleted: map[string]time.Time{}, stepDone: map[string]map[string]time.Time{}, steps: map[string][]string{},
+		deleting: map[string]bool{}}
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	cvs, err := wc.Watch(ctx, &configv1.ClusterVersionList{})
 	Expect(err).NotTo(HaveOccurred())
 	ucs, err := wc.Watch(ctx, &upgradev1alpha1.UpgradeConfigList{}, client.InNamespace(namespace))
 	Expect(err).NotTo(HaveOccurred())
+	mss, err := wc.Watch(ctx, &machinev1beta1.MachineSetList{}, client.InNamespace(machineAPI), client.MatchingLabels{surgeLabel: "true"})
+	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
 		defer cvs.Stop()
 		defer ucs.Stop()
+		defer mss.Stop()
 		for {
 			select {
 			case <-ctx.Done():
@@ -60,6 +70,13 @@ func startTracker(ctx context.Context) *tracker {
 				if uc, ok := e.Object.(*upgradev1alpha1.UpgradeConfig); ok && e.Type != watch.Deleted {
 					t.sawUC(uc, time.Now())
 				}
+			case e, ok := <-mss.ResultChan():
+				if !ok {
+					return
+				}
+				if ms, ok := e.Object.(*machinev1beta1.MachineSet); ok {
+					t.sawMachineSet(e.Type, ms)
+				}
 			}
 		}
 	}()
@@ -68,6 +85,16 @@ func startTracker(ctx context.Context) *tracker {
 
 func (t *tracker) sawCV(cv *configv1.ClusterVersion, now time.Time) {
 	t.mu.Lock()
+	var patched string
+	if du := cv.Spec.DesiredUpdate; du != nil && du.Version != t.desired {
+		t.desired, patched = du.Version, du.Version
+	}
+	on := t.onMoment
+	defer func() {
+		if patched != "" && on != nil {
+			on(patched, "ClusterVersion patched to "+patched)
+		}
+	}()
 	defer t.mu.Unlock()
 	for _, h := range cv.Status.History {
 		if h.State == configv1.CompletedUpdate {
@@ -101,18 +128,40 @@ func (t *tracker) sawUC(uc *upgradev1alpha1.UpgradeConfig, now time.Time) {
 	if changed {
 		t.steps[h.Version] = append(steps, cur)
 	}
-	on := t.onStep
+	on := t.onMoment
 	t.mu.Unlock()
 	if changed && on != nil {
-		on(h.Version, cur)
+		on(h.Version, "step "+cur)
 	}
 }
 
-// setOnStep calls f (outside the lock) for every change of currentStep.
-func (t *tracker) setOnStep(f func(version, step string)) {
+func (t *tracker) sawMachineSet(typ watch.EventType, ms *machinev1beta1.MachineSet) {
+	t.mu.Lock()
+	moment := ""
+	switch {
+	case typ == watch.Added:
+		moment = "created " + ms.Name
+	case ms.DeletionTimestamp != nil || typ == watch.Deleted:
+		if !t.deleting[ms.Name] {
+			t.deleting[ms.Name] = true
+			moment = "deleting " + ms.Name
+		}
+	}
+	if typ == watch.Added {
+		delete(t.deleting, ms.Name)
+	}
+	on, version := t.onMoment, t.desired
+	t.mu.Unlock()
+	if moment != "" && on != nil {
+		on(version, moment)
+	}
+}
+
+// setOnMoment calls f (outside the lock) at every moment listed on onMoment.
+func (t *tracker) setOnMoment(f func(version, moment string)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.onStep = f
+	t.onMoment = f
 }
 
 // reaction is the time from the CVO's Completed to the scheduler's
@@ -159,8 +208,11 @@ func stepTimings(uc *upgradev1alpha1.UpgradeConfig) []string {
 func median(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	if len(s) == 0 {
+	switch {
+	case len(s) == 0:
 		return 0
+	case len(s)%2 == 1:
+		return s[len(s)/2]
 	}
-	return s[len(s)/2]
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

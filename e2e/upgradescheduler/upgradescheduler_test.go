@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
@@ -204,6 +207,24 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		DeferCleanup(cancel)
 		track = startTracker(ctx)
 	})
+	AfterEach(func(ctx SpecContext) {
+		if !CurrentSpecReport().Failed() {
+			return
+		}
+		GinkgoWriter.Println("upgrade-scheduler logs:\n" + sched.Logs())
+		uc := &upgradev1alpha1.UpgradeConfig{}
+		if err := env.Client.Get(ctx, ucKey, uc); err == nil {
+			out, _ := yaml.Marshal(uc.Status)
+			GinkgoWriter.Println("UpgradeConfig status:\n" + string(out))
+		}
+		var list eventsv1.EventList
+		if err := env.Client.List(ctx, &list, client.InNamespace(namespace)); err == nil {
+			sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].EventTime.Before(&list.Items[j].EventTime) })
+			for _, e := range list.Items {
+				GinkgoWriter.Printf("event %s %s %s: %s\n", e.EventTime.Format(time.RFC3339Nano), e.Type, e.Reason, e.Note)
+			}
+		}
+	})
 
 	It("becomes ready once its caches have synced", func(ctx SpecContext) {
 		Eventually(func() (int, error) {
@@ -375,47 +396,66 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		deleteUC(ctx)
 	})
 
-	It("resumes after a kill at every step boundary, each side effect exactly once", func(ctx SpecContext) {
+	It("resumes after a kill at every step boundary and after every side effect, each side effect exactly once", func(ctx SpecContext) {
 		stopScheduler(sched)
 		before := sideEffects()
-		procs := make(chan *framework.Component, 64)
-		kills := 0
-		track.setOnStep(func(version, step string) {
+		// procs holds the running process; whoever takes it owns it.
+		procs := make(chan *framework.Component, 1)
+		var mu sync.Mutex
+		var moments []string
+		track.setOnMoment(func(version, moment string) {
 			if version != "4.16.4" {
 				return
 			}
 			p := <-procs
 			p.Kill()
-			kills++
+			mu.Lock()
+			moments = append(moments, moment)
+			mu.Unlock()
 			procs <- startScheduler(false)
 		})
 		procs <- startScheduler(false)
 		DeferCleanup(func() {
-			track.setOnStep(nil)
+			track.setOnMoment(nil)
 			stopScheduler(<-procs)
 			sched = startScheduler(true)
 		})
 
 		Expect(env.Client.Create(ctx, newUC(upgradev1alpha1.OSD, "4.16.4", time.Now()))).To(Succeed())
 		Eventually(phaseStep(ctx), 6*time.Minute).Should(Equal("Upgraded/"))
-		seen := track.stepsSeen("4.16.4")
-		AddReportEntry("restart loop", fmt.Sprintf("%d kills at the step boundaries %v", kills, seen))
-		Expect(kills).To(Equal(len(seen)), "a kill at every step boundary seen")
-		Expect(kills).To(BeNumerically(">=", 5))
+		track.setOnMoment(nil)
+		mu.Lock()
+		defer mu.Unlock()
+		AddReportEntry("restart loop", fmt.Sprintf("%d kills: %s", len(moments), strings.Join(moments, "; ")))
+		steps := 0
+		for _, m := range moments {
+			if strings.HasPrefix(m, "step ") {
+				steps++
+			}
+		}
+		Expect(steps).To(Equal(len(track.stepsSeen("4.16.4"))), "a kill at every step boundary seen")
+		Expect(moments).To(ContainElement("ClusterVersion patched to 4.16.4"))
+		for _, ms := range withSuffix(workerMS, "-upgrade") {
+			Expect(moments).To(ContainElements("created "+ms, "deleting "+ms))
+		}
 		after := sideEffects()
 		Expect(after.cvPatches-before.cvPatches).To(Equal(1), "ClusterVersion patches across the kills")
 		Expect(sub(after.msCreates, before.msCreates)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets created across the kills")
 		Expect(sub(after.msDeletes, before.msDeletes)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets deleted across the kills")
 		Expect(surgeMachineSets(ctx)(Default)).To(BeEmpty())
 		h := getUC(ctx).Status.History[0]
+		Expect(h.Conditions).To(HaveLen(17))
 		for _, c := range h.Conditions {
 			Expect(c.Status).To(Equal(corev1.ConditionTrue), string(c.Type))
 		}
+		d, ok := track.reaction("4.16.4")
+		Expect(ok).To(BeTrue())
+		reactions = append(reactions, d)
 		deleteUC(ctx)
 	})
 
 	It("reports the reaction time from the CVO's Completed to the next step", func() {
-		Expect(reactions).To(HaveLen(2))
+		Expect(reactions).To(HaveLen(3))
 		maxD := time.Duration(0)
 		for _, d := range reactions {
 			Expect(d).To(BeNumerically(">=", 0))

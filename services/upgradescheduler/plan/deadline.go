@@ -62,6 +62,32 @@ func DeadlineExceededReason(deadline string) string {
 	return strings.ToUpper(deadline[:1]) + deadline[1:] + "DeadlineExceeded"
 }
 
+// startDeadlineStops applies the start deadline before a pre-commencement
+// step runs, when it has passed with a policy that stops the attempt (fail
+// or pause); alert lets the step run and reports in checkDeadline.
+func (p *planner) startDeadlineStops(step upgradev1alpha1.UpgradeConditionType) bool {
+	d, anchor := p.deadline(DeadlineStart)
+	if d.After <= 0 || anchor.IsZero() || p.now.Before(anchor.Add(d.After)) {
+		return false
+	}
+	if d.Policy != upgradev1alpha1.DeadlineFail && d.Policy != upgradev1alpha1.DeadlinePause {
+		return false
+	}
+	why := "the upgrade had not commenced"
+	if c := findStepCondition(p.history().Conditions, step); c != nil {
+		// What held the step the last time it ran.
+		switch {
+		case c.LastError != "":
+			why = c.LastError
+		case c.Message != "":
+			why = c.Message
+		}
+	}
+	p.checkDeadline(DeadlineStart, string(step)+": "+why)
+	p.action = nil
+	return true
+}
+
 // checkDeadline applies the named deadline to a wait; why says what is being
 // waited for. It reports whether the deadline has passed.
 func (p *planner) checkDeadline(name, why string) bool {

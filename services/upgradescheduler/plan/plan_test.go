@@ -460,7 +460,7 @@ func TestMaintenanceWindows(t *testing.T) {
 	w.now = opens.Add(4*time.Hour + time.Minute) // the window closed at +4h
 	w.snap.Nodes[0].Spec.Unschedulable = false
 	out = w.plan()
-	if c := w.stepCondition(StepUpgradeCommenced); out.Action != nil || w.desiredPatches != 0 || c == nil || c.Status != corev1.ConditionFalse {
+	if c := w.stepCondition(StepUpgradeCommenced); out.Action != nil || w.desiredPatches != 0 || (c != nil && c.Status == corev1.ConditionTrue) {
 		t.Fatalf("commenced outside the window: %+v, condition %+v", out.Action, c)
 	}
 	// The start deadline (120m from the window's opening) has passed too: OSD fails.
@@ -628,6 +628,31 @@ func TestCapacityReservation(t *testing.T) {
 		w.snap.Machines[0].Status.NodeRef = nil
 		if out := w.plan(); out.Action != nil || w.uc.Status.CurrentStep != string(StepComputeCapacityReserved) {
 			t.Fatalf("%+v", out.Action)
+		}
+	})
+	t.Run("start deadline while waiting for capacity: Failed first, cleanup next, and a lost Failed write never commences", func(t *testing.T) {
+		w := newWorld(t)
+		w.uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Start: &upgradev1alpha1.Deadline{Minutes: ptr(int32(1)), Policy: upgradev1alpha1.DeadlineFail}}
+		w.now = t0.Add(time.Hour) // upgradeAt
+		w.plan()
+		w.plan() // both copies created, neither provisions
+		waiting := w.uc.Status.DeepCopy()
+		w.now = t0.Add(time.Hour + time.Minute)
+		out := w.plan()
+		if w.phase() != upgradev1alpha1.UpgradePhaseFailed || out.Action != nil {
+			t.Fatalf("at the deadline: phase %s action %+v, want Failed and no side effect before the status says so", w.phase(), out.Action)
+		}
+		if out := w.plan(); out.Action == nil || out.Action.Kind != DeleteMachineSet {
+			t.Fatalf("after Failed was written: %+v, want the cleanup", out.Action)
+		}
+		// The Failed write is lost (a crash, a conflict) after the copy was
+		// deleted: the re-plan from the old status finds a copy missing, which
+		// capacity reservation treats as gone; it must still fail, not commence.
+		w.uc.Status = *waiting
+		w.machineAPI() // the remaining copy is ready now
+		w.plan()
+		if w.phase() != upgradev1alpha1.UpgradePhaseFailed || w.desiredPatches != 0 {
+			t.Fatalf("re-plan from the lost write: phase %s, ClusterVersion patches %d", w.phase(), w.desiredPatches)
 		}
 	})
 	t.Run("a copy deleted by someone else is not recreated", func(t *testing.T) {

@@ -138,9 +138,9 @@ func (p *planner) run() {
 	if p.history().Phase == upgradev1alpha1.UpgradePhaseUpgrading {
 		p.upgrading()
 	}
-	if terminal(p.history().Phase) {
-		p.cleanupTerminal()
-	}
+	// An attempt that ends in this plan is cleaned up in the next one: the
+	// status that says it ended is written first, so that no cleanup runs
+	// on a decision that a lost write could undo.
 }
 
 func terminal(ph upgradev1alpha1.UpgradePhase) bool {
@@ -312,6 +312,13 @@ func (p *planner) upgrading() {
 			continue
 		}
 		p.st.CurrentStep = string(s.name)
+		if !commenced && s.deadline == DeadlineStart && p.startDeadlineStops(s.name) {
+			// Past the start deadline nothing more happens before
+			// commencement, whatever the step would do: a re-plan from a
+			// status that lost its last write (a crash, a conflict) must
+			// reach the same end, not find the step done and commence.
+			return
+		}
 		var r result
 		if s.preCommence && commenced {
 			r = result{done: true, message: "the upgrade has already commenced"}
