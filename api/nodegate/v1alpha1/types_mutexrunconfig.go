@@ -213,6 +213,11 @@ type MutexRunConfigStatus struct {
 	// +optional
 	Phase RunPhase `json:"phase,omitempty"`
 
+	// pausedGeneration is the generation at which a failure paused the run;
+	// any later spec change resumes it.
+	// +optional
+	PausedGeneration int64 `json:"pausedGeneration,omitempty"`
+
 	// runID identifies the current round (one target configuration of the
 	// gated pools); hook Jobs carry it in RUN_ID and in their names.
 	// +optional
@@ -335,6 +340,10 @@ type HookRecord struct {
 	// attempts is how many Jobs were created.
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
+	// attemptsBefore is the number of attempts made before the run was last
+	// resumed; a resumed hook gets its retries again on top of it.
+	// +optional
+	AttemptsBefore int32 `json:"attemptsBefore,omitempty"`
 	// jobName is the latest attempt's Job (in the rule's jobNamespace).
 	// +optional
 	JobName string `json:"jobName,omitempty"`
