@@ -884,7 +884,10 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if gate == nil || gate.Spec.Configuration.Name == "" {
 				return
 			}
+			// The label lands after this pass: the MCO cannot have
+			// finished the node yet.
 			p.release(r)
+			return
 		case nodegatev1alpha1.NodeReleased:
 			n := p.nodes[r.Name]
 			if n.Labels[ReleaseLabel] != r.Pool {
@@ -1177,7 +1180,7 @@ func (p *planner) finishStatus() {
 			msg += "; no new node starts: " + p.waitMessage
 		}
 		set(CondProgressing, metav1.ConditionTrue, reason, msg)
-	case nodegatev1alpha1.RunWaiting:
+	case nodegatev1alpha1.RunWaiting, nodegatev1alpha1.RunPaused:
 		set(CondProgressing, metav1.ConditionFalse, p.waitReason, p.waitMessage)
 	default:
 		set(CondProgressing, metav1.ConditionFalse, string(orDefault(st.Phase, nodegatev1alpha1.RunIdle)), "")
