@@ -23,20 +23,20 @@ import (
 // in unpaused pools, by setting desiredConfig, then (a step later) the new
 // currentConfig and Done. It plays the reconciler (apply) and the MCO (mco).
 type world struct {
-	t       testing.TB
-	now     time.Time
-	run     nodegatev1alpha1.MutexRunConfig
-	rules   []nodegatev1alpha1.MutexRule
-	targets []nodegatev1alpha1.MutexTarget
-	pools   map[string]*mcfgv1.MachineConfigPool
-	nodes   map[string]*corev1.Node
-	jobs    map[string]*batchv1.Job
-	cv      *configv1.ClusterVersion
-	alerts  []alerts.Alert
+	t         testing.TB
+	now       time.Time
+	run       nodegatev1alpha1.MutexRunConfig
+	rules     []nodegatev1alpha1.MutexRule
+	targets   []nodegatev1alpha1.MutexTarget
+	pools     map[string]*mcfgv1.MachineConfigPool
+	nodes     map[string]*corev1.Node
+	jobs      map[string]*batchv1.Job
+	cv        *configv1.ClusterVersion
+	alerts    []alerts.Alert
 	alertsErr error
-	others  []RunClaim
-	version string // the release the pools render
-	last    Result
+	others    []RunClaim
+	version   string // the release the pools render
+	last      Result
 	// history of what happened, for assertions: labelled nodes and when.
 	labelled map[string]bool
 }

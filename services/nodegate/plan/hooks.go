@@ -89,8 +89,9 @@ type JobParams struct {
 func BuildJob(h nodegatev1alpha1.Hook, rule *nodegatev1alpha1.MutexRule, stage nodegatev1alpha1.HookStage, p JobParams) *batchv1.Job {
 	ruleKey := rule.Namespace + "/" + rule.Name
 	spec := h.JobSpec.DeepCopy()
-	// The mutex operator's examples carry "selector: {}"; the Job API
-	// generates the selector itself unless manualSelector is set.
+	// The mutex operator's examples carry "selector: {}". Without
+	// manualSelector the Job API generates the selector from the Job's UID,
+	// so a template selector would only ever be replaced: drop it.
 	if spec.ManualSelector == nil || !*spec.ManualSelector {
 		spec.Selector = nil
 	}

@@ -166,7 +166,10 @@ func TestNodeLifecycle(t *testing.T) {
 	n := w.nodes["w00"]
 	gateTarget := rendered("worker-gate", "4.16.0")
 	steps := []func(){
-		func() { n.Annotations[mcostate.DesiredConfig] = gateTarget; n.Annotations[mcostate.State] = mcostate.StateWorking },
+		func() {
+			n.Annotations[mcostate.DesiredConfig] = gateTarget
+			n.Annotations[mcostate.State] = mcostate.StateWorking
+		},
 		func() { n.Spec.Unschedulable = true },
 		func() { n.Status.Conditions[0].Status = corev1.ConditionFalse },
 		func() { n.Status.Conditions[0].Status = corev1.ConditionTrue; n.Spec.Unschedulable = false },
