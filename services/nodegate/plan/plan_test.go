@@ -626,3 +626,76 @@ func TestStartGates(t *testing.T) {
 		t.Fatal("a pending alert blocked without includePending")
 	}
 }
+
+func TestPoolMembers(t *testing.T) {
+	w := newWorld(t, 3)
+	w.pools["infra"] = newPool("infra", map[string]string{"infra": ""}, "infra", "4.15.0")
+	w.pools["db"] = newPool("db", map[string]string{"db": ""}, "db", "4.15.0")
+	w.nodes["w01"].Labels["infra"] = ""            // custom wins over worker
+	w.nodes["w02"].Labels["infra"] = ""            // two custom pools: none
+	w.nodes["w02"].Labels["db"] = ""               //
+	w.nodes["m0"].Labels[workerRole] = ""          // master wins
+	w.nodes["w00"].Labels[ReleaseLabel] = "worker" // released nodes stay members of their source
+	w.pools["worker-gate"] = newPool("worker-gate", map[string]string{ReleaseLabel: "worker"}, "worker", "4.15.0")
+	w.pools["worker-gate"].Labels = map[string]string{GatePoolLabel: "worker"}
+	in := w.input()
+	for _, tc := range []struct {
+		pools []string
+		want  string
+	}{
+		{[]string{"worker"}, "w00"},
+		{[]string{"infra"}, "w01"},
+		{[]string{"worker", "infra"}, "w00,w01"},
+		{[]string{"master"}, "m0,m1,m2"},
+		{[]string{"db"}, ""},
+	} {
+		if got := strings.Join(PoolMembers(in.Pools, in.Nodes, tc.pools), ","); got != tc.want {
+			t.Errorf("%v: got %q, want %q", tc.pools, got, tc.want)
+		}
+	}
+}
+
+// After an abort everything is restored; a later spec change resumes the
+// round where it stopped: pools paused again, the failed hook retried, the
+// completed node not redone.
+func TestAbortThenResume(t *testing.T) {
+	w := readyRound(t, 2, func(w *world) {
+		w.rules[0].Spec.JobSpec = nil
+		w.rules[0].Spec.CleanUpJobSpec = nil
+		w.rules[0].Spec.PreHooks[0].FailurePolicy = nodegatev1alpha1.FailureAbort
+	})
+	// w00 passes.
+	for i := 0; i < 10 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
+		w.completeAll()
+		w.render()
+		w.mco()
+		w.reconcile()
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted {
+		t.Fatalf("setup: %+v", w.rec("w00"))
+	}
+	w.setJob(firstJob(t, w, "w01"), batchv1.JobFailed)
+	for i := 0; i < 3; i++ {
+		w.reconcile()
+	}
+	if w.run.Status.Phase != nodegatev1alpha1.RunAborted || w.pools["worker"].Spec.Paused {
+		t.Fatalf("abort: phase %s paused %v", w.run.Status.Phase, w.pools["worker"].Spec.Paused)
+	}
+	w.run.Generation++
+	r := w.reconcile()
+	if !w.pools["worker"].Spec.Paused || len(actionsOf(r, SetPoolPaused)) != 1 {
+		t.Fatalf("resume re-arms: %+v", r.Actions)
+	}
+	w.reconcile()
+	w.render()
+	r = w.reconcile()
+	for _, a := range actionsOf(r, CreateJob) {
+		if envOf(a.Job, EnvNodeName) == "w00" {
+			t.Fatal("completed node redone after resume")
+		}
+	}
+	if w.rec("w01").Hooks[0].Attempts != 2 {
+		t.Fatalf("failed hook retried: %+v", w.rec("w01").Hooks[0])
+	}
+	w.driveToEnd()
+}

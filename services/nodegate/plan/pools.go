@@ -191,3 +191,33 @@ func nodeByName(nodes []corev1.Node) map[string]*corev1.Node {
 	}
 	return out
 }
+
+// PoolMembers lists, sorted, the nodes the MCO places in each of the named
+// pools, by its membership rule (a custom pool wins over worker, master over
+// everything, a node matching two custom pools belongs to none). It is what
+// a MutexTarget reports in status.nodes. Release labels are ignored, so a
+// node node-gate moved into a gate pool still counts in its source pool.
+func PoolMembers(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, names []string) []string {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []string
+	for i := range nodes {
+		lbls := withoutRelease(nodes[i].Labels)
+		var selecting []string
+		for j := range pools {
+			if pools[j].Labels[GatePoolLabel] != "" {
+				continue
+			}
+			if selects(pools[j].Spec.NodeSelector, lbls) {
+				selecting = append(selecting, pools[j].Name)
+			}
+		}
+		if p, err := primaryPool(selecting); err == nil && want[p] {
+			out = append(out, nodes[i].Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
