@@ -281,7 +281,12 @@ func firstJob(t *testing.T, w *world, node string) string {
 	t.Helper()
 	for _, h := range w.rec(node).Hooks {
 		if h.Phase == nodegatev1alpha1.HookRunning {
-			return ns + "/" + h.JobName
+			for key := range w.jobs {
+				if strings.HasSuffix(key, "/"+h.JobName) {
+					return key
+				}
+			}
+			t.Fatalf("Job %s of %s not created", h.JobName, node)
 		}
 	}
 	t.Fatalf("no running hook for %s: %+v", node, w.rec(node))
