@@ -824,6 +824,11 @@ func (p *planner) advance() {
 		if r.Phase != nodegatev1alpha1.NodePending && !terminal(r.Phase) {
 			p.step(r)
 		}
+		// A node that passed (or left the run) must not stay in the gate
+		// pool: the removal may have been lost to a restart.
+		if n := p.nodes[r.Name]; terminal(r.Phase) && n != nil && n.Labels[ReleaseLabel] == r.Pool {
+			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
+		}
 	}
 	if p.waitReason != "" || p.st.Phase == nodegatev1alpha1.RunAborted {
 		return

@@ -129,7 +129,8 @@ func (c *checker) restored(origPaused map[string]bool) {
 }
 
 // TestPropertyRandomEvents drives the planner through random interleavings
-// of Job results, MCO progress, cache lag, pauses and resumes, node churn,
+// of Job results, MCO progress, cache lag, restarts that lose some of a
+// pass's actions after its status was written, pauses and resumes, node churn,
 // new releases mid-run and time, and checks after every reconcile that no
 // more than maxUnavailable nodes are released, no node is released before
 // its pre-hook Jobs completed, no completed node is redone in its round; and
@@ -164,9 +165,17 @@ func TestPropertyRandomEvents(t *testing.T) {
 				r := Plan(in)
 				w.last = r
 				w.run.Status = *r.Status.DeepCopy()
-				for _, a := range r.Actions {
+				acts := r.Actions
+				if len(acts) > 0 && rng.Intn(8) == 0 {
+					// The reconciler restarts after writing the status,
+					// before it performed every action.
+					acts = acts[:rng.Intn(len(acts))]
+					c.stats["lostActions"]++
+				}
+				for _, a := range acts {
 					w.apply(a)
 				}
+				r.Actions = acts
 				c.after(r)
 				hidden = rng.Intn(4) == 0
 			case k < 9:
@@ -245,7 +254,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 	t.Logf("exercised over %d seeds: %v", seeds, totals)
 	// The generator must reach the interesting states, or the invariants
 	// above were checked on nothing.
-	for _, k := range []string{"released", "completedNodes", "jobFailed", "specChange", "nodeAdded", "nodeRemoved", "cacheLag", "secondRelease", "completedRuns"} {
+	for _, k := range []string{"released", "completedNodes", "jobFailed", "specChange", "nodeAdded", "nodeRemoved", "cacheLag", "lostActions", "secondRelease", "completedRuns"} {
 		if totals[k] == 0 {
 			t.Errorf("no seed exercised %s", k)
 		}
