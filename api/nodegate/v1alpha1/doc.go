@@ -17,9 +17,10 @@
 // and a status that records every node's progress, the planned order, and the
 // originals of everything the run changes.
 //
-// The CRDs are generated without field descriptions (see the Makefile): four
-// embedded JobSpec schemas with descriptions would make the MutexRule CRD
-// larger than etcd accepts for one object.
+// The CRDs are generated without field descriptions (see the Makefile): with
+// them, the four embedded JobSpec schemas make the MutexRule CRD 1.28 MB as
+// JSON, close to etcd's default 1.5 MiB request limit before the apiserver
+// adds managed fields; without them it is 263 KB.
 //
 // +kubebuilder:object:generate=true
 // +groupName=nodegate.upshift.io
