@@ -704,3 +704,27 @@ func TestAbortThenResume(t *testing.T) {
 	}
 	w.driveToEnd()
 }
+
+// A released node the MCO fails on is reported (Degraded, with the MCO's
+// reason) and keeps its slot: the next node does not start.
+func TestReleasedNodeDegraded(t *testing.T) {
+	w := readyRound(t, 2, func(w *world) {
+		w.rules[0].Spec.JobSpec = nil
+		w.rules[0].Spec.PreHooks = nil
+	})
+	if !w.labelled["w00"] {
+		t.Fatal("setup: w00 not released")
+	}
+	n := w.nodes["w00"]
+	n.Annotations[mcostate.DesiredConfig] = rendered("worker-gate", "4.16.0")
+	n.Annotations[mcostate.State] = mcostate.StateDegraded
+	n.Annotations[mcostate.Reason] = "failed to drain node: pods blocked by PDB"
+	w.reconcile()
+	c := w.cond(CondDegraded)
+	if c.Status != metav1.ConditionTrue || c.Reason != ReasonNodeDegraded || !strings.Contains(c.Message, "failed to drain node") {
+		t.Fatalf("Degraded %+v", c)
+	}
+	if w.rec("w01").Phase != nodegatev1alpha1.NodePending {
+		t.Fatalf("w01 started while w00 holds the only slot: %s", w.rec("w01").Phase)
+	}
+}

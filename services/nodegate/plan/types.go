@@ -27,6 +27,7 @@ import (
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
 // Labels and names node-gate puts on the objects it changes.
@@ -152,4 +153,11 @@ type Result struct {
 	RequeueAfter time.Duration
 	// Finalized: the run is being deleted and everything is restored.
 	Finalized bool
+}
+
+// NodeAnnotations are the only Node annotations the planner reads; a
+// reconciler's cache may drop the others.
+var NodeAnnotations = []string{
+	mcostate.CurrentConfig, mcostate.DesiredConfig, mcostate.State, mcostate.Reason,
+	mcostate.CurrentImage, mcostate.DesiredImage,
 }
