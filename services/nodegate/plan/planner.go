@@ -823,9 +823,10 @@ func (p *planner) advance() {
 		r := &p.st.Nodes[i]
 		if r.Phase != nodegatev1alpha1.NodePending && !terminal(r.Phase) {
 			p.step(r)
+			continue
 		}
-		// A node that passed (or left the run) must not stay in the gate
-		// pool: the removal may have been lost to a restart.
+		// A node that passed (or left the run) in an earlier pass must not
+		// stay in the gate pool: the removal may have been lost to a restart.
 		if n := p.nodes[r.Name]; terminal(r.Phase) && n != nil && n.Labels[ReleaseLabel] == r.Pool {
 			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
 		}
