@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
 func envOf(j *batchv1.Job, name string) string {
@@ -110,22 +111,73 @@ func (c *checker) after(r Result) {
 	}
 }
 
+// poolState is what the run may change on a pool, and must give back.
+type poolState struct {
+	paused   bool
+	selector *metav1.LabelSelector
+}
+
+func snapshotPools(w *world) map[string]poolState {
+	out := map[string]poolState{}
+	for name, p := range w.pools {
+		out[name] = poolState{paused: p.Spec.Paused, selector: p.Spec.NodeSelector.DeepCopy()}
+	}
+	return out
+}
+
 // restored: everything the run changed is back as it was at the start.
-func (c *checker) restored(origPaused map[string]bool) {
+func (c *checker) restored(orig map[string]poolState) {
 	w := c.w
-	for name, paused := range origPaused {
-		if p := w.pools[name]; p == nil || p.Spec.Paused != paused {
-			c.fail("pool %s paused=%v, want %v", name, p != nil && p.Spec.Paused, paused)
+	for name, want := range orig {
+		p := w.pools[name]
+		if p == nil {
+			c.fail("pool %s deleted", name)
+		}
+		if p.Spec.Paused != want.paused {
+			c.fail("pool %s paused=%v, want %v", name, p.Spec.Paused, want.paused)
+		}
+		if !sameSelector(p.Spec.NodeSelector, want.selector) {
+			c.fail("pool %s selector %+v, want %+v", name, p.Spec.NodeSelector, want.selector)
 		}
 	}
-	if _, ok := w.pools["worker-gate"]; ok {
-		c.fail("gate pool left behind")
+	for name, p := range w.pools {
+		if p.Labels[GatePoolLabel] != "" {
+			c.fail("gate pool %s left behind", name)
+		}
 	}
 	for _, n := range w.nodes {
 		if _, ok := n.Labels[ReleaseLabel]; ok {
 			c.fail("node %s left labelled", n.Name)
 		}
 	}
+}
+
+// gateMode sets a world up for one of the three ways of gating: worker
+// with node-gate's own gate pool, the mutex operator's canary pool, or a
+// custom source pool (whose selector node-gate extends and restores).
+func gateMode(w *world, mode int) string {
+	switch mode {
+	case 1:
+		canary := newPool("canary", map[string]string{workerRole: ""}, "worker", w.version)
+		canary.Spec.NodeSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "isCanary", Operator: metav1.LabelSelectorOpExists}}
+		w.pools["canary"] = canary
+		w.run.Spec.Canary = &nodegatev1alpha1.PoolReference{Name: "canary"}
+		return "canary"
+	case 2:
+		const infraRole = "node-role.kubernetes.io/infra"
+		w.pools["infra"] = newPool("infra", map[string]string{infraRole: ""}, "infra", w.version)
+		w.pools["infra"].Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		for _, n := range w.nodes {
+			if _, ok := n.Labels[workerRole]; ok {
+				n.Labels[infraRole] = ""
+				n.Annotations[mcostate.CurrentConfig] = rendered("infra", w.version)
+				n.Annotations[mcostate.DesiredConfig] = rendered("infra", w.version)
+			}
+		}
+		w.targets[0].Spec.MachineConfigPools = []string{"infra"}
+		return "custom"
+	}
+	return "worker"
 }
 
 // TestPropertyRandomEvents drives the planner through random interleavings
@@ -149,7 +201,8 @@ func TestPropertyRandomEvents(t *testing.T) {
 		w.run.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(int32(mu)))
 		w.rules[0].Spec.PreHooks[0].Retries = int32(rng.Intn(2))
 		c := &checker{t: t, w: w, mu: mu, completed: map[string]string{}, seed: seed, stats: map[string]int{}}
-		origPaused := map[string]bool{"worker": false, "master": false}
+		c.stats["mode-"+gateMode(w, rng.Intn(3))]++
+		origPools := snapshotPools(w)
 		w.startUpdate("4.16.0")
 		hidden := false
 		extra := 0
@@ -230,7 +283,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 		}
 		if w.run.Status.Phase == nodegatev1alpha1.RunCompleted {
 			c.stats["completedRuns"]++
-			c.restored(origPaused)
+			c.restored(origPools)
 		}
 		// Delete the run: everything comes back within a few reconciles.
 		w.run.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
@@ -243,7 +296,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 		if !finalized {
 			c.fail("deletion did not finish: %+v", w.last.Actions)
 		}
-		c.restored(origPaused)
+		c.restored(origPools)
 		for k, v := range c.stats {
 			totals[k] += v
 		}
@@ -254,7 +307,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 	t.Logf("exercised over %d seeds: %v", seeds, totals)
 	// The generator must reach the interesting states, or the invariants
 	// above were checked on nothing.
-	for _, k := range []string{"released", "completedNodes", "jobFailed", "specChange", "nodeAdded", "nodeRemoved", "cacheLag", "lostActions", "secondRelease", "completedRuns"} {
+	for _, k := range []string{"released", "completedNodes", "jobFailed", "specChange", "nodeAdded", "nodeRemoved", "cacheLag", "lostActions", "secondRelease", "completedRuns", "mode-worker", "mode-canary", "mode-custom"} {
 		if totals[k] == 0 {
 			t.Errorf("no seed exercised %s", k)
 		}
