@@ -203,6 +203,11 @@ OPENSHIFT_CRDS := \
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests (api/crds/), and copy the OpenShift CRDs.
 	cd api && $(CONTROLLER_GEN) object paths=./... && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=crds
+	@# nodegate.upshift.io embeds four batch/v1 JobSpec schemas: with field
+	@# descriptions its MutexRule CRD is 1.28 MB of JSON, close to etcd's
+	@# 1.5 MiB request limit, so its CRDs are written again without them.
+	@# Embedded ObjectMeta keeps the Job templates' labels and annotations.
+	cd api && $(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./nodegate/... output:crd:artifacts:config=crds
 	@rm -rf api/crds/openshift && mkdir -p api/crds/openshift
 	@dir=$$(go list -C libs -m -f '{{.Dir}}' github.com/openshift/api); \
 	for f in $(OPENSHIFT_CRDS); do cp $$dir/$$f api/crds/openshift/; done; chmod u+w api/crds/openshift/*

@@ -1,7 +1,8 @@
 // Package window answers when maintenance windows are open. The windows are
-// defined once, as the UpgradeConfig API type (upgrade.managed.openshift.io
-// MaintenanceWindow); every component that honours windows (upgrade-scheduler,
-// node-gate) parses them with FromAPI and asks a Schedule.
+// defined once, as the shared API type MaintenanceWindow (api/common/v1alpha1),
+// which the UpgradeConfig and the MutexRunConfig both embed; every component
+// that honours windows (upgrade-scheduler, node-gate) parses them with FromAPI
+// and asks a Schedule.
 //
 // A window is a daily wall-clock range in one IANA time zone on some days of
 // the week. It belongs to the day it opens on; an end not after the start
@@ -17,7 +18,7 @@ import (
 	"sort"
 	"time"
 
-	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 )
 
 // Window is one parsed maintenance window.
@@ -34,7 +35,7 @@ type Window struct {
 // without windows places no restriction: it is always open and never closes.
 type Schedule []Window
 
-var weekdays = map[upgradev1alpha1.Weekday]time.Weekday{
+var weekdays = map[commonv1alpha1.Weekday]time.Weekday{
 	"Sunday": time.Sunday, "Monday": time.Monday, "Tuesday": time.Tuesday,
 	"Wednesday": time.Wednesday, "Thursday": time.Thursday, "Friday": time.Friday,
 	"Saturday": time.Saturday,
@@ -42,7 +43,7 @@ var weekdays = map[upgradev1alpha1.Weekday]time.Weekday{
 
 // FromAPI parses the API windows. Errors name the field, as
 // maintenanceWindows[i].<field>, for reporting on the object.
-func FromAPI(in []upgradev1alpha1.MaintenanceWindow) (Schedule, error) {
+func FromAPI(in []commonv1alpha1.MaintenanceWindow) (Schedule, error) {
 	out := make(Schedule, 0, len(in))
 	for i, w := range in {
 		field := fmt.Sprintf("maintenanceWindows[%d]", i)

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 )
 
-func sched(t *testing.T, ws ...upgradev1alpha1.MaintenanceWindow) Schedule {
+func sched(t *testing.T, ws ...commonv1alpha1.MaintenanceWindow) Schedule {
 	t.Helper()
 	s, err := FromAPI(ws)
 	if err != nil {
@@ -17,8 +17,8 @@ func sched(t *testing.T, ws ...upgradev1alpha1.MaintenanceWindow) Schedule {
 	return s
 }
 
-func win(start, end, tz string, days ...upgradev1alpha1.Weekday) upgradev1alpha1.MaintenanceWindow {
-	return upgradev1alpha1.MaintenanceWindow{Start: start, End: end, TimeZone: tz, Days: days}
+func win(start, end, tz string, days ...commonv1alpha1.Weekday) commonv1alpha1.MaintenanceWindow {
+	return commonv1alpha1.MaintenanceWindow{Start: start, End: end, TimeZone: tz, Days: days}
 }
 
 // at parses a wall-clock time with an explicit UTC offset, so that every
@@ -34,7 +34,7 @@ func at(t *testing.T, s string) time.Time {
 
 func TestFromAPIErrorsNameTheField(t *testing.T) {
 	for _, tc := range []struct {
-		in   upgradev1alpha1.MaintenanceWindow
+		in   commonv1alpha1.MaintenanceWindow
 		want string
 	}{
 		{win("24:00", "02:00", ""), `maintenanceWindows[0].start: "24:00" is not HH:MM on a 24-hour clock`},
@@ -43,7 +43,7 @@ func TestFromAPIErrorsNameTheField(t *testing.T) {
 		{win("22:00", "02:00", "Local"), `maintenanceWindows[0].timeZone: "Local" is not an IANA time zone name`},
 		{win("22:00", "02:00", "", "Funday"), `maintenanceWindows[0].days: "Funday" is not a day name (Monday ... Sunday)`},
 	} {
-		_, err := FromAPI([]upgradev1alpha1.MaintenanceWindow{tc.in})
+		_, err := FromAPI([]commonv1alpha1.MaintenanceWindow{tc.in})
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("FromAPI(%+v) = %v, want %q", tc.in, err, tc.want)
 		}
@@ -73,12 +73,12 @@ func TestSchedule(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		wins   []upgradev1alpha1.MaintenanceWindow
+		wins   []commonv1alpha1.MaintenanceWindow
 		checks []check
 	}{
 		{
 			name: "plain UTC window on one day",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("10:00", "12:00", "", "Tuesday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("10:00", "12:00", "", "Tuesday")},
 			checks: []check{
 				// 2026-11-24 is a Tuesday.
 				{"2026-11-24T09:59:59Z", false, "2026-11-24T10:00:00Z", "2026-11-24T12:00:00Z"},
@@ -91,7 +91,7 @@ func TestSchedule(t *testing.T) {
 		},
 		{
 			name: "wraps past midnight and belongs to its start day",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("22:00", "02:00", "", "Saturday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("22:00", "02:00", "", "Saturday")},
 			checks: []check{
 				// 2026-11-28 is a Saturday: open Sat 22:00 to Sun 02:00.
 				{"2026-11-28T21:59:00Z", false, "2026-11-28T22:00:00Z", "2026-11-29T02:00:00Z"},
@@ -103,7 +103,7 @@ func TestSchedule(t *testing.T) {
 		},
 		{
 			name: "start equal to end is a whole day",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("06:00", "06:00", "", "Monday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("06:00", "06:00", "", "Monday")},
 			checks: []check{
 				{"2026-11-23T05:59:00Z", false, "2026-11-23T06:00:00Z", "2026-11-24T06:00:00Z"},
 				{"2026-11-24T05:59:00Z", true, "2026-11-24T05:59:00Z", "2026-11-24T06:00:00Z"},
@@ -111,7 +111,7 @@ func TestSchedule(t *testing.T) {
 		},
 		{
 			name: "time zone is the window's, not UTC",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("09:00", "17:00", "Asia/Tokyo", "Monday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("09:00", "17:00", "Asia/Tokyo", "Monday")},
 			checks: []check{
 				// Monday 09:00 in Tokyo is Monday 00:00 UTC.
 				{"2026-11-22T23:00:00Z", false, "2026-11-23T00:00:00Z", "2026-11-23T08:00:00Z"},
@@ -120,7 +120,7 @@ func TestSchedule(t *testing.T) {
 		},
 		{
 			name: "touching windows merge into one open period",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("20:00", "00:00", "", "Friday"), win("00:00", "04:00", "", "Saturday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("20:00", "00:00", "", "Friday"), win("00:00", "04:00", "", "Saturday")},
 			checks: []check{
 				// 2026-11-27 is a Friday.
 				{"2026-11-27T21:00:00Z", true, "2026-11-27T21:00:00Z", "2026-11-28T04:00:00Z"},
@@ -128,7 +128,7 @@ func TestSchedule(t *testing.T) {
 		},
 		{
 			name: "every day all day never closes",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("00:00", "00:00", "Europe/Berlin")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("00:00", "00:00", "Europe/Berlin")},
 			checks: []check{
 				{"2026-03-29T01:30:00Z", true, "2026-03-29T01:30:00Z", ""},
 			},
@@ -136,7 +136,7 @@ func TestSchedule(t *testing.T) {
 		{
 			// Berlin springs forward on 2026-03-29: 02:00 CET becomes 03:00 CEST.
 			name: "Europe/Berlin spring forward: a start in the gap opens at the end of the gap",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("02:30", "05:00", "Europe/Berlin", "Sunday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("02:30", "05:00", "Europe/Berlin", "Sunday")},
 			checks: []check{
 				{"2026-03-29T00:59:00Z", false, "2026-03-29T03:00:00+02:00", "2026-03-29T05:00:00+02:00"},
 				{"2026-03-29T01:00:00Z", true, "2026-03-29T01:00:00Z", "2026-03-29T05:00:00+02:00"},
@@ -146,7 +146,7 @@ func TestSchedule(t *testing.T) {
 		},
 		{
 			name: "Europe/Berlin spring forward: a window inside the gap is empty that day",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("02:10", "02:50", "Europe/Berlin", "Sunday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("02:10", "02:50", "Europe/Berlin", "Sunday")},
 			checks: []check{
 				{"2026-03-29T00:30:00Z", false, "2026-04-05T02:10:00+02:00", "2026-04-05T02:50:00+02:00"},
 			},
@@ -155,7 +155,7 @@ func TestSchedule(t *testing.T) {
 			// Berlin falls back on 2026-10-25: 03:00 CEST becomes 02:00 CET,
 			// so 02:30 happens twice; the window opens at the first.
 			name: "Europe/Berlin fall back: a start in the overlap means the first occurrence",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("02:30", "04:00", "Europe/Berlin", "Sunday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("02:30", "04:00", "Europe/Berlin", "Sunday")},
 			checks: []check{
 				{"2026-10-25T00:00:00Z", false, "2026-10-25T02:30:00+02:00", "2026-10-25T04:00:00+01:00"},
 				// Between the two 02:30s: open. The window lasts 2h30 that day.
@@ -165,7 +165,7 @@ func TestSchedule(t *testing.T) {
 		{
 			// New York springs forward on 2026-03-08 at 02:00 EST -> 03:00 EDT.
 			name: "America/New_York spring forward, window wrapping past midnight into the change",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("23:00", "03:00", "America/New_York", "Saturday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("23:00", "03:00", "America/New_York", "Saturday")},
 			checks: []check{
 				// Saturday 23:00 EST to Sunday 03:00 EDT: three real hours.
 				{"2026-03-08T03:59:00Z", false, "2026-03-08T04:00:00Z", "2026-03-08T07:00:00Z"},
@@ -176,7 +176,7 @@ func TestSchedule(t *testing.T) {
 		{
 			// New York falls back on 2026-11-01 at 02:00 EDT -> 01:00 EST.
 			name: "America/New_York fall back: an end in the overlap means its first occurrence",
-			wins: []upgradev1alpha1.MaintenanceWindow{win("00:00", "01:30", "America/New_York", "Sunday")},
+			wins: []commonv1alpha1.MaintenanceWindow{win("00:00", "01:30", "America/New_York", "Sunday")},
 			checks: []check{
 				{"2026-11-01T03:59:00Z", false, "2026-11-01T04:00:00Z", "2026-11-01T05:30:00Z"},
 				{"2026-11-01T05:29:00Z", true, "2026-11-01T05:29:00Z", "2026-11-01T05:30:00Z"},
@@ -211,7 +211,7 @@ func TestSchedule(t *testing.T) {
 // instant after an open one.
 func TestScheduleProperties(t *testing.T) {
 	zones := []string{"", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "Pacific/Chatham"}
-	days := []upgradev1alpha1.Weekday{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
+	days := []commonv1alpha1.Weekday{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
 	rng := rand.New(rand.NewSource(8))
 	clock := func() string {
 		// Quarter hours, with extra weight on the hours clocks change at.
@@ -223,7 +223,7 @@ func TestScheduleProperties(t *testing.T) {
 	}
 	base := at(t, "2026-01-01T00:00:00Z")
 	for i := 0; i < 300; i++ {
-		var ws []upgradev1alpha1.MaintenanceWindow
+		var ws []commonv1alpha1.MaintenanceWindow
 		for n := 1 + rng.Intn(3); n > 0; n-- {
 			w := win(clock(), clock(), zones[rng.Intn(len(zones))])
 			for _, d := range days {

@@ -9,30 +9,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
 // Annotations the machine-config daemon (MCD) keeps on nodes, and the one the
-// MCO puts on rendered MachineConfigs.
+// MCO puts on rendered MachineConfigs (names shared through libs/mcostate).
 const (
-	annoPrefix              = "machineconfiguration.openshift.io/"
-	annoCurrentConfig       = annoPrefix + "currentConfig"
-	annoDesiredConfig       = annoPrefix + "desiredConfig"
-	annoState               = annoPrefix + "state"
-	annoReason              = annoPrefix + "reason"
-	annoDesiredDrain        = annoPrefix + "desiredDrain"
-	annoLastAppliedDrain    = annoPrefix + "lastAppliedDrain"
-	annoCurrentImage        = annoPrefix + "currentImage"
-	annoDesiredImage        = annoPrefix + "desiredImage"
-	annoReleaseImageVersion = annoPrefix + "release-image-version"
+	annoCurrentConfig       = mcostate.CurrentConfig
+	annoDesiredConfig       = mcostate.DesiredConfig
+	annoState               = mcostate.State
+	annoReason              = mcostate.Reason
+	annoDesiredDrain        = mcostate.DesiredDrain
+	annoLastAppliedDrain    = mcostate.LastAppliedDrain
+	annoCurrentImage        = mcostate.CurrentImage
+	annoDesiredImage        = mcostate.DesiredImage
+	annoReleaseImageVersion = mcostate.ReleaseImageVersion
 	// annoPoolOSImage is where the MCO keeps a layered pool's OS image (an
 	// on-cluster build); pools without it are not layered.
-	annoPoolOSImage = annoPrefix + "newestImageEquivalentConfig"
+	annoPoolOSImage = mcostate.Prefix + "newestImageEquivalentConfig"
 
-	mcdStateWorking        = "Working"
-	mcdStateDone           = "Done"
-	mcdStateDegraded       = "Degraded"
-	mcdStateRebooting      = "Rebooting"
-	mcdStateUnreconcilable = "Unreconcilable"
+	mcdStateWorking        = mcostate.StateWorking
+	mcdStateDone           = mcostate.StateDone
+	mcdStateDegraded       = mcostate.StateDegraded
+	mcdStateRebooting      = mcostate.StateRebooting
+	mcdStateUnreconcilable = mcostate.StateUnreconcilable
 )
 
 // Why a node does not accept workloads. The texts are what the CLI shows.
@@ -198,15 +198,8 @@ func unavailableReasons(node *corev1.Node) []unavailableReason {
 	return out
 }
 
-// mcdDone: the MCD applied the config (and image) it was asked for. Configs
-// must both be known; images must both be absent, or equal and known.
-func mcdDone(a map[string]string) bool {
-	current, desired := a[annoCurrentConfig], a[annoDesiredConfig]
-	currentImage, hasCurrentImage := a[annoCurrentImage]
-	desiredImage, hasDesiredImage := a[annoDesiredImage]
-	imagesDone := (!hasCurrentImage && !hasDesiredImage) || (currentImage != "" && currentImage == desiredImage)
-	return current != "" && current == desired && imagesDone && a[annoState] == mcdStateDone
-}
+// mcdDone: the MCD applied the config (and image) it was asked for.
+func mcdDone(a map[string]string) bool { return mcostate.Done(a) }
 
 // desiredImageMatchesPool: a layered pool's node must be told to run the
 // pool's image; any other node must not be told to run an image.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
 // Health check names, as in status.preflight.
@@ -24,11 +25,11 @@ const (
 	CheckExternalDeps         = "ExternalDependencies"
 )
 
-// MCO's per-node annotations.
+// MCO's per-node annotations (names shared through libs/mcostate).
 const (
-	annotationCurrentConfig = "machineconfiguration.openshift.io/currentConfig"
-	annotationDesiredConfig = "machineconfiguration.openshift.io/desiredConfig"
-	annotationState         = "machineconfiguration.openshift.io/state"
+	annotationCurrentConfig = mcostate.CurrentConfig
+	annotationDesiredConfig = mcostate.DesiredConfig
+	annotationState         = mcostate.State
 )
 
 // NodeAnnotations are the only Node annotations the planner reads; the
@@ -234,7 +235,7 @@ func nodeReady(n corev1.Node) bool {
 // cordoned and rebooting, which is expected).
 func nodeUpdating(n corev1.Node) bool {
 	a := n.Annotations
-	return a[annotationState] == "Working" || (a[annotationDesiredConfig] != "" && a[annotationDesiredConfig] != a[annotationCurrentConfig])
+	return a[annotationState] == mcostate.StateWorking || (a[annotationDesiredConfig] != "" && a[annotationDesiredConfig] != a[annotationCurrentConfig])
 }
 
 func poolCondition(pool mcfgv1.MachineConfigPool, t mcfgv1.MachineConfigPoolConditionType) bool {

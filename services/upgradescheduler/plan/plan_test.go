@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 )
 
@@ -440,7 +441,7 @@ func TestMaintenanceWindows(t *testing.T) {
 	w := newWorld(t)
 	w.uc.Spec.CapacityReservation = false
 	// t0 is Friday 2026-11-20 10:00 UTC; the window is Saturday 22:00-02:00 Berlin (21:00-01:00 UTC).
-	w.uc.Spec.MaintenanceWindows = []upgradev1alpha1.MaintenanceWindow{{Days: []upgradev1alpha1.Weekday{"Saturday"}, Start: "22:00", End: "02:00", TimeZone: "Europe/Berlin"}}
+	w.uc.Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{Days: []commonv1alpha1.Weekday{"Saturday"}, Start: "22:00", End: "02:00", TimeZone: "Europe/Berlin"}}
 	out := w.plan()
 	opens := time.Date(2026, 11, 21, 21, 0, 0, 0, time.UTC)
 	if out.RequeueAfter != opens.Sub(t0) {
@@ -471,7 +472,7 @@ func TestMaintenanceWindows(t *testing.T) {
 	// With a longer start deadline, the next window's opening is the wake-up.
 	w = newWorld(t)
 	w.uc.Spec.CapacityReservation = false
-	w.uc.Spec.MaintenanceWindows = []upgradev1alpha1.MaintenanceWindow{{Days: []upgradev1alpha1.Weekday{"Saturday"}, Start: "22:00", End: "02:00", TimeZone: "Europe/Berlin"}}
+	w.uc.Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{Days: []commonv1alpha1.Weekday{"Saturday"}, Start: "22:00", End: "02:00", TimeZone: "Europe/Berlin"}}
 	w.uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Start: &upgradev1alpha1.Deadline{Minutes: ptr(int32(10 * 24 * 60))}}
 	w.now = opens
 	w.snap.Nodes[0].Spec.Unschedulable = true
@@ -507,7 +508,7 @@ func TestValidation(t *testing.T) {
 		{"image not by digest", func(w *world) { w.uc.Spec.Desired = upgradev1alpha1.Update{Image: "quay.io/ocp/release:4.14.15"} }, "InvalidImage", "spec.desired.image:"},
 		{"bad upgradeAt", func(w *world) { w.uc.Spec.UpgradeAt = "tomorrow" }, "InvalidUpgradeAt", "spec.upgradeAt:"},
 		{"bad window zone", func(w *world) {
-			w.uc.Spec.MaintenanceWindows = []upgradev1alpha1.MaintenanceWindow{{Start: "01:00", End: "02:00", TimeZone: "Europe/Atlantis"}}
+			w.uc.Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{Start: "01:00", End: "02:00", TimeZone: "Europe/Atlantis"}}
 		}, "InvalidMaintenanceWindows", "spec.maintenanceWindows[0].timeZone:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

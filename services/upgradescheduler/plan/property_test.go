@@ -9,6 +9,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 )
 
@@ -40,7 +41,7 @@ func runSequence(t *testing.T, seed int64) {
 		w.uc.Spec.UpgradeAt = t0.Add(-time.Hour).Format(time.RFC3339)
 	}
 	if rng.Intn(4) == 0 {
-		w.uc.Spec.MaintenanceWindows = []upgradev1alpha1.MaintenanceWindow{{Start: "09:00", End: "17:00", TimeZone: "Europe/Berlin"}}
+		w.uc.Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{Start: "09:00", End: "17:00", TimeZone: "Europe/Berlin"}}
 	}
 	if rng.Intn(3) == 0 {
 		policies := []upgradev1alpha1.DeadlinePolicy{"alert", "pause", "fail"}

@@ -1,0 +1,69 @@
+package mcostate
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func node(ready corev1.ConditionStatus, unschedulable bool, kv ...string) *corev1.Node {
+	a := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		a[kv[i]] = kv[i+1]
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: a}}
+	n.Spec.Unschedulable = unschedulable
+	if ready != "" {
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+	}
+	return n
+}
+
+// The rows follow the MCO's order of writes during an update: desiredConfig
+// first, Working, the drain, the reboot (Ready flips), the uncordon, and only
+// then currentConfig and Done. Only the last row is updated.
+func TestUpdatedTo(t *testing.T) {
+	const old, target = "rendered-worker-old", "rendered-worker-new"
+	cases := []struct {
+		name string
+		n    *corev1.Node
+		want bool
+	}{
+		{"targeted, still Done on old", node(corev1.ConditionTrue, false, CurrentConfig, old, DesiredConfig, target, State, StateDone), false},
+		{"working", node(corev1.ConditionTrue, false, CurrentConfig, old, DesiredConfig, target, State, StateWorking), false},
+		{"cordoned for the drain", node(corev1.ConditionTrue, true, CurrentConfig, old, DesiredConfig, target, State, StateWorking), false},
+		{"rebooting, not ready", node(corev1.ConditionFalse, true, CurrentConfig, old, DesiredConfig, target, State, StateWorking), false},
+		{"uncordoned before Done", node(corev1.ConditionTrue, false, CurrentConfig, old, DesiredConfig, target, State, StateWorking), false},
+		{"done but still cordoned", node(corev1.ConditionTrue, true, CurrentConfig, target, DesiredConfig, target, State, StateDone), false},
+		{"done but not ready", node(corev1.ConditionFalse, false, CurrentConfig, target, DesiredConfig, target, State, StateDone), false},
+		{"done without a Ready condition", node("", false, CurrentConfig, target, DesiredConfig, target, State, StateDone), false},
+		{"done on another config", node(corev1.ConditionTrue, false, CurrentConfig, old, DesiredConfig, old, State, StateDone), false},
+		{"degraded on target", node(corev1.ConditionTrue, false, CurrentConfig, target, DesiredConfig, target, State, StateDegraded), false},
+		{"image pending", node(corev1.ConditionTrue, false, CurrentConfig, target, DesiredConfig, target, State, StateDone, DesiredImage, "img"), false},
+		{"updated", node(corev1.ConditionTrue, false, CurrentConfig, target, DesiredConfig, target, State, StateDone), true},
+		{"updated with matching image", node(corev1.ConditionTrue, false, CurrentConfig, target, DesiredConfig, target, State, StateDone, CurrentImage, "i", DesiredImage, "i"), true},
+	}
+	for _, tc := range cases {
+		if got := UpdatedTo(tc.n, target); got != tc.want {
+			t.Errorf("%s: UpdatedTo = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if UpdatedTo(node(corev1.ConditionTrue, false, CurrentConfig, "", DesiredConfig, "", State, StateDone), "") {
+		t.Error("empty target must never count as updated")
+	}
+}
+
+func TestFailing(t *testing.T) {
+	for _, s := range []string{StateDegraded, StateUnreconcilable} {
+		if !Failing(map[string]string{DesiredConfig: "x", State: s}) {
+			t.Errorf("%s must be failing", s)
+		}
+	}
+	if Failing(map[string]string{State: StateDegraded}) {
+		t.Error("a node never targeted is not failing")
+	}
+	if Failing(map[string]string{DesiredConfig: "x", State: StateWorking}) {
+		t.Error("working is not failing")
+	}
+}

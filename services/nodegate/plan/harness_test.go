@@ -1,0 +1,325 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/mcostate"
+)
+
+// world is a small cluster the planner's actions are applied to, with a
+// machine-config operator that moves nodes the way the real one does: only
+// in unpaused pools, by setting desiredConfig, then (a step later) the new
+// currentConfig and Done. It plays the reconciler (apply) and the MCO (mco).
+type world struct {
+	t         testing.TB
+	now       time.Time
+	run       nodegatev1alpha1.MutexRunConfig
+	rules     []nodegatev1alpha1.MutexRule
+	targets   []nodegatev1alpha1.MutexTarget
+	pools     map[string]*mcfgv1.MachineConfigPool
+	nodes     map[string]*corev1.Node
+	jobs      map[string]*batchv1.Job
+	cv        *configv1.ClusterVersion
+	alerts    []alerts.Alert
+	alertsErr error
+	others    []RunClaim
+	version   string // the release the pools render
+	last      Result
+	// history of what happened, for assertions: labelled nodes and when.
+	labelled map[string]bool
+}
+
+const (
+	ns         = "gate-ns"
+	workerRole = "node-role.kubernetes.io/worker"
+	masterRole = "node-role.kubernetes.io/master"
+	mcRole     = "machineconfiguration.openshift.io/role"
+)
+
+func rendered(pool, version string) string { return "rendered-" + pool + "-" + version }
+
+func newPool(name string, nodeSel map[string]string, role string, version string) *mcfgv1.MachineConfigPool {
+	p := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	p.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: nodeSel}
+	p.Spec.MachineConfigSelector = &metav1.LabelSelector{MatchLabels: map[string]string{mcRole: role}}
+	p.Spec.Configuration.Name = rendered(name, version)
+	return p
+}
+
+func readyNode(name string, lbls map[string]string, config string, created time.Time) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, CreationTimestamp: metav1.NewTime(created),
+		Annotations: map[string]string{mcostate.CurrentConfig: config, mcostate.DesiredConfig: config, mcostate.State: mcostate.StateDone}}}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	return n
+}
+
+func jobSpec(name string, env ...corev1.EnvVar) *batchv1.JobSpec {
+	return &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{{Name: name, Image: "ubi9/toolbox", Command: []string{"true"}, Env: env}},
+	}}}
+}
+
+// newWorld: 3 masters, n workers on 4.15.0, one rule with a jobSpec and a
+// pre-hook plus a cleanUpJobSpec, a target "worker" and a run.
+func newWorld(t testing.TB, workers int) *world {
+	w := &world{t: t, now: time.Date(2026, 3, 3, 10, 0, 0, 0, time.UTC), pools: map[string]*mcfgv1.MachineConfigPool{},
+		nodes: map[string]*corev1.Node{}, jobs: map[string]*batchv1.Job{}, version: "4.15.0", labelled: map[string]bool{}}
+	w.pools["master"] = newPool("master", map[string]string{masterRole: ""}, "master", w.version)
+	w.pools["worker"] = newPool("worker", map[string]string{workerRole: ""}, "worker", w.version)
+	base := w.now.Add(-time.Hour)
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("m%d", i)
+		w.nodes[name] = readyNode(name, map[string]string{masterRole: ""}, rendered("master", w.version), base)
+	}
+	for i := 0; i < workers; i++ {
+		name := fmt.Sprintf("w%02d", i)
+		w.nodes[name] = readyNode(name, map[string]string{workerRole: "", corev1.LabelTopologyZone: fmt.Sprintf("zone-%c", 'a'+i%3)},
+			rendered("worker", w.version), base.Add(time.Duration(i)*time.Second))
+	}
+	w.cv = &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}}
+	w.cv.Status.History = []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: w.version}}
+	w.cv.Status.Desired.Version = w.version
+	rule := nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "drain-db", Namespace: ns}}
+	rule.Spec = nodegatev1alpha1.MutexRuleSpec{JobName: "drain-db", JobNamespace: ns, Type: nodegatev1alpha1.RuleTypeKubernetes,
+		JobSpec:        jobSpec("pre", corev1.EnvVar{Name: "USER_VAR", Value: "kept"}),
+		CleanUpJobSpec: jobSpec("post"),
+		PreHooks:       []nodegatev1alpha1.Hook{{Name: "fence", JobSpec: *jobSpec("fence"), FailurePolicy: nodegatev1alpha1.FailurePause, Placement: nodegatev1alpha1.PlacementOnNode}},
+	}
+	w.rules = []nodegatev1alpha1.MutexRule{rule}
+	w.targets = []nodegatev1alpha1.MutexTarget{{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: ns},
+		Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}}}
+	w.run = nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: ns, UID: types.UID("uid-run"), Generation: 1,
+		CreationTimestamp: metav1.NewTime(base)}}
+	w.run.Spec = nodegatev1alpha1.MutexRunConfigSpec{
+		MutexRules:   []nodegatev1alpha1.ObjectReference{{Name: "drain-db"}},
+		MutexTargets: []nodegatev1alpha1.ObjectReference{{Name: "workers", Namespace: ns}},
+	}
+	return w
+}
+
+func (w *world) input() Input {
+	in := Input{Now: w.now, Run: w.run.DeepCopy(), Rules: w.rules, Targets: w.targets, ClusterVersion: w.cv.DeepCopy(),
+		Alerts: w.alerts, AlertsErr: w.alertsErr, OtherRuns: w.others}
+	for _, k := range sortedKeys(w.pools) {
+		in.Pools = append(in.Pools, *w.pools[k].DeepCopy())
+	}
+	for _, k := range sortedKeys(w.nodes) {
+		in.Nodes = append(in.Nodes, *w.nodes[k].DeepCopy())
+	}
+	for _, k := range sortedKeys(w.jobs) {
+		in.Jobs = append(in.Jobs, *w.jobs[k].DeepCopy())
+	}
+	return in
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reconcile runs the planner once, writes the status, then applies the
+// actions, as the reconciler does.
+func (w *world) reconcile() Result {
+	w.last = Plan(w.input())
+	w.run.Status = *w.last.Status.DeepCopy()
+	for _, a := range w.last.Actions {
+		w.apply(a)
+	}
+	return w.last
+}
+
+func (w *world) apply(a Action) {
+	switch a.Kind {
+	case SetPoolPaused:
+		w.pools[a.Pool].Spec.Paused = a.Paused
+	case SetPoolSelector:
+		w.pools[a.Pool].Spec.NodeSelector = a.NodeSelector.DeepCopy()
+	case CreatePool:
+		if _, ok := w.pools[a.Pool]; !ok {
+			w.pools[a.Pool] = a.NewPool.DeepCopy()
+		}
+	case DeletePool:
+		delete(w.pools, a.Pool)
+	case LabelNode:
+		n := w.nodes[a.Node]
+		n.Labels[ReleaseLabel] = a.Pool
+		w.labelled[a.Node] = true
+	case UnlabelNode:
+		delete(w.nodes[a.Node].Labels, ReleaseLabel)
+	case CreateJob:
+		key := a.Job.Namespace + "/" + a.Job.Name
+		if _, ok := w.jobs[key]; !ok {
+			j := a.Job.DeepCopy()
+			j.CreationTimestamp = metav1.NewTime(w.now)
+			w.jobs[key] = j
+		}
+	default:
+		w.t.Fatalf("unknown action %q", a.Kind)
+	}
+}
+
+// render gives pools without a rendered config one (the MCO's render
+// controller): named for the pool and the release, as the real names are
+// per pool even when the content is the same.
+func (w *world) render() {
+	for _, p := range w.pools {
+		if p.Spec.Configuration.Name == "" {
+			p.Spec.Configuration.Name = rendered(p.Name, w.version)
+		}
+	}
+}
+
+// startUpdate asks for a new release: ClusterVersion first, then (as the
+// MCO does once updated) new rendered targets for every pool.
+func (w *world) startUpdate(version string) {
+	w.cv.Spec.DesiredUpdate = &configv1.Update{Version: version}
+	w.cv.Status.History = append([]configv1.UpdateHistory{{State: configv1.PartialUpdate, Version: version}}, w.cv.Status.History...)
+}
+
+func (w *world) renderRelease(version string) {
+	w.version = version
+	for _, p := range w.pools {
+		p.Spec.Configuration.Name = rendered(p.Name, version)
+	}
+}
+
+func (w *world) finishControlPlane() {
+	w.cv.Status.History[0].State = configv1.CompletedUpdate
+	w.cv.Status.Desired.Version = w.cv.Status.History[0].Version
+}
+
+// primary is the MCO's pool for a node, with the pools as they are now.
+func (w *world) primary(n *corev1.Node) string {
+	var sel []string
+	for _, k := range sortedKeys(w.pools) {
+		if selects(w.pools[k].Spec.NodeSelector, n.Labels) {
+			sel = append(sel, k)
+		}
+	}
+	p, err := primaryPool(sel)
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// mco advances every node of every unpaused pool by one MCO step: target
+// it, then finish it. It returns the nodes it touched.
+func (w *world) mco() []string {
+	var touched []string
+	for _, name := range sortedKeys(w.nodes) {
+		n := w.nodes[name]
+		pool := w.pools[w.primary(n)]
+		if pool == nil || pool.Spec.Paused {
+			continue
+		}
+		target := pool.Spec.Configuration.Name
+		a := n.Annotations
+		switch {
+		case a[mcostate.DesiredConfig] != target:
+			a[mcostate.DesiredConfig] = target
+			a[mcostate.State] = mcostate.StateWorking
+			touched = append(touched, name)
+		case a[mcostate.CurrentConfig] != target:
+			a[mcostate.CurrentConfig] = target
+			a[mcostate.State] = mcostate.StateDone
+			touched = append(touched, name)
+		}
+	}
+	return touched
+}
+
+func (w *world) setJob(key string, cond batchv1.JobConditionType) {
+	j, ok := w.jobs[key]
+	if !ok {
+		w.t.Fatalf("no Job %s; have %v", key, sortedKeys(w.jobs))
+	}
+	j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: cond, Status: corev1.ConditionTrue, Reason: "Test"})
+}
+
+// runningJobs lists Jobs without a final condition.
+func (w *world) runningJobs() []string {
+	var out []string
+	for _, k := range sortedKeys(w.jobs) {
+		if s, _ := stateOf(w.jobs[k]); s == jobRunning {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (w *world) completeAll() {
+	for _, k := range w.runningJobs() {
+		w.setJob(k, batchv1.JobComplete)
+	}
+}
+
+func (w *world) rec(node string) *nodegatev1alpha1.NodeRecord {
+	for i := range w.run.Status.Nodes {
+		if w.run.Status.Nodes[i].Name == node {
+			return &w.run.Status.Nodes[i]
+		}
+	}
+	return nil
+}
+
+func (w *world) cond(t string) *metav1.Condition {
+	for i := range w.run.Status.Conditions {
+		if w.run.Status.Conditions[i].Type == t {
+			return &w.run.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func actionsOf(r Result, kind ActionKind) []Action {
+	var out []Action
+	for _, a := range r.Actions {
+		if a.Kind == kind {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func hasEvent(r Result, reason string) bool {
+	for _, e := range r.Events {
+		if e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// driveToEnd alternates reconcile, Jobs completing and the MCO until the run
+// is Completed, or fails after a bound.
+func (w *world) driveToEnd() {
+	for i := 0; i < 500; i++ {
+		w.reconcile()
+		if w.run.Status.Phase == nodegatev1alpha1.RunCompleted {
+			return
+		}
+		w.render()
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+	}
+	w.t.Fatalf("run did not complete: phase %s, status %+v", w.run.Status.Phase, w.run.Status.Summary)
+}

@@ -1,0 +1,730 @@
+package plan
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/mcostate"
+)
+
+func TestIdleWithoutUpdate(t *testing.T) {
+	w := newWorld(t, 3)
+	r := w.reconcile()
+	if len(r.Actions) != 0 {
+		t.Fatalf("no update pending, want no actions, got %+v", r.Actions)
+	}
+	if w.run.Status.Phase != nodegatev1alpha1.RunIdle {
+		t.Fatalf("phase %s, want Idle", w.run.Status.Phase)
+	}
+	if c := w.cond(CondReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready = %+v, want True", c)
+	}
+	if w.run.Status.ObservedGeneration != 1 {
+		t.Fatalf("observedGeneration %d", w.run.Status.ObservedGeneration)
+	}
+}
+
+// An update requested on ClusterVersion pauses the gated pools before the
+// MCO renders anything for them, and records what it changes first.
+func TestArmsOnRequestedUpdate(t *testing.T) {
+	w := newWorld(t, 3)
+	w.startUpdate("4.16.0")
+	r := w.reconcile()
+	pauses := actionsOf(r, SetPoolPaused)
+	if len(pauses) != 1 || pauses[0].Pool != "worker" || !pauses[0].Paused {
+		t.Fatalf("want worker paused, got %+v", r.Actions)
+	}
+	if len(r.Actions) != 1 {
+		t.Fatalf("only the pause, got %+v", r.Actions)
+	}
+	rec := w.run.Status.Pools[0]
+	if rec.OriginalPaused == nil || *rec.OriginalPaused {
+		t.Fatalf("original paused=false must be recorded with the pause, got %+v", rec)
+	}
+	if w.run.Status.Phase != nodegatev1alpha1.RunWaiting || w.cond(CondProgressing).Reason != ReasonControlPlane {
+		t.Fatalf("phase %s progressing %+v", w.run.Status.Phase, w.cond(CondProgressing))
+	}
+	// The MCO renders the new worker config: no node moves in the paused pool.
+	w.renderRelease("4.16.0")
+	w.reconcile()
+	if moved := w.mco(); len(moved) != 3 { // masters only
+		t.Fatalf("only masters may move while workers are gated, moved %v", moved)
+	}
+	for _, n := range []string{"w00", "w01", "w02"} {
+		if w.nodes[n].Annotations[mcostate.DesiredConfig] != rendered("worker", "4.15.0") {
+			t.Fatalf("%s retargeted in a paused pool", n)
+		}
+	}
+	// Still waiting: the control plane has not finished.
+	r = w.reconcile()
+	if len(actionsOf(r, CreateJob)) != 0 || len(actionsOf(r, LabelNode)) != 0 {
+		t.Fatalf("nothing may start before the control plane finished: %+v", r.Actions)
+	}
+	if got := w.run.Status.PlannedOrder; len(got) != 3 {
+		t.Fatalf("the planned order is previewed before anything moves, got %v", got)
+	}
+}
+
+// One node through every phase: pre-hooks in order, release, completion
+// only from the MCO annotations, post-hook, unlabel, next node.
+func TestNodeLifecycle(t *testing.T) {
+	w := newWorld(t, 3)
+	w.startUpdate("4.16.0")
+	w.reconcile()
+	w.renderRelease("4.16.0")
+	w.finishControlPlane()
+
+	r := w.reconcile()
+	created := actionsOf(r, CreatePool)
+	if len(created) != 1 || created[0].Pool != "worker-gate" {
+		t.Fatalf("want gate pool worker-gate, got %+v", r.Actions)
+	}
+	gp := created[0].NewPool
+	if gp.Spec.MachineConfigSelector.MatchLabels[mcRole] != "worker" || gp.Spec.NodeSelector.MatchLabels[ReleaseLabel] != "worker" {
+		t.Fatalf("gate pool selectors: %+v", gp.Spec)
+	}
+	// Zone a first, oldest first: w00 (zone-a), w01 (zone-b), w02 (zone-c).
+	if got := strings.Join(w.run.Status.PlannedOrder, ","); got != "w00,w01,w02" {
+		t.Fatalf("planned order %s", got)
+	}
+	if len(actionsOf(r, CreateJob)) != 0 {
+		t.Fatal("hooks wait for the gate pool to render")
+	}
+	w.render()
+
+	r = w.reconcile()
+	jobs := actionsOf(r, CreateJob)
+	if len(jobs) != 1 {
+		t.Fatalf("one pre-hook at a time, got %d", len(jobs))
+	}
+	j := jobs[0].Job
+	if j.Namespace != ns || !strings.HasPrefix(j.Name, "drain-db-") || !strings.HasSuffix(j.Name, "-1") {
+		t.Fatalf("job name %s/%s", j.Namespace, j.Name)
+	}
+	env := j.Spec.Template.Spec.Containers[0].Env
+	names := []string{}
+	for _, e := range env {
+		names = append(names, e.Name+"="+e.Value)
+	}
+	want := "USER_VAR=kept,NODE_NAME=w00,POOL=worker,TARGET_CONFIG=rendered-worker-gate-4.16.0,TARGET_VERSION=4.16.0,RUN_ID=" + w.run.Status.RunID
+	if strings.Join(names, ",") != want {
+		t.Fatalf("env\n got %s\nwant %s", strings.Join(names, ","), want)
+	}
+	// The mutex operator's jobSpec runs off the node.
+	mf := j.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0]
+	if mf.Operator != corev1.NodeSelectorOpNotIn || mf.Values[0] != "w00" {
+		t.Fatalf("placement %+v", mf)
+	}
+	if j.Spec.TTLSecondsAfterFinished == nil || len(j.OwnerReferences) != 1 || j.OwnerReferences[0].Name != "run" {
+		t.Fatalf("ttl/owner: %+v %+v", j.Spec.TTLSecondsAfterFinished, j.OwnerReferences)
+	}
+	rec := w.rec("w00")
+	if rec.Phase != nodegatev1alpha1.NodePreHooks || rec.Hooks[0].Attempts != 1 || rec.Hooks[0].JobName != j.Name {
+		t.Fatalf("record %+v", rec)
+	}
+	// Reconciling again (the Job not yet in the cache) does not make a second Job.
+	r = w.reconcile()
+	for _, a := range actionsOf(r, CreateJob) {
+		if a.Job.Name != j.Name {
+			t.Fatalf("a second Job %s while the first runs", a.Job.Name)
+		}
+	}
+	w.setJob(ns+"/"+j.Name, batchv1.JobComplete)
+	r = w.reconcile()
+	jobs = actionsOf(r, CreateJob)
+	if len(jobs) != 1 || jobs[0].Job.Labels[HookLabel] != "fence" {
+		t.Fatalf("second pre-hook next, got %+v", r.Actions)
+	}
+	onNode := jobs[0].Job.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0]
+	if onNode.Operator != corev1.NodeSelectorOpIn {
+		t.Fatalf("fence runs on the node: %+v", onNode)
+	}
+	if len(actionsOf(r, LabelNode)) != 0 {
+		t.Fatal("released before its pre-hooks finished")
+	}
+	w.completeAll()
+	r = w.reconcile()
+	if l := actionsOf(r, LabelNode); len(l) != 1 || l[0].Node != "w00" {
+		t.Fatalf("want w00 released, got %+v", r.Actions)
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || !hasEvent(r, "NodeReleased") {
+		t.Fatalf("record %+v", w.rec("w00"))
+	}
+
+	// The MCO's intermediate states are not completion.
+	n := w.nodes["w00"]
+	gateTarget := rendered("worker-gate", "4.16.0")
+	steps := []func(){
+		func() {
+			n.Annotations[mcostate.DesiredConfig] = gateTarget
+			n.Annotations[mcostate.State] = mcostate.StateWorking
+		},
+		func() { n.Spec.Unschedulable = true },
+		func() { n.Status.Conditions[0].Status = corev1.ConditionFalse },
+		func() { n.Status.Conditions[0].Status = corev1.ConditionTrue; n.Spec.Unschedulable = false },
+		func() { n.Annotations[mcostate.CurrentConfig] = gateTarget }, // current written, state still Working
+	}
+	for i, s := range steps {
+		s()
+		r = w.reconcile()
+		if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || len(actionsOf(r, CreateJob)) != 0 {
+			t.Fatalf("step %d: node counted as updated too early: %+v", i, w.rec("w00"))
+		}
+	}
+	n.Annotations[mcostate.State] = mcostate.StateDone
+	r = w.reconcile()
+	jobs = actionsOf(r, CreateJob)
+	if w.rec("w00").Phase != nodegatev1alpha1.NodePostHooks || len(jobs) != 1 || jobs[0].Job.Labels[HookLabel] != "cleanup" {
+		t.Fatalf("post-hook after Done: %+v %+v", w.rec("w00"), r.Actions)
+	}
+	if len(actionsOf(r, LabelNode)) != 0 {
+		t.Fatal("the next node is released before the previous one's post-hooks")
+	}
+	w.completeAll()
+	r = w.reconcile()
+	if u := actionsOf(r, UnlabelNode); len(u) != 1 || u[0].Node != "w00" {
+		t.Fatalf("w00 leaves the gate pool after its post-hooks: %+v", r.Actions)
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted || w.rec("w01").Phase != nodegatev1alpha1.NodePreHooks {
+		t.Fatalf("w00 %s, w01 %s", w.rec("w00").Phase, w.rec("w01").Phase)
+	}
+	if w.run.Status.Progress != "1/3" || strings.Join(w.run.Status.CurrentNodes, ",") != "w01" {
+		t.Fatalf("progress %s current %v", w.run.Status.Progress, w.run.Status.CurrentNodes)
+	}
+
+	w.driveToEnd()
+	if _, ok := w.pools["worker-gate"]; ok {
+		t.Fatal("gate pool must be deleted at the end")
+	}
+	for _, n := range w.nodes {
+		if _, ok := n.Labels[ReleaseLabel]; ok {
+			t.Fatalf("%s still labelled", n.Name)
+		}
+	}
+	if w.pools["worker"].Spec.Paused {
+		t.Fatal("worker left paused")
+	}
+	// The MCO's rebootless return to the source pool; the run stays Completed
+	// and gates nothing again for the same target.
+	w.mco()
+	w.mco()
+	r = w.reconcile()
+	if len(r.Actions) != 0 || w.run.Status.Phase != nodegatev1alpha1.RunCompleted {
+		t.Fatalf("after the round: phase %s actions %+v", w.run.Status.Phase, r.Actions)
+	}
+	for _, n := range []string{"w00", "w01", "w02"} {
+		if w.nodes[n].Annotations[mcostate.CurrentConfig] != rendered("worker", "4.16.0") {
+			t.Fatalf("%s on %s", n, w.nodes[n].Annotations[mcostate.CurrentConfig])
+		}
+	}
+}
+
+// readyRound brings a world to the point where the gate pool exists and the
+// first nodes are in their pre-hooks.
+func readyRound(t *testing.T, workers int, mutate func(*world)) *world {
+	w := newWorld(t, workers)
+	if mutate != nil {
+		mutate(w)
+	}
+	w.startUpdate("4.16.0")
+	w.reconcile()
+	w.renderRelease("4.16.0")
+	w.finishControlPlane()
+	w.reconcile()
+	w.render()
+	w.reconcile()
+	return w
+}
+
+func countPhase(w *world, ph nodegatev1alpha1.NodePhase) int {
+	n := 0
+	for _, r := range w.run.Status.Nodes {
+		if r.Phase == ph {
+			n++
+		}
+	}
+	return n
+}
+
+func TestMaxUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		mu   intstr.IntOrString
+		want int
+	}{
+		{intstr.FromInt32(1), 1},
+		{intstr.FromInt32(3), 3},
+		{intstr.FromString("50%"), 2}, // of 5, rounded down
+		{intstr.FromString("10%"), 1}, // never below 1
+	} {
+		w := readyRound(t, 5, func(w *world) { w.run.Spec.MaxUnavailable = ptr.To(tc.mu) })
+		if got := countPhase(w, nodegatev1alpha1.NodePreHooks); got != tc.want {
+			t.Errorf("maxUnavailable %s: %d nodes started, want %d", tc.mu.String(), got, tc.want)
+		}
+		if mu := w.pools["worker-gate"].Spec.MaxUnavailable; mu == nil || *mu != tc.mu {
+			t.Errorf("gate pool maxUnavailable %v, want %v", mu, tc.mu)
+		}
+	}
+}
+
+func firstJob(t *testing.T, w *world, node string) string {
+	t.Helper()
+	for _, h := range w.rec(node).Hooks {
+		if h.Phase == nodegatev1alpha1.HookRunning {
+			for key := range w.jobs {
+				if strings.HasSuffix(key, "/"+h.JobName) {
+					return key
+				}
+			}
+			t.Fatalf("Job %s of %s not created", h.JobName, node)
+		}
+	}
+	t.Fatalf("no running hook for %s: %+v", node, w.rec(node))
+	return ""
+}
+
+func TestHookFailurePausesAndResumes(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	w.setJob(firstJob(t, w, "w00"), batchv1.JobFailed)
+	r := w.reconcile()
+	if w.run.Status.Phase != nodegatev1alpha1.RunPaused || w.rec("w00").Phase != nodegatev1alpha1.NodeFailed {
+		t.Fatalf("phase %s node %s", w.run.Status.Phase, w.rec("w00").Phase)
+	}
+	if c := w.cond(CondPaused); c.Status != metav1.ConditionTrue || c.Reason != ReasonHookFailed {
+		t.Fatalf("Paused %+v", c)
+	}
+	if c := w.cond(CondDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "w00") {
+		t.Fatalf("Degraded %+v", c)
+	}
+	if !hasEvent(r, ReasonHookFailed) || len(actionsOf(r, CreateJob)) != 0 || len(actionsOf(r, LabelNode)) != 0 {
+		t.Fatalf("events/actions %+v %+v", r.Events, r.Actions)
+	}
+	// Time passing changes nothing.
+	for i := 0; i < 3; i++ {
+		w.now = w.now.Add(time.Hour)
+		if r := w.reconcile(); len(r.Actions) != 0 {
+			t.Fatalf("paused run acted: %+v", r.Actions)
+		}
+	}
+	// A spec change resumes with a new attempt.
+	w.run.Generation++
+	r = w.reconcile()
+	jobs := actionsOf(r, CreateJob)
+	if len(jobs) != 1 || !strings.HasSuffix(jobs[0].Job.Name, "-2") || w.rec("w00").Hooks[0].Attempts != 2 {
+		t.Fatalf("resume: %+v %+v", r.Actions, w.rec("w00").Hooks[0])
+	}
+	if w.run.Status.Phase != nodegatev1alpha1.RunProgressing || !hasEvent(r, "Resumed") {
+		t.Fatalf("phase %s", w.run.Status.Phase)
+	}
+}
+
+func TestRetriesIgnoreAbortTimeout(t *testing.T) {
+	withPolicy := func(p nodegatev1alpha1.FailurePolicy, retries int32, timeout time.Duration) func(*world) {
+		return func(w *world) {
+			w.rules[0].Spec.JobSpec = nil
+			h := &w.rules[0].Spec.PreHooks[0]
+			h.FailurePolicy, h.Retries = p, retries
+			if timeout > 0 {
+				h.Timeout = &metav1.Duration{Duration: timeout}
+			}
+		}
+	}
+	t.Run("retries", func(t *testing.T) {
+		w := readyRound(t, 2, withPolicy(nodegatev1alpha1.FailurePause, 1, 0))
+		w.setJob(firstJob(t, w, "w00"), batchv1.JobFailed)
+		r := w.reconcile()
+		if j := actionsOf(r, CreateJob); len(j) != 1 || !strings.HasSuffix(j[0].Job.Name, "-2") || w.run.Status.Phase == nodegatev1alpha1.RunPaused {
+			t.Fatalf("retry: %+v phase %s", r.Actions, w.run.Status.Phase)
+		}
+		w.setJob(firstJob(t, w, "w00"), batchv1.JobFailed)
+		w.reconcile()
+		if w.run.Status.Phase != nodegatev1alpha1.RunPaused {
+			t.Fatalf("after the retries: %s", w.run.Status.Phase)
+		}
+	})
+	t.Run("ignore", func(t *testing.T) {
+		w := readyRound(t, 2, withPolicy(nodegatev1alpha1.FailureIgnore, 0, 0))
+		w.setJob(firstJob(t, w, "w00"), batchv1.JobFailed)
+		r := w.reconcile()
+		if l := actionsOf(r, LabelNode); len(l) != 1 || w.rec("w00").Hooks[0].Phase != nodegatev1alpha1.HookIgnored {
+			t.Fatalf("ignore releases: %+v %+v", r.Actions, w.rec("w00").Hooks)
+		}
+	})
+	t.Run("abort restores", func(t *testing.T) {
+		w := readyRound(t, 2, withPolicy(nodegatev1alpha1.FailureAbort, 0, 0))
+		w.setJob(firstJob(t, w, "w00"), batchv1.JobFailed)
+		for i := 0; i < 3; i++ {
+			w.reconcile()
+		}
+		if w.run.Status.Phase != nodegatev1alpha1.RunAborted || w.pools["worker"].Spec.Paused {
+			t.Fatalf("phase %s, worker paused %v", w.run.Status.Phase, w.pools["worker"].Spec.Paused)
+		}
+		if _, ok := w.pools["worker-gate"]; ok {
+			t.Fatal("gate pool left behind")
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		w := readyRound(t, 2, withPolicy(nodegatev1alpha1.FailurePause, 0, 10*time.Minute))
+		if w.last.RequeueAfter != 10*time.Minute {
+			t.Fatalf("requeue %v", w.last.RequeueAfter)
+		}
+		key := firstJob(t, w, "w00")
+		if d := w.jobs[key].Spec.ActiveDeadlineSeconds; d == nil || *d != 600 {
+			t.Fatalf("activeDeadlineSeconds %v", d)
+		}
+		w.now = w.now.Add(9 * time.Minute)
+		w.reconcile()
+		if w.run.Status.Phase == nodegatev1alpha1.RunPaused {
+			t.Fatal("paused before the timeout")
+		}
+		w.now = w.now.Add(2 * time.Minute)
+		w.reconcile()
+		if w.run.Status.Phase != nodegatev1alpha1.RunPaused || !strings.Contains(w.rec("w00").LastError, "timed out after 10m0s") {
+			t.Fatalf("timeout: %s %q", w.run.Status.Phase, w.rec("w00").LastError)
+		}
+	})
+}
+
+func TestRefusesToStart(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*world)
+		reason string
+		msg    string
+	}{
+		{"node in two custom pools", func(w *world) {
+			w.pools["infra"] = newPool("infra", map[string]string{"infra": ""}, "infra", "4.15.0")
+			w.pools["db"] = newPool("db", map[string]string{"db": ""}, "db", "4.15.0")
+			w.nodes["w01"].Labels["infra"] = ""
+			w.nodes["w01"].Labels["db"] = ""
+			w.targets[0].Spec.MachineConfigPools = []string{"worker", "infra"}
+		}, ReasonTwoCustomPools, "w01 matches custom pools db, infra"},
+		{"gate would select masters", func(w *world) {
+			w.nodes["m0"].Labels[workerRole] = ""
+		}, ReasonGateSelectsMasters, "control-plane nodes m0"},
+		{"another run gates the pool", func(w *world) {
+			w.others = []RunClaim{{Name: "other/first", Created: w.run.CreationTimestamp.Add(-time.Minute), Pools: []string{"worker"}}}
+		}, ReasonPoolClaimed, "MachineConfigPool worker is gated by MutexRunConfig other/first"},
+		{"missing rule", func(w *world) { w.rules = nil }, ReasonMissingRule, "MutexRule gate-ns/drain-db does not exist"},
+		{"missing pool", func(w *world) { w.targets[0].Spec.MachineConfigPools = []string{"nope"} }, ReasonMissingPool, "nope"},
+		{"gate pool name taken", func(w *world) {
+			w.pools["worker-gate"] = newPool("worker-gate", map[string]string{"x": ""}, "worker", "4.15.0")
+		}, ReasonGatePoolNameTaken, "worker-gate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, 3)
+			tc.mutate(w)
+			w.startUpdate("4.16.0")
+			w.renderRelease("4.16.0")
+			w.finishControlPlane()
+			r := w.reconcile()
+			if len(r.Actions) != 0 {
+				t.Fatalf("a blocked run changes nothing, got %+v", r.Actions)
+			}
+			c := w.cond(CondBlocked)
+			if w.run.Status.Phase != nodegatev1alpha1.RunBlocked || c.Status != metav1.ConditionTrue || c.Reason != tc.reason || !strings.Contains(c.Message, tc.msg) {
+				t.Fatalf("phase %s Blocked %+v", w.run.Status.Phase, c)
+			}
+		})
+	}
+	// The older of two runs on one pool is not blocked by the younger.
+	w := newWorld(t, 1)
+	w.others = []RunClaim{{Name: "other/second", Created: w.run.CreationTimestamp.Add(time.Minute), Pools: []string{"worker"}}}
+	w.reconcile()
+	if w.cond(CondBlocked).Status != metav1.ConditionFalse {
+		t.Fatalf("older run blocked: %+v", w.cond(CondBlocked))
+	}
+}
+
+// A custom source pool gets a "not released" requirement (recorded first,
+// restored at the end); worker needs none.
+func TestCustomPoolSelectorRestored(t *testing.T) {
+	w := newWorld(t, 2)
+	w.pools["infra"] = newPool("infra", map[string]string{"node-role.kubernetes.io/infra": ""}, "infra", "4.15.0")
+	for _, n := range []string{"w00", "w01"} {
+		w.nodes[n].Labels["node-role.kubernetes.io/infra"] = ""
+		w.nodes[n].Annotations[mcostate.CurrentConfig] = rendered("infra", "4.15.0")
+		w.nodes[n].Annotations[mcostate.DesiredConfig] = rendered("infra", "4.15.0")
+	}
+	w.targets[0].Spec.MachineConfigPools = []string{"infra"}
+	orig := w.pools["infra"].Spec.NodeSelector.DeepCopy()
+	w.startUpdate("4.16.0")
+	w.reconcile()
+	w.renderRelease("4.16.0")
+	w.finishControlPlane()
+	w.reconcile()
+	sel := w.pools["infra"].Spec.NodeSelector
+	if len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != ReleaseLabel || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpDoesNotExist {
+		t.Fatalf("infra selector %+v", sel)
+	}
+	if !sameSelector(w.run.Status.Pools[0].OriginalNodeSelector, orig) {
+		t.Fatalf("original not recorded: %+v", w.run.Status.Pools)
+	}
+	if w.pools["worker"].Spec.Paused {
+		t.Fatal("worker is not a target")
+	}
+	w.driveToEnd()
+	if !sameSelector(w.pools["infra"].Spec.NodeSelector, orig) || w.pools["infra"].Spec.Paused {
+		t.Fatalf("infra not restored: %+v paused=%v", w.pools["infra"].Spec.NodeSelector, w.pools["infra"].Spec.Paused)
+	}
+	if w.run.Status.Pools[0].OriginalNodeSelector != nil {
+		t.Fatal("originals are cleared once restored")
+	}
+}
+
+// The mutex operator's model: a canary pool receives the released nodes;
+// its selector is taken over for the run and given back.
+func TestCanaryPool(t *testing.T) {
+	w := newWorld(t, 2)
+	canary := newPool("canary", map[string]string{workerRole: ""}, "worker", "4.15.0")
+	canary.Spec.NodeSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "isCanary", Operator: metav1.LabelSelectorOpExists}}
+	w.pools["canary"] = canary
+	orig := canary.Spec.NodeSelector.DeepCopy()
+	w.run.Spec.Canary = &nodegatev1alpha1.PoolReference{Name: "canary"}
+	w.startUpdate("4.16.0")
+	w.reconcile()
+	w.renderRelease("4.16.0")
+	w.finishControlPlane()
+	r := w.reconcile()
+	if len(actionsOf(r, CreatePool)) != 0 {
+		t.Fatal("no gate pool is created in canary mode")
+	}
+	if s := w.pools["canary"].Spec.NodeSelector; len(s.MatchExpressions) != 1 || s.MatchExpressions[0].Key != ReleaseLabel || len(s.MatchLabels) != 0 {
+		t.Fatalf("canary selector during the run: %+v", s)
+	}
+	w.driveToEnd()
+	if !sameSelector(w.pools["canary"].Spec.NodeSelector, orig) {
+		t.Fatalf("canary selector not restored: %+v", w.pools["canary"].Spec.NodeSelector)
+	}
+	if _, ok := w.pools["canary"]; !ok {
+		t.Fatal("the user's canary pool must never be deleted")
+	}
+
+	// A canary selecting other MachineConfigs would change the nodes' config.
+	w = newWorld(t, 1)
+	w.pools["canary"] = newPool("canary", map[string]string{"x": ""}, "other", "4.15.0")
+	w.run.Spec.Canary = &nodegatev1alpha1.PoolReference{Name: "canary"}
+	w.reconcile()
+	if c := w.cond(CondBlocked); c.Reason != ReasonCanaryMismatch {
+		t.Fatalf("Blocked %+v", c)
+	}
+}
+
+func TestDeletionRestoresMidRun(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	w.completeAll()
+	w.reconcile()
+	w.completeAll()
+	w.reconcile() // w00 released
+	if !w.labelled["w00"] {
+		t.Fatal("setup: w00 not released")
+	}
+	w.run.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
+	var r Result
+	for i := 0; i < 4 && !r.Finalized; i++ {
+		r = w.reconcile()
+	}
+	if !r.Finalized {
+		t.Fatalf("not finalized: %+v", r.Actions)
+	}
+	if w.pools["worker"].Spec.Paused {
+		t.Fatal("worker left paused")
+	}
+	if _, ok := w.pools["worker-gate"]; ok {
+		t.Fatal("gate pool left")
+	}
+	for _, n := range w.nodes {
+		if _, ok := n.Labels[ReleaseLabel]; ok {
+			t.Fatalf("%s left labelled", n.Name)
+		}
+	}
+	// A pool the user had paused stays paused.
+	w = newWorld(t, 2)
+	w.pools["worker"].Spec.Paused = true
+	w.startUpdate("4.16.0")
+	w.reconcile()
+	w.run.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
+	if r := w.reconcile(); !r.Finalized || !w.pools["worker"].Spec.Paused {
+		t.Fatalf("finalized %v, paused %v", r.Finalized, w.pools["worker"].Spec.Paused)
+	}
+}
+
+func TestNodesAddedAndRemovedMidRun(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	w.nodes["w99"] = readyNode("w99", map[string]string{workerRole: ""}, rendered("worker", "4.15.0"), w.now)
+	delete(w.nodes, "w01")
+	w.reconcile()
+	if r := w.rec("w99"); r == nil || r.Phase != nodegatev1alpha1.NodePending {
+		t.Fatalf("new node %+v", r)
+	}
+	if r := w.rec("w01"); r.Phase != nodegatev1alpha1.NodeSkipped || !strings.Contains(r.LastError, "removed") {
+		t.Fatalf("removed node %+v", r)
+	}
+	if got := w.run.Status.PlannedOrder; got[len(got)-1] != "w99" {
+		t.Fatalf("planned order %v", got)
+	}
+	w.driveToEnd()
+	if !w.labelled["w99"] || w.rec("w99").Phase != nodegatev1alpha1.NodeCompleted {
+		t.Fatalf("the added node is gated too: %+v", w.rec("w99"))
+	}
+}
+
+func TestStartGates(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*world)
+		reason string
+	}{
+		{"spec paused", func(w *world) { w.run.Spec.Paused = true }, ReasonSpecPaused},
+		{"outside window", func(w *world) {
+			// now is Tuesday 10:00 UTC.
+			w.run.Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{Days: []commonv1alpha1.Weekday{"Saturday"}, Start: "22:00", End: "02:00"}}
+		}, ReasonOutsideWindow},
+		{"alert firing", func(w *world) {
+			w.run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{IgnoredAlertNames: []string{"Watchdog"}}
+			w.alerts = []alerts.Alert{{Labels: map[string]string{"alertname": "Watchdog"}, State: alerts.StateFiring},
+				{Labels: map[string]string{"alertname": "KubeNodeNotReady"}, State: alerts.StateFiring}}
+		}, ReasonAlertsFiring},
+		{"alerts unreadable", func(w *world) {
+			w.run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{}
+			w.alertsErr = errors.New("connection refused")
+		}, ReasonAlertsUnavailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := readyRound(t, 2, tc.mutate)
+			if n := countPhase(w, nodegatev1alpha1.NodePending); n != 2 {
+				t.Fatalf("%d nodes pending, want 2 (none started)", n)
+			}
+			if len(w.jobs) != 0 {
+				t.Fatalf("jobs created: %v", sortedKeys(w.jobs))
+			}
+			c := w.cond(CondProgressing)
+			if c.Reason != tc.reason {
+				t.Fatalf("Progressing %+v", c)
+			}
+		})
+	}
+	// The window gives a requeue at its opening: Saturday 22:00.
+	w := readyRound(t, 1, cases[1].mutate)
+	want := time.Date(2026, 3, 7, 22, 0, 0, 0, time.UTC).Sub(w.now)
+	if w.last.RequeueAfter != want {
+		t.Fatalf("requeue %v want %v", w.last.RequeueAfter, want)
+	}
+	// Pending alerts block only when asked to.
+	w = readyRound(t, 1, func(w *world) {
+		w.run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{}
+		w.alerts = []alerts.Alert{{Labels: map[string]string{"alertname": "Slow"}, State: alerts.StatePending}}
+	})
+	if countPhase(w, nodegatev1alpha1.NodePreHooks) != 1 {
+		t.Fatal("a pending alert blocked without includePending")
+	}
+}
+
+func TestPoolMembers(t *testing.T) {
+	w := newWorld(t, 3)
+	w.pools["infra"] = newPool("infra", map[string]string{"infra": ""}, "infra", "4.15.0")
+	w.pools["db"] = newPool("db", map[string]string{"db": ""}, "db", "4.15.0")
+	w.nodes["w01"].Labels["infra"] = ""            // custom wins over worker
+	w.nodes["w02"].Labels["infra"] = ""            // two custom pools: none
+	w.nodes["w02"].Labels["db"] = ""               //
+	w.nodes["m0"].Labels[workerRole] = ""          // master wins
+	w.nodes["w00"].Labels[ReleaseLabel] = "worker" // released nodes stay members of their source
+	w.pools["worker-gate"] = newPool("worker-gate", map[string]string{ReleaseLabel: "worker"}, "worker", "4.15.0")
+	w.pools["worker-gate"].Labels = map[string]string{GatePoolLabel: "worker"}
+	in := w.input()
+	for _, tc := range []struct {
+		pools []string
+		want  string
+	}{
+		{[]string{"worker"}, "w00"},
+		{[]string{"infra"}, "w01"},
+		{[]string{"worker", "infra"}, "w00,w01"},
+		{[]string{"master"}, "m0,m1,m2"},
+		{[]string{"db"}, ""},
+	} {
+		if got := strings.Join(PoolMembers(in.Pools, in.Nodes, tc.pools), ","); got != tc.want {
+			t.Errorf("%v: got %q, want %q", tc.pools, got, tc.want)
+		}
+	}
+}
+
+// After an abort everything is restored; a later spec change resumes the
+// round where it stopped: pools paused again, the failed hook retried, the
+// completed node not redone.
+func TestAbortThenResume(t *testing.T) {
+	w := readyRound(t, 2, func(w *world) {
+		w.rules[0].Spec.JobSpec = nil
+		w.rules[0].Spec.CleanUpJobSpec = nil
+		w.rules[0].Spec.PreHooks[0].FailurePolicy = nodegatev1alpha1.FailureAbort
+	})
+	// w00 passes.
+	for i := 0; i < 10 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
+		w.completeAll()
+		w.render()
+		w.mco()
+		w.reconcile()
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted {
+		t.Fatalf("setup: %+v", w.rec("w00"))
+	}
+	w.setJob(firstJob(t, w, "w01"), batchv1.JobFailed)
+	for i := 0; i < 3; i++ {
+		w.reconcile()
+	}
+	if w.run.Status.Phase != nodegatev1alpha1.RunAborted || w.pools["worker"].Spec.Paused {
+		t.Fatalf("abort: phase %s paused %v", w.run.Status.Phase, w.pools["worker"].Spec.Paused)
+	}
+	w.run.Generation++
+	r := w.reconcile()
+	if !w.pools["worker"].Spec.Paused || len(actionsOf(r, SetPoolPaused)) != 1 {
+		t.Fatalf("resume re-arms: %+v", r.Actions)
+	}
+	w.reconcile()
+	w.render()
+	r = w.reconcile()
+	for _, a := range actionsOf(r, CreateJob) {
+		if envOf(a.Job, EnvNodeName) == "w00" {
+			t.Fatal("completed node redone after resume")
+		}
+	}
+	if w.rec("w01").Hooks[0].Attempts != 2 {
+		t.Fatalf("failed hook retried: %+v", w.rec("w01").Hooks[0])
+	}
+	w.driveToEnd()
+}
+
+// A released node the MCO fails on is reported (Degraded, with the MCO's
+// reason) and keeps its slot: the next node does not start.
+func TestReleasedNodeDegraded(t *testing.T) {
+	w := readyRound(t, 2, func(w *world) {
+		w.rules[0].Spec.JobSpec = nil
+		w.rules[0].Spec.PreHooks = nil
+	})
+	if !w.labelled["w00"] {
+		t.Fatal("setup: w00 not released")
+	}
+	n := w.nodes["w00"]
+	n.Annotations[mcostate.DesiredConfig] = rendered("worker-gate", "4.16.0")
+	n.Annotations[mcostate.State] = mcostate.StateDegraded
+	n.Annotations[mcostate.Reason] = "failed to drain node: pods blocked by PDB"
+	w.reconcile()
+	c := w.cond(CondDegraded)
+	if c.Status != metav1.ConditionTrue || c.Reason != ReasonNodeDegraded || !strings.Contains(c.Message, "failed to drain node") {
+		t.Fatalf("Degraded %+v", c)
+	}
+	if w.rec("w01").Phase != nodegatev1alpha1.NodePending {
+		t.Fatalf("w01 started while w00 holds the only slot: %s", w.rec("w01").Phase)
+	}
+}

@@ -1,0 +1,223 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// selects reports whether a pool's node selector selects the node. As in the
+// MCO, a nil or empty selector selects nothing.
+func selects(sel *metav1.LabelSelector, nodeLabels map[string]string) bool {
+	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
+		return false
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false
+	}
+	return s.Matches(labels.Set(nodeLabels))
+}
+
+func isCustom(pool string) bool {
+	return pool != MasterPool && pool != WorkerPool && pool != "arbiter"
+}
+
+// primaryPool applies the MCO's membership rule to the pools that select a
+// node: more than one custom pool is an error (the MCO skips the node),
+// master wins over everything, a custom pool wins over worker.
+func primaryPool(selecting []string) (string, error) {
+	var custom []string
+	master, worker := false, false
+	for _, p := range selecting {
+		switch {
+		case p == MasterPool:
+			master = true
+		case p == WorkerPool:
+			worker = true
+		case isCustom(p):
+			custom = append(custom, p)
+		}
+	}
+	switch {
+	case master:
+		return MasterPool, nil
+	case len(custom) > 1:
+		sort.Strings(custom)
+		return "", fmt.Errorf("matches custom pools %s", strings.Join(custom, ", "))
+	case len(custom) == 1:
+		return custom[0], nil
+	case worker:
+		return WorkerPool, nil
+	}
+	return "", nil
+}
+
+// userPools are the pools as the user made them: without node-gate's gate
+// pools (and without the canary, whose selector node-gate replaces), with
+// the originals of the selectors node-gate changed.
+func (p *planner) userPoolSelectors() map[string]*metav1.LabelSelector {
+	out := map[string]*metav1.LabelSelector{}
+	for i := range p.in.Pools {
+		pool := &p.in.Pools[i]
+		if pool.Labels[GatePoolLabel] != "" || (p.canary != "" && pool.Name == p.canary) {
+			continue
+		}
+		sel := pool.Spec.NodeSelector
+		if rec := p.poolRecord(pool.Name); rec != nil && rec.OriginalNodeSelector != nil {
+			sel = rec.OriginalNodeSelector
+		}
+		out[pool.Name] = sel
+	}
+	return out
+}
+
+// membership returns, for every node, the user pool the MCO puts it in
+// without node-gate's changes, and the nodes the MCO cannot place.
+func (p *planner) membership() (map[string]string, map[string]error) {
+	sels := p.userPoolSelectors()
+	names := make([]string, 0, len(sels))
+	for n := range sels {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	member := map[string]string{}
+	errs := map[string]error{}
+	for i := range p.in.Nodes {
+		n := &p.in.Nodes[i]
+		lbls := withoutRelease(n.Labels)
+		var selecting []string
+		for _, name := range names {
+			if selects(sels[name], lbls) {
+				selecting = append(selecting, name)
+			}
+		}
+		pool, err := primaryPool(selecting)
+		if err != nil {
+			errs[n.Name] = err
+			continue
+		}
+		member[n.Name] = pool
+	}
+	return member, errs
+}
+
+func withoutRelease(in map[string]string) map[string]string {
+	if _, ok := in[ReleaseLabel]; !ok {
+		return in
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		if k != ReleaseLabel {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// gatePoolName is the gate pool of a source pool.
+func (p *planner) gatePoolName(source string) string {
+	if p.canary != "" {
+		return p.canary
+	}
+	return source + GatePoolSuffix
+}
+
+// releaseSelector selects the nodes released from source. A canary pool
+// serves every source of the run, so it selects any released node.
+func (p *planner) releaseSelector(source string) *metav1.LabelSelector {
+	if p.canary != "" {
+		return &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: ReleaseLabel, Operator: metav1.LabelSelectorOpExists}}}
+	}
+	return &metav1.LabelSelector{MatchLabels: map[string]string{ReleaseLabel: source}}
+}
+
+// sourceSelector is a custom source pool's node selector during the run: the
+// original plus "not released", so a released node does not match two custom
+// pools. worker needs no change: a custom pool wins over worker.
+func sourceSelector(orig *metav1.LabelSelector) *metav1.LabelSelector {
+	out := orig.DeepCopy()
+	if out == nil {
+		out = &metav1.LabelSelector{}
+	}
+	for _, r := range out.MatchExpressions {
+		if r.Key == ReleaseLabel && r.Operator == metav1.LabelSelectorOpDoesNotExist {
+			return out
+		}
+	}
+	out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: ReleaseLabel, Operator: metav1.LabelSelectorOpDoesNotExist})
+	return out
+}
+
+// newGatePool is the gate pool node-gate creates for source: the source's
+// MachineConfig selector (so the rendered content is the same), selecting
+// released nodes, unpaused, allowing as many nodes at once as the run.
+func (p *planner) newGatePool(source *mcfgv1.MachineConfigPool) *mcfgv1.MachineConfigPool {
+	mu := p.maxUnavailableValue()
+	return &mcfgv1.MachineConfigPool{
+		TypeMeta: metav1.TypeMeta{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfigPool"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   p.gatePoolName(source.Name),
+			Labels: map[string]string{GatePoolLabel: source.Name, RunLabel: p.runKey},
+		},
+		Spec: mcfgv1.MachineConfigPoolSpec{
+			MachineConfigSelector: source.Spec.MachineConfigSelector.DeepCopy(),
+			NodeSelector:          p.releaseSelector(source.Name),
+			MaxUnavailable:        &mu,
+		},
+	}
+}
+
+func sameSelector(a, b *metav1.LabelSelector) bool {
+	empty := func(s *metav1.LabelSelector) bool {
+		return s == nil || (len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0)
+	}
+	if empty(a) || empty(b) {
+		return empty(a) == empty(b)
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+func nodeByName(nodes []corev1.Node) map[string]*corev1.Node {
+	out := make(map[string]*corev1.Node, len(nodes))
+	for i := range nodes {
+		out[nodes[i].Name] = &nodes[i]
+	}
+	return out
+}
+
+// PoolMembers lists, sorted, the nodes the MCO places in each of the named
+// pools, by its membership rule (a custom pool wins over worker, master over
+// everything, a node matching two custom pools belongs to none). It is what
+// a MutexTarget reports in status.nodes. Release labels are ignored, so a
+// node node-gate moved into a gate pool still counts in its source pool.
+func PoolMembers(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, names []string) []string {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []string
+	for i := range nodes {
+		lbls := withoutRelease(nodes[i].Labels)
+		var selecting []string
+		for j := range pools {
+			if pools[j].Labels[GatePoolLabel] != "" {
+				continue
+			}
+			if selects(pools[j].Spec.NodeSelector, lbls) {
+				selecting = append(selecting, pools[j].Name)
+			}
+		}
+		if p, err := primaryPool(selecting); err == nil && want[p] {
+			out = append(out, nodes[i].Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,358 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
+)
+
+func envOf(j *batchv1.Job, name string) string {
+	for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// preHookNames is the oracle for which pre-hooks a node owes: read from the
+// rules' specs directly, not through the planner.
+func preHookNames(w *world) []string {
+	var out []string
+	for _, r := range w.rules {
+		if r.Spec.JobSpec != nil {
+			out = append(out, LegacyPreHook)
+		}
+		for _, h := range r.Spec.PreHooks {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+// checker holds what the invariants need across steps.
+type checker struct {
+	t         *testing.T
+	w         *world
+	mu        int
+	completed map[string]string // node -> round it completed in
+	seed      int64
+	step      int
+	stats     map[string]int
+	// maxReleased is the most nodes seen released at once.
+	maxReleased int
+}
+
+func (c *checker) fail(format string, args ...any) {
+	c.t.Helper()
+	c.t.Fatalf("seed %d step %d: %s", c.seed, c.step, fmt.Sprintf(format, args...))
+}
+
+// after checks one reconcile's actions against the world they were applied to.
+func (c *checker) after(r Result) {
+	w := c.w
+	round := w.run.Status.RunID
+	for _, a := range r.Actions {
+		switch a.Kind {
+		case LabelNode:
+			c.stats["released"]++
+			if rd, ok := c.completed[a.Node]; ok && rd == round {
+				c.fail("node %s released again after it completed in round %s", a.Node, round)
+			}
+			// Every pre-hook of this round for this node has a Complete Job.
+			for _, name := range preHookNames(w) {
+				ok := false
+				for _, j := range w.jobs {
+					if envOf(j, EnvNodeName) == a.Node && envOf(j, EnvRunID) == round && j.Labels[HookLabel] == name {
+						if s, _ := stateOf(j); s == jobComplete {
+							ok = true
+						}
+					}
+				}
+				if !ok {
+					c.fail("node %s released without a completed %q pre-hook Job", a.Node, name)
+				}
+			}
+		case CreateJob:
+			node, rd := envOf(a.Job, EnvNodeName), envOf(a.Job, EnvRunID)
+			if done, ok := c.completed[node]; ok && done == rd {
+				c.fail("hook Job %s created for node %s, which completed in round %s", a.Job.Name, node, rd)
+			}
+		}
+	}
+	released := 0
+	for _, n := range w.nodes {
+		if n.Labels[ReleaseLabel] != "" {
+			released++
+		}
+	}
+	if released > c.mu {
+		c.fail("%d nodes released at once, maxUnavailable %d", released, c.mu)
+	}
+	if released > c.maxReleased {
+		c.maxReleased = released
+	}
+	for _, rec := range w.run.Status.Nodes {
+		if rec.Phase == nodegatev1alpha1.NodeCompleted {
+			if _, ok := c.completed[rec.Name]; !ok || c.completed[rec.Name] != round {
+				c.stats["completedNodes"]++
+			}
+			c.completed[rec.Name] = round
+		}
+	}
+}
+
+// poolState is what the run may change on a pool, and must give back.
+type poolState struct {
+	paused   bool
+	selector *metav1.LabelSelector
+}
+
+func snapshotPools(w *world) map[string]poolState {
+	out := map[string]poolState{}
+	for name, p := range w.pools {
+		out[name] = poolState{paused: p.Spec.Paused, selector: p.Spec.NodeSelector.DeepCopy()}
+	}
+	return out
+}
+
+// restored: everything the run changed is back as it was at the start.
+func (c *checker) restored(orig map[string]poolState) {
+	w := c.w
+	for name, want := range orig {
+		p := w.pools[name]
+		if p == nil {
+			c.fail("pool %s deleted", name)
+		}
+		if p.Spec.Paused != want.paused {
+			c.fail("pool %s paused=%v, want %v", name, p.Spec.Paused, want.paused)
+		}
+		if !sameSelector(p.Spec.NodeSelector, want.selector) {
+			c.fail("pool %s selector %+v, want %+v", name, p.Spec.NodeSelector, want.selector)
+		}
+	}
+	for name, p := range w.pools {
+		if p.Labels[GatePoolLabel] != "" {
+			c.fail("gate pool %s left behind", name)
+		}
+	}
+	for _, n := range w.nodes {
+		if _, ok := n.Labels[ReleaseLabel]; ok {
+			c.fail("node %s left labelled", n.Name)
+		}
+	}
+}
+
+// gateMode sets a world up for one of the three ways of gating: worker
+// with node-gate's own gate pool, the mutex operator's canary pool, or a
+// custom source pool (whose selector node-gate extends and restores).
+func gateMode(w *world, mode int) string {
+	switch mode {
+	case 1:
+		canary := newPool("canary", map[string]string{workerRole: ""}, "worker", w.version)
+		canary.Spec.NodeSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "isCanary", Operator: metav1.LabelSelectorOpExists}}
+		w.pools["canary"] = canary
+		w.run.Spec.Canary = &nodegatev1alpha1.PoolReference{Name: "canary"}
+		return "canary"
+	case 2:
+		const infraRole = "node-role.kubernetes.io/infra"
+		w.pools["infra"] = newPool("infra", map[string]string{infraRole: ""}, "infra", w.version)
+		w.pools["infra"].Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		for _, n := range w.nodes {
+			if _, ok := n.Labels[workerRole]; ok {
+				n.Labels[infraRole] = ""
+				n.Annotations[mcostate.CurrentConfig] = rendered("infra", w.version)
+				n.Annotations[mcostate.DesiredConfig] = rendered("infra", w.version)
+			}
+		}
+		w.targets[0].Spec.MachineConfigPools = []string{"infra"}
+		return "custom"
+	}
+	return "worker"
+}
+
+// TestPropertyRandomEvents drives the planner through random interleavings
+// of Job results, MCO progress, cache lag, restarts that lose some of a
+// pass's actions after its status was written, pauses and resumes, node churn,
+// new releases mid-run and time, and checks after every reconcile that no
+// more than maxUnavailable nodes are released, no node is released before
+// its pre-hook Jobs completed, no completed node is redone in its round; and
+// at the end that deleting (or finishing) the run restores the originals.
+func TestPropertyRandomEvents(t *testing.T) {
+	seeds := 150
+	if testing.Short() {
+		seeds = 50
+	}
+	totals := map[string]int{}
+	maxReleased := 0
+	for seed := int64(1); seed <= int64(seeds); seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		w := newWorld(t, 2+rng.Intn(6))
+		mu := 1 + rng.Intn(3)
+		w.run.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(int32(mu)))
+		w.rules[0].Spec.PreHooks[0].Retries = int32(rng.Intn(2))
+		c := &checker{t: t, w: w, mu: mu, completed: map[string]string{}, seed: seed, stats: map[string]int{}}
+		c.stats["mode-"+gateMode(w, rng.Intn(3))]++
+		origPools := snapshotPools(w)
+		w.startUpdate("4.16.0")
+		hidden := false
+		extra := 0
+		for c.step = 0; c.step < 400; c.step++ {
+			switch k := rng.Intn(20); {
+			case k < 6:
+				in := w.input()
+				if hidden && len(in.Jobs) > 0 {
+					// The cache has not seen the latest Jobs yet.
+					in.Jobs = in.Jobs[:rng.Intn(len(in.Jobs))]
+					c.stats["cacheLag"]++
+				}
+				r := Plan(in)
+				w.last = r
+				w.run.Status = *r.Status.DeepCopy()
+				acts := r.Actions
+				if len(acts) > 0 && rng.Intn(8) == 0 {
+					// The reconciler restarts after writing the status,
+					// before it performed every action.
+					acts = acts[:rng.Intn(len(acts))]
+					c.stats["lostActions"]++
+				}
+				for _, a := range acts {
+					w.apply(a)
+				}
+				r.Actions = acts
+				c.after(r)
+				hidden = rng.Intn(4) == 0
+			case k < 9:
+				if js := w.runningJobs(); len(js) > 0 {
+					w.setJob(js[rng.Intn(len(js))], batchv1.JobComplete)
+				}
+			case k == 9:
+				if js := w.runningJobs(); len(js) > 0 && rng.Intn(3) == 0 {
+					w.setJob(js[rng.Intn(len(js))], batchv1.JobFailed)
+					c.stats["jobFailed"]++
+				}
+			case k < 13:
+				w.render()
+				w.mco()
+			case k == 13:
+				if w.cv.Status.History[0].State != "Completed" {
+					w.renderRelease(w.cv.Status.History[0].Version)
+					w.finishControlPlane()
+				}
+			case k == 14:
+				w.run.Generation++ // a spec change: resumes a paused run
+				w.run.Spec.Paused = rng.Intn(4) == 0
+				c.stats["specChange"]++
+			case k == 15:
+				if rng.Intn(3) == 0 {
+					name := fmt.Sprintf("x%02d", extra)
+					extra++
+					w.nodes[name] = readyNode(name, map[string]string{workerRole: ""}, w.pools["worker"].Status.Configuration.Name, w.now)
+					// A new node boots on whatever the pool renders now.
+					w.nodes[name].Annotations["machineconfiguration.openshift.io/currentConfig"] = rendered("worker", "4.15.0")
+					w.nodes[name].Annotations["machineconfiguration.openshift.io/desiredConfig"] = rendered("worker", "4.15.0")
+					c.stats["nodeAdded"]++
+				}
+			case k == 16:
+				if rng.Intn(4) == 0 {
+					names := sortedKeys(w.nodes)
+					n := names[rng.Intn(len(names))]
+					if _, master := w.nodes[n].Labels[masterRole]; !master {
+						delete(w.nodes, n)
+						c.stats["nodeRemoved"]++
+					}
+				}
+			case k == 17:
+				if rng.Intn(6) == 0 && w.version == "4.16.0" {
+					// A second release lands mid-run.
+					w.startUpdate("4.16.1")
+					c.stats["secondRelease"]++
+				}
+			default:
+				w.now = w.now.Add(time.Duration(rng.Intn(300)) * time.Second)
+			}
+		}
+		if w.run.Status.Phase == nodegatev1alpha1.RunCompleted {
+			c.stats["completedRuns"]++
+			c.restored(origPools)
+		}
+		// Delete the run: everything comes back within a few reconciles.
+		w.run.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
+		finalized := false
+		for i := 0; i < 5 && !finalized; i++ {
+			r := w.reconcile()
+			c.after(r)
+			finalized = r.Finalized
+		}
+		if !finalized {
+			c.fail("deletion did not finish: %+v", w.last.Actions)
+		}
+		c.restored(origPools)
+		for k, v := range c.stats {
+			totals[k] += v
+		}
+		if c.maxReleased > maxReleased {
+			maxReleased = c.maxReleased
+		}
+	}
+	t.Logf("exercised over %d seeds: %v", seeds, totals)
+	// The generator must reach the interesting states, or the invariants
+	// above were checked on nothing.
+	for _, k := range []string{"released", "completedNodes", "jobFailed", "specChange", "nodeAdded", "nodeRemoved", "cacheLag", "lostActions", "secondRelease", "completedRuns", "mode-worker", "mode-canary", "mode-custom"} {
+		if totals[k] == 0 {
+			t.Errorf("no seed exercised %s", k)
+		}
+	}
+	if maxReleased < 2 {
+		t.Errorf("never released more than one node at once: maxUnavailable > 1 untested")
+	}
+}
+
+// TestPropertyCompletesEveryNode: without failures, every run finishes
+// with every worker updated through the gate, whatever the interleaving.
+func TestPropertyCompletesEveryNode(t *testing.T) {
+	for seed := int64(1); seed <= 100; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		w := newWorld(t, 1+rng.Intn(8))
+		w.run.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(int32(1 + rng.Intn(3))))
+		w.startUpdate("4.16.0")
+		w.reconcile()
+		w.renderRelease("4.16.0")
+		w.finishControlPlane()
+		for i := 0; i < 2000 && w.run.Status.Phase != nodegatev1alpha1.RunCompleted; i++ {
+			switch rng.Intn(4) {
+			case 0:
+				w.reconcile()
+			case 1:
+				if js := w.runningJobs(); len(js) > 0 {
+					w.setJob(js[rng.Intn(len(js))], batchv1.JobComplete)
+				}
+			case 2:
+				w.render()
+				w.mco()
+			default:
+				w.now = w.now.Add(time.Minute)
+			}
+		}
+		if w.run.Status.Phase != nodegatev1alpha1.RunCompleted {
+			t.Fatalf("seed %d: phase %s summary %+v", seed, w.run.Status.Phase, w.run.Status.Summary)
+		}
+		for _, n := range w.nodes {
+			if _, worker := n.Labels[workerRole]; worker && !w.labelled[n.Name] {
+				t.Fatalf("seed %d: worker %s updated without passing the gate", seed, n.Name)
+			}
+		}
+		if s := w.run.Status.Summary; int(s.Succeeded) != len(w.nodes)-3 {
+			t.Fatalf("seed %d: summary %+v", seed, s)
+		}
+	}
+}

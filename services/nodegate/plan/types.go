@@ -1,0 +1,163 @@
+// Package plan is node-gate's pure core: from a MutexRunConfig and what the
+// cluster looks like (pools, nodes with the machine-config operator's
+// annotations, hook Jobs, ClusterVersion, alerts, the time), it computes the
+// run's next status, the Events to record and the actions that move the run
+// on. It does no I/O; the reconciler reads the inputs from its caches, writes
+// the status first (so originals are recorded before anything changes), then
+// executes the actions and records the events.
+//
+// The gate: every gated (source) pool is paused as soon as an update is
+// pending or requested, so the machine-config operator (MCO) moves none of
+// its nodes. A node is released by labelling it, which moves it into an
+// unpaused gate pool that has the source's MachineConfig selector (the same
+// rendered content), and the MCO updates it there. When its post-update hooks
+// are done the label is removed: the node returns to its (still paused)
+// source pool, on content identical to the source's target, so the final
+// return when the pool is unpaused is rebootless.
+package plan
+
+import (
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/mcostate"
+)
+
+// Labels and names node-gate puts on the objects it changes.
+const (
+	// ReleaseLabel on a node moves it into the gate pool of the source pool
+	// named by its value.
+	ReleaseLabel = "nodegate.upshift.io/released-from"
+	// GatePoolLabel marks a gate pool node-gate created, with the source pool's name.
+	GatePoolLabel = "nodegate.upshift.io/gate-for"
+	// RunLabel on hook Jobs holds RunKey of the run that created them.
+	RunLabel = "nodegate.upshift.io/run"
+	// NodeLabel on hook Jobs holds a hash of the node's name (names may be
+	// longer than a label value).
+	NodeLabel = "nodegate.upshift.io/node"
+	// HookLabel on hook Jobs holds the hook's name.
+	HookLabel = "nodegate.upshift.io/hook"
+	// GatePoolSuffix makes a source pool's gate pool name.
+	GatePoolSuffix = "-gate"
+	// MasterPool and WorkerPool are the MCO's built-in pools.
+	MasterPool = "master"
+	WorkerPool = "worker"
+	// DefaultJobTTL is ttlSecondsAfterFinished for hook Jobs that set none.
+	DefaultJobTTL int32 = 24 * 3600
+)
+
+// Environment variables appended to every hook container.
+const (
+	EnvNodeName      = "NODE_NAME"
+	EnvPool          = "POOL"
+	EnvTargetConfig  = "TARGET_CONFIG"
+	EnvTargetVersion = "TARGET_VERSION"
+	EnvRunID         = "RUN_ID"
+)
+
+// Input is everything a decision depends on.
+type Input struct {
+	Now time.Time
+	// Run is the MutexRunConfig with its current status. A deletion
+	// timestamp means: restore everything, then Result.Finalized.
+	Run *nodegatev1alpha1.MutexRunConfig
+	// Rules are the run's MutexRules that exist, any order; Targets likewise.
+	Rules   []nodegatev1alpha1.MutexRule
+	Targets []nodegatev1alpha1.MutexTarget
+	// Pools and Nodes are every MachineConfigPool and Node.
+	Pools []mcfgv1.MachineConfigPool
+	Nodes []corev1.Node
+	// Jobs are the hook Jobs (labelled RunLabel) in the rules' namespaces.
+	Jobs []batchv1.Job
+	// ClusterVersion is the cluster's "version" object; nil if absent.
+	ClusterVersion *configv1.ClusterVersion
+	// Alerts are the active alerts, or AlertsErr why they could not be read.
+	// Both are ignored unless the run has a health gate.
+	Alerts    []alerts.Alert
+	AlertsErr error
+	// OtherRuns are the other MutexRunConfigs' claims on pools.
+	OtherRuns []RunClaim
+}
+
+// RunClaim is another run and the pools it targets.
+type RunClaim struct {
+	// Name is namespace/name.
+	Name    string
+	Created time.Time
+	Pools   []string
+}
+
+// ActionKind says what an Action does.
+type ActionKind string
+
+const (
+	// SetPoolPaused sets Pool's spec.paused to Paused.
+	SetPoolPaused ActionKind = "SetPoolPaused"
+	// SetPoolSelector sets Pool's spec.nodeSelector to NodeSelector.
+	SetPoolSelector ActionKind = "SetPoolSelector"
+	// CreatePool creates NewPool (a gate pool).
+	CreatePool ActionKind = "CreatePool"
+	// DeletePool deletes the gate pool Pool.
+	DeletePool ActionKind = "DeletePool"
+	// LabelNode sets ReleaseLabel=Pool on Node.
+	LabelNode ActionKind = "LabelNode"
+	// UnlabelNode removes ReleaseLabel from Node.
+	UnlabelNode ActionKind = "UnlabelNode"
+	// CreateJob creates Job (already-exists means done: names are deterministic).
+	CreateJob ActionKind = "CreateJob"
+)
+
+// Action is one change to the cluster.
+type Action struct {
+	Kind         ActionKind
+	Pool         string
+	Node         string
+	Paused       bool
+	NodeSelector *metav1.LabelSelector
+	NewPool      *mcfgv1.MachineConfigPool
+	Job          *batchv1.Job
+}
+
+// ObjectKind says which object an Event is about.
+type ObjectKind string
+
+const (
+	OnRun  ObjectKind = "MutexRunConfig"
+	OnNode ObjectKind = "Node"
+	OnPool ObjectKind = "MachineConfigPool"
+)
+
+// Event is one Kubernetes Event to record.
+type Event struct {
+	Kind    ObjectKind
+	Name    string // empty for the run itself
+	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
+	Reason  string
+	Message string
+}
+
+// Result is the decision.
+type Result struct {
+	Status  nodegatev1alpha1.MutexRunConfigStatus
+	Actions []Action
+	Events  []Event
+	// RequeueAfter, when not zero, is when time alone changes the decision
+	// (a window opening, a hook timing out).
+	RequeueAfter time.Duration
+	// Finalized: the run is being deleted and everything is restored.
+	Finalized bool
+}
+
+// NodeAnnotations are the only Node annotations the planner reads; a
+// reconciler's cache may drop the others.
+var NodeAnnotations = []string{
+	mcostate.CurrentConfig, mcostate.DesiredConfig, mcostate.State, mcostate.Reason,
+	mcostate.CurrentImage, mcostate.DesiredImage,
+}
