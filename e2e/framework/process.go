@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"sync"
@@ -40,6 +41,14 @@ func (c *Component) Stop(grace time.Duration) error {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-c.done:
+		// Killed by the SIGTERM itself: it came before the program had set
+		// up its handler (it had only just started). Stopped as asked.
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+				return nil
+			}
+		}
 		return err
 	case <-time.After(grace):
 		_ = c.cmd.Process.Kill()
