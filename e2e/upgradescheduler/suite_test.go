@@ -101,7 +101,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	DeferCleanup(env.Stop)
 
 	objs, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
-		Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5"}})
+		Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5", "4.16.6", "4.16.7"},
+		// 4.16.6 is reachable only as a conditional update: a risk that
+		// applies to every cluster, as OCM may still schedule.
+		Releases: []ocpsim.GraphRelease{{Version: "4.16.6", Risks: []ocpsim.Risk{{Name: "SimulatedRegression",
+			Message: "A simulated regression affects every cluster updating to 4.16.6.", URL: "https://example.com/simulated-regression"}}}}})
 	Expect(err).NotTo(HaveOccurred())
 	// Hive labels the worker pool's MachineSets; the scheduler reserves
 	// capacity for exactly those.

@@ -182,20 +182,16 @@ func (t *tracker) stepsSeen(version string) []string {
 }
 
 // stepTimings reports how long each step of the newest history entry took,
-// from its recorded start and completion times.
+// from its recorded start and completion times, oldest first (the history
+// lists conditions newest first, as MUO does).
 func stepTimings(uc *upgradev1alpha1.UpgradeConfig) []string {
-	var out []string
 	if len(uc.Status.History) == 0 {
 		return nil
 	}
-	conds := append([]upgradev1alpha1.UpgradeCondition(nil), uc.Status.History[0].Conditions...)
-	sort.SliceStable(conds, func(i, j int) bool {
-		if conds[i].StartTime == nil || conds[j].StartTime == nil {
-			return conds[j].StartTime == nil && conds[i].StartTime != nil
-		}
-		return conds[i].StartTime.Before(conds[j].StartTime)
-	})
-	for _, c := range conds {
+	conds := uc.Status.History[0].Conditions
+	var out []string
+	for i := len(conds) - 1; i >= 0; i-- {
+		c := conds[i]
 		d := "-"
 		if c.StartTime != nil && c.CompleteTime != nil {
 			d = c.CompleteTime.Sub(c.StartTime.Time).String()

@@ -25,6 +25,7 @@ import (
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/tools/ocpsim"
+	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
 	"github.com/upshift-io/upshift/tools/ocpsim/faults"
 )
 
@@ -448,6 +449,46 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		d, ok := track.reaction("4.16.4")
 		Expect(ok).To(BeTrue())
 		reactions = append(reactions, d)
+		deleteUC(ctx)
+	})
+
+	It("takes a conditional update (not recommended, with its risk) as MUO does: version and image", func(ctx SpecContext) {
+		before := sideEffects()
+		cv := &configv1.ClusterVersion{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		var conditional *configv1.ConditionalUpdate
+		for i := range cv.Status.ConditionalUpdates {
+			if cv.Status.ConditionalUpdates[i].Release.Version == "4.16.6" {
+				conditional = &cv.Status.ConditionalUpdates[i]
+			}
+		}
+		Expect(conditional).NotTo(BeNil(), "ocpsim offers 4.16.6 as a conditional update")
+		for _, r := range cv.Status.AvailableUpdates {
+			Expect(r.Version).NotTo(Equal("4.16.6"), "a conditional update with a risk that applies is not recommended")
+		}
+		uc := newUC(upgradev1alpha1.OSD, "4.16.6", time.Now())
+		uc.Spec.CapacityReservation = false
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		Eventually(phaseStep(ctx), 4*time.Minute).Should(Equal("Upgraded/"))
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		Expect(cv.Spec.DesiredUpdate.Version).To(Equal("4.16.6"))
+		Expect(cv.Spec.DesiredUpdate.Image).To(Equal(conditional.Release.Image), "the conditional edge's image goes with the version")
+		Expect(sideEffects().cvPatches - before.cvPatches).To(Equal(1))
+		deleteUC(ctx)
+	})
+
+	It("runs an image-mode UpgradeConfig (a release image by digest) without a registry", func(ctx SpecContext) {
+		image := cvo.ReleaseImage("4.16.7")
+		Expect(image).To(ContainSubstring("@sha256:"))
+		uc := newUC(upgradev1alpha1.ARO, "4.16.7", time.Now())
+		uc.Spec.Desired = upgradev1alpha1.Update{Version: "4.16.7", Image: image}
+		uc.Spec.CapacityReservation = false
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		Eventually(phaseStep(ctx), 4*time.Minute).Should(Equal("Upgraded/"))
+		cv := &configv1.ClusterVersion{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		Expect(cv.Spec.DesiredUpdate.Image).To(Equal(image))
+		Expect(cv.Status.Desired.Version).To(Equal("4.16.7"))
 		deleteUC(ctx)
 	})
 
