@@ -310,6 +310,26 @@ func (e Exposition) Merge(o Exposition) {
 	}
 }
 
+// MissingFor lists, for each query, what its selectors need and the
+// exposition lacks, prefixed with the query's source. A query that does not
+// parse or selects no metric is an error: it could never be checked.
+func (e Exposition) MissingFor(queries []Query) ([]string, error) {
+	var out []string
+	for _, q := range queries {
+		sels, err := PromQLSelectors(q.Expr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", q.Source, err)
+		}
+		if len(sels) == 0 {
+			return nil, fmt.Errorf("%s selects no metric: %s", q.Source, q.Expr)
+		}
+		for _, m := range e.Missing(sels) {
+			out = append(out, q.Source+": "+m)
+		}
+	}
+	return out, nil
+}
+
 // Missing lists, for each selector the exposition cannot satisfy, what is
 // missing: the metric, or a label the selector matches on.
 func (e Exposition) Missing(sels []Selector) []string {

@@ -81,3 +81,25 @@ h_bucket{le="+Inf"} 2
 		t.Error("unclosed label value: no error")
 	}
 }
+
+func TestExpositionMergeAndMissingFor(t *testing.T) {
+	mid, err := ParseExposition(`step_info{name="a",step="X"} 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := ParseExposition(`phase{name="a",phase="Upgraded"} 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries := []Query{{Source: "rule A", Expr: `step_info{step!=""} == 1`}, {Source: "rule B", Expr: `sum by (phase) (phase)`}}
+	if missing, err := done.MissingFor(queries); err != nil || len(missing) != 1 || missing[0] != "rule A: metric step_info" {
+		t.Fatalf("one scrape: %v %v", missing, err)
+	}
+	done.Merge(mid)
+	if missing, err := done.MissingFor(queries); err != nil || len(missing) != 0 {
+		t.Fatalf("merged: %v %v", missing, err)
+	}
+	if _, err := done.MissingFor([]Query{{Source: "rule C", Expr: `1`}}); err == nil {
+		t.Fatal("a query that selects no metric passed")
+	}
+}

@@ -409,15 +409,8 @@ var _ = Describe("the update-status-controller", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		exposed, err := framework.ParseExposition(body)
 		Expect(err).NotTo(HaveOccurred())
-		var missing []string
-		for _, q := range queries {
-			sels, err := framework.PromQLSelectors(q.Expr)
-			Expect(err).NotTo(HaveOccurred(), q.Source)
-			Expect(sels).NotTo(BeEmpty(), "%s selects no metric: %s", q.Source, q.Expr)
-			for _, m := range exposed.Missing(sels) {
-				missing = append(missing, q.Source+": "+m)
-			}
-		}
+		missing, err := exposed.MissingFor(queries)
+		Expect(err).NotTo(HaveOccurred())
 		Expect(missing).To(BeEmpty(), "the controller does not export what the chart queries")
 	})
 })

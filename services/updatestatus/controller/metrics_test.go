@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
 
@@ -17,23 +18,9 @@ import (
 // "label=value,..." -> value.
 func samples(t *testing.T, name string) map[string]float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
+	out, err := metricstest.Series(metrics.Registry, name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			var ls []string
-			for _, l := range m.GetLabel() {
-				ls = append(ls, l.GetName()+"="+l.GetValue())
-			}
-			sort.Strings(ls)
-			out[strings.Join(ls, ",")] = m.GetGauge().GetValue()
-		}
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 )
@@ -28,23 +28,12 @@ import (
 func series(name, filter string) func() map[string]float64 {
 	return func() map[string]float64 {
 		GinkgoHelper()
-		families, err := ctrlmetrics.Registry.Gather()
+		all, err := metricstest.Series(ctrlmetrics.Registry, name)
 		Expect(err).NotTo(HaveOccurred())
 		out := map[string]float64{}
-		for _, f := range families {
-			if f.GetName() != name {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				var ls []string
-				for _, l := range m.GetLabel() {
-					ls = append(ls, l.GetName()+"="+l.GetValue())
-				}
-				sort.Strings(ls)
-				key := strings.Join(ls, ",")
-				if strings.Contains(key, filter) {
-					out[key] = m.GetGauge().GetValue()
-				}
+		for key, v := range all {
+			if strings.Contains(key, filter) {
+				out[key] = v
 			}
 		}
 		return out

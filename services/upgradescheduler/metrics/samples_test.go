@@ -11,6 +11,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
 
@@ -214,22 +215,9 @@ func TestStepsCompletedCountsEachCompletionOnce(t *testing.T) {
 // gathered returns the registry's series of a metric as "k=v,..." -> value.
 func gathered(t *testing.T, name string) map[string]float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
+	out, err := metricstest.Series(ctrlmetrics.Registry, name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			var ls []string
-			for _, l := range m.GetLabel() {
-				ls = append(ls, l.GetName()+"="+l.GetValue())
-			}
-			out[strings.Join(ls, ",")] = m.GetGauge().GetValue()
-		}
 	}
 	return out
 }
