@@ -254,8 +254,12 @@ func Track(in Input) Output {
 			if complete {
 				rec.Settled = true
 				if rec.Start == nil && rec.SawChange {
+					// No node to move (an empty pool): it started and
+					// completed at once.
 					t := now
 					rec.Start = &t
+					out.Events = append(out.Events, Event{Pool: p.Name, Reason: ReasonPoolStarted, Message: fmt.Sprintf(
+						"pool %s started updating to %s: it has no node to move", p.Name, p.Target)})
 				}
 				if rec.Start != nil {
 					t := now
