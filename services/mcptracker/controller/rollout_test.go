@@ -147,7 +147,9 @@ var _ = Describe("tracking pools driven by the MCO simulator", Ordered, func() {
 		key := client.ObjectKeyFromObject(uc)
 		Eventually(func(g Gomega) {
 			got := getUC(ctx, env.Client, key)
-			g.Expect(got.Status.Pools).To(HaveLen(3))
+			for _, p := range []string{"master", "worker", "infra"} {
+				g.Expect(poolStatus(got, p)).NotTo(BeNil(), p)
+			}
 			c := findCond(got, upgradev1alpha1.WorkersUpgradedCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(track.ReasonAllPoolsUpdated))
