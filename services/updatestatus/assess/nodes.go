@@ -9,30 +9,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
-// Annotations the machine-config daemon (MCD) keeps on nodes, and the one the
-// MCO puts on rendered MachineConfigs.
+// Annotations the machine-config daemon (MCD) keeps on nodes (one set of
+// names for every component, in libs/mcostate), and the ones the MCO puts on
+// rendered MachineConfigs and pools.
 const (
-	annoPrefix              = "machineconfiguration.openshift.io/"
-	annoCurrentConfig       = annoPrefix + "currentConfig"
-	annoDesiredConfig       = annoPrefix + "desiredConfig"
-	annoState               = annoPrefix + "state"
-	annoReason              = annoPrefix + "reason"
-	annoDesiredDrain        = annoPrefix + "desiredDrain"
-	annoLastAppliedDrain    = annoPrefix + "lastAppliedDrain"
-	annoCurrentImage        = annoPrefix + "currentImage"
-	annoDesiredImage        = annoPrefix + "desiredImage"
+	annoPrefix              = mcostate.Prefix
+	annoCurrentConfig       = mcostate.CurrentConfig
+	annoDesiredConfig       = mcostate.DesiredConfig
+	annoState               = mcostate.State
+	annoReason              = mcostate.Reason
+	annoDesiredDrain        = mcostate.DesiredDrain
+	annoLastAppliedDrain    = mcostate.LastAppliedDrain
+	annoCurrentImage        = mcostate.CurrentImage
+	annoDesiredImage        = mcostate.DesiredImage
 	annoReleaseImageVersion = annoPrefix + "release-image-version"
 	// annoPoolOSImage is where the MCO keeps a layered pool's OS image (an
 	// on-cluster build); pools without it are not layered.
 	annoPoolOSImage = annoPrefix + "newestImageEquivalentConfig"
 
-	mcdStateWorking        = "Working"
-	mcdStateDone           = "Done"
-	mcdStateDegraded       = "Degraded"
-	mcdStateRebooting      = "Rebooting"
-	mcdStateUnreconcilable = "Unreconcilable"
+	mcdStateWorking        = mcostate.StateWorking
+	mcdStateDone           = mcostate.StateDone
+	mcdStateDegraded       = mcostate.StateDegraded
+	mcdStateRebooting      = mcostate.StateRebooting
+	mcdStateUnreconcilable = mcostate.StateUnreconcilable
 )
 
 // Why a node does not accept workloads. The texts are what the CLI shows.
