@@ -111,4 +111,3 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
-

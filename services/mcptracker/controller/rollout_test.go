@@ -234,7 +234,7 @@ var _ = Describe("tracking pools driven by the MCO simulator", Ordered, func() {
 		var own string
 		for _, mf := range full.ManagedFields {
 			if mf.Manager == controller.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
-				own = string(mf.FieldsV1.Raw)
+				own = mf.FieldsV1.GetRawString()
 			}
 		}
 		Expect(own).To(ContainSubstring(`"f:pools"`))

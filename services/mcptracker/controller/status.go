@@ -21,8 +21,8 @@ import (
 // neither touches nor takes over the upgrade-scheduler's fields.
 type ownStatus struct {
 	Pools      []upgradev1alpha1.PoolUpdate `json:"pools,omitempty"`
-	Conditions []metav1.Condition          `json:"conditions,omitempty"`
-	History    []workerTimes               `json:"history,omitempty"`
+	Conditions []metav1.Condition           `json:"conditions,omitempty"`
+	History    []workerTimes                `json:"history,omitempty"`
 }
 
 // workerTimes is one history entry (keyed by version) with only MUO's two
