@@ -115,10 +115,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		nodes corev1.NodeList
 		ucs   upgradev1alpha1.UpgradeConfigList
 	)
-	if err := r.Client.List(ctx, &pools); err != nil {
+	// The pass only reads the cached objects: no deep copy of thousands of
+	// Nodes per pass.
+	if err := r.Client.List(ctx, &pools, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.Client.List(ctx, &ucs, client.InNamespace(r.Namespace)); err != nil {
@@ -160,6 +162,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 	var firstErr error
+	live := map[types.NamespacedName]bool{}
+	for i := range ucs.Items {
+		live[client.ObjectKeyFromObject(&ucs.Items[i])] = true
+	}
+	for k := range r.lastWrite {
+		if !live[k] {
+			delete(r.lastWrite, k)
+		}
+	}
 	for i := range ucs.Items {
 		uc := &ucs.Items[i]
 		if uc.DeletionTimestamp != nil {

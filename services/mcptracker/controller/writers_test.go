@@ -271,5 +271,27 @@ var _ = Describe("bounded writes and stuck nodes", func() {
 			g.Expect(stuck).To(ConsistOf(And(HavePrefix("node "+nodes[0]+" of pool bulk has been updating for "), HaveSuffix(": waiting for the kubelet"))))
 			g.Expect(stuck[0]).To(ContainSubstring("pool bulk"))
 		}).Should(Succeed())
+
+		By("a node turning degraded: the condition, the metric and one Event name it and the daemon's reason")
+		annotate(ctx, nodes[0], mcostate.State, mcostate.StateDegraded, mcostate.Reason, "failed to drain node: bulk-0 after 1h0m0s")
+		Eventually(func(g Gomega) {
+			got := getUC(ctx, env.Client, key)
+			c := meta.FindStatusCondition(got.Status.Conditions, upgradev1alpha1.WorkersUpgradedCondition)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal("PoolsDegraded"))
+			g.Expect(c.Message).To(ContainSubstring("bulk (node bulk-0: failed to drain node: bulk-0 after 1h0m0s)"))
+			g.Expect(poolStatus(got, "bulk").Nodes.Degraded).To(Equal(int32(1)))
+			v, _ := t.metric("upshift_mcp_tracker_pool_degraded", map[string]string{"pool": "bulk"})
+			g.Expect(v).To(Equal(1.0))
+			var evs eventsv1.EventList
+			g.Expect(env.Client.List(ctx, &evs, client.InNamespace("bulk"))).To(Succeed())
+			var degraded []string
+			for _, e := range evs.Items {
+				if e.Reason == "PoolDegraded" && e.Regarding.Name == uc.Name {
+					degraded = append(degraded, e.Note)
+				}
+			}
+			g.Expect(degraded).To(ConsistOf("pool bulk is degraded updating to rendered-bulk-2: node bulk-0: failed to drain node: bulk-0 after 1h0m0s"))
+		}).Should(Succeed())
 	}, NodeTimeout(2*time.Minute))
 })
