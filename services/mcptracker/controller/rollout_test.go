@@ -119,7 +119,7 @@ func within(a *metav1.Time, b time.Time) {
 	Expect(a.Time.Sub(b).Abs()).To(BeNumerically("<=", 1500*time.Millisecond), "tracker %v, observed %v", a.Time, b)
 }
 
-var _ = Describe("tracking pools driven by the MCO simulator", Ordered, func() {
+func mcoRollout() {
 	It("times every pool from the node annotations, exports metrics without an UpgradeConfig, and writes its status fields", func(ctx SpecContext) {
 		_, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 1, Workers: 2,
 			CustomPools: []ocpsim.CustomPool{{Name: "infra", Nodes: 1, Paused: true}}})
@@ -243,7 +243,7 @@ var _ = Describe("tracking pools driven by the MCO simulator", Ordered, func() {
 		Expect(own).NotTo(ContainSubstring(`"f:phase"`))
 		Expect(own).NotTo(ContainSubstring(`"f:spec"`))
 	}, NodeTimeout(3*time.Minute))
-})
+}
 
 func findCond(uc *upgradev1alpha1.UpgradeConfig, t string) *metav1.Condition {
 	for i := range uc.Status.Conditions {

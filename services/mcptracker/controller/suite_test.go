@@ -43,6 +43,15 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	DeferCleanup(env.Stop)
 }, NodeTimeout(2*time.Minute))
 
+// The specs share one control plane and run in this order: the first two
+// create their own pools (the first one named worker) and delete them at
+// their end; the last seeds a simulated cluster whose pools stay.
+var _ = Describe("mcp-tracker", Ordered, func() {
+	Context("two writers on one UpgradeConfig status", twoWriters)
+	Context("bounded writes and stuck nodes", boundedWrites)
+	Context("tracking pools driven by the MCO simulator", mcoRollout)
+})
+
 // tracker is one running mcp-tracker with its own metrics registry.
 type tracker struct {
 	reg *prometheus.Registry

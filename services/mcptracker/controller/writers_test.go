@@ -96,13 +96,15 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-var _ = Describe("two writers on one UpgradeConfig status", func() {
+func twoWriters() {
 	It("the scheduler's full status updates and the tracker's applies never lose each other's fields", func(ctx SpecContext) {
-		nodes := manualPool(ctx, "race", "rendered-race-1", 4)
+		// The pool is worker, so that MUO's worker times are written during
+		// the race too.
+		nodes := manualPool(ctx, "worker", "rendered-worker-1", 4)
 		t := startTracker(ctx, &controller.Reconciler{Namespace: "race", MinWriteInterval: time.Millisecond})
 		uc := newUpgradeConfig(ctx, env.Client, "race", "4.16.2", time.Now().Add(-time.Minute))
 		key := client.ObjectKeyFromObject(uc)
-		Eventually(func(g Gomega) { g.Expect(poolStatus(getUC(ctx, env.Client, key), "race")).NotTo(BeNil()) }).Should(Succeed())
+		Eventually(func(g Gomega) { g.Expect(poolStatus(getUC(ctx, env.Client, key), "worker")).NotTo(BeNil()) }).Should(Succeed())
 
 		// Every version of the object the apiserver hands out is checked:
 		// once a writer's field is there, it must stay there, and the
@@ -120,7 +122,7 @@ var _ = Describe("two writers on one UpgradeConfig status", func() {
 		watchDone := make(chan struct{})
 		go func() {
 			defer close(watchDone)
-			lastStep := -1
+			lastStep, sawWorkerStart := -1, false
 			for ev := range w.ResultChan() {
 				if ev.Type != watch.Modified && ev.Type != watch.Added {
 					continue
@@ -128,7 +130,12 @@ var _ = Describe("two writers on one UpgradeConfig status", func() {
 				got := ev.Object.(*upgradev1alpha1.UpgradeConfig)
 				mu.Lock()
 				versions++
-				if poolStatus(got, "race") == nil || meta.FindStatusCondition(got.Status.Conditions, upgradev1alpha1.WorkersUpgradedCondition) == nil {
+				if got.Status.History[0].WorkerStartTime != nil {
+					sawWorkerStart = true
+				} else if sawWorkerStart {
+					violations = append(violations, "rv "+got.ResourceVersion+": workerStartTime is gone")
+				}
+				if poolStatus(got, "worker") == nil || meta.FindStatusCondition(got.Status.Conditions, upgradev1alpha1.WorkersUpgradedCondition) == nil {
 					violations = append(violations, "rv "+got.ResourceVersion+": the tracker's fields are gone")
 				}
 				step := -1
@@ -174,22 +181,22 @@ var _ = Describe("two writers on one UpgradeConfig status", func() {
 		go func() { // the MCO moving nodes: every move changes the tracker's fields
 			defer GinkgoRecover()
 			defer wg.Done()
-			setPool(ctx, "race", "rendered-race-2", false)
+			setPool(ctx, "worker", "rendered-worker-2", false)
 			for i := range rounds {
 				n := nodes[i%len(nodes)]
 				switch i / len(nodes) % 3 {
 				case 0:
-					annotate(ctx, n, mcostate.DesiredConfig, "rendered-race-2", mcostate.State, mcostate.StateWorking)
+					annotate(ctx, n, mcostate.DesiredConfig, "rendered-worker-2", mcostate.State, mcostate.StateWorking)
 				case 1:
-					annotate(ctx, n, mcostate.DesiredDrain, "drain-rendered-race-2", mcostate.LastAppliedDrain, "uncordon-rendered-race-1")
+					annotate(ctx, n, mcostate.DesiredDrain, "drain-rendered-worker-2", mcostate.LastAppliedDrain, "uncordon-rendered-worker-1")
 				case 2:
-					annotate(ctx, n, mcostate.DesiredDrain, "uncordon-rendered-race-2", mcostate.LastAppliedDrain, "uncordon-rendered-race-2")
+					annotate(ctx, n, mcostate.DesiredDrain, "uncordon-rendered-worker-2", mcostate.LastAppliedDrain, "uncordon-rendered-worker-2")
 				}
 			}
 			for _, n := range nodes {
-				annotate(ctx, n, mcostate.CurrentConfig, "rendered-race-2", mcostate.State, mcostate.StateDone)
+				annotate(ctx, n, mcostate.CurrentConfig, "rendered-worker-2", mcostate.State, mcostate.StateDone)
 			}
-			setPool(ctx, "race", "rendered-race-2", true)
+			setPool(ctx, "worker", "rendered-worker-2", true)
 		}()
 		wg.Wait()
 
@@ -198,9 +205,11 @@ var _ = Describe("two writers on one UpgradeConfig status", func() {
 			g.Expect(got.Status.CurrentStep).To(Equal(fmt.Sprintf("step-%d", rounds)))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, "Progressing").Message).To(Equal(strconv.Itoa(rounds)))
 			g.Expect(got.Status.History[0].Conditions[0].Reason).To(Equal(strconv.Itoa(rounds)))
-			race := poolStatus(got, "race")
-			g.Expect(race.CompleteTime).NotTo(BeNil())
-			g.Expect(race.Nodes.Done).To(Equal(int32(len(nodes))))
+			worker := poolStatus(got, "worker")
+			g.Expect(worker.CompleteTime).NotTo(BeNil())
+			g.Expect(worker.Nodes.Done).To(Equal(int32(len(nodes))))
+			g.Expect(got.Status.History[0].WorkerStartTime.Equal(worker.StartTime)).To(BeTrue())
+			g.Expect(got.Status.History[0].WorkerCompleteTime.Equal(worker.CompleteTime)).To(BeTrue())
 		}).Should(Succeed())
 		w.Stop()
 		<-watchDone
@@ -213,9 +222,9 @@ var _ = Describe("two writers on one UpgradeConfig status", func() {
 		Expect(writes).To(BeNumerically(">=", 5))
 		Expect(versions).To(BeNumerically(">=", rounds+5))
 	}, NodeTimeout(2*time.Minute))
-})
+}
 
-var _ = Describe("bounded writes and stuck nodes", func() {
+func boundedWrites() {
 	It("coalesces many node transitions into few writes, always writing the final state, and reports a stuck node", func(ctx SpecContext) {
 		const interval = 2 * time.Second
 		nodes := manualPool(ctx, "bulk", "rendered-bulk-1", 10)
@@ -294,4 +303,4 @@ var _ = Describe("bounded writes and stuck nodes", func() {
 			g.Expect(degraded).To(ConsistOf("pool bulk is degraded updating to rendered-bulk-2: node bulk-0: failed to drain node: bulk-0 after 1h0m0s"))
 		}).Should(Succeed())
 	}, NodeTimeout(2*time.Minute))
-})
+}
