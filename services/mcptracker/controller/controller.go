@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -287,6 +288,12 @@ func mcoAnnotations(a map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// CacheByObject is the cache configuration the tracker's manager needs:
+// Nodes trimmed by TrimNode.
+func CacheByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: TrimNode}}
 }
 
 // TrimNode is the cache transform for Nodes: it keeps only what the tracker

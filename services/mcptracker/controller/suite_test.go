@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -66,7 +65,7 @@ func startTracker(ctx context.Context, r *controller.Reconciler) *tracker {
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: controller.TrimNode}},
+			ByObject:         controller.CacheByObject(),
 		},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})

@@ -228,7 +228,25 @@ func boundedWrites() {
 	It("coalesces many node transitions into few writes, always writing the final state, and reports a stuck node", func(ctx SpecContext) {
 		const interval = 2 * time.Second
 		nodes := manualPool(ctx, "bulk", "rendered-bulk-1", 10)
+		solo := manualPool(ctx, "solo", "rendered-solo-1", 1)
 		t := startTracker(ctx, &controller.Reconciler{Namespace: "bulk", MinWriteInterval: interval, StuckAfter: 4 * time.Second})
+
+		By("with no UpgradeConfig yet, the Events go on the pool")
+		setPool(ctx, "solo", "rendered-solo-2", false)
+		annotate(ctx, solo[0], mcostate.DesiredConfig, "rendered-solo-2")
+		Eventually(func(g Gomega) {
+			var evs eventsv1.EventList
+			g.Expect(env.Client.List(ctx, &evs)).To(Succeed())
+			var started []string
+			for _, e := range evs.Items {
+				if e.Reason == "PoolUpdateStarted" && e.Regarding.Kind == "MachineConfigPool" && e.Regarding.Name == "solo" {
+					started = append(started, e.Note)
+				}
+			}
+			g.Expect(started).To(ConsistOf("pool solo started updating to rendered-solo-2: node solo-0 was told to move to it"))
+		}).Should(Succeed())
+		annotate(ctx, solo[0], mcostate.CurrentConfig, "rendered-solo-2")
+		setPool(ctx, "solo", "rendered-solo-2", true)
 		uc := newUpgradeConfig(ctx, env.Client, "bulk", "4.16.2", time.Now().Add(-time.Minute))
 		key := client.ObjectKeyFromObject(uc)
 		Eventually(func(g Gomega) { g.Expect(poolStatus(getUC(ctx, env.Client, key), "bulk")).NotTo(BeNil()) }).Should(Succeed())
