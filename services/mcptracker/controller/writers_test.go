@@ -232,6 +232,12 @@ func boundedWrites() {
 		t := startTracker(ctx, &controller.Reconciler{Namespace: "bulk", MinWriteInterval: interval, StuckAfter: 4 * time.Second})
 
 		By("with no UpgradeConfig yet, the Events go on the pool")
+		// The tracker must have seen the pool before it moves: a pool first
+		// seen mid-update gets no start.
+		Eventually(func(g Gomega) {
+			v, _ := t.metric("upshift_mcp_tracker_nodes", map[string]string{"pool": "solo", "state": "done"})
+			g.Expect(v).To(Equal(1.0))
+		}).Should(Succeed())
 		setPool(ctx, "solo", "rendered-solo-2", false)
 		annotate(ctx, solo[0], mcostate.DesiredConfig, "rendered-solo-2")
 		Eventually(func(g Gomega) {

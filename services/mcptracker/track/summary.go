@@ -76,15 +76,18 @@ func WorkerTimes(entry upgradev1alpha1.UpgradeHistory, pools []PoolStatus) (star
 }
 
 // Seed rebuilds the pool records from a status written by an earlier pass
-// (after a restart). Node memory is not in the status: nodes start from the
-// time they are first seen again.
+// (after a restart). Node memory is not in the status: nodes' time in state
+// counts from when they are seen again, and the nodes already moving then
+// get no update duration.
 func Seed(pools []upgradev1alpha1.PoolUpdate) State {
 	st := State{Pools: map[string]PoolRecord{}, Nodes: map[string]NodeMemory{}}
 	for _, p := range pools {
 		st.Pools[p.Name] = PoolRecord{
 			Name: p.Name, Target: p.TargetConfig,
 			Start: timePtr(p.StartTime), Complete: timePtr(p.CompleteTime), Removed: timePtr(p.RemovedTime),
-			Settled:  p.CompleteTime != nil,
+			Settled: p.CompleteTime != nil,
+			// Written while not started: the start still to come is real.
+			Observed: p.StartTime == nil && p.CompleteTime == nil && p.RemovedTime == nil,
 			Degraded: p.Nodes.Degraded > 0,
 		}
 	}

@@ -70,6 +70,9 @@ type PoolRecord struct {
 	// empty pool) gets both times, while a pool found already updated does
 	// not get invented ones.
 	SawChange bool
+	// Observed: the tracker watched the pool before the update to Target
+	// began, so the start it sees is the real one.
+	Observed bool
 	// Settled: the update to Target is over (completed, or found complete
 	// without knowing when).
 	Settled bool
@@ -187,9 +190,11 @@ func Track(in Input) Output {
 			mem := prev
 			if !seen || prev.Pool != p.Name || prev.Target != p.Target {
 				mem = NodeMemory{Pool: p.Name, Target: p.Target, Phase: phase, Since: now}
-				if phase != mcostate.Pending && phase != mcostate.Done {
-					// First seen already moving (a new target, a new node, or
-					// the tracker restarted): the best known start.
+				if seen && phase != mcostate.Pending && phase != mcostate.Done {
+					// Seen before, not moving to this target then: it was
+					// targeted since the last pass. A node first seen
+					// already moving (a new node, or after a restart) has
+					// no known start, and no duration is made up for it.
 					mem.TargetedAt = now
 				}
 			} else if prev.Phase != phase {
@@ -242,10 +247,14 @@ func Track(in Input) Output {
 		prev, known := in.Prev.Pools[p.Name]
 		rec := prev
 		if !known || prev.Target != p.Target || prev.Removed != nil {
-			rec = PoolRecord{Name: p.Name, Target: p.Target, SawChange: known && prev.Target != p.Target}
+			sawChange := known && prev.Target != p.Target
+			// Observed: watched before any node moved, so the start about
+			// to be seen is the real one. A pool first seen mid-update gets
+			// no start (and so no completion time): unknown, not invented.
+			rec = PoolRecord{Name: p.Name, Target: p.Target, SawChange: sawChange, Observed: sawChange || started == ""}
 		}
 		if !rec.Settled {
-			if rec.Start == nil && started != "" && !(complete && !rec.SawChange) {
+			if rec.Start == nil && started != "" && rec.Observed && !(complete && !rec.SawChange) {
 				t := now
 				rec.Start = &t
 				out.Events = append(out.Events, Event{Pool: p.Name, Reason: ReasonPoolStarted, Message: fmt.Sprintf(

@@ -191,8 +191,9 @@ func TestPoolAppearsAndDisappears(t *testing.T) {
 	infraCfg := "rendered-infra-1"
 	wp := pool("worker", cfgB, roleWorker, false)
 	out := run(State{}, 0, []Pool{wp}, workers(node("w1", w, cfgA, cfgB, "Working"), node("w2", []string{roleWorker, roleInfra}, cfgA, cfgA, "Done")))
-	if ps := find(out, "worker"); ps.MachineCount != 2 || ps.StartTime == nil {
-		t.Fatalf("worker: %+v", ps)
+	// First seen mid-update: its start is unknown and not invented.
+	if ps := find(out, "worker"); ps.MachineCount != 2 || ps.StartTime != nil || ps.Nodes.Updating != 1 || len(out.Events) != 0 {
+		t.Fatalf("worker first seen mid-update: %+v %v", ps, out.Events)
 	}
 	ip := pool("infra", infraCfg, roleInfra, false)
 	out = run(out.State, time.Minute, []Pool{wp, ip}, workers(node("w1", w, cfgA, cfgB, "Working"), node("w2", []string{roleWorker, roleInfra}, cfgA, cfgA, "Done")))
@@ -255,10 +256,26 @@ func TestEmptyPoolAndRestart(t *testing.T) {
 	if ps = find(out, "worker"); !ps.StartTime.Equal(&start) || ps.CompleteTime == nil || !ps.CompleteTime.Time.Equal(t0.Add(40*time.Minute)) {
 		t.Fatalf("restart completion: %+v", ps)
 	}
-	// The node that finished after the restart has no known start: no
-	// duration is invented for it... but w2 was seen moving, from 30m.
-	if len(out.NodeDurations) != 1 || out.NodeDurations[0].Duration != 10*time.Minute {
+	// w2 was already moving when the tracker came back: its start is
+	// unknown, so no duration is invented for it.
+	if len(out.NodeDurations) != 0 {
 		t.Fatalf("durations after restart: %+v", out.NodeDurations)
+	}
+
+	// Seeded before the start (status written while no node had moved):
+	// the start seen after the restart is the real one.
+	seeded = Seed([]upgradev1alpha1.PoolUpdate{{Name: "worker", TargetConfig: cfgB}})
+	out = run(seeded, 0, []Pool{pool("worker", cfgB, roleWorker, false)}, workers(node("w1", w, cfgA, cfgA, "Done")))
+	if ps = find(out, "worker"); ps.StartTime != nil {
+		t.Fatalf("not started: %+v", ps)
+	}
+	out = run(out.State, time.Minute, []Pool{pool("worker", cfgB, roleWorker, false)}, workers(node("w1", w, cfgA, cfgB, "Working")))
+	if ps = find(out, "worker"); ps.StartTime == nil || !ps.StartTime.Time.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("start after restart: %+v", ps)
+	}
+	out = run(out.State, 6*time.Minute, []Pool{pool("worker", cfgB, roleWorker, true)}, workers(node("w1", w, cfgB, cfgB, "Done")))
+	if len(out.NodeDurations) != 1 || out.NodeDurations[0].Duration != 5*time.Minute || find(out, "worker").CompleteTime == nil {
+		t.Fatalf("seen pending then moving: %+v", out.NodeDurations)
 	}
 }
 
