@@ -60,6 +60,14 @@ func desiredStatus(uc *upgradev1alpha1.UpgradeConfig, pools []track.PoolStatus, 
 	for _, p := range pools {
 		s.Pools = append(s.Pools, p.PoolUpdate)
 	}
+	if len(s.Pools) > maxPools {
+		// The API holds maxPools entries: deleted pools go first.
+		slices.SortStableFunc(s.Pools, func(a, b upgradev1alpha1.PoolUpdate) int {
+			return cmpBool(a.RemovedTime != nil, b.RemovedTime != nil)
+		})
+		s.Pools = s.Pools[:maxPools]
+		slices.SortFunc(s.Pools, func(a, b upgradev1alpha1.PoolUpdate) int { return strings.Compare(a.Name, b.Name) })
+	}
 	st, reason, msg := track.WorkersUpgraded(pools)
 	cond := metav1.Condition{
 		Type: upgradev1alpha1.WorkersUpgradedCondition, Status: st, Reason: reason, Message: truncate(msg, 32768),
@@ -106,6 +114,19 @@ func (r *Reconciler) apply(ctx context.Context, uc *upgradev1alpha1.UpgradeConfi
 		"status":     status,
 	}}
 	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+}
+
+// maxPools is status.pools' MaxItems.
+const maxPools = 64
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 func truncate(s string, n int) string {
