@@ -256,7 +256,7 @@ func poolOf(p *mcfgv1.MachineConfigPool) track.Pool {
 }
 
 func nodeOf(n *corev1.Node) track.Node {
-	return track.Node{Name: n.Name, Labels: n.Labels, Annotations: n.Annotations, Ready: nodeReady(n)}
+	return track.Node{Name: n.Name, Labels: n.Labels, Annotations: n.Annotations, Ready: nodeReady(n), Unschedulable: n.Spec.Unschedulable}
 }
 
 func nodeReady(n *corev1.Node) bool {
@@ -276,7 +276,7 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || nodeReady(o) != nodeReady(n) ||
+	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || nodeReady(o) != nodeReady(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
 		!equality.Semantic.DeepEqual(mcoAnnotations(o.Annotations), mcoAnnotations(n.Annotations))
 }}
 
@@ -297,7 +297,8 @@ func CacheByObject() map[client.Object]cache.ByObject {
 }
 
 // TrimNode is the cache transform for Nodes: it keeps only what the tracker
-// reads (name, labels, the MCO's annotations, the Ready condition), so
+// reads (name, labels, the MCO's annotations, spec.unschedulable, the Ready
+// condition), so
 // that thousands of Nodes cost little memory.
 func TrimNode(obj any) (any, error) {
 	n, ok := obj.(*corev1.Node)
@@ -311,6 +312,7 @@ func TrimNode(obj any) (any, error) {
 			CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp,
 			Labels: n.Labels, Annotations: mcoAnnotations(n.Annotations),
 		},
+		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
 	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {

@@ -22,7 +22,7 @@ func TestTrimNode(t *testing.T) {
 			},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
 		},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1", PodCIDR: "10.0.0.0/24"},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-1", PodCIDR: "10.0.0.0/24", Unschedulable: true},
 		Status: corev1.NodeStatus{
 			Conditions: []corev1.NodeCondition{
 				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
@@ -42,6 +42,7 @@ func TestTrimNode(t *testing.T) {
 			Name: "w1", ResourceVersion: "7", Labels: map[string]string{"node-role.kubernetes.io/worker": ""},
 			Annotations: map[string]string{mcostate.State: "Working", mcostate.DesiredConfig: "rendered-worker-2"},
 		},
+		Spec:   corev1.NodeSpec{Unschedulable: true},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
 	if !equality.Semantic.DeepEqual(got, want) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestProperties(t *testing.T) {
 		checkRun(t, seed, exercised)
 	}
 	// The walk must reach the interesting cases, or the test proves little.
-	for _, k := range []string{ReasonPoolStarted, ReasonPoolCompleted, ReasonPoolDegraded, ReasonNodeStuck, ReasonPoolRemoved, "nodeDuration", "unassigned"} {
+	for _, k := range []string{ReasonPoolStarted, ReasonPoolCompleted, ReasonPoolDegraded, ReasonNodeStuck, ReasonPoolRemoved, "nodeDuration", "unassigned", "cordonedStuck"} {
 		if exercised[k] == 0 {
 			t.Errorf("the random walk never produced %s", k)
 		}
@@ -113,6 +114,9 @@ func checkRun(t *testing.T, seed uint64, exercised map[string]int) {
 		}
 		for _, e := range out.Events {
 			exercised[e.Reason]++
+			if strings.Contains(e.Message, "pending and cordoned") {
+				exercised["cordonedStuck"]++
+			}
 			k := key{e.Pool, byName[e.Pool].Target}
 			switch e.Reason {
 			case ReasonPoolStarted:
@@ -156,9 +160,12 @@ func checkRun(t *testing.T, seed uint64, exercised map[string]int) {
 					t.Fatalf("seed %d step %d: pool %s completed with %+v updated=%v", seed, step, ps.Name, c, p.Updated)
 				}
 			}
-			var inProgress int32
+			var inProgress, blocked int32
 			for _, n := range mem {
 				m := out.State.Nodes[n.Name]
+				if m.Phase == mcostate.Pending && n.Unschedulable && !p.Updated {
+					blocked++
+				}
 				if m.Phase.InProgress() {
 					inProgress++
 					if ps.SlowestNode == nil || m.Since.Truncate(time.Second).Before(ps.SlowestNode.Since.Time) {
@@ -166,8 +173,8 @@ func checkRun(t *testing.T, seed uint64, exercised map[string]int) {
 					}
 				}
 			}
-			if ps.StuckNodes > inProgress {
-				t.Fatalf("seed %d step %d: pool %s stuck %d > in progress %d", seed, step, ps.Name, ps.StuckNodes, inProgress)
+			if ps.StuckNodes > inProgress+blocked {
+				t.Fatalf("seed %d step %d: pool %s stuck %d > in progress %d + cordoned pending %d", seed, step, ps.Name, ps.StuckNodes, inProgress, blocked)
 			}
 		}
 		state = out.State
@@ -190,6 +197,8 @@ func stepNode(r *rand.Rand, n *Node, targets map[string]int) {
 	p := map[string]string{roleMaster: "master", roleWorker: "worker", roleInfra: "infra", "gpu": "gpu"}[firstRole(n.Labels)]
 	target := fmt.Sprintf("rendered-%s-%d", p, targets[p])
 	switch {
+	case r.IntN(15) == 0:
+		n.Unschedulable = !n.Unschedulable
 	case r.IntN(12) == 0:
 		a[mcostate.State], a[mcostate.Reason] = mcostate.StateDegraded, "failed to drain node"
 	case a[mcostate.DesiredConfig] != target:

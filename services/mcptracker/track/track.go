@@ -41,6 +41,9 @@ type Node struct {
 	Labels      map[string]string
 	Annotations map[string]string
 	Ready       bool
+	// Unschedulable is spec.unschedulable: the MCO never targets a cordoned
+	// node, so a pending node cordoned by someone else holds its pool.
+	Unschedulable bool
 }
 
 // NodeMemory is what the tracker remembers of a node between passes.
@@ -48,7 +51,10 @@ type NodeMemory struct {
 	Pool   string
 	Target string
 	Phase  mcostate.Phase
-	// Since is when the node entered Phase (for Target, in Pool).
+	// Cordoned is whether the node was unschedulable while pending.
+	Cordoned bool
+	// Since is when the node entered Phase (for Target, in Pool), or, for a
+	// pending node, when it was last cordoned or uncordoned.
 	Since time.Time
 	// TargetedAt is when the node was first seen told to move to Target;
 	// zero when it never was while watched.
@@ -186,10 +192,11 @@ func Track(in Input) Output {
 		)
 		for _, n := range nodes {
 			phase := mcostate.PhaseOf(mcostate.NodeInfo{Annotations: n.Annotations, Ready: n.Ready}, p.Target)
+			cordoned := phase == mcostate.Pending && n.Unschedulable
 			prev, seen := in.Prev.Nodes[n.Name]
 			mem := prev
 			if !seen || prev.Pool != p.Name || prev.Target != p.Target {
-				mem = NodeMemory{Pool: p.Name, Target: p.Target, Phase: phase, Since: now}
+				mem = NodeMemory{Pool: p.Name, Target: p.Target, Phase: phase, Cordoned: cordoned, Since: now}
 				if seen && phase != mcostate.Pending && phase != mcostate.Done {
 					// Seen before, not moving to this target then: it was
 					// targeted since the last pass. A node first seen
@@ -205,7 +212,10 @@ func Track(in Input) Output {
 				if phase == mcostate.Done && !mem.TargetedAt.IsZero() {
 					out.NodeDurations = append(out.NodeDurations, NodeDuration{Pool: p.Name, Duration: now.Sub(mem.TargetedAt)})
 				}
+			} else if prev.Cordoned != cordoned {
+				mem.Since, mem.Stuck = now, false
 			}
+			mem.Cordoned = cordoned
 			if n.Annotations[mcostate.DesiredConfig] == p.Target && p.Target != "" && started == "" {
 				started = n.Name
 			}
@@ -217,21 +227,28 @@ func Track(in Input) Output {
 			if phase == mcostate.Degraded && firstDegraded == "" {
 				firstDegraded = "node " + n.Name + ": " + orNone(reason)
 			}
-			if phase.InProgress() {
-				if in.StuckAfter > 0 {
-					due := mem.Since.Add(in.StuckAfter)
-					if !now.Before(due) {
-						st.StuckNodes++
-						if !mem.Stuck {
-							mem.Stuck = true
-							out.Events = append(out.Events, Event{Pool: p.Name, Warning: true, Reason: ReasonNodeStuck, Message: fmt.Sprintf(
-								"node %s of pool %s has been %s for %s (since %s): %s",
-								n.Name, p.Name, phase, now.Sub(mem.Since).Round(time.Second), mem.Since.UTC().Format(time.RFC3339), orNone(reason))})
+			// A pending node cordoned by someone else while its pool wants
+			// to update is never targeted: it can be stuck too.
+			blocked := cordoned && !p.Updated
+			if (phase.InProgress() || blocked) && in.StuckAfter > 0 {
+				due := mem.Since.Add(in.StuckAfter)
+				if !now.Before(due) {
+					st.StuckNodes++
+					if !mem.Stuck {
+						mem.Stuck = true
+						what, why := string(phase), orNone(reason)
+						if blocked {
+							what, why = "pending and cordoned", "the MCO does not update a cordoned node; uncordon it"
 						}
-					} else {
-						recheck = append(recheck, due)
+						out.Events = append(out.Events, Event{Pool: p.Name, Warning: true, Reason: ReasonNodeStuck, Message: fmt.Sprintf(
+							"node %s of pool %s has been %s for %s (since %s): %s",
+							n.Name, p.Name, what, now.Sub(mem.Since).Round(time.Second), mem.Since.UTC().Format(time.RFC3339), why)})
 					}
+				} else {
+					recheck = append(recheck, due)
 				}
+			}
+			if phase.InProgress() {
 				if slowest == nil || mem.Since.Before(slowest.Since) {
 					m := mem
 					slowest, slowestName, slowestReason = &m, n.Name, reason

@@ -325,3 +325,38 @@ func TestWorkersUpgraded(t *testing.T) {
 		}
 	}
 }
+
+// The MCO never targets a cordoned node: a pending node cordoned by someone
+// else holds its pool, and counts as stuck past the threshold; not while
+// its pool is Updated, and not any more once uncordoned.
+func TestCordonedPendingNode(t *testing.T) {
+	cordoned := node("w2", w, cfgA, cfgA, "Done")
+	cordoned.Unschedulable = true
+	p := pool("worker", cfgB, roleWorker, false)
+	prev := State{Pools: map[string]PoolRecord{"worker": {Name: "worker", Target: cfgA, Settled: true}}}
+	out := run(prev, 0, []Pool{p}, workers(node("w1", w, cfgB, cfgB, "Done"), cordoned))
+	if out.Recheck != time.Hour {
+		t.Fatalf("recheck %v", out.Recheck)
+	}
+	out = run(out.State, time.Hour, []Pool{p}, workers(node("w1", w, cfgB, cfgB, "Done"), cordoned))
+	ps := find(out, "worker")
+	if ps.StuckNodes != 1 || ps.Nodes.Pending != 1 || ps.SlowestNode != nil || len(out.Events) != 1 ||
+		out.Events[0].Message != "node w2 of pool worker has been pending and cordoned for 1h0m0s (since 2026-01-02T03:00:00Z): the MCO does not update a cordoned node; uncordon it" {
+		t.Fatalf("cordoned: %+v %+v", ps, out.Events)
+	}
+	uncordoned := cordoned
+	uncordoned.Unschedulable = false
+	out = run(out.State, 2*time.Hour, []Pool{p}, workers(node("w1", w, cfgB, cfgB, "Done"), uncordoned))
+	if find(out, "worker").StuckNodes != 0 {
+		t.Fatal("still stuck once uncordoned")
+	}
+	// A cordoned node of an Updated pool holds nothing.
+	idle := run(State{}, 0, []Pool{pool("worker", cfgA, roleWorker, true)}, workers(node("w2", w, cfgA, cfgA, "Done")))
+	cordonedIdle := node("w2", w, cfgA, cfgA, "Done")
+	cordonedIdle.Unschedulable = true
+	idle = run(idle.State, 5*time.Hour, []Pool{pool("worker", cfgA, roleWorker, true)}, workers(cordonedIdle))
+	idle = run(idle.State, 10*time.Hour, []Pool{pool("worker", cfgA, roleWorker, true)}, workers(cordonedIdle))
+	if find(idle, "worker").StuckNodes != 0 || len(idle.Events) != 0 {
+		t.Fatalf("idle pool: %+v", idle.Events)
+	}
+}
