@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -127,6 +128,11 @@ func (t *tracker) writes() float64 {
 	return v
 }
 
+// patient retries on conflict for long enough to outlast the tracker's
+// writes, as the scheduler does with its requeues (client-go's default gives
+// up after five quick tries).
+var patient = wait.Backoff{Steps: 100, Duration: 5 * time.Millisecond, Factor: 1.5, Jitter: 0.5, Cap: 500 * time.Millisecond}
+
 // newUpgradeConfig creates an UpgradeConfig and, as the upgrade-scheduler
 // would, a history entry Upgrading since start.
 func newUpgradeConfig(ctx context.Context, c client.Client, ns, version string, start time.Time) *upgradev1alpha1.UpgradeConfig {
@@ -142,7 +148,7 @@ func newUpgradeConfig(ctx context.Context, c client.Client, ns, version string, 
 	st := metav1.NewTime(start)
 	// The tracker may write first: retry on conflict, as the scheduler does
 	// through its requeue.
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	Expect(retry.RetryOnConflict(patient, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(uc), uc); err != nil {
 			return err
 		}

@@ -57,7 +57,7 @@ func manualPool(ctx context.Context, name, cfg string, n int) []string {
 
 // setPool sets the pool's target and Updated condition, as the MCO would.
 func setPool(ctx context.Context, name, cfg string, updated bool) {
-	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	Expect(retry.RetryOnConflict(patient, func() error {
 		p := &mcfgv1.MachineConfigPool{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
 			return err
@@ -162,7 +162,7 @@ func twoWriters() {
 			defer GinkgoRecover()
 			defer wg.Done()
 			for i := 1; i <= rounds; i++ {
-				Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				Expect(retry.RetryOnConflict(patient, func() error {
 					cur := &upgradev1alpha1.UpgradeConfig{}
 					if err := env.Client.Get(ctx, key, cur); err != nil {
 						return err
