@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -91,7 +92,7 @@ func annotate(ctx context.Context, name string, kv ...string) {
 }
 
 func mustJSON(v any) string {
-	b, err := jsonMarshal(v)
+	b, err := json.Marshal(v)
 	Expect(err).NotTo(HaveOccurred())
 	return string(b)
 }
