@@ -1,39 +1,132 @@
-// Package mcostate reads the state the machine-config operator (MCO) keeps on
-// nodes: the annotation names its daemon (MCD) writes, and the questions every
-// component asks of them: has the daemon finished what it was told, and has a
-// node finished updating to a given rendered config.
-//
-// The update-status-controller and node-gate both answer those questions here,
-// so there is one reading of the MCO's node annotations.
+// Package mcostate reads what the Machine Config Operator (MCO) records on a
+// Node: the annotations its daemon (MCD) and controllers keep there, and the
+// questions every component asks of them: has the daemon finished what it
+// was told, has a node finished updating to a given rendered config, and
+// where does a node stand in its pool's update. One reading of the MCO's
+// node annotations for the update-status-controller, node-gate and the
+// mcp-tracker.
 package mcostate
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Annotations the MCD keeps on nodes, and the one the MCO puts on rendered
-// MachineConfigs (ReleaseImageVersion).
+// Annotations the machine-config daemon (MCD) and the MCO's node and drain
+// controllers keep on a Node.
 const (
-	Prefix              = "machineconfiguration.openshift.io/"
-	CurrentConfig       = Prefix + "currentConfig"
-	DesiredConfig       = Prefix + "desiredConfig"
-	State               = Prefix + "state"
-	Reason              = Prefix + "reason"
-	DesiredDrain        = Prefix + "desiredDrain"
-	LastAppliedDrain    = Prefix + "lastAppliedDrain"
-	CurrentImage        = Prefix + "currentImage"
-	DesiredImage        = Prefix + "desiredImage"
+	Prefix = "machineconfiguration.openshift.io/"
+
+	// CurrentConfig is the rendered MachineConfig the node runs.
+	CurrentConfig = Prefix + "currentConfig"
+	// DesiredConfig is the rendered MachineConfig the node controller told
+	// the node to run; it moves first when the pool's target changes.
+	DesiredConfig = Prefix + "desiredConfig"
+	// State is the MCD's state: Done, Working, Degraded or Unreconcilable.
+	State = Prefix + "state"
+	// Reason is the MCD's error when State is Degraded or Unreconcilable.
+	Reason = Prefix + "reason"
+	// DesiredDrain is what the MCD asks of the drain controller:
+	// drain-<rendered> or uncordon-<rendered>.
+	DesiredDrain = Prefix + "desiredDrain"
+	// LastAppliedDrain is the drain controller's acknowledgement of the last
+	// DesiredDrain it carried out.
+	LastAppliedDrain = Prefix + "lastAppliedDrain"
+	// PostConfigAction is Rebooting while the MCD reboots the node.
+	PostConfigAction = Prefix + "post-config-action"
+	// CurrentImage and DesiredImage are the image-mode counterparts of the
+	// configs.
+	CurrentImage = Prefix + "currentImage"
+	DesiredImage = Prefix + "desiredImage"
+	// ReleaseImageVersion is the release a rendered MachineConfig belongs to
+	// (on MachineConfigs, not Nodes).
 	ReleaseImageVersion = Prefix + "release-image-version"
 )
 
-// Values of the State annotation.
+// Values of the State and PostConfigAction annotations.
 const (
-	StateWorking        = "Working"
 	StateDone           = "Done"
+	StateWorking        = "Working"
 	StateDegraded       = "Degraded"
-	StateRebooting      = "Rebooting"
 	StateUnreconcilable = "Unreconcilable"
+	StateRebooting      = "Rebooting"
+
+	PostConfigActionRebooting = "Rebooting"
 )
+
+// IsAnnotation reports whether key is one of the MCO's node annotations; a
+// cache may keep only these.
+func IsAnnotation(key string) bool { return strings.HasPrefix(key, Prefix) }
+
+// Phase is where a node stands in its pool's update to a target config.
+type Phase string
+
+const (
+	// PhasePending: the node has not been told to move to the target yet.
+	PhasePending Phase = "pending"
+	// PhaseDraining: told to move, and its drain was requested and not yet done.
+	PhaseDraining Phase = "draining"
+	// PhaseUpdating: told to move and working on it (files, OS, uncordon).
+	PhaseUpdating Phase = "updating"
+	// PhaseRebooting: the MCD is rebooting the node, or it is not Ready while
+	// moving.
+	PhaseRebooting Phase = "rebooting"
+	// PhaseDone: runs the target, state Done.
+	PhaseDone Phase = "done"
+	// PhaseDegraded: the MCD reports Degraded or Unreconcilable.
+	PhaseDegraded Phase = "degraded"
+)
+
+// Phases lists every phase in the order an update goes through them, with
+// Degraded last.
+var Phases = []Phase{PhasePending, PhaseDraining, PhaseUpdating, PhaseRebooting, PhaseDone, PhaseDegraded}
+
+// InProgress reports whether a node in phase p has started its update and
+// not finished it (a degraded node counts: it holds the pool).
+func (p Phase) InProgress() bool {
+	return p == PhaseDraining || p == PhaseUpdating || p == PhaseRebooting || p == PhaseDegraded
+}
+
+// NodeInfo is what PhaseOf reads of a Node.
+type NodeInfo struct {
+	// Annotations are the node's annotations (only the MCO's are read).
+	Annotations map[string]string
+	// Ready is the node's Ready condition being True.
+	Ready bool
+}
+
+// PhaseOf says where a node stands in an update to target. The order of the
+// checks follows the MCD: degraded wins over everything (it blocks the pool);
+// a node is done only when current and desired are the target and the MCD
+// wrote Done (the uncordon comes before Done, so "schedulable again" is not
+// done); a node whose desired config is not the target is pending.
+func PhaseOf(n NodeInfo, target string) Phase {
+	a := n.Annotations
+	current, desired, state := a[CurrentConfig], a[DesiredConfig], a[State]
+	switch {
+	case state == StateDegraded || state == StateUnreconcilable:
+		return PhaseDegraded
+	case target != "" && current == target && desired == target && state == StateDone:
+		return PhaseDone
+	case target == "" || desired != target:
+		return PhasePending
+	case a[PostConfigAction] == PostConfigActionRebooting || state == StateRebooting || !n.Ready:
+		return PhaseRebooting
+	case isDraining(a):
+		return PhaseDraining
+	default:
+		return PhaseUpdating
+	}
+}
+
+// isDraining: a drain was asked for and the drain controller has not
+// acknowledged it yet.
+func isDraining(a map[string]string) bool {
+	want := a[DesiredDrain]
+	verb, _, _ := strings.Cut(want, "-")
+	return verb == "drain" && want != a[LastAppliedDrain]
+}
 
 // Done reports whether the MCD applied the config (and image) it was asked
 // for: both configs known and equal, state Done, and images either both

@@ -225,12 +225,132 @@ type UpgradeConfigStatus struct {
 
 	// conditions summarise the upgrade for Kubernetes tooling: Validated,
 	// Progressing, Paused, Cancelled, DeadlineExceeded, HealthChecksPassing,
-	// ConfigValid and Completed. (Upshift)
+	// ConfigValid and Completed, written by the upgrade-scheduler, and
+	// WorkersUpgraded, written by the mcp-tracker. (Upshift)
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// pools is the latest update of every MachineConfigPool (master, worker
+	// and custom pools), one entry per pool, written by the mcp-tracker with
+	// server-side apply under its own field manager. A pool that was deleted
+	// stays listed, with removedTime, for a while after. (Upshift)
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Pools []PoolUpdate `json:"pools,omitempty"`
+}
+
+// WorkersUpgradedCondition is the status.conditions type the mcp-tracker
+// writes: True once every pool other than master has completed its update to
+// its current target configuration. (Upshift)
+const WorkersUpgradedCondition = "WorkersUpgraded"
+
+// PoolUpdate is one MachineConfigPool's update to one target (rendered)
+// configuration. Times are observed by the mcp-tracker from the MCO's node
+// annotations; durations are derived from them rather than stored, so that
+// the status does not change every second. (Upshift)
+type PoolUpdate struct {
+	// name is the MachineConfigPool's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// targetConfig is the rendered MachineConfig the pool is updating (or has
+	// updated) its nodes to: the pool's spec.configuration.name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	TargetConfig string `json:"targetConfig,omitempty"`
+
+	// startTime is when the first node of the pool was told to move to
+	// targetConfig (its desiredConfig annotation changed to it). Unset when
+	// the pool was already at targetConfig when first observed.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completeTime is when every node of the pool ran targetConfig with
+	// state Done and the pool reported Updated.
+	// +optional
+	CompleteTime *metav1.Time `json:"completeTime,omitempty"`
+
+	// removedTime is when the pool was seen deleted.
+	// +optional
+	RemovedTime *metav1.Time `json:"removedTime,omitempty"`
+
+	// machineCount is how many nodes belong to the pool.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MachineCount int32 `json:"machineCount,omitempty"`
+
+	// nodes counts the pool's nodes by update state.
+	// +optional
+	Nodes PoolNodeCounts `json:"nodes,omitempty"`
+
+	// stuckNodes counts the nodes that have not changed state for longer
+	// than the mcp-tracker's stuck threshold while updating or degraded.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	StuckNodes int32 `json:"stuckNodes,omitempty"`
+
+	// slowestNode is the node that has been longest in its current state
+	// among the nodes still updating (draining, updating, rebooting or
+	// degraded); unset when none is.
+	// +optional
+	SlowestNode *SlowestNode `json:"slowestNode,omitempty"`
+}
+
+// PoolNodeCounts counts a pool's nodes by update state. A node is pending
+// until the MCO targets it, done once it runs the target with state Done, and
+// degraded while the machine-config daemon reports Degraded or
+// Unreconcilable.
+type PoolNodeCounts struct {
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Pending int32 `json:"pending,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Draining int32 `json:"draining,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Updating int32 `json:"updating,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Rebooting int32 `json:"rebooting,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Done int32 `json:"done,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Degraded int32 `json:"degraded,omitempty"`
+}
+
+// SlowestNode names the node longest in its current update state; how long
+// is now minus since.
+type SlowestNode struct {
+	// name is the Node's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// state is draining, updating, rebooting or degraded.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	State string `json:"state"`
+
+	// since is when the node entered state, as observed by the mcp-tracker
+	// (after a restart of the tracker: when it first saw the node again).
+	// +required
+	Since metav1.Time `json:"since"`
+
+	// reason is the machine-config daemon's reason annotation, when it gives
+	// one (a degraded node's error).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
 }
 
 // PreflightCheck is the result of one health check. (Upshift)
@@ -298,13 +418,19 @@ const (
 	UpgradePhaseCancelled UpgradePhase = "Cancelled"
 )
 
-// UpgradeHistories is the history, newest first.
+// UpgradeHistories is the history, newest first. It is a map keyed by
+// version (one entry per target version, as MUO keeps it) so that the
+// mcp-tracker can set workerStartTime and workerCompleteTime in an entry with
+// server-side apply without owning the rest of the list.
+// +listType=map
+// +listMapKey=version
 type UpgradeHistories []UpgradeHistory
 
 // UpgradeHistory is one upgrade attempt, per target version. (MUO)
 type UpgradeHistory struct {
 	// version is the target version of this attempt.
 	// +optional
+	// +default=""
 	Version string `json:"version,omitempty"`
 
 	// precedingVersion is the version the cluster upgraded from.
@@ -327,11 +453,14 @@ type UpgradeHistory struct {
 	// +optional
 	CompleteTime *metav1.Time `json:"completeTime,omitempty"`
 
-	// workerStartTime is when the worker pools started updating.
+	// workerStartTime is when the worker pool started updating to this
+	// attempt's configuration: the first worker node told to move to it.
+	// Written by the mcp-tracker. (MUO)
 	// +optional
 	WorkerStartTime *metav1.Time `json:"workerStartTime,omitempty"`
 
-	// workerCompleteTime is when the worker pools finished updating.
+	// workerCompleteTime is when every worker node ran that configuration
+	// and the worker pool reported Updated. Written by the mcp-tracker. (MUO)
 	// +optional
 	WorkerCompleteTime *metav1.Time `json:"workerCompleteTime,omitempty"`
 }

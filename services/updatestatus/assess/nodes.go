@@ -12,8 +12,9 @@ import (
 	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
-// Annotations the machine-config daemon (MCD) keeps on nodes, and the one the
-// MCO puts on rendered MachineConfigs (names shared through libs/mcostate).
+// Annotations the machine-config daemon (MCD) keeps on nodes, and the ones
+// the MCO puts on rendered MachineConfigs and pools (names shared through
+// libs/mcostate).
 const (
 	annoCurrentConfig       = mcostate.CurrentConfig
 	annoDesiredConfig       = mcostate.DesiredConfig
