@@ -27,3 +27,9 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 )
+
+replace (
+	github.com/upshift-io/upshift/api => ../../api
+	github.com/upshift-io/upshift/libs => ../../libs
+	github.com/upshift-io/upshift/tools => ../../tools
+)
