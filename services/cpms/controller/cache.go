@@ -26,9 +26,9 @@ func ManagerOptions() runtime.Options {
 		&machinev1.ControlPlaneMachineSet{}: {Namespaces: map[string]cache.Config{
 			Namespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", Name)},
 		}},
-		&machinev1beta1.Machine{}:       {Namespaces: map[string]cache.Config{Namespace: {}}},
-		&corev1.Node{}:                  {Transform: trimNode},
-		&configv1.ClusterOperator{}:     {Transform: trimClusterOperator},
+		&machinev1beta1.Machine{}:   {Namespaces: map[string]cache.Config{Namespace: {}}},
+		&corev1.Node{}:              {Transform: trimNode},
+		&configv1.ClusterOperator{}: {Transform: trimClusterOperator},
 	}}}
 }
 

@@ -167,7 +167,9 @@ func setProviderSpec(c *machinev1.ControlPlaneMachineSet, mutate func(map[string
 }
 
 func TestSet(t *testing.T) {
-	inactive := func(c *machinev1.ControlPlaneMachineSet) { c.Spec.State = machinev1.ControlPlaneMachineSetStateInactive }
+	inactive := func(c *machinev1.ControlPlaneMachineSet) {
+		c.Spec.State = machinev1.ControlPlaneMachineSetStateInactive
+	}
 	cases := []struct {
 		name string
 		doc  string
@@ -258,7 +260,9 @@ func TestSet(t *testing.T) {
 		{name: "without failure domains, machines outside the template's zone", doc: awsSet, machines: masters("1a", "1b", "1a"),
 			mutate: func(c *machinev1.ControlPlaneMachineSet) {
 				c.Spec.Template.OpenShiftMachineV1Beta1Machine.FailureDomains = nil
-				setProviderSpec(c, func(t map[string]any) { t["placement"] = map[string]any{"availabilityZone": "us-east-1a", "region": "us-east-1"} })
+				setProviderSpec(c, func(t map[string]any) {
+					t["placement"] = map[string]any{"availabilityZone": "us-east-1a", "region": "us-east-1"}
+				})
 			},
 			wantErrs: []string{"spec.template.machines_v1beta1_machine_openshift_io.spec.providerSpec.value: Invalid value: \"AWS{availabilityZone=us-east-1a}\": machine c1-master-1 is in AWS{availabilityZone=us-east-1b, ~ places every machine in AWS{availabilityZone=us-east-1a}"}},
 		{name: "changing the failure domains of an Active set is a rollout, not an error", doc: awsSet, machines: masters("1a", "1b", "1c"),
@@ -318,4 +322,3 @@ func TestSet(t *testing.T) {
 		})
 	}
 }
-
