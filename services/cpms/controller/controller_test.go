@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -305,6 +306,42 @@ var _ = Describe("cpms-controller", Ordered, func() {
 			Expect(names).To(HaveLen(1), "index %d created %v", i, names)
 		}
 		AddReportEntry("machine creates refused with AlreadyExists during the restarts", len(after[409])-len(before[409]))
+	})
+
+	It("holds the next replacement while the etcd operator is Degraded, and resumes when it recovers", func(ctx context.Context) {
+		w := watchMachines(ctx)
+		co := &configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "etcd"}}
+		Expect(env.Client.Create(ctx, co)).To(Succeed())
+		setDegraded := func(s configv1.ConditionStatus) {
+			GinkgoHelper()
+			co.Status.Conditions = []configv1.ClusterOperatorStatusCondition{
+				{Type: configv1.OperatorAvailable, Status: configv1.ConditionTrue, LastTransitionTime: metav1.Now()},
+				{Type: configv1.OperatorDegraded, Status: s, Reason: "EtcdMembersDegraded", Message: "2 of 3 members are available", LastTransitionTime: metav1.Now()},
+			}
+			Expect(env.Client.Status().Update(ctx, co)).To(Succeed())
+		}
+		setDegraded(configv1.ConditionTrue)
+		gen := setInstanceType(ctx, "m6i.large", "")
+		Eventually(func(g Gomega) {
+			c := getSet(ctx, g)
+			g.Expect(c.Status.ObservedGeneration).To(Equal(gen))
+			expectCondition(g, c, plan.ConditionProgressing, metav1.ConditionTrue, plan.ReasonEtcdDegraded)
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, plan.ConditionProgressing).Message).To(ContainSubstring(
+				"index 0: Blocked: clusteroperator/etcd is Degraded: 2 of 3 members are available"))
+		}).Should(Succeed())
+		Expect(scrape("upshift_cpms_blocked")["reason=EtcdDegraded"]).To(BeEquivalentTo(1))
+		Expect(scrape("upshift_cpms_index_state")["index=0,state=Blocked"]).To(BeEquivalentTo(1))
+		Eventually(func(g Gomega) []string { return setEvents(ctx, g, plan.ReasonEtcdDegraded) }).Should(ContainElement(
+			ContainSubstring("Progressing=True: index 0: Blocked: clusteroperator/etcd is Degraded")))
+		_, added, _, _ := w.report()
+		Expect(added).To(BeEmpty(), "a replacement started while etcd was Degraded")
+
+		setDegraded(configv1.ConditionFalse)
+		Eventually(settled(ctx, "m6i.large", gen), 2*time.Minute).Should(Succeed())
+		Expect(scrape("upshift_cpms_blocked")["reason=EtcdDegraded"]).To(BeEquivalentTo(0))
+		violations, added, _, _ := w.report()
+		Expect(violations).To(BeEmpty())
+		Expect(added).To(HaveLen(3))
 	})
 
 	It("under OnDelete, replaces only the machine a person deletes, in its index and zone", func(ctx context.Context) {
