@@ -25,6 +25,7 @@ import (
 	"github.com/upshift-io/upshift/services/cpms/controller"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
+	"github.com/upshift-io/upshift/tools/ocpsim/faults"
 	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
 )
 
@@ -342,6 +343,62 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		violations, added, _, _ := w.report()
 		Expect(violations).To(BeEmpty())
 		Expect(added).To(HaveLen(3))
+	})
+
+	It("with remediation on, deletes and retries a failed replacement within its budget, then reports it spent", func(ctx context.Context) {
+		stop()
+		rem := cfg
+		rem.Remediation = plan.Remediation{Enabled: true, MaxRetries: 2, RetryPeriod: time.Second}
+		stop = startController(rem)
+		w := watchMachines(ctx)
+		remediated0 := scrape("upshift_cpms_actions_total")["kind=Remediate,result=success"]
+		// Every machine made from this template fails to launch (ocpsim's
+		// ProvisionFailed fault, copied onto new machines from the template).
+		var gen int64
+		Eventually(func(g Gomega) {
+			c := getSet(ctx, g)
+			t := c.Spec.Template.OpenShiftMachineV1Beta1Machine
+			t.Spec.ProviderSpec.Value = machineapi.NewProviderSpec(region, "", "m7i.xlarge")
+			t.ObjectMeta.Annotations = map[string]string{faults.Annotation: string(faults.ProvisionFailed)}
+			g.Expect(env.Client.Update(ctx, c)).To(Succeed())
+			gen = c.Generation
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			c := getSet(ctx, g)
+			g.Expect(c.Status.ObservedGeneration).To(Equal(gen))
+			expectCondition(g, c, plan.ConditionDegraded, metav1.ConditionTrue, plan.ReasonReplacementFailed)
+			msg := meta.FindStatusCondition(c.Status.Conditions, plan.ConditionDegraded).Message
+			g.Expect(msg).To(ContainSubstring("error launching instance"))
+			g.Expect(msg).To(ContainSubstring("remediation retries exhausted (2 of 2)"))
+			b, err := plan.ParseBudget(c.Annotations[plan.RemediationAnnotation])
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(b).To(HaveKeyWithValue("0", HaveField("Retries", 2)))
+		}, 2*time.Minute).Should(Succeed())
+		Expect(scrape("upshift_cpms_blocked")["reason=ReplacementFailed"]).To(BeEquivalentTo(1))
+		Expect(scrape("upshift_cpms_actions_total")["kind=Remediate,result=success"] - remediated0).To(BeEquivalentTo(2))
+		Eventually(func(g Gomega) []string { return setEvents(ctx, g, "Remediated") }).Should(HaveLen(2))
+		violations, added, maxMachines, _ := w.report()
+		Expect(violations).To(BeEmpty())
+		Expect(maxMachines).To(Equal(4))
+		Expect(added).To(HaveLen(3), "the first replacement and two retries")
+		for _, name := range added {
+			i, _ := platform.IndexFromName(name)
+			Expect(i).To(Equal(0), "only index 0 was tried: %v", added)
+		}
+
+		By("a fixed template is a fresh budget and rolls out")
+		Eventually(func(g Gomega) {
+			c := getSet(ctx, g)
+			t := c.Spec.Template.OpenShiftMachineV1Beta1Machine
+			t.Spec.ProviderSpec.Value = machineapi.NewProviderSpec(region, "", "m7i.2xlarge")
+			t.ObjectMeta.Annotations = nil
+			g.Expect(env.Client.Update(ctx, c)).To(Succeed())
+			gen = c.Generation
+		}).Should(Succeed())
+		Eventually(settled(ctx, "m7i.2xlarge", gen), 2*time.Minute).Should(Succeed())
+		violations, _, maxMachines, _ = w.report()
+		Expect(violations).To(BeEmpty())
+		Expect(maxMachines).To(Equal(4))
 	})
 
 	It("under OnDelete, replaces only the machine a person deletes, in its index and zone", func(ctx context.Context) {
