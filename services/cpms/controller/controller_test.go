@@ -111,6 +111,20 @@ func controllerMachineCreates() map[int][]string {
 	return out
 }
 
+// statusWrites counts the controller's writes of the set's status.
+func statusWrites() int {
+	GinkgoHelper()
+	evs, err := env.AuditEvents(controllerUser)
+	Expect(err).NotTo(HaveOccurred())
+	n := 0
+	for _, e := range evs {
+		if (e.Verb == "patch" || e.Verb == "update") && e.ObjectRef != nil && e.ObjectRef.Resource == "controlplanemachinesets" && e.ObjectRef.Subresource == "status" {
+			n++
+		}
+	}
+	return n
+}
+
 // setEvents are the Events on the set with the given reason.
 func setEvents(ctx context.Context, g Gomega, reason string) []string {
 	var list eventsv1.EventList
@@ -219,6 +233,20 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		Expect(violations).To(BeEmpty())
 		Expect(added).To(BeEmpty())
 		Expect(controllerMachineCreates()).To(BeEmpty())
+
+		By("a pass that changes nothing writes nothing")
+		writes0 := statusWrites()
+		reconciles0 := scrape("controller_runtime_reconcile_total")["controller=cpms,result=success"]
+		Eventually(func(g Gomega) {
+			m := &machinev1beta1.Machine{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: controller.Namespace, Name: "c1-master-0"}, m)).To(Succeed())
+			m.Annotations = map[string]string{"example.com/touched": "yes"}
+			g.Expect(env.Client.Update(ctx, m)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func() float64 {
+			return scrape("controller_runtime_reconcile_total")["controller=cpms,result=success"]
+		}).Should(BeNumerically(">", reconciles0))
+		Expect(statusWrites()).To(Equal(writes0))
 	})
 
 	It("rolls the three masters one index at a time after an instance-type change", func(ctx context.Context) {
