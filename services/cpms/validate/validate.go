@@ -15,6 +15,7 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -56,6 +57,13 @@ func Set(old, cpms *machinev1.ControlPlaneMachineSet, machines []machinev1beta1.
 			errs = append(errs, field.Forbidden(specPath.Child("state"), "a ControlPlaneMachineSet that is being deleted cannot be activated"))
 		}
 		return nil, errs
+	}
+	if old != nil && equality.Semantic.DeepEqual(old.Spec, cpms.Spec) {
+		// Metadata only (a finalizer, the remediation budget, a label): the
+		// rules are about the spec, and refusing such an update would only
+		// block the controller's own writes on a set admitted under older
+		// rules.
+		return nil, nil
 	}
 	if cpms.Name != Name {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), cpms.Name, fmt.Sprintf("must be %q: the controller manages only the ControlPlaneMachineSet named %s", Name, Name)))

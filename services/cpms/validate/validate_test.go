@@ -277,6 +277,19 @@ func TestSet(t *testing.T) {
 			},
 			mutate:   func(c *machinev1.ControlPlaneMachineSet) { c.DeletionTimestamp = &metav1.Time{} },
 			wantErrs: []string{"spec.state: Forbidden: a ControlPlaneMachineSet that is being deleted cannot be activated"}},
+		{name: "an update that leaves the spec alone is never refused, even when the spec no longer validates", doc: awsSet,
+			old: func(c *machinev1.ControlPlaneMachineSet) { c.Spec.Selector = metav1.LabelSelector{} },
+			mutate: func(c *machinev1.ControlPlaneMachineSet) {
+				c.Spec.Selector = metav1.LabelSelector{}
+				c.Annotations = map[string]string{"cpms.upshift.io/remediation": "{}"}
+			}},
+		{name: "an update that changes the spec is validated whole", doc: awsSet,
+			old: func(c *machinev1.ControlPlaneMachineSet) { c.Spec.Selector = metav1.LabelSelector{} },
+			mutate: func(c *machinev1.ControlPlaneMachineSet) {
+				c.Spec.Selector = metav1.LabelSelector{}
+				c.Spec.Strategy.Type = machinev1.OnDelete
+			},
+			wantErrs: []string{"spec.selector: Invalid value ~ must not be empty"}},
 		{name: "releasing a deleting set is never refused, even when it no longer validates", doc: awsSet,
 			old: func(c *machinev1.ControlPlaneMachineSet) {
 				c.DeletionTimestamp = &metav1.Time{}
