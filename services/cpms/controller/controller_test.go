@@ -269,6 +269,9 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		}
 		Expect(maxMachines).To(Equal(4))
 		AddReportEntry("machine events watched during the rollout", events)
+		react := w.reaction()
+		Expect(react).To(HaveLen(3))
+		AddReportEntry("replacement Running with a Ready Node -> old machine deleting (p50, max)", fmt.Sprintf("%v, %v", react[1].Round(time.Millisecond), react[2].Round(time.Millisecond)))
 
 		Eventually(func(g Gomega) {
 			created := setEvents(ctx, g, "Created")

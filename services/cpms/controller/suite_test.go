@@ -177,6 +177,9 @@ type machineWatcher struct {
 	maxMachines int
 	violations  []string
 	events      int
+	// running and deleting: when each machine was first seen Running with a
+	// nodeRef, and first seen with a deletionTimestamp.
+	running, deleting map[string]time.Time
 }
 
 func watchMachines(ctx context.Context) *machineWatcher {
@@ -185,7 +188,7 @@ func watchMachines(ctx context.Context) *machineWatcher {
 	Expect(err).NotTo(HaveOccurred())
 	var list machinev1beta1.MachineList
 	Expect(env.Client.List(ctx, &list, client.InNamespace(controller.Namespace))).To(Succeed())
-	w := &machineWatcher{machines: map[string]bool{}}
+	w := &machineWatcher{machines: map[string]bool{}, running: map[string]time.Time{}, deleting: map[string]time.Time{}}
 	for _, m := range list.Items {
 		w.machines[m.Name] = true
 	}
@@ -201,6 +204,13 @@ func watchMachines(ctx context.Context) *machineWatcher {
 			}
 			w.mu.Lock()
 			w.events++
+			now := time.Now()
+			if _, seen := w.running[m.Name]; !seen && ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning && m.Status.NodeRef != nil {
+				w.running[m.Name] = now
+			}
+			if _, seen := w.deleting[m.Name]; !seen && m.DeletionTimestamp != nil {
+				w.deleting[m.Name] = now
+			}
 			switch ev.Type {
 			case watch.Added:
 				if !w.machines[m.Name] {
@@ -243,6 +253,28 @@ func (w *machineWatcher) check(at string) {
 		sort.Strings(inFlight)
 		w.violations = append(w.violations, fmt.Sprintf("%s: indexes in flight %s", at, strings.Join(inFlight, "; ")))
 	}
+}
+
+// reaction is, for each replacement, the time from it being seen Running
+// with its Node to the machine it replaced (same index) being seen deleting.
+func (w *machineWatcher) reaction() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Duration
+	for _, repl := range w.added {
+		up, ok := w.running[repl]
+		if !ok {
+			continue
+		}
+		i, _ := platform.IndexFromName(repl)
+		for old, t := range w.deleting {
+			if j, _ := platform.IndexFromName(old); j == i && old != repl && !t.Before(up) {
+				out = append(out, t.Sub(up))
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }
 
 func (w *machineWatcher) report() (violations, added []string, maxMachines, events int) {
