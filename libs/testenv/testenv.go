@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -74,6 +75,22 @@ type Options struct {
 	AuditLog bool
 	// KeepDir keeps the folder with the logs and kubeconfigs after Stop.
 	KeepDir bool
+	// ValidatingWebhooks are installed in the apiserver once it runs, each
+	// webhook's clientConfig rewritten to reach a webhook server the test
+	// runs on this machine (a service reference becomes a URL with the
+	// service's path); Env.Webhook says where to serve and with which
+	// certificate. Mind failurePolicy Fail: until that server runs, the
+	// requests the webhooks match are refused.
+	ValidatingWebhooks []*admissionregistrationv1.ValidatingWebhookConfiguration
+}
+
+// WebhookServing is where the apiserver expects the test's webhook server
+// (Options.ValidatingWebhooks): host and port to listen on, and a folder with
+// the serving certificate and key (tls.crt, tls.key) the apiserver trusts.
+type WebhookServing struct {
+	Host    string
+	Port    int
+	CertDir string
 }
 
 // Env is a running control plane.
@@ -87,6 +104,8 @@ type Env struct {
 	Dir string
 	// AuditLogPath is the apiserver's audit log, with Options.AuditLog.
 	AuditLogPath string
+	// Webhook is where to serve Options.ValidatingWebhooks (zero without).
+	Webhook WebhookServing
 
 	opts     Options
 	envtest  *envtest.Environment
@@ -122,6 +141,13 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 		ControlPlaneStopTimeout:  60 * time.Second,
 		Scheme:                   scheme.Scheme,
 	}
+	if len(opts.ValidatingWebhooks) > 0 {
+		hooks := make([]*admissionregistrationv1.ValidatingWebhookConfiguration, len(opts.ValidatingWebhooks))
+		for i, h := range opts.ValidatingWebhooks {
+			hooks[i] = h.DeepCopy() // envtest rewrites them; the caller's stay as given
+		}
+		e.envtest.WebhookInstallOptions = envtest.WebhookInstallOptions{ValidatingWebhooks: hooks, LocalServingHost: "127.0.0.1"}
+	}
 	defer func() {
 		if retErr != nil {
 			_ = e.Stop()
@@ -137,6 +163,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	}
 	if err := e.armWatchdog(); err != nil {
 		return nil, err
+	}
+	if w := e.envtest.WebhookInstallOptions; len(w.ValidatingWebhooks) > 0 {
+		e.Webhook = WebhookServing{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: w.LocalServingCertDir}
 	}
 	admin, err := e.envtest.ControlPlane.AddUser(envtest.User{Name: "upshift-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {

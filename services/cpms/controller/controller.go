@@ -1,0 +1,277 @@
+// Package controller is the cpms-controller's thin reconciler. It reads the
+// ControlPlaneMachineSet `cluster`, the Machines of openshift-machine-api,
+// the control-plane Nodes and the etcd and kube-apiserver ClusterOperators
+// from its caches, asks the planner (package plan) for the status and at most
+// one mutation, writes the status when it changed, performs the mutation,
+// records the Events and publishes the metrics. Every decision is the
+// planner's; what is left here is I/O, the finalizer that orphans the
+// machines when the set is deleted, and the barrier that keeps the next plan
+// from running on a cache that has not seen this process's own writes.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/upshift-io/upshift/services/cpms/metrics"
+	"github.com/upshift-io/upshift/services/cpms/plan"
+)
+
+const (
+	// ControllerName names the controller in logs and metrics.
+	ControllerName = "cpms"
+	// Namespace and Name identify the one ControlPlaneMachineSet reconciled.
+	Namespace = "openshift-machine-api"
+	Name      = "cluster"
+	// Finalizer is the control-plane-machine-set operator's own: a set it
+	// managed carries it already, and it means the same here — on deletion
+	// the machines are released (owner references removed), never deleted.
+	Finalizer = "controlplanemachineset.machine.openshift.io"
+	// DefaultCacheTimeout bounds how long a plan waits for the cache to show
+	// this process's own write before it goes ahead (see barrier).
+	DefaultCacheTimeout = 30 * time.Second
+)
+
+var setKey = types.NamespacedName{Namespace: Namespace, Name: Name}
+
+// Reconciler keeps the control-plane Machines at the ControlPlaneMachineSet.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+	// Config is the planner's configuration; zero means plan.DefaultConfig().
+	Config plan.Config
+	// CacheTimeout bounds the wait for own writes; zero means DefaultCacheTimeout.
+	CacheTimeout time.Duration
+
+	barrier  barrier
+	metrics  *metrics.Recorder
+	mu       sync.Mutex
+	warnings string // last logged provider-spec warnings, to log changes only
+}
+
+// SetupWithManager registers the reconciler and its watches. Every event maps
+// to the one set.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Config == (plan.Config{}) {
+		r.Config = plan.DefaultConfig()
+	}
+	if r.CacheTimeout == 0 {
+		r.CacheTimeout = DefaultCacheTimeout
+	}
+	r.metrics = metrics.NewRecorder()
+	toSet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: setKey}}
+	})
+	isSet := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == Namespace && o.GetName() == Name
+	})
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == Namespace })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(isSet)).
+		Watches(&machinev1beta1.Machine{}, toSet, builder.WithPredicates(inNamespace)).
+		Watches(&corev1.Node{}, toSet, builder.WithPredicates(controlPlaneNodeChanged)).
+		Watches(&configv1.ClusterOperator{}, toSet, builder.WithPredicates(watchedOperatorChanged)).
+		Complete(r)
+}
+
+// controlPlaneNodeChanged passes control-plane Nodes whose trimmed content
+// changed: kubelet heartbeats bump the resourceVersion of every Node every
+// few seconds and change nothing the planner reads.
+var controlPlaneNodeChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return isControlPlaneNode(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isControlPlaneNode(e.Object) },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if !isControlPlaneNode(e.ObjectOld) && !isControlPlaneNode(e.ObjectNew) {
+			return false
+		}
+		return contentChanged(e.ObjectOld, e.ObjectNew)
+	},
+}
+
+var watchedOperatorChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return watchedOperators[e.Object.GetName()] },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return watchedOperators[e.Object.GetName()] },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return watchedOperators[e.ObjectNew.GetName()] && contentChanged(e.ObjectOld, e.ObjectNew)
+	},
+}
+
+func isControlPlaneNode(o client.Object) bool {
+	for _, k := range controlPlaneRoleLabels {
+		if _, ok := o.GetLabels()[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// contentChanged compares two trimmed objects, resourceVersion aside.
+func contentChanged(a, b client.Object) bool {
+	a, b = a.DeepCopyObject().(client.Object), b.DeepCopyObject().(client.Object)
+	a.SetResourceVersion("")
+	b.SetResourceVersion("")
+	return !equality.Semantic.DeepEqual(a, b)
+}
+
+// Reconcile plans one pass and carries it out.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	if req.NamespacedName != setKey {
+		return reconcile.Result{}, nil
+	}
+	now := r.Clock.Now()
+	wait, unmet, expired, err := r.barrier.check(ctx, r.Client, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, e := range expired {
+		logger.Info("the cache did not show an own write in time; planning anyway (machine names are deterministic, so a repeated create fails)", "write", e)
+	}
+	if len(unmet) > 0 {
+		// The watch event that shows the write wakes us; the requeue only
+		// bounds the wait.
+		logger.V(1).Info("waiting for the cache to show own writes", "writes", unmet)
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+
+	cpms := &machinev1.ControlPlaneMachineSet{}
+	if err := r.Client.Get(ctx, setKey, cpms); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.metrics.Forget()
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if cpms.DeletionTimestamp != nil {
+		return reconcile.Result{}, r.release(ctx, cpms)
+	}
+	if !controllerutil.ContainsFinalizer(cpms, Finalizer) {
+		// The finalizer goes on before any machine is adopted: without it,
+		// deleting the set would let the garbage collector delete the
+		// control plane.
+		patch := client.MergeFromWithOptions(cpms.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(cpms, Finalizer)
+		if err := r.Client.Patch(ctx, cpms, patch); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		r.barrier.expectSeen(&machinev1.ControlPlaneMachineSet{}, cpms, true, now, r.CacheTimeout)
+		return reconcile.Result{}, nil
+	}
+
+	in, created, err := r.snapshot(ctx, cpms, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	out := plan.Plan(in)
+	desired := int32(3)
+	if cpms.Spec.Replicas != nil {
+		desired = *cpms.Spec.Replicas
+	}
+	r.metrics.Observe(now, out, desired, created)
+	r.logWarnings(ctx, out.Warnings)
+
+	if !equality.Semantic.DeepEqual(cpms.Status, out.Status) {
+		patch := client.MergeFrom(cpms.DeepCopy())
+		cpms.Status = out.Status
+		// The status has one writer, this controller (leader-elected), and
+		// the barrier makes every plan start from its last write: no lock.
+		if err := r.Client.Status().Patch(ctx, cpms, patch); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		r.barrier.expectSeen(&machinev1.ControlPlaneMachineSet{}, cpms, true, now, r.CacheTimeout)
+	}
+	for _, e := range out.Events {
+		r.event(cpms, nil, e, "Reconcile")
+	}
+	if a := out.Action; a != nil {
+		related, err := r.act(ctx, cpms, a, now)
+		metrics.ObserveAction(a.Kind, err)
+		if err != nil {
+			logger.Info("action failed", "action", a.Kind, "index", a.Index, "error", err.Error())
+			r.event(cpms, nil, plan.Event{Warning: true, Reason: "Failed" + string(a.Kind), Message: fmt.Sprintf("%s in index %d failed: %v", a.Kind, a.Index, err)}, string(a.Kind))
+			// Retried with the controller's rate-limited backoff.
+			return reconcile.Result{}, err
+		}
+		logger.Info(a.Event.Message, "action", a.Kind, "index", a.Index)
+		r.event(cpms, related, a.Event, string(a.Kind))
+	}
+	// After an action no requeue is needed: its object comes back through
+	// the watch, and the barrier holds the next plan until it has.
+	return reconcile.Result{RequeueAfter: out.RequeueAfter}, nil
+}
+
+// snapshot reads the planner's input from the cache, and the creation time
+// of every machine (for the metrics).
+func (r *Reconciler) snapshot(ctx context.Context, cpms *machinev1.ControlPlaneMachineSet, now time.Time) (plan.Input, map[string]time.Time, error) {
+	var machines machinev1beta1.MachineList
+	var nodes corev1.NodeList
+	var cos configv1.ClusterOperatorList
+	if err := r.Client.List(ctx, &machines, client.InNamespace(Namespace)); err != nil {
+		return plan.Input{}, nil, err
+	}
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return plan.Input{}, nil, err
+	}
+	if err := r.Client.List(ctx, &cos); err != nil {
+		return plan.Input{}, nil, err
+	}
+	created := make(map[string]time.Time, len(machines.Items))
+	for _, m := range machines.Items {
+		created[m.Name] = m.CreationTimestamp.Time
+	}
+	return plan.Input{CPMS: cpms, Machines: machines.Items, Nodes: nodes.Items, ClusterOperators: cos.Items, Config: r.Config, Now: now}, created, nil
+}
+
+func (r *Reconciler) event(cpms *machinev1.ControlPlaneMachineSet, related client.Object, e plan.Event, action string) {
+	if r.Recorder == nil {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if e.Warning {
+		typ = corev1.EventTypeWarning
+	}
+	var rel runtime.Object
+	if related != nil {
+		rel = related
+	}
+	r.Recorder.Eventf(cpms, rel, typ, e.Reason, action, "%s", e.Message)
+}
+
+func (r *Reconciler) logWarnings(ctx context.Context, w []string) {
+	joined := strings.Join(w, "\n")
+	r.mu.Lock()
+	changed := joined != r.warnings
+	r.warnings = joined
+	r.mu.Unlock()
+	if changed && joined != "" {
+		log.FromContext(ctx).Info("provider-spec fields not compared", "warnings", w)
+	}
+}
