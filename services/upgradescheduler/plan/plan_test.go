@@ -761,6 +761,32 @@ func TestConfigErrorKeepsLastGood(t *testing.T) {
 	}
 }
 
+func TestConfigUnknownKeysAreReportedOnce(t *testing.T) {
+	w := newWorld(t)
+	// A misspelt key: MUO ignores it and so do we, but not silently.
+	w.cfg = mustConfig(t, "maintenance:\n  controlPlaneTme: 30\n")
+	w.plan()
+	c := w.summary("ConfigValid")
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "ValidWithWarnings" || !strings.Contains(c.Message, "controlPlaneTme") {
+		t.Fatalf("%+v", c)
+	}
+	if !w.hasEvent("ConfigKeysIgnored") {
+		t.Fatal("no ConfigKeysIgnored event")
+	}
+	n := len(w.events)
+	w.plan()
+	for _, e := range w.events[n:] {
+		if e.Reason == "ConfigKeysIgnored" {
+			t.Fatal("ConfigKeysIgnored repeated for the same keys")
+		}
+	}
+	w.cfg = mustConfig(t, "")
+	w.plan()
+	if c := w.summary("ConfigValid"); c.Reason != "Valid" {
+		t.Fatalf("fixed: %+v", c)
+	}
+}
+
 func TestNewTargetSupersedesPending(t *testing.T) {
 	w := newWorld(t)
 	w.plan()

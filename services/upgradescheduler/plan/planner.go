@@ -2,9 +2,11 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
@@ -168,6 +170,15 @@ func (p *planner) configCondition() {
 		p.setCondition("ConfigValid", metav1.ConditionFalse, "InvalidConfig", p.in.ConfigError.Error())
 	case p.in.ConfigError != nil:
 		p.setCondition("ConfigValid", metav1.ConditionFalse, "InvalidConfigKeptLastGood", "using the last valid configuration: "+p.in.ConfigError.Error())
+	case len(p.cfg.Warnings) > 0:
+		// Accepted, as MUO accepts keys it does not know (a newer MUO's keys
+		// must not stop the scheduler), but a misspelt key silently taking
+		// its default is what a person must hear about.
+		msg := "keys ignored: " + strings.Join(p.cfg.Warnings, "; ")
+		if c := meta.FindStatusCondition(p.uc.Status.Conditions, "ConfigValid"); c == nil || c.Reason != "ValidWithWarnings" || c.Message != msg {
+			p.event(true, "ConfigKeysIgnored", "configuration ConfigMap %s: %s", config.ConfigMapName, msg)
+		}
+		p.setCondition("ConfigValid", metav1.ConditionTrue, "ValidWithWarnings", msg)
 	default:
 		p.setCondition("ConfigValid", metav1.ConditionTrue, "Valid", "")
 	}
