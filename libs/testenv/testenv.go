@@ -64,6 +64,10 @@ type Options struct {
 	Scheduler bool
 	// Kwok starts kwok, managing the Nodes annotated KwokNodeAnnotation.
 	Kwok bool
+	// Alertmanager starts an Alertmanager with a null receiver; its base
+	// URL is Env.Alertmanager.URL. StartAlertmanager runs one without a
+	// control plane.
+	Alertmanager bool
 	// ExtraCRDDirs are folders of further CRD manifests to install.
 	ExtraCRDDirs []string
 	// WithoutUpshiftCRDs installs only the OpenShift CRDs, for testing how a
@@ -87,6 +91,8 @@ type Env struct {
 	Dir string
 	// AuditLogPath is the apiserver's audit log, with Options.AuditLog.
 	AuditLogPath string
+	// Alertmanager runs with Options.Alertmanager; Stop stops it.
+	Alertmanager *Alertmanager
 
 	opts     Options
 	envtest  *envtest.Environment
@@ -174,6 +180,15 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 			return nil, err
 		}
 	}
+	if opts.Alertmanager {
+		// In Dir, so its log is kept with the others; Stop stops it as a child.
+		am, err := StartAlertmanager(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		e.children = append(e.children, am.child)
+		e.Alertmanager = am
+	}
 	return e, e.armWatchdog()
 }
 
@@ -187,6 +202,9 @@ func requiredFiles(opts Options) []string {
 	}
 	if opts.Kwok {
 		files = append(files, binKwok, fileKwokStages)
+	}
+	if opts.Alertmanager {
+		files = append(files, AlertmanagerBinary)
 	}
 	return files
 }
