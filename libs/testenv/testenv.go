@@ -1,8 +1,8 @@
 // Package testenv runs a real Kubernetes control plane for tests: etcd and
 // kube-apiserver (through controller-runtime's envtest), and on request
-// kube-controller-manager, kube-scheduler and kwok, with the OpenShift and
-// Upshift CRDs installed. All binaries are built from Go modules by `make
-// testbin`; see TESTSTACK.md.
+// kube-controller-manager, kube-scheduler, kwok and Alertmanager, with the
+// OpenShift and Upshift CRDs installed. All binaries are built from Go
+// modules by `make testbin`; see TESTSTACK.md.
 //
 //	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, Kwok: true})
 //	if err != nil { ... }

@@ -224,3 +224,51 @@ func silencedBy(ctx context.Context, t *testing.T, api *amclient.AlertmanagerAPI
 	}
 	return out
 }
+
+// TestClientRemovesADuplicate: a second live silence with our lease marker
+// (two replicas racing during a leader hand-over) is expired by the next
+// reconcile, which keeps the recorded one.
+func TestClientRemovesADuplicate(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	am, err := testenv.StartAlertmanager(ctx, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer am.Stop()
+	c, err := silence.NewClient(am.URL, nil, 10*time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	in := silence.Input{Owner: silence.Owner{Namespace: "ns", Name: "uc", UID: "uid-dup"}, Version: "4.17.0",
+		CreatedBy: "managed-upgrade-operator", Now: time.Now(),
+		Wanted: []silence.Want{{Purpose: silence.Workers, End: time.Now().Add(time.Hour)}}}
+	// Two replicas both decide from an empty list and both create.
+	p := silence.Decide(in)
+	first, err := c.Apply(ctx, p)
+	g.Expect(err).NotTo(HaveOccurred())
+	second, err := c.Apply(ctx, p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(second[silence.Workers]).NotTo(Equal(first[silence.Workers]))
+	g.Expect(liveIDs(ctx, t, c, "uid-dup")).To(HaveLen(2))
+
+	in.Recorded, in.Now = second, time.Now()
+	record, _, err := c.Reconcile(ctx, in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(record).To(Equal(second))
+	g.Expect(liveIDs(ctx, t, c, "uid-dup")).To(ConsistOf(second[silence.Workers]))
+}
+
+// TestClientUnreachable: with Alertmanager gone, Reconcile returns an error
+// and the recorded IDs unchanged, so the caller keeps them in status.
+func TestClientUnreachable(t *testing.T) {
+	g := NewWithT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addr, err := testenv.FreeAddr()
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := silence.NewClient("http://"+addr, nil, 2*time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	recorded := map[silence.Purpose]string{silence.Workers: "abc"}
+	record, _, err := c.Reconcile(ctx, silence.Input{Owner: silence.Owner{UID: "u"}, Now: time.Now(), Recorded: recorded})
+	g.Expect(err).To(MatchError(ContainSubstring("listing Alertmanager silences")))
+	g.Expect(record).To(Equal(recorded))
+}
