@@ -67,8 +67,8 @@ func (c *Client) List(ctx context.Context, filter []string) ([]Silence, error) {
 }
 
 // Post creates the silence, or updates it when id is set; it returns the ID
-// Alertmanager gives it (a new one when Alertmanager cannot update in place,
-// for example when the silence expired meanwhile).
+// Alertmanager gives it (a new one when Alertmanager cannot update in place:
+// other matchers, or the silence expired meanwhile).
 func (c *Client) Post(ctx context.Context, id string, s Silence) (string, error) {
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
@@ -114,7 +114,7 @@ func (c *Client) Apply(ctx context.Context, p Plan) (map[Purpose]string, error) 
 			if err := c.Expire(ctx, a.ID); err != nil {
 				return record, err
 			}
-		case Create, Extend:
+		case Create, Extend, Replace:
 			id, err := c.Post(ctx, a.ID, a.Silence)
 			if err != nil {
 				return record, err

@@ -22,7 +22,7 @@ import (
 // against the real Alertmanager: create, server-side listing that sees only
 // this UpgradeConfig's silences, the silences really silencing (and the
 // namespace scope really holding), re-adoption and in-place extension after a
-// restart, hand-over to the worker lease, and expiry at the end.
+// restart, a reconfigured criticals list, hand-over to the worker lease, and expiry at the end.
 func TestClientAgainstAlertmanager(t *testing.T) {
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -109,6 +109,20 @@ func TestClientAgainstAlertmanager(t *testing.T) {
 		// Capped by the control-plane window, not now+2h.
 		g.Expect(s.EndsAt).To(BeTemporally("~", cpEnd, time.Second))
 	}
+
+	// 3b. The criticals list is reconfigured mid-phase: Alertmanager
+	// replaces that silence under its ID (new ID, old one expired), the
+	// other lease is untouched.
+	in.Criticals, in.Now, in.Recorded = []string{"ClusterOperatorDown", "KubeletDown"}, time.Now(), record
+	record, plan, err = c.Reconcile(ctx, in)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kinds(plan)).To(Equal([]silence.Kind{silence.Replace}))
+	g.Expect(record[silence.ControlPlane]).To(Equal(cpID))
+	g.Expect(record[silence.ControlPlaneCriticals]).NotTo(Equal(critID))
+	g.Expect(liveIDs(ctx, t, c, "uid-1")).To(ConsistOf(cpID, record[silence.ControlPlaneCriticals]))
+	postAlerts(ctx, t, api, now, models.LabelSet{"alertname": "KubeletDown", "severity": "critical", "namespace": "kube-system"})
+	g.Eventually(func() []string { return silencedBy(ctx, t, api)["KubeletDown/kube-system"] }).WithTimeout(30 * time.Second).
+		Should(Equal([]string{record[silence.ControlPlaneCriticals]}))
 
 	// 4. The worker phase: the control-plane leases expire, a worker lease.
 	in.TTL, in.Now, in.Recorded = 30*time.Minute, time.Now(), record

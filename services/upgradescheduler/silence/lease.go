@@ -150,6 +150,9 @@ const (
 	// Extend posts the silence again with its ID and a later end;
 	// Alertmanager updates it in place (same matchers and start).
 	Extend Kind = "Extend"
+	// Replace posts new matchers under the silence's ID; Alertmanager
+	// expires the old silence and returns a new ID.
+	Replace Kind = "Replace"
 	// Expire deletes (expires) the silence.
 	Expire Kind = "Expire"
 )
@@ -178,6 +181,11 @@ type Plan struct {
 func Decide(in Input) Plan {
 	ttl := cmp.Or(in.TTL, DefaultTTL)
 	out := Plan{Record: map[Purpose]string{}}
+	// MUO makes no critical-alert silence without the list; one made
+	// before the list was emptied is expired like any unwanted lease.
+	in.Wanted = slices.DeleteFunc(slices.Clone(in.Wanted), func(w Want) bool {
+		return w.Purpose == ControlPlaneCriticals && len(in.Criticals) == 0
+	})
 	wanted := map[string]Want{}
 	for _, w := range in.Wanted {
 		wanted[leaseKey(in.Version, w.Purpose)] = w
@@ -212,6 +220,16 @@ func Decide(in Input) Plan {
 		}
 		out.Record[w.Purpose] = kept.ID
 		end := leaseEnd(in.Now, ttl, w.End)
+		if want := matchers(in, w.Purpose); !slices.Equal(kept.Matchers, want) && in.Now.Before(w.End) {
+			// The configuration changed (the criticals list): post the
+			// new matchers under the old ID, which Alertmanager does by
+			// expiring the old silence and creating a new one in one
+			// call, so there is neither a gap nor a second silence.
+			s := kept
+			s.Matchers, s.StartsAt, s.EndsAt, s.Comment = want, in.Now, end, comment(in, w.Purpose)
+			keep = append(keep, Action{Kind: Replace, Purpose: w.Purpose, ID: kept.ID, Silence: s})
+			continue
+		}
 		// Renew when less than half the TTL remains and the window allows
 		// a later end; never shorten (the window only bounds extension).
 		// Past the window's end nothing is posted: a list read a moment
@@ -228,9 +246,6 @@ func Decide(in Input) Plan {
 	for _, w := range in.Wanted {
 		if _, ok := live[leaseKey(in.Version, w.Purpose)]; ok {
 			continue
-		}
-		if w.Purpose == ControlPlaneCriticals && len(in.Criticals) == 0 {
-			continue // MUO: no critical-alert silence without the list
 		}
 		if !in.Now.Before(w.End) {
 			continue // the window has passed: let alerts through

@@ -174,6 +174,30 @@ func TestDecide(t *testing.T) {
 			wantRecord: map[Purpose]string{ControlPlane: "a"},
 		},
 		{
+			name: "criticals list changed during the phase: replaced under its ID (one call, no gap, no duplicate)",
+			mod: func(in *Input) {
+				in.Wanted = []Want{{ControlPlaneCriticals, cpEnd}}
+				in.Existing = []Silence{ours("c", ControlPlaneCriticals, "4.16.2", t0.Add(25*time.Minute))}
+				in.Criticals = []string{"ClusterOperatorDown"}
+				in.Recorded = map[Purpose]string{ControlPlaneCriticals: "c"}
+			},
+			wantKinds:  []string{"Replace control-plane-criticals c"},
+			wantRecord: map[Purpose]string{ControlPlaneCriticals: "c"},
+		},
+		{
+			name: "criticals list emptied during the phase: the critical-alert silence expired",
+			mod: func(in *Input) {
+				in.Wanted = []Want{{ControlPlane, cpEnd}, {ControlPlaneCriticals, cpEnd}}
+				in.Existing = []Silence{
+					ours("a", ControlPlane, "4.16.2", t0.Add(25*time.Minute)),
+					ours("c", ControlPlaneCriticals, "4.16.2", t0.Add(25*time.Minute)),
+				}
+				in.Criticals = nil
+			},
+			wantKinds:  []string{"Expire control-plane-criticals c"},
+			wantRecord: map[Purpose]string{ControlPlane: "a"},
+		},
+		{
 			name: "a silence without our lease marker is never touched",
 			mod: func(in *Input) {
 				in.Existing = []Silence{{ID: "human", State: StateActive, EndsAt: t0.Add(time.Hour),

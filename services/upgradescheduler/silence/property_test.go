@@ -85,7 +85,7 @@ var errLost = errors.New("lost")
 // TestLeaseProperties runs random upgrades: reconciles whose calls fail
 // before or after reaching Alertmanager, scheduler restarts that lose the
 // recorded IDs or bring back an older status, time jumps past a lease's
-// end, version changes, and a terminal phase at a random point (completed,
+// end, version changes, criticals lists reconfigured, and a terminal phase at a random point (completed,
 // failed or cancelled all want no lease). After every single call:
 //   - never two live silences for one lease (version and purpose), unless a
 //     stale reconcile ran since the last full one;
@@ -97,7 +97,8 @@ var errLost = errors.New("lost")
 //
 // After a reconcile that ran to the end:
 //   - every wanted lease whose window is still open is live, with at least
-//     half a TTL left;
+//     half a TTL left (or up to its window's end), and silences what the
+//     configuration says;
 //   - after a terminal phase, nothing of ours is live.
 func TestLeaseProperties(t *testing.T) {
 	const ttl = 30 * time.Minute
@@ -155,6 +156,8 @@ func TestLeaseProperties(t *testing.T) {
 					phase = 2
 				}
 				phaseStart = am.now
+			case r == 6: // the criticals list is reconfigured
+				in.Criticals = [][]string{nil, {"ClusterOperatorDown"}, {"ClusterOperatorDown", "KubeletDown"}}[rng.IntN(3)]
 			case r == 5 && phase < 2 && rng.IntN(4) == 0: // the target version changes
 				version = fmt.Sprintf("4.16.%d", 3+rng.IntN(5))
 				phase, phaseStart = 0, am.now
@@ -212,6 +215,9 @@ func TestLeaseProperties(t *testing.T) {
 					ids := live[leaseKey(version, w.Purpose)]
 					if len(ids) != 1 {
 						t.Fatalf("seed %d step %d: phase %d wants %s, live %v", seed, step, phase, w.Purpose, ids)
+					}
+					if !slices.Equal(am.byID[ids[0]].Matchers, matchers(in, w.Purpose)) {
+						t.Fatalf("seed %d step %d: %s silences %v, the configuration says %v", seed, step, w.Purpose, am.byID[ids[0]].Matchers, matchers(in, w.Purpose))
 					}
 					left := am.byID[ids[0]].EndsAt.Sub(am.now)
 					if left < ttl/2 && am.byID[ids[0]].EndsAt.Before(w.End) {
