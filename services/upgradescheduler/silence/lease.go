@@ -13,6 +13,12 @@
 // silences (any state), without reading everyone else's. A silence found with
 // our lease marker is re-adopted after a restart or a lost status write, so
 // there is never a second silence for one purpose.
+//
+// A lease is held for as long as its phase wants it: someone who expires one
+// by hand sees it come back at the next reconcile, until the phase ends or its
+// window closes. Past the window (maintenance.controlPlaneTime for the control
+// plane, the estimate from the remaining machines for the workers) a lease is
+// no longer extended, so the alerts of an overrunning phase are seen.
 package silence
 
 import (
@@ -163,7 +169,7 @@ type Action struct {
 	Purpose Purpose
 	// ID is the silence to extend or expire; empty for Create.
 	ID string
-	// Silence is what Create and Extend post.
+	// Silence is what Create, Extend and Replace post.
 	Silence Silence
 }
 
