@@ -27,10 +27,14 @@ KWOK_VERSION           := $(call modver,sigs.k8s.io/kwok,kwok)
 CONTROLLER_GEN_VERSION := $(call modver,sigs.k8s.io/controller-tools,controller-gen)
 STATICCHECK_VERSION    := $(call modver,honnef.co/go/tools,staticcheck)
 HELM_VERSION           := $(call modver,helm.sh/helm/v3,helm)
+ALERTMANAGER_VERSION   := $(call modver,github.com/prometheus/alertmanager,alertmanager)
 
 TESTBIN_KEY := k8s-$(KUBE_VERSION)_etcd-$(ETCD_VERSION)_kwok-$(KWOK_VERSION)
 TESTBIN     := $(BIN)/testbin/$(TESTBIN_KEY)
-TESTBIN_FILES := $(addprefix $(TESTBIN)/,kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml)
+# Alertmanager is versioned in its file name rather than in the key, so adding
+# or bumping it builds only it, not the whole control plane again.
+ALERTMANAGER  := alertmanager-$(ALERTMANAGER_VERSION)
+TESTBIN_FILES := $(addprefix $(TESTBIN)/,kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml $(ALERTMANAGER))
 
 CONTROLLER_GEN := $(BIN)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK    := $(BIN)/tools/staticcheck-$(STATICCHECK_VERSION)
@@ -151,7 +155,7 @@ test: testbin ## Run the unit, controller and e2e suites (builds the test contro
 	@start=$$(date +%s); GOWORK=off go test -C tools/release -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
 
 .PHONY: testbin
-testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) and helm.
+testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), Alertmanager and helm.
 	@ln -sfn $(TESTBIN_KEY) $(BIN)/testbin/current
 
 $(TESTBIN)/kube-apiserver $(TESTBIN)/kube-controller-manager $(TESTBIN)/kube-scheduler:
@@ -168,6 +172,12 @@ $(TESTBIN)/kwok:
 	@echo "== building kwok $(KWOK_VERSION)"
 	@mkdir -p $(@D)
 	$(call gobuild_tool,kwok,$@,sigs.k8s.io/kwok/cmd/kwok)
+
+$(TESTBIN)/$(ALERTMANAGER):
+	@echo "== building alertmanager $(ALERTMANAGER_VERSION)"
+	@mkdir -p $(@D)
+	@# Stamp the version as its release builds do, so /api/v2/status tells it.
+	$(call gobuild_tool,alertmanager,$@.tmp,-ldflags '-X github.com/prometheus/common/version.Version=$(ALERTMANAGER_VERSION:v%=%)' github.com/prometheus/alertmanager/cmd/alertmanager) && mv $@.tmp $@
 
 # kwok refuses to start without stages: take the ones its module ships.
 $(TESTBIN)/kwok-stages.yaml:

@@ -23,9 +23,9 @@ var env *testenv.Env
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
 	start := time.Now()
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
+	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, Alertmanager: true})
 	Expect(err).NotTo(HaveOccurred())
-	AddReportEntry("testenv start (etcd, kube-apiserver, CRDs, kube-controller-manager, kube-scheduler, kwok)",
+	AddReportEntry("testenv start (etcd, kube-apiserver, CRDs, kube-controller-manager, kube-scheduler, kwok, alertmanager)",
 		time.Since(start).Round(time.Millisecond).String())
 	DeferCleanup(env.Stop)
 }, NodeTimeout(3*time.Minute))

@@ -1,8 +1,8 @@
 // Package testenv runs a real Kubernetes control plane for tests: etcd and
 // kube-apiserver (through controller-runtime's envtest), and on request
-// kube-controller-manager, kube-scheduler and kwok, with the OpenShift and
-// Upshift CRDs installed. All binaries are built from Go modules by `make
-// testbin`; see TESTSTACK.md.
+// kube-controller-manager, kube-scheduler, kwok and Alertmanager, with the
+// OpenShift and Upshift CRDs installed. All binaries are built from Go
+// modules by `make testbin`; see TESTSTACK.md.
 //
 //	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, Kwok: true})
 //	if err != nil { ... }
@@ -65,6 +65,10 @@ type Options struct {
 	Scheduler bool
 	// Kwok starts kwok, managing the Nodes annotated KwokNodeAnnotation.
 	Kwok bool
+	// Alertmanager starts an Alertmanager with a null receiver; its base
+	// URL is Env.Alertmanager.URL. StartAlertmanager runs one without a
+	// control plane.
+	Alertmanager bool
 	// ExtraCRDDirs are folders of further CRD manifests to install.
 	ExtraCRDDirs []string
 	// WithoutUpshiftCRDs installs only the OpenShift CRDs, for testing how a
@@ -106,6 +110,8 @@ type Env struct {
 	AuditLogPath string
 	// Webhook is where to serve Options.ValidatingWebhooks (zero without).
 	Webhook WebhookServing
+	// Alertmanager runs with Options.Alertmanager; Stop stops it.
+	Alertmanager *Alertmanager
 
 	opts     Options
 	envtest  *envtest.Environment
@@ -203,6 +209,15 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 			return nil, err
 		}
 	}
+	if opts.Alertmanager {
+		// In Dir, so its log is kept with the others; Stop stops it as a child.
+		am, err := StartAlertmanager(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		e.children = append(e.children, am.child)
+		e.Alertmanager = am
+	}
 	return e, e.armWatchdog()
 }
 
@@ -216,6 +231,9 @@ func requiredFiles(opts Options) []string {
 	}
 	if opts.Kwok {
 		files = append(files, binKwok, fileKwokStages)
+	}
+	if opts.Alertmanager {
+		files = append(files, AlertmanagerBinary)
 	}
 	return files
 }

@@ -2,6 +2,8 @@ package testenv_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -46,6 +48,26 @@ func nodeReady(ctx context.Context, name string) func(Gomega) {
 }
 
 var _ = Describe("the test control plane", func() {
+	It("runs Alertmanager with the environment (Options.Alertmanager)", func(ctx SpecContext) {
+		Expect(env.Alertmanager).NotTo(BeNil())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.Alertmanager.URL+"/api/v2/status", nil)
+		Expect(err).NotTo(HaveOccurred())
+		resp, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		var status struct {
+			Cluster struct {
+				Status string `json:"status"`
+			} `json:"cluster"`
+			VersionInfo map[string]string `json:"versionInfo"`
+		}
+		Expect(json.NewDecoder(resp.Body).Decode(&status)).To(Succeed())
+		// A lone instance: gossip is off, as StartAlertmanager asks.
+		Expect(status.Cluster.Status).To(Equal("disabled"))
+		Expect("alertmanager-v" + status.VersionInfo["version"]).To(Equal(testenv.AlertmanagerBinary))
+	})
+
 	It("runs a Job to completion on a kwok node (kube-controller-manager + kwok)", func(ctx SpecContext) {
 		Expect(env.Client.Create(ctx, kwokNode("job-node"))).To(Succeed())
 		Eventually(nodeReady(ctx, "job-node")).WithTimeout(30 * time.Second).Should(Succeed())

@@ -1,0 +1,111 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// AlertmanagerBinary is the Alertmanager binary `make testbin` builds, named with
+// its version (the Makefile's ALERTMANAGER_VERSION, from the builder module
+// tools/build/alertmanager; TestAlertmanagerBinaryMatchesBuilder keeps the
+// two in step).
+const AlertmanagerBinary = "alertmanager-v0.31.1"
+
+// alertmanagerConfig routes every alert to a receiver that sends nothing:
+// tests use Alertmanager for its API (alerts, silences), not for delivery.
+const alertmanagerConfig = `route:
+  receiver: "null"
+receivers:
+- name: "null"
+`
+
+// Alertmanager is a running Alertmanager, a child of the test process.
+type Alertmanager struct {
+	// URL is the base URL, in front of /api/v2.
+	URL string
+	// Dir holds its configuration, storage and log.
+	Dir string
+
+	child   *child
+	ownsDir bool
+}
+
+// StartAlertmanager starts a single Alertmanager (no cluster peers) on a free
+// loopback port, with a null receiver, and waits for it to be ready. Stop it
+// with Stop; a Pdeathsig kills it if the test process dies first. dir is where
+// its files go; empty means a new temporary folder that Stop removes.
+func StartAlertmanager(ctx context.Context, dir string) (_ *Alertmanager, retErr error) {
+	binDir, err := TestBinDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFiles(binDir, AlertmanagerBinary); err != nil {
+		return nil, err
+	}
+	am := &Alertmanager{Dir: dir}
+	if dir == "" {
+		if am.Dir, err = os.MkdirTemp("", "upshift-alertmanager-"); err != nil {
+			return nil, err
+		}
+		am.ownsDir = true
+	}
+	defer func() {
+		if retErr != nil {
+			am.Stop()
+		}
+	}()
+	amDir := filepath.Join(am.Dir, "alertmanager")
+	if err := os.MkdirAll(filepath.Join(amDir, "data"), 0o755); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(amDir, "alertmanager.yml")
+	if err := os.WriteFile(cfg, []byte(alertmanagerConfig), 0o600); err != nil {
+		return nil, err
+	}
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	am.child, err = startChild(am.Dir, "alertmanager", filepath.Join(binDir, AlertmanagerBinary),
+		"--config.file="+cfg,
+		"--storage.path="+filepath.Join(amDir, "data"),
+		"--web.listen-address="+addr,
+		// No gossip: a lone instance, and no second port to collide on.
+		"--cluster.listen-address=",
+	)
+	if err != nil {
+		return nil, err
+	}
+	am.URL = "http://" + addr
+	httpc := &http.Client{Timeout: 2 * time.Second}
+	err = waitFor(ctx, 60*time.Second, "alertmanager to become ready", func() (bool, error) {
+		if err := am.child.exited(); err != nil {
+			return false, err
+		}
+		resp, err := httpc.Get(am.URL + "/-/ready")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("alertmanager /-/ready answered %s", resp.Status)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return am, nil
+}
+
+// Stop stops Alertmanager and removes its folder if StartAlertmanager made it.
+// It is safe to call more than once.
+func (a *Alertmanager) Stop() {
+	if a.child != nil {
+		a.child.stop(5 * time.Second)
+	}
+	if a.ownsDir {
+		_ = os.RemoveAll(a.Dir)
+	}
+}
