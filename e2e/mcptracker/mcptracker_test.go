@@ -189,13 +189,7 @@ func events(ctx context.Context, ns string) func(Gomega) []eventsv1.Event {
 	return func(g Gomega) []eventsv1.Event {
 		var list eventsv1.EventList
 		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-		var out []eventsv1.Event
-		for _, e := range list.Items {
-			if e.ReportingController == "mcp-tracker" {
-				out = append(out, e)
-			}
-		}
-		return out
+		return list.Items
 	}
 }
 
@@ -244,6 +238,11 @@ var _ = Describe("the mcp-tracker", Ordered, func() {
 	})
 
 	It("tracks a pool updated by hand, with no UpgradeConfig: metrics, and Events on the pool", func(ctx SpecContext) {
+		By("waiting for the tracker's first pass (leader, caches synced): every pool's nodes exported")
+		Eventually(scrapeOnce, time.Minute).Should(And(
+			ContainSubstring(`upshift_mcp_tracker_nodes{pool="master",state="done"} 3`),
+			ContainSubstring(`upshift_mcp_tracker_nodes{pool="worker",state="done"} 6`),
+			ContainSubstring(fmt.Sprintf(`upshift_mcp_tracker_nodes{pool="infra",state="done"} %d`, infraNodes))))
 		Expect(env.Client.Create(ctx, machineConfig("50-infra-by-hand", "infra"))).To(Succeed())
 		Eventually(func(g Gomega) []string {
 			return reasonsAbout(events(ctx, "default")(g), "MachineConfigPool", "infra")
@@ -375,12 +374,28 @@ var _ = Describe("the mcp-tracker", Ordered, func() {
 					// exercise (capacity reservation, MUO's ConfigMap
 					// writes...): its own suite checks that; here only that
 					// it was never refused.
-					g.Expect(framework.Unused(framework.OfRoles(perms, roles...), evs)).To(BeEmpty(), id.ServiceAccount)
+					g.Expect(framework.Unused(withoutSeriesPatch(framework.OfRoles(perms, roles...)), evs)).To(BeEmpty(), id.ServiceAccount)
 				}
 			}).Should(Succeed())
 		}
 	})
 })
+
+// withoutSeriesPatch drops "patch events": the events library patches only
+// when one Event repeats (same object resourceVersion and reason) within its
+// cache window, e.g. two nodes of one pool found stuck in one pass. This
+// suite's runs never repeat one, so the grant is needed but not exercised
+// here.
+func withoutSeriesPatch(perms []framework.Permission) []framework.Permission {
+	var out []framework.Permission
+	for _, p := range perms {
+		if p.APIGroup == "events.k8s.io" && p.Resource == "events" && p.Verb == "patch" {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
 
 // exposed is every series and label any scrape of the suite saw.
 var exposed = framework.Exposition{}
