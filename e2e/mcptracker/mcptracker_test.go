@@ -417,4 +417,3 @@ func scrape() string {
 	Eventually(func(g Gomega) { body = scrapeOnce(g) }).Should(Succeed())
 	return body
 }
-
