@@ -81,7 +81,8 @@ require (
 	github.com/prometheus/procfs v0.19.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
-	github.com/upshift-io/upshift/api v0.0.0 // indirect
+	github.com/upshift-io/upshift/api v0.0.0
+	github.com/upshift-io/upshift/services/mcptracker v0.0.0
 	github.com/upshift-io/upshift/services/upgradescheduler v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
@@ -134,3 +135,5 @@ require (
 )
 
 replace github.com/upshift-io/upshift/services/upgradescheduler => ../services/upgradescheduler
+
+replace github.com/upshift-io/upshift/services/mcptracker => ../services/mcptracker

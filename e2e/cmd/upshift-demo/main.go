@@ -4,7 +4,8 @@
 // controllers that exist as their charts' ServiceAccounts, schedules an
 // update with an UpgradeConfig a few seconds ahead, and prints the
 // UpgradeConfig's progress (as `kubectl get upgrade` shows it) and
-// `kubectl upshift status` every few seconds until it completes.
+// `kubectl upshift status` every few seconds until it completes, with one
+// progress line per MachineConfigPool from the mcp-tracker's status.pools.
 // It stops every process it started, and exits non-zero if the update does
 // not complete in time.
 package main
@@ -52,7 +53,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller, upgrade-scheduler and kubectl-upshift.")
+	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller, upgrade-scheduler, mcp-tracker and kubectl-upshift.")
 	flag.IntVar(&o.masters, "masters", 3, "Control-plane nodes.")
 	flag.IntVar(&o.workers, "workers", 6, "Worker nodes.")
 	flag.StringVar(&o.from, "from", "4.16.1", "Version the cluster runs.")
@@ -86,7 +87,8 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	cli := filepath.Join(filepath.Dir(usc), "kubectl-upshift")
 	scheduler := filepath.Join(filepath.Dir(usc), "upgrade-scheduler")
-	for _, b := range []string{usc, scheduler, cli} {
+	mcpTracker := filepath.Join(filepath.Dir(usc), "mcp-tracker")
+	for _, b := range []string{usc, scheduler, mcpTracker, cli} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("%s not found: run `make build` first", b)
 		}
@@ -116,7 +118,7 @@ func run(ctx context.Context, o options) (err error) {
 	stopSim := sim.Start(ctx)
 	defer func() { _ = stopSim() }()
 
-	say("Installing the update-status-controller's and the upgrade-scheduler's ServiceAccounts and RBAC from their charts, and running each as its ServiceAccount")
+	say("Installing the update-status-controller's, the upgrade-scheduler's and the mcp-tracker's ServiceAccounts and RBAC from their charts, and running each as its ServiceAccount")
 	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
 		return err
 	}
@@ -136,6 +138,17 @@ func run(ctx context.Context, o options) (err error) {
 	defer func() {
 		if stopErr := sched.Stop(10 * time.Second); err == nil && stopErr != nil {
 			err = fmt.Errorf("upgrade-scheduler: %w\n%s", stopErr, sched.Logs())
+		}
+	}()
+	// At this time scale the chart's 5s between status writes is 20
+	// simulated minutes: write at most once a second instead.
+	tracker, trackScraper, trackMetricsURL, err := startComponent(ctx, env, mcpTracker, "mcp-tracker", "mcpt", "--min-write-interval=1s")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := tracker.Stop(10 * time.Second); err == nil && stopErr != nil {
+			err = fmt.Errorf("mcp-tracker: %w\n%s", stopErr, tracker.Logs())
 		}
 	}()
 	if err := seedWorkerPool(ctx, env.Client); err != nil {
@@ -175,6 +188,9 @@ func run(ctx context.Context, o options) (err error) {
 		if phase == "Failed" {
 			return fmt.Errorf("the UpgradeConfig failed\n%s", sched.Logs())
 		}
+		if err := printPools(ctx, env.Client, os.Stdout); err != nil {
+			return err
+		}
 		if err := printStatus(ctx, cli, env.KubeconfigPath, os.Stdout); err != nil {
 			return err
 		}
@@ -191,7 +207,7 @@ func run(ctx context.Context, o options) (err error) {
 	for _, m := range []struct {
 		s   *framework.Scraper
 		url string
-	}{{scraper, metricsURL}, {schedScraper, schedMetricsURL}} {
+	}{{scraper, metricsURL}, {schedScraper, schedMetricsURL}, {trackScraper, trackMetricsURL}} {
 		body, err := m.s.Scrape(m.url)
 		if err != nil {
 			return err
@@ -216,7 +232,7 @@ const namespace = "upshift"
 // startComponent runs a component as its chart's ServiceAccount, and
 // returns it with a scraper for its metrics (a ServiceAccount bound to the
 // chart's metrics-reader ClusterRole) and their URL.
-func startComponent(ctx context.Context, env *testenv.Env, binary, chart, release string) (*framework.Component, *framework.Scraper, string, error) {
+func startComponent(ctx context.Context, env *testenv.Env, binary, chart, release string, extra ...string) (*framework.Component, *framework.Scraper, string, error) {
 	id, err := framework.InstallChartIdentity(ctx, env, chart, release, namespace)
 	if err != nil {
 		return nil, nil, "", err
@@ -229,8 +245,8 @@ func startComponent(ctx context.Context, env *testenv.Env, binary, chart, releas
 	if err != nil {
 		return nil, nil, "", err
 	}
-	c, err := framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig, "--leader-election-namespace="+namespace,
-		"--namespace="+namespace, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0")
+	c, err := framework.StartComponent(binary, append([]string{"--kubeconfig=" + id.Kubeconfig, "--leader-election-namespace=" + namespace,
+		"--namespace=" + namespace, "--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0"}, extra...)...)
 	return c, scraper, "https://" + metricsAddr + "/metrics", err
 }
 
@@ -309,6 +325,35 @@ func printUpgradeConfig(ctx context.Context, c client.Client, out io.Writer) (st
 		fmt.Fprintf(out, "current step: %s\n", uc.Status.CurrentStep)
 	}
 	return phase, nil
+}
+
+// printPools prints one line per MachineConfigPool from the mcp-tracker's
+// status.pools of the UpgradeConfig: nodes by state, start and completion.
+func printPools(ctx context.Context, c client.Client, out io.Writer) error {
+	uc := &upgradev1alpha1.UpgradeConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "managed-upgrade-config"}, uc); err != nil {
+		return err
+	}
+	if len(uc.Status.Pools) == 0 {
+		fmt.Fprintln(out, "pools: not tracked yet")
+		return nil
+	}
+	hms := func(t *metav1.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format("15:04:05")
+	}
+	for _, p := range uc.Status.Pools {
+		n := p.Nodes
+		line := fmt.Sprintf("pool %-7s %d/%d done  pending %d draining %d updating %d rebooting %d degraded %d  started %s completed %s",
+			p.Name, n.Done, p.MachineCount, n.Pending, n.Draining, n.Updating, n.Rebooting, n.Degraded, hms(p.StartTime), hms(p.CompleteTime))
+		if p.SlowestNode != nil && p.CompleteTime == nil {
+			line += fmt.Sprintf("  slowest %s (%s since %s)", p.SlowestNode.Name, p.SlowestNode.State, hms(&p.SlowestNode.Since))
+		}
+		fmt.Fprintln(out, line)
+	}
+	return nil
 }
 
 // progress reads the published status: is anything updating, and is the

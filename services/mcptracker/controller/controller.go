@@ -152,7 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	out := track.Track(in)
 	r.state = out.State
 	if r.Metrics != nil {
-		r.Metrics.observe(out)
+		r.Metrics.Observe(out)
 	}
 	r.record(ucs.Items, pools.Items, out.Events)
 

@@ -64,8 +64,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// observe sets the gauges from a pass and records the node durations.
-func (m *Metrics) observe(out track.Output) {
+// Observe sets the gauges from a pass and records the node durations.
+func (m *Metrics) Observe(out track.Output) {
 	seen := map[string]bool{}
 	for _, p := range out.Pools {
 		if p.RemovedTime != nil {

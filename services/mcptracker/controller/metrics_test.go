@@ -18,7 +18,7 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	start, done := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(1600, 0))
-	m.observe(track.Output{
+	m.Observe(track.Output{
 		Pools: []track.PoolStatus{
 			{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "worker", StartTime: &start, CompleteTime: &done, MachineCount: 2, Nodes: upgradev1alpha1.PoolNodeCounts{Done: 2}}},
 			{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "infra", StartTime: &start, MachineCount: 3, StuckNodes: 1, Nodes: upgradev1alpha1.PoolNodeCounts{Done: 1, Draining: 1, Degraded: 1}}, Degraded: true},
@@ -71,7 +71,7 @@ upshift_mcp_tracker_pool_update_start_timestamp_seconds{pool="worker"} 1000
 	// infra deleted: its series go; a new worker update running: the start
 	// moves on, the completion goes, the last duration stays.
 	now := metav1.NewTime(time.Unix(5000, 0))
-	m.observe(track.Output{Pools: []track.PoolStatus{
+	m.Observe(track.Output{Pools: []track.PoolStatus{
 		{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "worker", StartTime: &now, MachineCount: 2, Nodes: upgradev1alpha1.PoolNodeCounts{Done: 1, Updating: 1}}},
 		{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "infra", RemovedTime: &now}},
 	}})

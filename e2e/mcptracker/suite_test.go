@@ -1,0 +1,144 @@
+// Package mcptracker is the end-to-end suite of the mcp-tracker: a real
+// control plane with kube-controller-manager, kube-scheduler and kwok, a
+// cluster of 3 masters, 6 workers and a custom infra pool seeded and driven
+// by ocpsim (CVO, MCO, machine API), and the upgrade-scheduler and the
+// mcp-tracker binaries each running as its own chart's ServiceAccount with
+// exactly that chart's RBAC, checked against the audit log.
+package mcptracker
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocpsim"
+)
+
+func TestMCPTracker(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "mcp-tracker e2e")
+}
+
+const (
+	// namespace holds both releases and the UpgradeConfig, as MUO's own
+	// namespace does.
+	namespace    = "upshift-upgrade"
+	schedRelease = "sched"
+	trackRelease = "mcpt"
+	schedChart   = "upgrade-scheduler"
+	trackChart   = "mcp-tracker"
+	// ocpsim plays ten simulated minutes per wall second.
+	timeScale = 600
+	// infraNodes is the custom pool's size.
+	infraNodes = 2
+	// muoConfig is the scheduler's configuration: MUO's keys, short waits.
+	muoConfig = `configManager:
+  source: LOCAL
+  localConfigName: managed-upgrade-config
+  watchInterval: 1
+maintenance:
+  controlPlaneTime: 90
+upgradeWindow:
+  delayTrigger: 30
+  timeOut: 120
+nodeDrain:
+  expectedNodeDrainTime: 8
+  timeOut: 45
+scale:
+  timeOut: 30
+`
+)
+
+var (
+	env       *testenv.Env
+	bins      map[string]string
+	schedID   *framework.Identity
+	trackID   *framework.Identity
+	sched     *framework.Component
+	tracker   *framework.Component
+	scraper   *framework.Scraper
+	metrics   string
+	monitorNS = "monitoring"
+)
+
+var _ = BeforeSuite(func(ctx context.Context) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	var err error
+	bins, err = framework.BuildBinaries(GinkgoT().TempDir(),
+		"github.com/upshift-io/upshift/cmd/upgrade-scheduler", "github.com/upshift-io/upshift/cmd/mcp-tracker")
+	Expect(err).NotTo(HaveOccurred())
+
+	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(env.Stop)
+
+	_, err = ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
+		CustomPools: []ocpsim.CustomPool{{Name: "infra", Nodes: infraNodes}},
+		Graph:       []string{"4.16.1", "4.16.2", "4.16.3"}})
+	Expect(err).NotTo(HaveOccurred())
+	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: timeScale})
+	Expect(err).NotTo(HaveOccurred())
+	stopSim := sim.Start(context.Background())
+	DeferCleanup(func() { Expect(stopSim()).To(Succeed()) })
+
+	schedID, err = framework.InstallChartIdentity(ctx, env, schedChart, schedRelease, namespace)
+	Expect(err).NotTo(HaveOccurred())
+	trackID, err = framework.InstallChartIdentity(ctx, env, trackChart, trackRelease, namespace)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(env.Client.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-operator-config", Namespace: namespace},
+		Data:       map[string]string{"config.yaml": muoConfig},
+	})).To(Succeed())
+
+	Expect(env.CreateNamespace(ctx, monitorNS)).To(Succeed())
+	scraper, err = framework.InstallMetricsScraper(ctx, env, trackID.Chart, monitorNS, "prometheus")
+	Expect(err).NotTo(HaveOccurred())
+
+	sched = start(schedChart, schedID)
+	DeferCleanup(func() { stop(schedChart, sched) })
+	tracker = start(trackChart, trackID)
+	DeferCleanup(func() { stop(trackChart, tracker) })
+}, NodeTimeout(5*time.Minute))
+
+// start runs a binary with the flags its chart's Deployment passes, as the
+// chart's ServiceAccount. The tracker's metrics URL is kept for scraping.
+func start(name string, id *framework.Identity) *framework.Component {
+	GinkgoHelper()
+	metricsAddr, err := testenv.FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	probeAddr, err := testenv.FreeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	args := []string{"--kubeconfig=" + id.Kubeconfig, "--leader-elect=true", "--leader-election-namespace=" + namespace,
+		"--namespace=" + namespace, "--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=" + probeAddr, "--log-format=json"}
+	if name == trackChart {
+		metrics = "https://" + metricsAddr + "/metrics"
+		// The chart's defaults, but a short write interval: at 600× a
+		// simulated minute passes in 100 ms.
+		args = append(args, "--stuck-after=1h", "--min-write-interval=200ms")
+	}
+	c, err := framework.StartComponent(bins[name], args...)
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+func stop(name string, c *framework.Component) {
+	GinkgoHelper()
+	err := c.Stop(10 * time.Second)
+	if err != nil || CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {
+		GinkgoWriter.Println(name + " logs:\n" + c.Logs())
+	}
+	Expect(err).NotTo(HaveOccurred())
+}
