@@ -79,6 +79,7 @@ bench: testbin build ## Measure the update-status-controller on a 5,000-node sim
 # which binaries ship as images (filter one out here to stop shipping it).
 IMAGES          ?= $(patsubst cmd/%/main.go,%,$(wildcard cmd/*/main.go))
 IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+# The images carry the repository's licence (LICENSE) as their licenses label.
 IMAGE_LICENSES  ?= Apache-2.0
 REVISION        ?= $(shell git rev-parse HEAD 2>/dev/null)
 # Every timestamp in an image is this one, so rebuilding a commit gives the
