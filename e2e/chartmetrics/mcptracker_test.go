@@ -1,17 +1,13 @@
 package chartmetrics
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
-	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/services/mcptracker/controller"
 	"github.com/upshift-io/upshift/services/mcptracker/track"
 )
@@ -42,56 +38,7 @@ func TestEveryMetricTheTrackerChartQueriesIsRegistered(t *testing.T) {
 			t.Fatalf("%s is not registered: the check below would prove nothing", name)
 		}
 	}
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&buf, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	exposed, err := framework.ParseExposition(buf.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	chart, err := framework.RenderChart("mcp-tracker", "mcpt", "upshift", "prometheusRule.enabled=true", "dashboard.enabled=true")
-	if err != nil {
-		t.Fatal(err)
-	}
-	queries, err := chart.MonitoringQueries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var alerts, panels int
-	for _, q := range queries {
-		switch {
-		case strings.HasPrefix(q.Source, "PrometheusRule"):
-			alerts++
-		case strings.Contains(q.Source, " panel "):
-			panels++
-		}
-		sels, err := framework.PromQLSelectors(q.Expr)
-		if err != nil {
-			t.Errorf("%s: %v", q.Source, err)
-			continue
-		}
-		if len(sels) == 0 {
-			t.Errorf("%s selects no metric: %s", q.Source, q.Expr)
-		}
-		for _, s := range sels {
-			if !registeredSeries(s.Metric) {
-				t.Errorf("%s queries %s, which the mcp-tracker does not register", q.Source, s.Metric)
-				continue
-			}
-			if _, ok := exposed[s.Metric]; ok {
-				for _, miss := range exposed.Missing([]framework.Selector{s}) {
-					t.Errorf("%s: %s", q.Source, miss)
-				}
-			}
-		}
-	}
+	alerts, panels := checkChartQueries(t, "mcp-tracker", "mcpt", "mcp-tracker", exposed(t))
 	if alerts != 5 || panels < 9 {
 		t.Errorf("found %d alerts and %d panel queries, want 5 and at least 9", alerts, panels)
 	}
