@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/upshift-io/upshift/libs/testenv"
 )
 
 // Component is a binary running in its own process, its output captured.
@@ -94,4 +96,39 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Running is a component started as its chart's identity, with where its
+// endpoints listen.
+type Running struct {
+	*Component
+	// MetricsURL is its /metrics, served over HTTPS to authorized callers.
+	MetricsURL string
+	// ReadyzURL is its readiness probe.
+	ReadyzURL string
+}
+
+// StartAsIdentity runs binary with the flags every chart's Deployment
+// passes: the kubeconfig of the chart's ServiceAccount, leader election (a
+// Lease in namespace) on or off, --namespace (the Deployment's
+// POD_NAMESPACE), metrics and the health probe on free local ports, JSON
+// logs; then extra. One place says what "run as the chart runs it" means
+// for every suite, the demo and the bench.
+func StartAsIdentity(binary string, id *Identity, namespace string, leaderElect bool, extra ...string) (*Running, error) {
+	metricsAddr, err := testenv.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	probeAddr, err := testenv.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"--kubeconfig=" + id.Kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
+		"--leader-election-namespace=" + namespace, "--namespace=" + namespace,
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}, extra...)
+	c, err := StartComponent(binary, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &Running{Component: c, MetricsURL: "https://" + metricsAddr + "/metrics", ReadyzURL: "http://" + probeAddr + "/readyz"}, nil
 }

@@ -116,22 +116,18 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // chart's ServiceAccount. The tracker's metrics URL is kept for scraping.
 func start(name string, id *framework.Identity) *framework.Component {
 	GinkgoHelper()
-	metricsAddr, err := testenv.FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	probeAddr, err := testenv.FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	args := []string{"--kubeconfig=" + id.Kubeconfig, "--leader-elect=true", "--leader-election-namespace=" + namespace,
-		"--namespace=" + namespace, "--metrics-bind-address=" + metricsAddr,
-		"--health-probe-bind-address=" + probeAddr, "--log-format=json"}
+	var extra []string
 	if name == trackChart {
-		metrics = "https://" + metricsAddr + "/metrics"
 		// The chart's defaults, but a short write interval: at 600× a
 		// simulated minute passes in 100 ms.
-		args = append(args, "--stuck-after=1h", "--min-write-interval=200ms")
+		extra = []string{"--stuck-after=1h", "--min-write-interval=200ms"}
 	}
-	c, err := framework.StartComponent(bins[name], args...)
+	r, err := framework.StartAsIdentity(bins[name], id, namespace, true, extra...)
 	Expect(err).NotTo(HaveOccurred())
-	return c
+	if name == trackChart {
+		metrics = r.MetricsURL
+	}
+	return r.Component
 }
 
 func stop(name string, c *framework.Component) {

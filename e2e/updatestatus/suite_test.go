@@ -74,21 +74,13 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	chart, saName = id.Chart, id.ServiceAccount
 
-	metricsAddr, err := testenv.FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	probeAddr, err := testenv.FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	metricsURL = "https://" + metricsAddr + "/metrics"
-	readyzURL = "http://" + probeAddr + "/readyz"
 	Expect(env.CreateNamespace(ctx, monitoringNamespace)).To(Succeed())
 	scraper, err = framework.InstallMetricsScraper(ctx, env, chart, monitoringNamespace, "prometheus")
 	Expect(err).NotTo(HaveOccurred())
 	// The same flags the chart's Deployment passes, and its POD_NAMESPACE.
-	controller, err = framework.StartComponent(bins["update-status-controller"],
-		"--kubeconfig="+id.Kubeconfig, "--leader-elect=true", "--leader-election-namespace="+namespace,
-		"--namespace="+namespace, "--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+probeAddr, "--log-format=json")
+	running, err := framework.StartAsIdentity(bins["update-status-controller"], id, namespace, true)
 	Expect(err).NotTo(HaveOccurred())
+	controller, metricsURL, readyzURL = running.Component, running.MetricsURL, running.ReadyzURL
 	DeferCleanup(func() {
 		Expect(controller.Stop(10 * time.Second)).To(Succeed())
 		if CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {

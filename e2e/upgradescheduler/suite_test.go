@@ -142,22 +142,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // duration, which tests failover, not resumption.
 func startScheduler(leaderElect bool) *framework.Component {
 	GinkgoHelper()
-	metricsAddr, err := testenv.FreeAddr()
+	r, err := framework.StartAsIdentity(bins[binary], id, namespace, leaderElect)
 	Expect(err).NotTo(HaveOccurred())
-	probeAddr, err := testenv.FreeAddr()
-	Expect(err).NotTo(HaveOccurred())
-	metrics = "https://" + metricsAddr + "/metrics"
-	readyz = "http://" + probeAddr + "/readyz"
-	le := "--leader-elect=false"
-	if leaderElect {
-		le = "--leader-elect=true"
-	}
-	c, err := framework.StartComponent(bins[binary],
-		"--kubeconfig="+id.Kubeconfig, le, "--leader-election-namespace="+namespace,
-		"--namespace="+namespace, "--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+probeAddr, "--log-format=json")
-	Expect(err).NotTo(HaveOccurred())
-	return c
+	metrics, readyz = r.MetricsURL, r.ReadyzURL
+	return r.Component
 }
 
 func stopScheduler(c *framework.Component) {

@@ -149,10 +149,6 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	metricsAddr, err := testenv.FreeAddr()
-	if err != nil {
-		return err
-	}
 	// Metrics are scraped as Prometheus would: a ServiceAccount bound to the
 	// chart's metrics-reader ClusterRole.
 	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
@@ -162,7 +158,6 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	metricsAt := endpoint{scraper: scraper, url: "https://" + metricsAddr + "/metrics"}
 
 	// The bench's own view of the cluster: Node and insight watches, synced
 	// before the controller starts so the first-start time is the
@@ -184,13 +179,12 @@ func run(ctx context.Context, o options) (err error) {
 	}
 
 	controllerStart := time.Now()
-	controller, err := framework.StartComponent(binary, "--kubeconfig="+id.Kubeconfig,
-		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps),
-		"--leader-election-namespace="+namespace, "--namespace="+namespace,
-		"--metrics-bind-address="+metricsAddr, "--health-probe-bind-address=0")
+	controller, err := framework.StartAsIdentity(binary, id, namespace, true,
+		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps))
 	if err != nil {
 		return err
 	}
+	metricsAt := endpoint{scraper: scraper, url: controller.MetricsURL}
 	defer func() { _ = controller.Stop(10 * time.Second) }()
 	pid := controller.Pid()
 

@@ -241,13 +241,11 @@ func startComponent(ctx context.Context, env *testenv.Env, binary, chart, releas
 	if err != nil {
 		return nil, nil, "", err
 	}
-	metricsAddr, err := testenv.FreeAddr()
+	r, err := framework.StartAsIdentity(binary, id, namespace, true, extra...)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	c, err := framework.StartComponent(binary, append([]string{"--kubeconfig=" + id.Kubeconfig, "--leader-election-namespace=" + namespace,
-		"--namespace=" + namespace, "--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=0"}, extra...)...)
-	return c, scraper, "https://" + metricsAddr + "/metrics", err
+	return r.Component, scraper, r.MetricsURL, nil
 }
 
 func statusReady(ctx context.Context, c client.Client) bool {
