@@ -9,9 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Series returns the series of the named gauge or counter that g would
-// serve, keyed "label=value,..." with the label names sorted (an unlabelled
-// series has the key "").
+// Series returns the series of the named metric that g would serve, keyed
+// "label=value,..." with the label names sorted (an unlabelled series has the
+// key ""). A gauge or counter gives its value; a histogram gives its sample
+// count under "<key>#count" and its sum under "<key>#sum".
 func Series(g prometheus.Gatherer, name string) (map[string]float64, error) {
 	families, err := g.Gather()
 	if err != nil {
@@ -28,11 +29,16 @@ func Series(g prometheus.Gatherer, name string) (map[string]float64, error) {
 				ls = append(ls, l.GetName()+"="+l.GetValue())
 			}
 			sort.Strings(ls)
-			v := m.GetGauge().GetValue()
-			if m.GetCounter() != nil {
-				v = m.GetCounter().GetValue()
+			key := strings.Join(ls, ",")
+			switch {
+			case m.GetHistogram() != nil:
+				out[key+"#count"] = float64(m.GetHistogram().GetSampleCount())
+				out[key+"#sum"] = m.GetHistogram().GetSampleSum()
+			case m.GetCounter() != nil:
+				out[key] = m.GetCounter().GetValue()
+			default:
+				out[key] = m.GetGauge().GetValue()
 			}
-			out[strings.Join(ls, ",")] = v
 		}
 	}
 	return out, nil

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/services/cpms/controller"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
@@ -140,26 +141,11 @@ func setEvents(ctx context.Context, g Gomega, reason string) []string {
 }
 
 // scrape returns the series of a metric in the controller-runtime registry
-// as "label=value,..." -> value (counter, gauge, or a histogram's count).
+// as "label=value,..." -> value (a histogram's count as "<labels>#count").
 func scrape(name string) map[string]float64 {
 	GinkgoHelper()
-	families, err := ctrlmetrics.Registry.Gather()
+	out, err := metricstest.Series(ctrlmetrics.Registry, name)
 	Expect(err).NotTo(HaveOccurred())
-	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			var ls []string
-			for _, l := range m.GetLabel() {
-				ls = append(ls, l.GetName()+"="+l.GetValue())
-			}
-			sort.Strings(ls)
-			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
-			out[strings.Join(ls, ",")] = v
-		}
-	}
 	return out
 }
 
@@ -252,8 +238,8 @@ var _ = Describe("cpms-controller", Ordered, func() {
 	It("rolls the three masters one index at a time after an instance-type change", func(ctx context.Context) {
 		w := watchMachines(ctx)
 		created0 := scrape("upshift_cpms_actions_total")["kind=CreateMachine,result=success"]
-		durations0 := scrape("upshift_cpms_replacement_duration_seconds")[""]
-		hookWaits0 := scrape("upshift_cpms_etcd_hook_wait_duration_seconds")[""]
+		durations0 := scrape("upshift_cpms_replacement_duration_seconds")["#count"]
+		hookWaits0 := scrape("upshift_cpms_etcd_hook_wait_duration_seconds")["#count"]
 		start := time.Now()
 		gen := setInstanceType(ctx, "m6i.2xlarge", "")
 		Eventually(settled(ctx, "m6i.2xlarge", gen), 2*time.Minute).Should(Succeed())
@@ -285,8 +271,8 @@ var _ = Describe("cpms-controller", Ordered, func() {
 
 		By("metrics")
 		Expect(scrape("upshift_cpms_actions_total")["kind=CreateMachine,result=success"] - created0).To(BeEquivalentTo(3))
-		Expect(scrape("upshift_cpms_replacement_duration_seconds")[""] - durations0).To(BeEquivalentTo(3))
-		Expect(scrape("upshift_cpms_etcd_hook_wait_duration_seconds")[""] - hookWaits0).To(BeNumerically(">=", 1))
+		Expect(scrape("upshift_cpms_replacement_duration_seconds")["#count"] - durations0).To(BeEquivalentTo(3))
+		Expect(scrape("upshift_cpms_etcd_hook_wait_duration_seconds")["#count"] - hookWaits0).To(BeNumerically(">=", 1))
 		Expect(scrape("upshift_cpms_etcd_hook_wait_start_timestamp_seconds")).To(BeEmpty())
 		states := scrape("upshift_cpms_index_state")
 		for i := range 3 {

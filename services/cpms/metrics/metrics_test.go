@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 )
 
@@ -17,29 +18,9 @@ import (
 // (a histogram's sample count and sum as "<labels>#count", "<labels>#sum").
 func series(t *testing.T, name string) map[string]float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
+	out, err := metricstest.Series(ctrlmetrics.Registry, name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			var ls []string
-			for _, l := range m.GetLabel() {
-				ls = append(ls, l.GetName()+"="+l.GetValue())
-			}
-			sort.Strings(ls)
-			key := strings.Join(ls, ",")
-			if h := m.GetHistogram(); h != nil {
-				out[key+"#count"] = float64(h.GetSampleCount())
-				out[key+"#sum"] = h.GetSampleSum()
-				continue
-			}
-			out[key] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
-		}
 	}
 	return out
 }

@@ -2,13 +2,14 @@ package controller_test
 
 import (
 	"context"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -21,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/mcptracker/controller"
@@ -87,40 +89,22 @@ func startTracker(ctx context.Context, r *controller.Reconciler) *tracker {
 	return &tracker{reg: reg, r: r}
 }
 
-// metric returns a gauge or counter value, or a histogram's sample count.
+// metric returns a gauge or counter value, or a histogram's sample count,
+// of the series with exactly these labels.
 func (t *tracker) metric(name string, labels map[string]string) (float64, bool) {
-	mfs, err := t.reg.Gather()
+	all, err := metricstest.Series(t.reg, name)
 	Expect(err).NotTo(HaveOccurred())
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if matches(m, labels) {
-				switch {
-				case m.Gauge != nil:
-					return m.GetGauge().GetValue(), true
-				case m.Counter != nil:
-					return m.GetCounter().GetValue(), true
-				case m.Histogram != nil:
-					return float64(m.GetHistogram().GetSampleCount()), true
-				}
-			}
-		}
+	ls := make([]string, 0, len(labels))
+	for k, v := range labels {
+		ls = append(ls, k+"="+v)
 	}
-	return 0, false
-}
-
-func matches(m *dto.Metric, labels map[string]string) bool {
-	if len(m.GetLabel()) != len(labels) {
-		return false
+	sort.Strings(ls)
+	key := strings.Join(ls, ",")
+	if v, ok := all[key]; ok {
+		return v, true
 	}
-	for _, l := range m.GetLabel() {
-		if labels[l.GetName()] != l.GetValue() {
-			return false
-		}
-	}
-	return true
+	v, ok := all[key+"#count"]
+	return v, ok
 }
 
 func (t *tracker) writes() float64 {

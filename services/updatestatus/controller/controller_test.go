@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/updatestatus/controller"
@@ -56,19 +58,12 @@ func startReconciler(ctx context.Context, env *testenv.Env, r *controller.Reconc
 
 // reconciles reads controller-runtime's count of finished reconciles.
 func reconciles() float64 {
-	families, err := metrics.Registry.Gather()
+	all, err := metricstest.Series(metrics.Registry, "controller_runtime_reconcile_total")
 	Expect(err).NotTo(HaveOccurred())
 	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "updatestatus" {
-					total += m.GetCounter().GetValue()
-				}
-			}
+	for key, v := range all {
+		if strings.Contains(","+key+",", ",controller=updatestatus,") {
+			total += v
 		}
 	}
 	return total
