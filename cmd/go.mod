@@ -82,6 +82,7 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
 	github.com/upshift-io/upshift/api v0.0.0
+	github.com/upshift-io/upshift/services/cpms v0.0.0
 	github.com/upshift-io/upshift/services/mcptracker v0.0.0
 	github.com/upshift-io/upshift/services/upgradescheduler v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
@@ -137,3 +138,5 @@ require (
 replace github.com/upshift-io/upshift/services/upgradescheduler => ../services/upgradescheduler
 
 replace github.com/upshift-io/upshift/services/mcptracker => ../services/mcptracker
+
+replace github.com/upshift-io/upshift/services/cpms => ../services/cpms

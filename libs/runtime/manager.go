@@ -13,6 +13,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/upshift-io/upshift/libs/scheme"
 )
@@ -29,6 +30,11 @@ type Options struct {
 	// Controller holds defaults for every controller of the manager (tests
 	// that restart a component in one process skip name validation here).
 	Controller ctrlconfig.Controller
+	// WebhookServer, when set, serves the component's admission webhooks
+	// (it registers them on mgr.GetWebhookServer() in Setup). The manager
+	// runs it on every replica, leader or not, and /readyz waits for it to
+	// listen: the apiserver may call any replica behind the Service.
+	WebhookServer webhook.Server
 }
 
 // LeaseName is the leader-election Lease of a component.
@@ -89,6 +95,7 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       &gracefulTimeout,
 		Controller:                    opts.Controller,
+		WebhookServer:                 opts.WebhookServer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -101,6 +108,11 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	// assessment of an empty cluster.
 	if err := mgr.AddReadyzCheck("informers", CacheSynced(mgr.GetCache(), cacheSyncProbeWait)); err != nil {
 		return nil, err
+	}
+	if opts.WebhookServer != nil {
+		if err := mgr.AddReadyzCheck("webhook", opts.WebhookServer.StartedChecker()); err != nil {
+			return nil, err
+		}
 	}
 	buildInfo.WithLabelValues(component, version).Set(1)
 	return mgr, nil

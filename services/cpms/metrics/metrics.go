@@ -38,6 +38,10 @@ var (
 		Name: "upshift_cpms_blocked",
 		Help: "1 for the reason the controller is not making progress although work exists (a Degraded reason, a failed pre-flight check, Paused, WaitingForUserDeletion), 0 for the others.",
 	}, []string{"reason"})
+	condition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "upshift_cpms_condition",
+		Help: "1 when the ControlPlaneMachineSet's condition (Available, Degraded, Progressing) is True, 0 otherwise.",
+	}, []string{"condition"})
 	hookWaitStart = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "upshift_cpms_etcd_hook_wait_start_timestamp_seconds",
 		Help: "Unix time an index's deleting machine started waiting on the etcd operator's EtcdQuorumOperator hook; absent while no machine of the index waits.",
@@ -61,6 +65,9 @@ var (
 // ActionKinds are the values of the kind label of upshift_cpms_actions_total.
 var ActionKinds = []plan.ActionKind{plan.CreateMachine, plan.DeleteMachine, plan.Remediate, plan.Adopt}
 
+// Conditions are the values of the condition label of upshift_cpms_condition.
+var Conditions = []string{plan.ConditionAvailable, plan.ConditionDegraded, plan.ConditionProgressing}
+
 // BlockedReasons are the values of the reason label of upshift_cpms_blocked.
 var BlockedReasons = []string{
 	plan.ReasonInvalidSpec, plan.ReasonInvalidStrategy, plan.ReasonNoReadyMachines, plan.ReasonUnindexableMachines,
@@ -71,7 +78,7 @@ var BlockedReasons = []string{
 }
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(indexState, replicas, blocked, hookWaitStart, hookWait, replacementDuration, actions)
+	ctrlmetrics.Registry.MustRegister(indexState, replicas, blocked, condition, hookWaitStart, hookWait, replacementDuration, actions)
 	for _, k := range ActionKinds {
 		for _, r := range []string{"success", "error"} {
 			actions.WithLabelValues(string(k), r)
@@ -142,6 +149,10 @@ func (r *Recorder) Observe(now time.Time, out plan.Output, desired int32, create
 	for kind, v := range map[string]int32{"desired": desired, "current": st.Replicas, "ready": st.ReadyReplicas, "updated": st.UpdatedReplicas, "unavailable": st.UnavailableReplicas} {
 		replicas.WithLabelValues(kind).Set(float64(v))
 	}
+	for _, t := range Conditions {
+		c := meta.FindStatusCondition(st.Conditions, t)
+		condition.WithLabelValues(t).Set(boolValue(c != nil && c.Status == metav1.ConditionTrue))
+	}
 	active := blockedReasons(st.Conditions)
 	for _, reason := range BlockedReasons {
 		blocked.WithLabelValues(reason).Set(boolValue(active[reason]))
@@ -193,6 +204,7 @@ func (r *Recorder) Forget() {
 	r.indexes = map[int]bool{}
 	replicas.Reset()
 	blocked.Reset()
+	condition.Reset()
 }
 
 func (r *Recorder) forget(i int) {

@@ -140,3 +140,35 @@ func TestForgetRemovesIndexSeries(t *testing.T) {
 		t.Fatal("replica gauges left after Forget")
 	}
 }
+
+func TestConditionGauge(t *testing.T) {
+	r := NewRecorder()
+	conds := []metav1.Condition{
+		{Type: plan.ConditionAvailable, Status: metav1.ConditionTrue, Reason: plan.ReasonAllReplicasAvailable},
+		{Type: plan.ConditionDegraded, Status: metav1.ConditionTrue, Reason: plan.ReasonReplacementFailed},
+		{Type: plan.ConditionProgressing, Status: metav1.ConditionFalse, Reason: plan.ReasonAllReplicasUpdated},
+	}
+	r.Observe(t0, pass(conds), 3, nil)
+	want := map[string]float64{"condition=Available": 1, "condition=Degraded": 1, "condition=Progressing": 0}
+	if got := series(t, "upshift_cpms_condition"); !equalSeries(got, want) {
+		t.Fatalf("upshift_cpms_condition = %v, want %v", got, want)
+	}
+	// A condition missing from the status is not True.
+	r.Observe(t0, pass(conds[:1]), 3, nil)
+	want = map[string]float64{"condition=Available": 1, "condition=Degraded": 0, "condition=Progressing": 0}
+	if got := series(t, "upshift_cpms_condition"); !equalSeries(got, want) {
+		t.Fatalf("upshift_cpms_condition = %v, want %v", got, want)
+	}
+}
+
+func equalSeries(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
