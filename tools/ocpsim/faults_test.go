@@ -146,6 +146,31 @@ var _ = Describe("faults", Ordered, func() {
 		Consistently(func() bool { return mco.IsReady(k.node(ctx, dead)) }, 2*time.Second, 100*time.Millisecond).Should(BeFalse())
 	})
 
+	It("a Machine whose provisioning is stuck stays Provisioning until the fault is removed", func(ctx SpecContext) {
+		m := machineapi.Machine(machineapi.MachineSpec{Name: "ocp-worker-stuck", InfraName: "ocp", Role: "worker", Region: "us-east-1", Zone: "us-east-1a", InstanceType: "m6i.2xlarge"})
+		m.Annotations = map[string]string{faults.Annotation: string(faults.ProvisionStuck)}
+		Expect(k.c.Create(ctx, m)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k.c.Get(ctx, machineKey(m.Name), m)).To(Succeed())
+			g.Expect(phase(m)).To(Equal(machinev1beta1.PhaseProvisioning))
+		}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+		// Far longer than the simulated provisioning takes at this scale.
+		Consistently(func(g Gomega) {
+			g.Expect(k.c.Get(ctx, machineKey(m.Name), m)).To(Succeed())
+			g.Expect(phase(m)).To(Equal(machinev1beta1.PhaseProvisioning))
+			g.Expect(m.Spec.ProviderID).To(BeNil())
+		}, 2*time.Second, 100*time.Millisecond).Should(Succeed())
+
+		By("removing the fault lets it come up")
+		orig := m.DeepCopy()
+		delete(m.Annotations, faults.Annotation)
+		Expect(k.c.Patch(ctx, m, client.MergeFrom(orig))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k.c.Get(ctx, machineKey(m.Name), m)).To(Succeed())
+			g.Expect(phase(m)).To(Equal(machinev1beta1.PhaseRunning))
+		}, 20*time.Second, 50*time.Millisecond).Should(Succeed())
+	})
+
 	It("a Machine that fails to provision goes to Failed and gets no Node", func(ctx SpecContext) {
 		m := machineapi.Machine(machineapi.MachineSpec{Name: "ocp-worker-broken", InfraName: "ocp", Role: "worker", Region: "us-east-1", Zone: "us-east-1a", InstanceType: "m6i.2xlarge"})
 		m.Annotations = map[string]string{faults.Annotation: string(faults.ProvisionFailed)}

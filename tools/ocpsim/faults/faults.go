@@ -47,6 +47,9 @@ const (
 	Unreconcilable Fault = "Unreconcilable"
 	// ProvisionFailed makes a Machine go to phase Failed instead of Provisioned.
 	ProvisionFailed Fault = "ProvisionFailed"
+	// ProvisionStuck makes a Machine stay in phase Provisioning (its instance
+	// never comes up, and no error says so) until the fault is removed.
+	ProvisionStuck Fault = "ProvisionStuck"
 )
 
 // Targets lists which object kinds each fault applies to (lower-case kinds as
@@ -61,6 +64,7 @@ var Targets = map[Fault][]string{
 	NeverReady:             {"node"},
 	Unreconcilable:         {"node", "machineconfig"},
 	ProvisionFailed:        {"machine"},
+	ProvisionStuck:         {"machine"},
 }
 
 // Parse reads the fault list in an annotation value.

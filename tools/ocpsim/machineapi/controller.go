@@ -194,6 +194,10 @@ func (s *sim) machine(ctx context.Context, req reconcile.Request) (reconcile.Res
 		s.log.Info(mapi + fmt.Sprintf("machine %s: launching %s instance in %s", m.Name, ps.InstanceType, ps.Placement.AvailabilityZone))
 		return reconcile.Result{}, s.writeStatus(ctx, orig, &m)
 	case machinev1beta1.PhaseProvisioning:
+		if faults.Has(m.Annotations, faults.ProvisionStuck) {
+			// Removing the annotation is a Machine event: it wakes us.
+			return reconcile.Result{}, nil
+		}
 		if left := s.wait(key+"/provision", s.o.Durations.Provision); left > 0 {
 			return reconcile.Result{RequeueAfter: left}, nil
 		}
