@@ -6,8 +6,11 @@
 // UpgradeConfig's progress (as `kubectl get upgrade` shows it) and
 // `kubectl upshift status` every few seconds until it completes, with one
 // progress line per MachineConfigPool from the mcp-tracker's status.pools.
-// It stops every process it started, and exits non-zero if the update does
-// not complete in time.
+// A second act changes the instance type of the control-plane machines in
+// the ControlPlaneMachineSet and prints one line per step while the
+// cpms-controller replaces the three masters one at a time.
+// It stops every process it started, and exits non-zero if the update or the
+// rollout does not complete in time.
 package main
 
 import (
@@ -49,11 +52,13 @@ type options struct {
 	interval  time.Duration
 	startIn   time.Duration
 	timeout   time.Duration
+	// instanceType is what the second act changes the masters to.
+	instanceType string
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller, upgrade-scheduler, mcp-tracker and kubectl-upshift.")
+	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller, upgrade-scheduler, mcp-tracker, cpms-controller and kubectl-upshift.")
 	flag.IntVar(&o.masters, "masters", 3, "Control-plane nodes.")
 	flag.IntVar(&o.workers, "workers", 6, "Worker nodes.")
 	flag.StringVar(&o.from, "from", "4.16.1", "Version the cluster runs.")
@@ -62,6 +67,7 @@ func main() {
 	flag.DurationVar(&o.interval, "interval", 4*time.Second, "How often to print the status.")
 	flag.DurationVar(&o.startIn, "start-in", 8*time.Second, "How far ahead the UpgradeConfig schedules the update (spec.upgradeAt).")
 	flag.DurationVar(&o.timeout, "timeout", 150*time.Second, "Give up if the update has not completed by then.")
+	flag.StringVar(&o.instanceType, "instance-type", "m6i.2xlarge", "Instance type the second act rolls the control-plane machines to.")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -88,20 +94,45 @@ func run(ctx context.Context, o options) (err error) {
 	cli := filepath.Join(filepath.Dir(usc), "kubectl-upshift")
 	scheduler := filepath.Join(filepath.Dir(usc), "upgrade-scheduler")
 	mcpTracker := filepath.Join(filepath.Dir(usc), "mcp-tracker")
-	for _, b := range []string{usc, scheduler, mcpTracker, cli} {
+	cpmsController := filepath.Join(filepath.Dir(usc), "cpms-controller")
+	for _, b := range []string{usc, scheduler, mcpTracker, cpmsController, cli} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("%s not found: run `make build` first", b)
 		}
 	}
 
 	say("Starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok")
-	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
+	// The apiserver calls the cpms-controller's webhook as its chart
+	// registers it.
+	cpmsChart, err := framework.RenderChart("cpms-controller", "cpms", cpmsNamespace)
+	if err != nil {
+		return err
+	}
+	hooks, err := cpmsChart.ValidatingWebhooks()
+	if err != nil {
+		return err
+	}
+	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, ValidatingWebhooks: hooks})
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if stopErr := env.Stop(); err == nil {
 			err = stopErr
+		}
+	}()
+
+	say("Running the cpms-controller as its chart's ServiceAccount in %s; it serves the ControlPlaneMachineSet webhook, so it starts before the cluster is seeded", cpmsNamespace)
+	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
+		return err
+	}
+	cpms, cpmsScraper, cpmsMetricsURL, err := startCPMS(ctx, env, cpmsController)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := cpms.Stop(10 * time.Second); err == nil && stopErr != nil {
+			err = fmt.Errorf("cpms-controller: %w\n%s", stopErr, cpms.Logs())
 		}
 	}()
 
@@ -119,9 +150,6 @@ func run(ctx context.Context, o options) (err error) {
 	defer func() { _ = stopSim() }()
 
 	say("Installing the update-status-controller's, the upgrade-scheduler's and the mcp-tracker's ServiceAccounts and RBAC from their charts, and running each as its ServiceAccount")
-	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
-		return err
-	}
 	controller, scraper, metricsURL, err := startComponent(ctx, env, usc, "update-status-controller", "usc")
 	if err != nil {
 		return err
@@ -203,11 +231,18 @@ func run(ctx context.Context, o options) (err error) {
 			break
 		}
 	}
+	updateTook := time.Since(updateStart)
+
+	rolloutTook, err := rollControlPlane(ctx, env.Client, o.instanceType, o.timeout)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, cpms.Logs())
+	}
+
 	say("The controllers' metrics, scraped over HTTPS as ServiceAccounts bound to each chart's metrics-reader ClusterRole")
 	for _, m := range []struct {
 		s   *framework.Scraper
 		url string
-	}{{scraper, metricsURL}, {schedScraper, schedMetricsURL}, {trackScraper, trackMetricsURL}} {
+	}{{scraper, metricsURL}, {schedScraper, schedMetricsURL}, {trackScraper, trackMetricsURL}, {cpmsScraper, cpmsMetricsURL}} {
 		body, err := m.s.Scrape(m.url)
 		if err != nil {
 			return err
@@ -220,8 +255,8 @@ func run(ctx context.Context, o options) (err error) {
 			}
 		}
 	}
-	say("The update to %s completed in %s of wall time; the demo took %s. Stopping everything.",
-		o.to, time.Since(updateStart).Round(time.Second), time.Since(start).Round(time.Second))
+	say("The update to %s completed in %s of wall time, the control-plane rollout in %s; the demo took %s. Stopping everything.",
+		o.to, updateTook.Round(time.Second), rolloutTook.Round(100*time.Millisecond), time.Since(start).Round(time.Second))
 	return nil
 }
 

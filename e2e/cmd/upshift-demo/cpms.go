@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
+)
+
+// cpmsNamespace is where the cpms-controller runs: the namespace of the
+// ControlPlaneMachineSet, as OpenShift's own operator for it runs there.
+const cpmsNamespace = "openshift-machine-api"
+
+// startCPMS runs the cpms-controller as its chart's ServiceAccount, serving
+// its webhook where the apiserver calls it, and waits until it is ready
+// (caches synced, webhook listening).
+func startCPMS(ctx context.Context, env *testenv.Env, binary string) (*framework.Component, *framework.Scraper, string, error) {
+	id, err := framework.InstallChartIdentity(ctx, env, "cpms-controller", "cpms", cpmsNamespace)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus-cpms")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	r, err := framework.StartAsIdentity(binary, id, cpmsNamespace, true, framework.WebhookFlags(env)...)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	ready := func() bool {
+		resp, err := http.Get(r.ReadyzURL)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	if err := framework.WaitFor(ctx, time.Minute, ready); err != nil {
+		_ = r.Stop(5 * time.Second)
+		return nil, nil, "", fmt.Errorf("cpms-controller not ready: %w\n%s", err, r.Logs())
+	}
+	return r.Component, scraper, r.MetricsURL, nil
+}
+
+// rollControlPlane is the second act: it changes the instance type in the
+// ControlPlaneMachineSet's template and prints one line per step of every
+// control-plane machine (created, launching, running, deleting, held by the
+// etcd operator's hook, gone) until the three masters are replaced and the
+// set reports it.
+func rollControlPlane(ctx context.Context, c client.Client, instanceType string, timeout time.Duration) (time.Duration, error) {
+	key := client.ObjectKey{Namespace: cpmsNamespace, Name: "cluster"}
+	set := &machinev1.ControlPlaneMachineSet{}
+	if err := c.Get(ctx, key, set); err != nil {
+		return 0, err
+	}
+	tmpl := set.Spec.Template.OpenShiftMachineV1Beta1Machine
+	old := machineapi.ReadProviderSpec(&machinev1beta1.Machine{Spec: tmpl.Spec})
+	say("Act 2: changing the control-plane instance type in ControlPlaneMachineSet %s from %s to %s; the cpms-controller replaces the masters one at a time",
+		key.Name, old.InstanceType, instanceType)
+	patch := client.MergeFromWithOptions(set.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	tmpl.Spec.ProviderSpec.Value = machineapi.NewProviderSpec(old.Placement.Region, "", instanceType)
+	if err := c.Patch(ctx, set, patch); err != nil {
+		return 0, err
+	}
+	gen := set.Generation
+	start := time.Now()
+	last := map[string]string{}
+	deadline := time.After(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var list machinev1beta1.MachineList
+		if err := c.List(ctx, &list, client.InNamespace(cpmsNamespace), client.MatchingLabels{machineapi.RoleLabel: "master"}); err != nil {
+			return 0, err
+		}
+		now := map[string]string{}
+		replaced := 0
+		for i := range list.Items {
+			m := &list.Items[i]
+			ps := machineapi.ReadProviderSpec(m)
+			now[m.Name] = fmt.Sprintf("%-12s %-14s %s", ps.InstanceType, ps.Placement.AvailabilityZone, machineStep(m))
+			if ps.InstanceType == instanceType && m.DeletionTimestamp == nil && ptr.Deref(m.Status.Phase, "") == machinev1beta1.PhaseRunning {
+				replaced++
+			}
+		}
+		var names []string
+		for n := range now {
+			names = append(names, n)
+		}
+		for n := range last {
+			if _, ok := now[n]; !ok {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			switch s, ok := now[n]; {
+			case !ok:
+				fmt.Printf("%6.1fs  %-22s gone\n", time.Since(start).Seconds(), n)
+			case s != last[n]:
+				fmt.Printf("%6.1fs  %-22s %s\n", time.Since(start).Seconds(), n, s)
+			}
+		}
+		last = now
+		if err := c.Get(ctx, key, set); err != nil {
+			return 0, err
+		}
+		st := set.Status
+		if replaced == 3 && len(list.Items) == 3 && st.ObservedGeneration >= gen && st.UpdatedReplicas == 3 &&
+			meta.IsStatusConditionFalse(st.Conditions, "Progressing") {
+			took := time.Since(start)
+			fmt.Printf("ControlPlaneMachineSet cluster: desired %d, current %d, ready %d, updated %d, unavailable %d; %s\n",
+				ptr.Deref(set.Spec.Replicas, 3), st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, st.UnavailableReplicas, conditions(st.Conditions))
+			return took, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-deadline:
+			return 0, fmt.Errorf("the control-plane rollout did not complete within %s", timeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// machineStep is what a control-plane machine is doing, as one phrase.
+func machineStep(m *machinev1beta1.Machine) string {
+	phase := ptr.Deref(m.Status.Phase, "")
+	if phase == "" {
+		phase = "created"
+	}
+	parts := []string{strings.ToLower(string(phase))}
+	hook := false
+	for _, h := range m.Spec.LifecycleHooks.PreDrain {
+		hook = hook || h.Name == "EtcdQuorumOperator"
+	}
+	if m.DeletionTimestamp != nil {
+		if hook {
+			parts = append(parts, "deletion requested, held by the etcd operator's hook until the new member votes")
+		} else {
+			parts = append(parts, "deletion requested, etcd hook released: draining and terminating")
+		}
+	} else if m.Status.NodeRef != nil {
+		parts = append(parts, "node "+m.Status.NodeRef.Name)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func conditions(conds []metav1.Condition) string {
+	var out []string
+	for _, c := range conds {
+		out = append(out, c.Type+"="+string(c.Status))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
