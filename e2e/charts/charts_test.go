@@ -101,8 +101,14 @@ var _ = func() bool {
 			It("upgrades to a chart whose CRDs gained a field: existing objects stay, the field is served", func(ctx context.Context) {
 				dir := copyChart(name)
 				Expect(addFieldToCRDs(dir)).To(Equal(len(crds)), "CRD files in the chart vs CRDs installed")
+				// Secrets a chart generates (a webhook's CA and certificate)
+				// are rendered anew each time unless the chart reads them
+				// back: an upgrade must keep them, or running pods would
+				// serve a certificate the apiserver no longer trusts.
+				secrets := releaseSecrets(ctx, ns, release)
 				_, err := helm.Run("upgrade", release, dir, "--namespace", ns)
 				Expect(err).NotTo(HaveOccurred())
+				Expect(releaseSecrets(ctx, ns, release)).To(Equal(secrets), "the release's Secrets changed on upgrade")
 				for _, crd := range crds {
 					Eventually(func(g Gomega) {
 						got := customResource(crd, ns, nil)
@@ -245,6 +251,21 @@ func pod(ns, name string, sc *corev1.SecurityContext) *corev1.Pod {
 			Name: "c", Image: "registry.invalid/never-pulled:1", SecurityContext: sc,
 		}}},
 	}
+}
+
+// releaseSecrets are the data of the Secrets the release created (not
+// helm's own release records), by name.
+func releaseSecrets(ctx context.Context, ns, release string) map[string]map[string][]byte {
+	GinkgoHelper()
+	list := &corev1.SecretList{}
+	Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	out := map[string]map[string][]byte{}
+	for _, s := range list.Items {
+		if s.Annotations[releaseNameAnnotation] == release {
+			out[s.Name] = s.Data
+		}
+	}
+	return out
 }
 
 func releaseDeployments(ctx context.Context, ns, release string) []appsv1.Deployment {
