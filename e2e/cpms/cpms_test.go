@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,13 +21,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/libs/scheme"
+	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/webhook"
@@ -401,6 +406,99 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring(`admission webhook "controlplanemachineset.cpms.upshift.io" denied the request`))
 		Expect(err.Error()).To(ContainSubstring(`metadata.name: Invalid value: "other"`))
+	})
+
+	It("admits and adopts ControlPlaneMachineSets as the OpenShift documentation shows them (AWS, Azure, GCP), unchanged, replacing nothing", func(ctx SpecContext) {
+		// A cluster of its own: the documented sets belong in
+		// openshift-machine-api, where this suite's cluster has its set.
+		rendered, err := framework.RenderChart(chartName, release, namespace)
+		Expect(err).NotTo(HaveOccurred())
+		hooks, err := rendered.ValidatingWebhooks()
+		Expect(err).NotTo(HaveOccurred())
+		denv, err := testenv.Start(ctx, testenv.Options{ValidatingWebhooks: hooks})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(denv.Stop)
+		did, err := framework.InstallChartIdentity(ctx, denv, chartName, release, namespace)
+		Expect(err).NotTo(HaveOccurred())
+		r, err := framework.StartAsIdentity(bin, did, namespace, false, framework.WebhookFlags(denv)...)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(r.Stop(10*time.Second)).To(Succeed(), r.Logs()) })
+		waitReady(r)
+		c := denv.Client
+
+		for _, p := range []string{"aws", "azure", "gcp"} {
+			By(p)
+			raw, err := os.ReadFile(filepath.Join("testdata", p+".yaml"))
+			Expect(err).NotTo(HaveOccurred())
+			set := &machinev1.ControlPlaneMachineSet{}
+			Expect(yaml.UnmarshalStrict(raw, set)).To(Succeed(), p)
+
+			// The three masters the set is activated over, as an installer
+			// leaves them: the template in each failure domain, Running,
+			// with a Ready Node (no machine-api runs in this cluster: the
+			// statuses are written here).
+			tmpl := set.Spec.Template.OpenShiftMachineV1Beta1Machine
+			fds, err := platform.FromSpec(tmpl.FailureDomains)
+			Expect(err).NotTo(HaveOccurred(), p)
+			Expect(fds).To(HaveLen(3), p)
+			plat, err := platform.Detect(tmpl.FailureDomains, tmpl.Spec.ProviderSpec.Value.Raw)
+			Expect(err).NotTo(HaveOccurred(), p)
+			var names []string
+			for i, fd := range fds {
+				spec, err := plat.Inject(tmpl.Spec.ProviderSpec.Value.Raw, fd)
+				Expect(err).NotTo(HaveOccurred(), p)
+				name := fmt.Sprintf("%s-master-%d", tmpl.ObjectMeta.Labels[machineapi.ClusterLabel], i)
+				names = append(names, name)
+				m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: tmpl.ObjectMeta.Labels},
+					Spec: *tmpl.Spec.DeepCopy()}
+				m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: spec}
+				Expect(c.Create(ctx, m)).To(Succeed(), "%s %s", p, name)
+				m.Status.Phase = ptr.To(machinev1beta1.PhaseRunning)
+				m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: name}
+				Expect(c.Status().Update(ctx, m)).To(Succeed())
+				n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/master": ""}}}
+				Expect(c.Create(ctx, n)).To(Succeed())
+				n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()}}
+				Expect(c.Status().Update(ctx, n)).To(Succeed())
+			}
+			// Schema, CEL rules and the webhook (selector, platform,
+			// failure domains vs machines, replicas vs machines) admit it.
+			Expect(c.Create(ctx, set)).To(Succeed(), p)
+			// The controller adopts the machines and finds nothing to
+			// replace: the documented provider spec, with each failure
+			// domain injected, is what every machine runs.
+			Eventually(func(g Gomega) {
+				got := &machinev1.ControlPlaneMachineSet{}
+				g.Expect(c.Get(ctx, setKey, got)).To(Succeed())
+				g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+				g.Expect(got.Status.UpdatedReplicas).To(BeEquivalentTo(3), p)
+				expectCondition(g, got, plan.ConditionAvailable, metav1.ConditionTrue, plan.ReasonAllReplicasAvailable)
+				expectCondition(g, got, plan.ConditionProgressing, metav1.ConditionFalse, plan.ReasonAllReplicasUpdated)
+				expectCondition(g, got, plan.ConditionDegraded, metav1.ConditionFalse, plan.ReasonAsExpected)
+				var list machinev1beta1.MachineList
+				g.Expect(c.List(ctx, &list, client.InNamespace(namespace))).To(Succeed())
+				g.Expect(list.Items).To(HaveLen(3))
+				for _, m := range list.Items {
+					ref := metav1.GetControllerOf(&m)
+					g.Expect(ref).NotTo(BeNil(), m.Name)
+					g.Expect(ref.UID).To(Equal(got.UID), m.Name)
+				}
+			}).Should(Succeed())
+
+			By(p + ": deleting the set releases the machines; the next platform starts from an empty namespace")
+			Expect(c.Delete(ctx, set)).To(Succeed())
+			Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, setKey, &machinev1.ControlPlaneMachineSet{})) }).Should(BeTrue())
+			for _, name := range names {
+				Expect(c.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
+				Expect(c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+			}
+			Eventually(func(g Gomega) {
+				var list machinev1beta1.MachineList
+				g.Expect(c.List(ctx, &list, client.InNamespace(namespace))).To(Succeed())
+				g.Expect(list.Items).To(BeEmpty())
+			}).Should(Succeed())
+		}
+		Expect(r.Logs()).NotTo(ContainSubstring("Created machine"), "a documented set replaced a machine")
 	})
 
 	It("rolls the three masters one by one after a provider-spec change, never below 3 etcd members on Ready nodes", func(ctx SpecContext) {

@@ -101,14 +101,21 @@ func start(leaderElect bool, extra ...string) {
 	var err error
 	ctl, err = framework.StartAsIdentity(bin, id, namespace, leaderElect, append(append([]string{}, ctlFlags...), extra...)...)
 	Expect(err).NotTo(HaveOccurred())
+	waitReady(ctl)
+}
+
+// waitReady waits for the binary's /readyz: informers synced, webhook
+// server listening.
+func waitReady(r *framework.Running) {
+	GinkgoHelper()
 	Eventually(func() (int, error) {
-		resp, err := http.Get(ctl.ReadyzURL)
+		resp, err := http.Get(r.ReadyzURL)
 		if err != nil {
 			return 0, err
 		}
 		resp.Body.Close()
 		return resp.StatusCode, nil
-	}).Should(Equal(http.StatusOK), func() string { return ctl.Logs() })
+	}).Should(Equal(http.StatusOK), func() string { return r.Logs() })
 }
 
 func stop() {

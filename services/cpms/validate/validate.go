@@ -23,8 +23,12 @@ import (
 	"github.com/upshift-io/upshift/services/cpms/platform"
 )
 
-// Name is the only name the controller manages.
-const Name = "cluster"
+// Name is the only name the controller manages, and Namespace the only
+// namespace (the upstream operator's).
+const (
+	Name      = "cluster"
+	Namespace = "openshift-machine-api"
+)
 
 var (
 	specPath     = field.NewPath("spec")

@@ -11,6 +11,7 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -86,6 +87,8 @@ func (v *Validator) validate(ctx context.Context, old, cpms *machinev1.ControlPl
 // 443 at Path, refusing them when the webhook cannot be reached (as the
 // upstream operator's does). The caller (the chart) adds the CA bundle.
 // Status writes do not go through it: the status subresource is not matched.
+// Only sets in validate.Namespace are sent: the controller manages no other,
+// and the webhook may read Machines only there (the chart's RBAC).
 func Configuration(namespace, name string) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingWebhookConfiguration"},
@@ -101,6 +104,9 @@ func Configuration(namespace, name string) *admissionregistrationv1.ValidatingWe
 					APIGroups: []string{machinev1.GroupName}, APIVersions: []string{"v1"},
 					Resources: []string{"controlplanemachinesets"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
 				},
+			}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				corev1.LabelMetadataName: validate.Namespace,
 			}},
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
