@@ -636,4 +636,6 @@ func TrimNode(obj any) (any, error) {
 	return out, nil
 }
 
-func fieldsNodeName(node string) fields.Selector { return fields.OneTermEqualSelector("spec.nodeName", node) }
+func fieldsNodeName(node string) fields.Selector {
+	return fields.OneTermEqualSelector("spec.nodeName", node)
+}

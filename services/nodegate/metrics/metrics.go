@@ -155,7 +155,9 @@ func hookKey(h nodegatev1alpha1.HookRecord) string {
 }
 
 // Forced counts one drain remediation step.
-func (m *Metrics) Forced(step nodegatev1alpha1.DrainStep) { m.forced.WithLabelValues(string(step)).Inc() }
+func (m *Metrics) Forced(step nodegatev1alpha1.DrainStep) {
+	m.forced.WithLabelValues(string(step)).Inc()
+}
 
 // Forget drops a deleted run's series.
 func (m *Metrics) Forget(run string) {
