@@ -90,6 +90,7 @@ require (
 	github.com/prometheus/procfs v0.19.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/upshift-io/upshift/services/mcptracker v0.0.0
+	github.com/upshift-io/upshift/services/nodegate v0.0.0
 	github.com/upshift-io/upshift/services/upgradescheduler v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
@@ -126,3 +127,5 @@ replace (
 replace github.com/upshift-io/upshift/services/upgradescheduler => ../services/upgradescheduler
 
 replace github.com/upshift-io/upshift/services/mcptracker => ../services/mcptracker
+
+replace github.com/upshift-io/upshift/services/nodegate => ../services/nodegate

@@ -427,6 +427,13 @@ func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunC
 		var pdbs []policyv1.PodDisruptionBudget
 		if mcostate.Draining(n.Annotations) {
 			pods, pdbs, err = r.podsOn(ctx, n.Name)
+			if apierrors.IsForbidden(err) {
+				// Installed without the remediation's grants: say so, do not
+				// stall the run on it.
+				out.events = append(out.events, plan.Event{Kind: plan.OnRun, Type: corev1.EventTypeWarning, Reason: "DrainRemediationForbidden",
+					Message: fmt.Sprintf("spec.drainRemediation is set but node-gate may not read pods or PodDisruptionBudgets: %v", err)})
+				return out, nil
+			}
 			if err != nil {
 				return out, err
 			}
