@@ -55,6 +55,10 @@ import (
 // Name is the controller's name, in logs.
 const Name = "nodegate"
 
+// conflictRetry: a write lost to a newer one is retried this soon (the
+// newer write's event usually comes first).
+const conflictRetry = 200 * time.Millisecond
+
 // Finalizer keeps a run until what it changed is restored.
 const Finalizer = "nodegate.upshift.io/restore"
 
@@ -166,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// run fail instead of overwriting what a newer pass recorded.
 		if err := r.Client.Status().Update(ctx, upd); err != nil {
 			if apierrors.IsConflict(err) {
-				return reconcile.Result{Requeue: true}, nil
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
 			}
 			return reconcile.Result{}, err
 		}
@@ -202,7 +206,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		controllerutil.RemoveFinalizer(run, Finalizer)
 		if err := r.Client.Update(ctx, run); err != nil {
 			if apierrors.IsConflict(err) {
-				return reconcile.Result{Requeue: true}, nil
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
 			}
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
