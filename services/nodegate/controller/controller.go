@@ -582,7 +582,9 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 }}
 
 // jobEnded passes a Job's creation, deletion and the updates that change
-// its Complete or Failed condition: that is all the planner reads of it.
+// its Complete or Failed condition: that is all the planner reads of it
+// (not SuccessCriteriaMet or FailureTarget, which come while pods still
+// terminate).
 var jobEnded = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*batchv1.Job)
 	n, ok2 := e.ObjectNew.(*batchv1.Job)
@@ -594,8 +596,7 @@ var jobEnded = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 
 func jobEnd(j *batchv1.Job) string {
 	for _, c := range j.Status.Conditions {
-		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed ||
-			c.Type == batchv1.JobSuccessCriteriaMet || c.Type == batchv1.JobFailureTarget) {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
 			return string(c.Type)
 		}
 	}
