@@ -20,6 +20,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/nodegate/controller"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
 	"github.com/upshift-io/upshift/tools/ocpsim"
@@ -47,7 +48,7 @@ var _ = Describe("node-gate", Ordered, func() {
 			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}})).To(Succeed())
 	})
 
-	It("gates every worker: pre-hooks done before the MCO starts on it, the next released only after it is Done and Ready, restored at the end, across a restart", gatedUpdate)
+	It("gates every worker (one added mid-run too): pre-hooks done before the MCO starts on it, the next released only after it is Done and Ready, restored at the end, across a restart", gatedUpdate)
 	It("pauses on a failing hook without the MCO touching any node, and restores pools and selectors exactly when the run is deleted", failingHook)
 	It("forces a PDB-blocked drain past its timeout, step by step, naming the pod", blockedDrain)
 })
@@ -84,6 +85,7 @@ func gatedUpdate(ctx SpecContext) {
 	}).Should(Succeed())
 	Expect(getPool(ctx, "worker").Spec.Paused).To(BeFalse())
 
+	oldConfig := getPool(ctx, "worker").Spec.Configuration.Name
 	tl := watchTimeline(ctx)
 	setDesiredVersion(ctx, "4.16.2")
 
@@ -101,19 +103,35 @@ func gatedUpdate(ctx SpecContext) {
 	g.stop()
 	g = startGate(ctx)
 
+	By("a worker added mid-run, on the config its paused pool still serves, is gated too")
+	tmpl := workers(ctx)[0]
+	added := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ocp-worker-added", Labels: map[string]string{}, Annotations: map[string]string{
+		testenv.KwokNodeAnnotation: testenv.KwokNodeValue,
+		mcostate.CurrentConfig:     oldConfig, mcostate.DesiredConfig: oldConfig, mcostate.State: mcostate.StateDone,
+		mcostate.DesiredDrain: "uncordon-" + oldConfig, mcostate.LastAppliedDrain: "uncordon-" + oldConfig,
+	}}}
+	for k, v := range tmpl.Labels {
+		if k != plan.ReleaseLabel && k != "kubernetes.io/hostname" {
+			added.Labels[k] = v
+		}
+	}
+	added.Labels["kubernetes.io/hostname"] = added.Name
+	Expect(env.Client.Create(ctx, added)).To(Succeed())
+
 	Eventually(func(g Gomega) {
 		r := getRun(ctx, key)
 		g.Expect(r.Status.Phase).To(Equal(nodegatev1alpha1.RunCompleted), "%+v", r.Status.Conditions)
 	}).WithTimeout(4 * time.Minute).Should(Succeed())
 
 	r := getRun(ctx, key)
-	Expect(r.Status.Summary).To(Equal(nodegatev1alpha1.Summary{Total: 3, Succeeded: 3}))
-	Expect(r.Status.PlannedOrder).To(HaveLen(3))
+	Expect(r.Status.Summary).To(Equal(nodegatev1alpha1.Summary{Total: 4, Succeeded: 4}))
+	Expect(r.Status.PlannedOrder).To(HaveLen(4))
+	Expect(r.Status.PlannedOrder[3]).To(Equal(added.Name))
 
 	By("every hook ran once per node: one attempt, three Jobs per node")
 	var jobs batchv1.JobList
 	Expect(env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{plan.RunLabel: plan.RunKey(ns, "update")})).To(Succeed())
-	Expect(jobs.Items).To(HaveLen(9))
+	Expect(jobs.Items).To(HaveLen(12))
 	perNode := map[string]int{}
 	for _, j := range jobs.Items {
 		Expect(j.Name).To(HaveSuffix("-1"), "a second attempt means a hook ran twice")
@@ -144,7 +162,7 @@ func gatedUpdate(ctx SpecContext) {
 			}
 		}
 	}
-	Expect(perNode).To(HaveLen(3))
+	Expect(perNode).To(HaveLen(4))
 	for n, c := range perNode {
 		Expect(c).To(Equal(3), n)
 	}
@@ -188,7 +206,7 @@ func gatedUpdate(ctx SpecContext) {
 	Expect(getPool(ctx, "worker").Spec.NodeSelector).To(Equal(&metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/worker": ""}}))
 
 	By("metrics and Events")
-	Expect(g.metric("upshift_node_gate_nodes", map[string]string{"run": ns + "/update", "phase": "Completed"})).To(Equal(3.0))
+	Expect(g.metric("upshift_node_gate_nodes", map[string]string{"run": ns + "/update", "phase": "Completed"})).To(Equal(4.0))
 	// The last node: the first one's last Event may be lost with the
 	// instance stopped right after its status write (Events are sent
 	// asynchronously, best effort).

@@ -148,6 +148,10 @@ func watchTimeline(ctx context.Context) *timeline {
 			if _, ok := tl.labelled[n.Name]; !ok && n.Labels[plan.ReleaseLabel] != "" {
 				tl.labelled[n.Name] = now
 			}
+			if _, seen := first[n.Name]; !seen {
+				// A node created after the watch started: its first config.
+				first[n.Name] = n.Annotations[mcostate.DesiredConfig]
+			}
 			moved := n.Annotations[mcostate.DesiredConfig] != first[n.Name]
 			if _, ok := tl.desiredAt[n.Name]; !ok && moved {
 				tl.desiredAt[n.Name] = now
