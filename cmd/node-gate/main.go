@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
-	batchv1 "k8s.io/api/batch/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -45,15 +44,7 @@ func main() {
 			fs.StringVar(&alertsCfg.CAFile, "alerts-ca-file", "", "PEM file of the CAs that sign the alerts API's certificate; empty: the system's.")
 		},
 		Options: func() runtime.Options {
-			byObject := controller.CacheByObject()
-			// Hook Jobs only where the chart lets node-gate see them.
-			jobs := byObject[&batchv1.Job{}]
-			jobs.Namespaces = map[string]cache.Config{}
-			for _, ns := range jobNamespaceList(jobNamespaces, namespace) {
-				jobs.Namespaces[ns] = cache.Config{}
-			}
-			byObject[&batchv1.Job{}] = jobs
-			return runtime.Options{Cache: cache.Options{ByObject: byObject}}
+			return runtime.Options{Cache: cacheOptions(jobNamespaces, namespace)}
 		},
 		Setup: func(_ context.Context, mgr manager.Manager, log logr.Logger) error {
 			nss := jobNamespaceList(jobNamespaces, namespace)
@@ -77,6 +68,16 @@ func main() {
 			return r.SetupWithManager(mgr)
 		},
 	})
+}
+
+// cacheOptions watches hook Jobs only where the chart lets node-gate see
+// them: a cluster-wide Job informer would be refused and never sync.
+func cacheOptions(jobNamespaces, namespace string) cache.Options {
+	nss := map[string]cache.Config{}
+	for _, ns := range jobNamespaceList(jobNamespaces, namespace) {
+		nss[ns] = cache.Config{}
+	}
+	return cache.Options{ByObject: controller.CacheByObjectIn(nss)}
 }
 
 func jobNamespaceList(flagValue, namespace string) []string {

@@ -615,11 +615,16 @@ func mcoAnnotations(a map[string]string) map[string]string {
 
 // CacheByObject is the cache configuration node-gate's manager needs:
 // Nodes trimmed by TrimNode, and only the Jobs node-gate made.
-func CacheByObject() map[client.Object]cache.ByObject {
+func CacheByObject() map[client.Object]cache.ByObject { return CacheByObjectIn(nil) }
+
+// CacheByObjectIn is CacheByObject with the hook Jobs watched only in
+// jobNamespaces (nil: every namespace), where the chart grants them. The
+// map is keyed by pointers: add to it, never look a type up in it.
+func CacheByObjectIn(jobNamespaces map[string]cache.Config) map[client.Object]cache.ByObject {
 	hooks, _ := labels.NewRequirement(plan.RunLabel, "exists", nil)
 	return map[client.Object]cache.ByObject{
 		&corev1.Node{}: {Transform: TrimNode},
-		&batchv1.Job{}: {Label: labels.NewSelector().Add(*hooks)},
+		&batchv1.Job{}: {Label: labels.NewSelector().Add(*hooks), Namespaces: jobNamespaces},
 	}
 }
 
