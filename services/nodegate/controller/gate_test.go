@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -193,6 +194,17 @@ func gatedUpdate(ctx SpecContext) {
 			Expect(tl.labelled[n]).To(BeNumerically(">", tl.done[prev]), "%s released before %s was Done+Ready", n, prev)
 		}
 	}
+
+	// Reaction from a node's Done+Ready to the next node's release label,
+	// as the watch saw both. It includes the next node's pre-hook Jobs (three
+	// here, each created, scheduled, run by kwok and marked Complete by the
+	// Job controller), so it is an upper bound of node-gate's own reaction.
+	var gaps []time.Duration
+	for i := 1; i < len(order); i++ {
+		gaps = append(gaps, tl.labelledAt[order[i]].Sub(tl.doneAt[order[i-1]]))
+	}
+	AddReportEntry("Done → next release (includes the next node's 3 pre-hook Jobs)", fmt.Sprint(gaps))
+	GinkgoWriter.Printf("Done → next release: %v\n", gaps)
 
 	By("restored: pool unpaused, gate pool gone, no release label")
 	Eventually(func(g Gomega) {

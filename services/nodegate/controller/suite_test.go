@@ -115,6 +115,9 @@ type timeline struct {
 	desiredAt map[string]uint64 // first desiredConfig change
 	jobDone   map[string]uint64 // job name -> write that completed it
 	jobNode   map[string]string // job name -> NODE_NAME
+	// Wall-clock arrival of the labelling and Done writes, for the
+	// reaction-time figure only (never for ordering).
+	labelledAt, doneAt map[string]time.Time
 }
 
 func rv(o client.Object) uint64 {
@@ -127,7 +130,8 @@ func watchTimeline(ctx context.Context) *timeline {
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	tl := &timeline{labelled: map[string]uint64{}, working: map[string]uint64{}, done: map[string]uint64{},
-		desiredAt: map[string]uint64{}, jobDone: map[string]uint64{}, jobNode: map[string]string{}}
+		desiredAt: map[string]uint64{}, jobDone: map[string]uint64{}, jobNode: map[string]string{},
+		labelledAt: map[string]time.Time{}, doneAt: map[string]time.Time{}}
 	var nodes corev1.NodeList
 	Expect(wc.List(ctx, &nodes)).To(Succeed())
 	first := map[string]string{}
@@ -147,6 +151,7 @@ func watchTimeline(ctx context.Context) *timeline {
 			tl.mu.Lock()
 			if _, ok := tl.labelled[n.Name]; !ok && n.Labels[plan.ReleaseLabel] != "" {
 				tl.labelled[n.Name] = now
+				tl.labelledAt[n.Name] = time.Now()
 			}
 			if _, seen := first[n.Name]; !seen {
 				// A node created after the watch started: its first config.
@@ -161,6 +166,7 @@ func watchTimeline(ctx context.Context) *timeline {
 			}
 			if _, ok := tl.done[n.Name]; !ok && moved && mcostate.UpdatedTo(n, n.Annotations[mcostate.DesiredConfig]) {
 				tl.done[n.Name] = now
+				tl.doneAt[n.Name] = time.Now()
 			}
 			tl.mu.Unlock()
 		}
