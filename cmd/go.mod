@@ -84,6 +84,7 @@ require (
 	github.com/upshift-io/upshift/api v0.0.0
 	github.com/upshift-io/upshift/services/cpms v0.0.0
 	github.com/upshift-io/upshift/services/mcptracker v0.0.0
+	github.com/upshift-io/upshift/services/nodegate v0.0.0
 	github.com/upshift-io/upshift/services/upgradescheduler v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
@@ -116,7 +117,7 @@ require (
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.36.3 // indirect
+	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3 // indirect
 	k8s.io/apimachinery v0.36.3 // indirect
 	k8s.io/apiserver v0.36.3 // indirect
@@ -140,3 +141,5 @@ replace github.com/upshift-io/upshift/services/upgradescheduler => ../services/u
 replace github.com/upshift-io/upshift/services/mcptracker => ../services/mcptracker
 
 replace github.com/upshift-io/upshift/services/cpms => ../services/cpms
+
+replace github.com/upshift-io/upshift/services/nodegate => ../services/nodegate

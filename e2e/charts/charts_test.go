@@ -89,7 +89,11 @@ var _ = func() bool {
 			It("installs its CRDs, whose objects can be created; a field of a later chart is not served yet", func(ctx context.Context) {
 				crds = releaseCRDs(ctx, release, ns)
 				for _, crd := range crds {
-					Expect(env.Client.Create(ctx, customResource(crd, ns, ptr.To("too-early")))).To(Succeed(), crd.Name)
+					// A large CRD (MutexRule embeds Job specs) may take a
+					// moment to be served after it is Established.
+					Eventually(func() error {
+						return env.Client.Create(ctx, customResource(crd, ns, ptr.To("too-early")))
+					}).WithContext(ctx).WithTimeout(timeout).Should(Succeed(), crd.Name)
 					got := customResource(crd, ns, nil)
 					Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(got), got)).To(Succeed())
 					// Pruned: so the check after the upgrade can fail.
@@ -368,7 +372,20 @@ func customResource(crd apiextensionsv1.CustomResourceDefinition, ns string, val
 	if value != nil {
 		u.Object[addedField] = *value
 	}
+	if spec, ok := minimalSpecs[crd.Name]; ok {
+		u.Object["spec"] = spec
+	}
 	return u
+}
+
+// minimalSpecs are the smallest specs the CRDs whose spec is required
+// accept; the others are created empty.
+var minimalSpecs = map[string]map[string]any{
+	"mutexrules.nodegate.upshift.io": {"jobName": "chart-test", "jobNamespace": "chart-test", "jobSpec": map[string]any{
+		"template": map[string]any{"spec": map[string]any{"restartPolicy": "Never",
+			"containers": []any{map[string]any{"name": "c", "image": "registry.example.com/c:1"}}}}}},
+	"mutextargets.nodegate.upshift.io":    {"machineConfigPools": []any{"worker"}},
+	"mutexrunconfigs.nodegate.upshift.io": {"mutexTargets": []any{map[string]any{"name": "chart-test"}}},
 }
 
 // singletonRule is how our CRDs pin a singleton's name (UpgradeStatus

@@ -120,6 +120,10 @@ func PhaseOf(n NodeInfo, target string) Phase {
 	}
 }
 
+// Draining reports whether a drain was asked for (desiredDrain drain-X) and
+// the drain controller has not acknowledged it yet (lastAppliedDrain).
+func Draining(a map[string]string) bool { return isDraining(a) }
+
 // isDraining: a drain was asked for and the drain controller has not
 // acknowledged it yet.
 func isDraining(a map[string]string) bool {

@@ -89,6 +89,34 @@ type MutexRunConfigSpec struct {
 	// back to false resumes a run that a failure paused. (Upshift)
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// drainRemediation, when set, escalates drains of released nodes that
+	// the machine-config operator cannot finish (a PodDisruptionBudget that
+	// never allows the eviction, a pod stuck terminating). Unset: node-gate
+	// never deletes a pod. (Upshift; replaces MUO's NodeKeeper)
+	// +optional
+	DrainRemediation *DrainRemediation `json:"drainRemediation,omitempty"`
+}
+
+// DrainRemediation says when and how a blocked drain is forced.
+type DrainRemediation struct {
+	// timeout is how long a node's drain may be blocked before its
+	// remaining pods are forced off, one step at a time. Unset: the
+	// PDBForceDrainTimeout (minutes) of an UpgradeConfig in the run's
+	// namespace, or 60m without one.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// stepTimeout is how long each escalation step (delete with the pod's
+	// grace period, delete with grace 0, finalizer removal) gets before the
+	// next one. Default 2m.
+	// +optional
+	StepTimeout *metav1.Duration `json:"stepTimeout,omitempty"`
+	// ignoredNamespacePatterns are regular expressions (anchored) of
+	// namespaces whose pods are never forced.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	IgnoredNamespacePatterns []string `json:"ignoredNamespacePatterns,omitempty"`
 }
 
 // PoolReference names a MachineConfigPool.
@@ -325,6 +353,62 @@ type NodeRecord struct {
 	// lastError is the latest failure, if any.
 	// +optional
 	LastError string `json:"lastError,omitempty"`
+
+	// drain is the clock and the blocking pods of the node's current drain,
+	// kept here so that a restart or a cordon flap does not reset it.
+	// +optional
+	Drain *DrainRecord `json:"drain,omitempty"`
+}
+
+// DrainStep is how far the remediation went with a pod.
+type DrainStep string
+
+const (
+	// DrainStepDelete: deleted with the pod's own grace period.
+	DrainStepDelete DrainStep = "Delete"
+	// DrainStepForceDelete: deleted with grace period 0.
+	DrainStepForceDelete DrainStep = "ForceDelete"
+	// DrainStepRemoveFinalizers: its finalizers were removed.
+	DrainStepRemoveFinalizers DrainStep = "RemoveFinalizers"
+)
+
+// DrainRecord is one drain of one node as the machine-config operator asked
+// for it.
+type DrainRecord struct {
+	// request is the desiredDrain annotation value this drain answers.
+	Request string `json:"request"`
+	// startTime is when node-gate first saw the request unacknowledged.
+	StartTime metav1.Time `json:"startTime"`
+	// completionTime is when the drain controller acknowledged it.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// blockingPods are the pods still on the node, each with the
+	// PodDisruptionBudgets that select it and the step it is at.
+	// +optional
+	// +listType=atomic
+	BlockingPods []BlockingPod `json:"blockingPods,omitempty"`
+	// forcedPods counts pods the remediation acted on during this drain.
+	// +optional
+	ForcedPods int32 `json:"forcedPods,omitempty"`
+}
+
+// BlockingPod is a pod that keeps a drain from finishing.
+type BlockingPod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// uid tells a pod from a new one of the same name.
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// pdbs are the PodDisruptionBudgets of the pod's namespace whose
+	// selector matches it.
+	// +optional
+	// +listType=atomic
+	PDBs []string `json:"pdbs,omitempty"`
+	// step is the last escalation step taken, and stepTime when.
+	// +optional
+	Step DrainStep `json:"step,omitempty"`
+	// +optional
+	StepTime *metav1.Time `json:"stepTime,omitempty"`
 }
 
 // HookRecord is one hook for one node.

@@ -5,7 +5,9 @@
 // update with an UpgradeConfig a few seconds ahead, and prints the
 // UpgradeConfig's progress (as `kubectl get upgrade` shows it) and
 // `kubectl upshift status` every few seconds until it completes, with one
-// progress line per MachineConfigPool from the mcp-tracker's status.pools.
+// progress line per MachineConfigPool from the mcp-tracker's status.pools
+// and, from node-gate's MutexRunConfig, each worker's gate phase (a one-hook
+// rule runs a Job before every worker is released to the MCO).
 // A second act changes the instance type of the control-plane machines in
 // the ControlPlaneMachineSet and prints one line per step while the
 // cpms-controller replaces the three masters one at a time.
@@ -30,12 +32,14 @@ import (
 	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
@@ -95,7 +99,8 @@ func run(ctx context.Context, o options) (err error) {
 	scheduler := filepath.Join(filepath.Dir(usc), "upgrade-scheduler")
 	mcpTracker := filepath.Join(filepath.Dir(usc), "mcp-tracker")
 	cpmsController := filepath.Join(filepath.Dir(usc), "cpms-controller")
-	for _, b := range []string{usc, scheduler, mcpTracker, cpmsController, cli} {
+	nodeGate := filepath.Join(filepath.Dir(usc), "node-gate")
+	for _, b := range []string{usc, scheduler, mcpTracker, nodeGate, cpmsController, cli} {
 		if _, err := os.Stat(b); err != nil {
 			return fmt.Errorf("%s not found: run `make build` first", b)
 		}
@@ -149,7 +154,7 @@ func run(ctx context.Context, o options) (err error) {
 	stopSim := sim.Start(ctx)
 	defer func() { _ = stopSim() }()
 
-	say("Installing the update-status-controller's, the upgrade-scheduler's and the mcp-tracker's ServiceAccounts and RBAC from their charts, and running each as its ServiceAccount")
+	say("Installing the update-status-controller's, the upgrade-scheduler's, the mcp-tracker's and node-gate's ServiceAccounts and RBAC from their charts, and running each as its ServiceAccount")
 	controller, scraper, metricsURL, err := startComponent(ctx, env, usc, "update-status-controller", "usc")
 	if err != nil {
 		return err
@@ -179,6 +184,19 @@ func run(ctx context.Context, o options) (err error) {
 			err = fmt.Errorf("mcp-tracker: %w\n%s", stopErr, tracker.Logs())
 		}
 	}()
+	gate, gateScraper, gateMetricsURL, err := startComponent(ctx, env, nodeGate, "node-gate", "ngate")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := gate.Stop(10 * time.Second); err == nil && stopErr != nil {
+			err = fmt.Errorf("node-gate: %w\n%s", stopErr, gate.Logs())
+		}
+	}()
+	say("Gating the workers with node-gate: a MutexRule with one pre-update hook Job, a MutexTarget on pool worker, a MutexRunConfig")
+	if err := createGate(ctx, env.Client); err != nil {
+		return err
+	}
 	if err := seedWorkerPool(ctx, env.Client); err != nil {
 		return err
 	}
@@ -219,6 +237,9 @@ func run(ctx context.Context, o options) (err error) {
 		if err := printPools(ctx, env.Client, os.Stdout); err != nil {
 			return err
 		}
+		if err := printGate(ctx, env.Client, os.Stdout); err != nil {
+			return err
+		}
 		if err := printStatus(ctx, cli, env.KubeconfigPath, os.Stdout); err != nil {
 			return err
 		}
@@ -227,7 +248,7 @@ func run(ctx context.Context, o options) (err error) {
 			return err
 		}
 		sawUpdating = sawUpdating || updating
-		if sawUpdating && done && phase == "Upgraded" {
+		if sawUpdating && done && phase == "Upgraded" && gateCompleted(ctx, env.Client) {
 			break
 		}
 	}
@@ -242,7 +263,7 @@ func run(ctx context.Context, o options) (err error) {
 	for _, m := range []struct {
 		s   *framework.Scraper
 		url string
-	}{{scraper, metricsURL}, {schedScraper, schedMetricsURL}, {trackScraper, trackMetricsURL}, {cpmsScraper, cpmsMetricsURL}} {
+	}{{scraper, metricsURL}, {schedScraper, schedMetricsURL}, {trackScraper, trackMetricsURL}, {gateScraper, gateMetricsURL}, {cpmsScraper, cpmsMetricsURL}} {
 		body, err := m.s.Scrape(m.url)
 		if err != nil {
 			return err
@@ -420,4 +441,64 @@ func printStatus(ctx context.Context, cli, kubeconfig string, out io.Writer) err
 		return fmt.Errorf("kubectl upshift status: %w", err)
 	}
 	return nil
+}
+
+// createGate creates node-gate's objects in the demo's namespace (where the
+// chart lets node-gate run hook Jobs): one rule whose jobSpec runs before
+// each worker is released, the worker pool as target, and the run.
+func createGate(ctx context.Context, c client.Client) error {
+	objs := []client.Object{
+		&nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "fence", Namespace: namespace},
+			Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "fence", JobNamespace: namespace, Type: nodegatev1alpha1.RuleTypeKubernetes,
+				JobSpec: &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "fence", Image: "registry.example.com/fence:1", Command: []string{"/fence", "$(NODE_NAME)"}}}}}}}},
+		&nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace},
+			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}},
+		&nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace},
+			Spec: nodegatev1alpha1.MutexRunConfigSpec{MutexRules: []nodegatev1alpha1.ObjectReference{{Name: "fence"}},
+				MutexTargets: []nodegatev1alpha1.ObjectReference{{Name: "workers"}}}},
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func getGate(ctx context.Context, c client.Client) (*nodegatev1alpha1.MutexRunConfig, error) {
+	run := &nodegatev1alpha1.MutexRunConfig{}
+	return run, c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "workers"}, run)
+}
+
+// printGate prints the run's phase and progress, then every gated node's
+// phase and hooks, as `kubectl get mutexrunconfig -o yaml` holds them.
+func printGate(ctx context.Context, c client.Client, out io.Writer) error {
+	run, err := getGate(ctx, c)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "node-gate run %s: phase %s, %s nodes passed\n", run.Name, run.Status.Phase, orDash(run.Status.Progress))
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, n := range run.Status.Nodes {
+		var hooks []string
+		for _, h := range n.Hooks {
+			hooks = append(hooks, fmt.Sprintf("%s:%s", h.Name, h.Phase))
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", n.Name, n.Phase, strings.Join(hooks, ","), n.LastError)
+	}
+	return w.Flush()
+}
+
+// gateCompleted: the run gated every worker and restored the pool.
+func gateCompleted(ctx context.Context, c client.Client) bool {
+	run, err := getGate(ctx, c)
+	return err == nil && run.Status.Phase == nodegatev1alpha1.RunCompleted
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -175,14 +175,18 @@ func stateOf(j *batchv1.Job) (jobState, string) {
 	if j == nil {
 		return jobMissing, ""
 	}
+	// Only the terminal conditions count. The Job controller writes
+	// SuccessCriteriaMet (or FailureTarget) first and Complete (Failed) once
+	// every pod has terminated: a hook whose pod still runs is not done, and
+	// a retry must not overlap the attempt it replaces.
 	for _, c := range j.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
 		}
 		switch c.Type {
-		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+		case batchv1.JobComplete:
 			return jobComplete, ""
-		case batchv1.JobFailed, batchv1.JobFailureTarget:
+		case batchv1.JobFailed:
 			msg := c.Reason
 			if c.Message != "" {
 				msg += ": " + c.Message

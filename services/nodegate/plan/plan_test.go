@@ -728,3 +728,35 @@ func TestReleasedNodeDegraded(t *testing.T) {
 		t.Fatalf("w01 started while w00 holds the only slot: %s", w.rec("w01").Phase)
 	}
 }
+
+// TestOnlyTerminalJobConditions: the Job controller writes
+// SuccessCriteriaMet (FailureTarget) while the pods still terminate, and
+// Complete (Failed) after. A hook is done only at Complete, and a failure
+// is acted on only at Failed (a retry must not overlap its predecessor).
+func TestOnlyTerminalJobConditions(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	job := firstJob(t, w, "w00")
+	w.setJob(job, batchv1.JobSuccessCriteriaMet)
+	w.reconcile()
+	if h := w.rec("w00").Hooks[0]; h.Phase != nodegatev1alpha1.HookRunning {
+		t.Fatalf("SuccessCriteriaMet alone moved the hook to %s", h.Phase)
+	}
+	w.setJob(job, batchv1.JobComplete)
+	w.reconcile()
+	if h := w.rec("w00").Hooks[0]; h.Phase != nodegatev1alpha1.HookSucceeded {
+		t.Fatalf("Complete: hook %s", h.Phase)
+	}
+
+	w2 := readyRound(t, 2, nil)
+	job2 := firstJob(t, w2, "w00")
+	w2.setJob(job2, batchv1.JobFailureTarget)
+	w2.reconcile()
+	if w2.run.Status.Phase == nodegatev1alpha1.RunPaused || w2.rec("w00").Phase == nodegatev1alpha1.NodeFailed {
+		t.Fatal("FailureTarget alone failed the hook")
+	}
+	w2.setJob(job2, batchv1.JobFailed)
+	w2.reconcile()
+	if w2.run.Status.Phase != nodegatev1alpha1.RunPaused {
+		t.Fatalf("Failed: run %s", w2.run.Status.Phase)
+	}
+}

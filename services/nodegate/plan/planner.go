@@ -1144,6 +1144,18 @@ func (p *planner) finishStatus() {
 	st.Summary = sum
 	st.Progress = fmt.Sprintf("%d/%d", sum.Succeeded, sum.Total-sum.Skipped)
 
+	// A hook that failed in this pass paused the run after the gates were
+	// evaluated: say so, the CRD requires a reason on every condition.
+	if p.waitReason == "" && (st.Phase == nodegatev1alpha1.RunPaused || st.Phase == nodegatev1alpha1.RunWaiting) {
+		switch {
+		case st.PausedGeneration != 0:
+			p.waitReason, p.waitMessage = ReasonHookFailed, "a hook failed; change the spec (for example toggle spec.paused) to resume"
+		case p.run.Spec.Paused:
+			p.waitReason, p.waitMessage = ReasonSpecPaused, "spec.paused is true"
+		default:
+			p.waitReason = string(st.Phase)
+		}
+	}
 	gen := p.run.Generation
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: p.now})

@@ -61,6 +61,13 @@ func (c *checker) fail(format string, args ...any) {
 func (c *checker) after(r Result) {
 	w := c.w
 	round := w.run.Status.RunID
+	// The CRD requires a reason on every condition: a status without one is
+	// refused by the API server and the run never moves again.
+	for _, cond := range r.Status.Conditions {
+		if cond.Reason == "" {
+			c.fail("condition %s has no reason (phase %s)", cond.Type, r.Status.Phase)
+		}
+	}
 	for _, a := range r.Actions {
 		switch a.Kind {
 		case LabelNode:

@@ -1,0 +1,94 @@
+// Command node-gate runs MutexRunConfigs: every worker node of the gated
+// MachineConfigPools updates only after its owners' pre-update hook Jobs
+// ran, one node (or maxUnavailable) at a time, with post-update hooks once
+// the machine-config operator reports it done; drains of released nodes
+// that a PodDisruptionBudget blocks past a timeout are forced pod by pod.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/runtime"
+	"github.com/upshift-io/upshift/services/nodegate/controller"
+	"github.com/upshift-io/upshift/services/nodegate/metrics"
+)
+
+func main() {
+	namespace := os.Getenv("POD_NAMESPACE")
+	var jobNamespaces string
+	var alertsCfg alerts.Config
+	var alertsAPI string
+	runtime.MainProcess(runtime.Component{
+		Name: "node-gate",
+		Flags: func(fs *flag.FlagSet) {
+			fs.StringVar(&namespace, "namespace", namespace,
+				"Namespace node-gate runs in (default $POD_NAMESPACE); hook Jobs may run there unless --job-namespaces says otherwise.")
+			fs.StringVar(&jobNamespaces, "job-namespaces", "",
+				"Comma-separated namespaces where MutexRules may run hook Jobs (the chart grants Jobs only there). Empty: --namespace.")
+			fs.StringVar(&alertsCfg.URL, "alerts-url", "",
+				"Base URL of the alerts API for runs with a healthGate, e.g. https://thanos-querier.openshift-monitoring.svc:9091; empty: such runs wait (fail closed).")
+			fs.StringVar(&alertsAPI, "alerts-api", "",
+				`API at --alerts-url: "prometheus" or "alertmanager"; empty: detected from the URL.`)
+			fs.DurationVar(&alertsCfg.Timeout, "alerts-timeout", alerts.DefaultTimeout, "Bound of one read of the alerts.")
+			fs.StringVar(&alertsCfg.BearerTokenFile, "alerts-bearer-token-file", "", "File whose content is sent as a bearer token to the alerts API.")
+			fs.StringVar(&alertsCfg.CAFile, "alerts-ca-file", "", "PEM file of the CAs that sign the alerts API's certificate; empty: the system's.")
+		},
+		Options: func() runtime.Options {
+			return runtime.Options{Cache: cacheOptions(jobNamespaces, namespace)}
+		},
+		Setup: func(_ context.Context, mgr manager.Manager, log logr.Logger) error {
+			nss := jobNamespaceList(jobNamespaces, namespace)
+			if len(nss) == 0 {
+				return errors.New("no --job-namespaces, no --namespace and no $POD_NAMESPACE: say where hook Jobs run")
+			}
+			r := &controller.Reconciler{
+				Client:   mgr.GetClient(),
+				Recorder: mgr.GetEventRecorder("node-gate"),
+				Metrics:  metrics.New(ctrlmetrics.Registry),
+			}
+			if alertsCfg.URL != "" {
+				alertsCfg.API = alerts.API(alertsAPI)
+				c, err := alerts.New(alertsCfg)
+				if err != nil {
+					return err
+				}
+				r.Alerts = c
+			}
+			log.Info("gating nodes", "jobNamespaces", nss, "alerts", alertsCfg.URL != "")
+			return r.SetupWithManager(mgr)
+		},
+	})
+}
+
+// cacheOptions watches hook Jobs only where the chart lets node-gate see
+// them: a cluster-wide Job informer would be refused and never sync.
+func cacheOptions(jobNamespaces, namespace string) cache.Options {
+	nss := map[string]cache.Config{}
+	for _, ns := range jobNamespaceList(jobNamespaces, namespace) {
+		nss[ns] = cache.Config{}
+	}
+	return cache.Options{ByObject: controller.CacheByObjectIn(nss)}
+}
+
+func jobNamespaceList(flagValue, namespace string) []string {
+	var out []string
+	for _, ns := range strings.Split(flagValue, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	if len(out) == 0 && namespace != "" {
+		out = []string{namespace}
+	}
+	return out
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+
+	"github.com/upshift-io/upshift/services/nodegate/plan"
+)
+
+// TestJobsCachedOnlyInJobNamespaces: one Job entry, with both the hook
+// label selector and the namespaces. (An earlier version looked the Job
+// entry up by a new pointer and added a second, cluster-wide one: which of
+// the two the cache used depended on map order, and the cluster-wide
+// informer, refused by the chart's RBAC, never synced.)
+func TestJobsCachedOnlyInJobNamespaces(t *testing.T) {
+	opts := cacheOptions("a, b", "own")
+	jobs := 0
+	for obj, by := range opts.ByObject {
+		if _, ok := obj.(*batchv1.Job); !ok {
+			continue
+		}
+		jobs++
+		if by.Label == nil || by.Label.String() != plan.RunLabel {
+			t.Errorf("Job label selector %v, want %s (exists)", by.Label, plan.RunLabel)
+		}
+		if len(by.Namespaces) != 2 {
+			t.Errorf("Job namespaces %v, want a and b", by.Namespaces)
+		}
+		if _, ok := by.Namespaces["a"]; !ok {
+			t.Errorf("namespace a missing: %v", by.Namespaces)
+		}
+		if _, ok := by.Namespaces["b"]; !ok {
+			t.Errorf("namespace b missing: %v", by.Namespaces)
+		}
+	}
+	if jobs != 1 {
+		t.Fatalf("%d Job entries in the cache options, want 1", jobs)
+	}
+	if got := jobNamespaceList("", "own"); len(got) != 1 || got[0] != "own" {
+		t.Fatalf("default job namespaces %v, want [own]", got)
+	}
+}

@@ -1,0 +1,289 @@
+package nodegate
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/services/nodegate/plan"
+)
+
+func hookSpec(container string, env ...corev1.EnvVar) *batchv1.JobSpec {
+	return &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{{Name: container, Image: "registry.example.com/hook:1", Env: env}},
+	}}}
+}
+
+func newRun(name, rule string) *nodegatev1alpha1.MutexRunConfig {
+	return &nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: nodegatev1alpha1.MutexRunConfigSpec{
+		MutexRules:   []nodegatev1alpha1.ObjectReference{{Name: rule}},
+		MutexTargets: []nodegatev1alpha1.ObjectReference{{Name: "workers"}},
+		// The timeout comes from the namespace's UpgradeConfig; short steps.
+		DrainRemediation: &nodegatev1alpha1.DrainRemediation{StepTimeout: &metav1.Duration{Duration: 3 * time.Second}},
+	}}
+}
+
+func getRun(ctx SpecContext, name string) *nodegatev1alpha1.MutexRunConfig {
+	GinkgoHelper()
+	r := &nodegatev1alpha1.MutexRunConfig{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, r)).To(Succeed())
+	return r
+}
+
+func workerPool(ctx SpecContext) *mcfgv1.MachineConfigPool {
+	GinkgoHelper()
+	p := &mcfgv1.MachineConfigPool{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker"}, p)).To(Succeed())
+	return p
+}
+
+func workers(ctx SpecContext) []corev1.Node {
+	GinkgoHelper()
+	var nodes corev1.NodeList
+	Expect(env.Client.List(ctx, &nodes, client.HasLabels{"node-role.kubernetes.io/worker"})).To(Succeed())
+	return nodes.Items
+}
+
+func setDesiredVersion(ctx SpecContext, version string) {
+	GinkgoHelper()
+	cv := &configv1.ClusterVersion{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+	patch := client.MergeFrom(cv.DeepCopy())
+	cv.Spec.DesiredUpdate = &configv1.Update{Version: version}
+	Expect(env.Client.Patch(ctx, cv, patch)).To(Succeed())
+}
+
+func findNode(r *nodegatev1alpha1.MutexRunConfig, name string) *nodegatev1alpha1.NodeRecord {
+	for i := range r.Status.Nodes {
+		if r.Status.Nodes[i].Name == name {
+			return &r.Status.Nodes[i]
+		}
+	}
+	return nil
+}
+
+func eventReasons(ctx SpecContext, kind, ns, name string) []string {
+	GinkgoHelper()
+	var evs corev1.EventList
+	Expect(env.Client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
+var _ = Describe("node-gate", Ordered, func() {
+	var origPool mcfgv1.MachineConfigPoolSpec
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(env.Client.Create(ctx, &nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace},
+			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}})).To(Succeed())
+		origPool = workerPool(ctx).Spec
+	})
+
+	It("gates all 6 workers of a 4.16.2 update with a two-hook rule, forces a PDB-blocked drain, and resumes after a restart without redoing a hook", func(ctx SpecContext) {
+		Expect(env.Client.Create(ctx, &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: namespace},
+			Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "db", JobNamespace: namespace, Type: nodegatev1alpha1.RuleTypeKubernetes,
+				JobSpec: hookSpec("pre", corev1.EnvVar{Name: "USER_VAR", Value: "kept"}), CleanUpJobSpec: hookSpec("post")}})).To(Succeed())
+		run := newRun("update", "db")
+		Expect(env.Client.Create(ctx, run)).To(Succeed())
+		// The first pass waits for leader election and every cache.
+		Eventually(func(g Gomega) { g.Expect(getRun(ctx, "update").Status.Phase).To(Equal(nodegatev1alpha1.RunIdle)) }).WithTimeout(3 * time.Minute).Should(Succeed())
+
+		// A pod no eviction may take (PDB maxUnavailable 0), kept by a
+		// finalizer, on one worker.
+		target := workers(ctx)[3].Name
+		Expect(env.CreateNamespace(ctx, "guarded")).To(Succeed())
+		Expect(env.Client.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "guarded"},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}})).To(Succeed())
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "guarded", Labels: map[string]string{"app": "db"}, Finalizers: []string{"example.com/hold"}},
+			Spec: corev1.PodSpec{NodeName: target, Containers: []corev1.Container{{Name: "db", Image: "registry.example.com/db:1"}}}}
+		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+
+		tl := watchTimeline(ctx)
+		setDesiredVersion(ctx, "4.16.2")
+
+		By("naming the blocking pod and its PDB in the status while the drain is blocked")
+		Eventually(func(g Gomega) {
+			rec := findNode(getRun(ctx, "update"), target)
+			g.Expect(rec).NotTo(BeNil())
+			g.Expect(rec.Drain).NotTo(BeNil())
+			g.Expect(rec.Drain.BlockingPods).To(ContainElement(And(HaveField("Namespace", "guarded"), HaveField("Name", "db-0"), HaveField("PDBs", []string{"db"}))))
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+
+		By("restarting node-gate mid-run")
+		Eventually(func(g Gomega) {
+			g.Expect(getRun(ctx, "update").Status.Summary.Succeeded).To(BeNumerically(">=", 1))
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+		stop(gate)
+		gate = start()
+
+		By("forcing the pod off after the UpgradeConfig's one-minute timeout, step by step")
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+		}).WithTimeout(4 * time.Minute).Should(BeTrue())
+		Expect(eventReasons(ctx, "Pod", "guarded", "db-0")).To(ContainElements("DrainDelete", "DrainForceDelete", "DrainRemoveFinalizers"))
+		Expect(eventReasons(ctx, "Node", "default", target)).To(ContainElement("DrainBlocked"))
+		rec := findNode(getRun(ctx, "update"), target)
+		Expect(rec.Drain.StartTime.Time).NotTo(BeZero())
+
+		Eventually(func(g Gomega) {
+			g.Expect(getRun(ctx, "update").Status.Phase).To(Equal(nodegatev1alpha1.RunCompleted))
+		}).WithTimeout(5 * time.Minute).Should(Succeed())
+		r := getRun(ctx, "update")
+		Expect(r.Status.Summary).To(Equal(nodegatev1alpha1.Summary{Total: 6, Succeeded: 6}))
+		d := findNode(r, target).Drain
+		Expect(d.CompletionTime).NotTo(BeNil())
+		// The clock ran at least the timeout before the first step.
+		Expect(d.CompletionTime.Sub(d.StartTime.Time)).To(BeNumerically(">=", time.Minute))
+
+		By("every hook ran exactly once per node (no second attempt, two Jobs per node)")
+		var jobs batchv1.JobList
+		Expect(env.Client.List(ctx, &jobs, client.InNamespace(namespace), client.MatchingLabels{plan.RunLabel: plan.RunKey(namespace, "update")})).To(Succeed())
+		Expect(jobs.Items).To(HaveLen(12))
+		for _, j := range jobs.Items {
+			Expect(j.Name).To(HaveSuffix("-1"))
+		}
+
+		By("ordering from resourceVersions: pre-hook Complete < release < MCO Working; post-hook after Done; next release after the previous Done+Ready")
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		order := r.Status.PlannedOrder
+		Expect(order).To(HaveLen(6))
+		for i, n := range order {
+			rec := findNode(r, n)
+			Expect(tl.labelled).To(HaveKey(n))
+			Expect(tl.working).To(HaveKey(n))
+			Expect(tl.done).To(HaveKey(n))
+			for _, h := range rec.Hooks {
+				done, ok := tl.jobDone[h.JobName]
+				Expect(ok).To(BeTrue(), h.JobName)
+				Expect(tl.jobNode[h.JobName]).To(Equal(n))
+				if h.Stage == nodegatev1alpha1.StagePre {
+					Expect(done).To(BeNumerically("<", tl.labelled[n]), "pre-hook of %s completed after its release", n)
+					Expect(done).To(BeNumerically("<", tl.working[n]), "pre-hook of %s completed after the MCO started", n)
+				} else {
+					Expect(done).To(BeNumerically(">", tl.done[n]), "post-hook of %s completed before the node was Done", n)
+				}
+			}
+			if i > 0 {
+				Expect(tl.labelled[n]).To(BeNumerically(">", tl.done[order[i-1]]), "%s released before %s was Done and Ready", n, order[i-1])
+			}
+		}
+
+		By("restored: pool as before, gate pool deleted, no release label")
+		Eventually(func(g Gomega) {
+			p := workerPool(ctx)
+			g.Expect(p.Spec.Paused).To(Equal(origPool.Paused))
+			g.Expect(p.Spec.NodeSelector).To(Equal(origPool.NodeSelector))
+			g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: "worker-gate"}, &mcfgv1.MachineConfigPool{}))).To(BeTrue())
+		}).Should(Succeed())
+		for _, n := range workers(ctx) {
+			Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel))
+		}
+		Expect(env.Client.Delete(ctx, run)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(run), run))
+		}).Should(BeTrue())
+	})
+
+	It("pauses on a failing hook with the MCO touching no node, and deleting the run mid-way restores the pool exactly", func(ctx SpecContext) {
+		bad := hookSpec("never")
+		bad.ActiveDeadlineSeconds = ptr.To[int64](2)
+		bad.BackoffLimit = ptr.To[int32](0)
+		bad.Template.Spec.NodeSelector = map[string]string{"no-such-label": "x"}
+		Expect(env.Client.Create(ctx, &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "failing", Namespace: namespace},
+			Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "failing", JobNamespace: namespace, JobSpec: bad}})).To(Succeed())
+		run := newRun("fail", "failing")
+		Expect(env.Client.Create(ctx, run)).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(getRun(ctx, "fail").Status.Phase).To(Equal(nodegatev1alpha1.RunIdle)) }).Should(Succeed())
+		cfgBefore := workerPool(ctx).Spec.Configuration.Name
+		before := map[string]string{}
+		for _, n := range workers(ctx) {
+			before[n.Name] = n.Annotations[mcostate.DesiredConfig]
+		}
+		setDesiredVersion(ctx, "4.16.3")
+		Eventually(func(g Gomega) {
+			r := getRun(ctx, "fail")
+			g.Expect(r.Status.Phase).To(Equal(nodegatev1alpha1.RunPaused))
+			c := meta.FindStatusCondition(r.Status.Conditions, plan.CondPaused)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(plan.ReasonHookFailed))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		// The worker pool has the new target by now; no node was given it.
+		Eventually(func(g Gomega) {
+			g.Expect(workerPool(ctx).Spec.Configuration.Name).NotTo(Equal(cfgBefore))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		Consistently(func(g Gomega) {
+			for _, n := range workers(ctx) {
+				g.Expect(n.Annotations[mcostate.DesiredConfig]).To(Equal(before[n.Name]), n.Name)
+				g.Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel))
+			}
+		}).WithTimeout(3 * time.Second).Should(Succeed())
+		Expect(workerPool(ctx).Spec.Paused).To(BeTrue())
+
+		Expect(env.Client.Delete(ctx, run)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(run), run))
+		}).Should(BeTrue())
+		p := workerPool(ctx)
+		Expect(p.Spec.Paused).To(Equal(origPool.Paused))
+		Expect(p.Spec.NodeSelector).To(Equal(origPool.NodeSelector))
+		Expect(p.Spec.MaxUnavailable).To(Equal(origPool.MaxUnavailable))
+		Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: "worker-gate"}, &mcfgv1.MachineConfigPool{}))).To(BeTrue())
+	})
+
+	It("serves its metrics to the chart's metrics reader, was never refused a request and used every permission its chart grants", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			body, err := scraper.Scrape(metricsURL)
+			g.Expect(err).NotTo(HaveOccurred())
+			// Both runs are deleted (their series with them); what stays is
+			// what the restarted instance timed and counted.
+			g.Expect(body).To(ContainSubstring(`upshift_node_gate_hook_duration_seconds_count{result="Succeeded",stage="Post"}`))
+			g.Expect(body).To(ContainSubstring(`upshift_node_gate_forced_drain_actions_total{kind="RemoveFinalizers"}`))
+		}).Should(Succeed())
+		perms, err := id.Chart.Permissions()
+		Expect(err).NotTo(HaveOccurred())
+		roles, err := id.Chart.BoundRoles(namespace, id.ServiceAccount)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			evs, err := env.AuditEvents(framework.ServiceAccountUser(namespace, id.ServiceAccount))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(framework.Refused(evs)).To(BeEmpty())
+			g.Expect(framework.Unused(withoutSeriesPatch(framework.OfRoles(perms, roles...)), evs)).To(BeEmpty())
+		}).Should(Succeed())
+	})
+})
+
+// withoutSeriesPatch drops "patch events": the events library patches only
+// when one Event repeats within its cache window, which these runs may or
+// may not do; the grant is needed, its use is not deterministic here.
+func withoutSeriesPatch(perms []framework.Permission) []framework.Permission {
+	var out []framework.Permission
+	for _, p := range perms {
+		if p.APIGroup == "events.k8s.io" && p.Resource == "events" && p.Verb == "patch" {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,658 @@
+// Package controller is node-gate's thin reconciler. For one
+// MutexRunConfig it reads everything the planner needs from informer caches
+// (Nodes trimmed to their labels, the MCO's annotations, Ready and
+// schedulability; only hook Jobs), asks package plan for the decision, adds
+// the drain remediation's decision for released nodes the MCO is draining,
+// writes the status first — so originals and drain clocks are recorded
+// before anything changes — and then executes the actions and records the
+// Events. A finalizer keeps the run until the planner has restored every
+// pool, selector and label it changed.
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/services/nodegate/drain"
+	"github.com/upshift-io/upshift/services/nodegate/metrics"
+	"github.com/upshift-io/upshift/services/nodegate/plan"
+)
+
+// Name is the controller's name, in logs.
+const Name = "nodegate"
+
+// conflictRetry: a write lost to a newer one is retried this soon (the
+// newer write's event usually comes first).
+const conflictRetry = 200 * time.Millisecond
+
+// Finalizer keeps a run until what it changed is restored.
+const Finalizer = "nodegate.upshift.io/restore"
+
+// Reconciler runs the MutexRunConfigs.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the pods and PodDisruptionBudgets of draining nodes
+	// straight from the API server: node-gate caches no pods.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	Metrics   *metrics.Metrics
+	// Alerts serves runs with a health gate; nil makes such runs wait
+	// (fail closed) with the reason in status.
+	Alerts alerts.Client
+}
+
+// SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
+// and the ClusterVersion; every change of a shared object wakes every run.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	all := handler.EnqueueRequestsFromMapFunc(r.allRuns)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		// Other runs' creation and deletion change which pools this run
+		// may claim.
+		Watches(&nodegatev1alpha1.MutexRunConfig{}, all).
+		Watches(&nodegatev1alpha1.MutexRule{}, all).
+		Watches(&nodegatev1alpha1.MutexTarget{}, all).
+		Watches(&mcfgv1.MachineConfigPool{}, all).
+		Watches(&configv1.ClusterVersion{}, all).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged)).
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.runOfJob), builder.WithPredicates(jobEnded)).
+		Complete(r)
+}
+
+func (r *Reconciler) allRuns(ctx context.Context, _ client.Object) []reconcile.Request {
+	var runs nodegatev1alpha1.MutexRunConfigList
+	if err := r.Client.List(ctx, &runs); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(runs.Items))
+	for _, run := range runs.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&run)})
+	}
+	return out
+}
+
+// runOfJob maps a hook Job to its run through the run label (owner
+// references cannot cross namespaces, and rules put Jobs anywhere).
+func (r *Reconciler) runOfJob(ctx context.Context, o client.Object) []reconcile.Request {
+	key := o.GetLabels()[plan.RunLabel]
+	if key == "" {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, req := range r.allRuns(ctx, o) {
+		if plan.RunKey(req.Namespace, req.Name) == key {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+// Reconcile runs one pass of one run.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
+	runKey := req.String()
+	run := &nodegatev1alpha1.MutexRunConfig{}
+	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
+		if apierrors.IsNotFound(err) && r.Metrics != nil {
+			r.Metrics.Forget(runKey)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if run.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(run, Finalizer) {
+		// Before the first change, so a deletion always finds it.
+		controllerutil.AddFinalizer(run, Finalizer)
+		return reconcile.Result{}, r.Client.Update(ctx, run)
+	}
+	if run.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(run, Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	in, err := r.input(ctx, run)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	res := plan.Plan(in)
+
+	dr, err := r.drains(ctx, run, in, &res.Status)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	requeue := res.RequeueAfter
+	if dr.requeue > 0 && (requeue == 0 || dr.requeue < requeue) {
+		requeue = dr.requeue
+	}
+
+	old := run.Status.DeepCopy()
+	if !equality.Semantic.DeepEqual(&run.Status, &res.Status) {
+		upd := run.DeepCopy()
+		upd.Status = res.Status
+		// Update, not patch: the resourceVersion makes a pass on a stale
+		// run fail instead of overwriting what a newer pass recorded.
+		if err := r.Client.Status().Update(ctx, upd); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return reconcile.Result{}, err
+		}
+		run = upd
+	}
+	if r.Metrics != nil {
+		r.Metrics.Observe(runKey, old, &res.Status, blockedReason(&res.Status), dr.blocked, dr.stuck)
+	}
+
+	var errs []error
+	for _, a := range res.Actions {
+		if err := r.execute(ctx, a); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s%s: %w", a.Kind, a.Pool, a.Node, err))
+		}
+	}
+	for _, a := range dr.actions {
+		if err := r.force(ctx, a.Action); err != nil {
+			errs = append(errs, fmt.Errorf("%s pod %s/%s: %w", a.Step, a.Namespace, a.Name, err))
+			continue
+		}
+		if r.Metrics != nil {
+			r.Metrics.Forced(a.Step)
+		}
+		r.eventOnPodAndNode(ctx, a)
+	}
+	r.record(ctx, run, in, res.Events)
+	r.record(ctx, run, in, dr.events)
+	if len(errs) > 0 {
+		logger.Info("some actions failed; retrying", "errors", errors.Join(errs...).Error())
+		return reconcile.Result{}, errors.Join(errs...)
+	}
+	if res.Finalized {
+		controllerutil.RemoveFinalizer(run, Finalizer)
+		if err := r.Client.Update(ctx, run); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
+}
+
+// input reads the planner's inputs from the caches.
+func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig) (plan.Input, error) {
+	in := plan.Input{Now: r.Clock.Now(), Run: run}
+	var (
+		rules   nodegatev1alpha1.MutexRuleList
+		targets nodegatev1alpha1.MutexTargetList
+		pools   mcfgv1.MachineConfigPoolList
+		nodes   corev1.NodeList
+		jobs    batchv1.JobList
+		runs    nodegatev1alpha1.MutexRunConfigList
+	)
+	if err := r.Client.List(ctx, &rules); err != nil {
+		return in, err
+	}
+	if err := r.Client.List(ctx, &targets); err != nil {
+		return in, err
+	}
+	if err := r.Client.List(ctx, &pools); err != nil {
+		return in, err
+	}
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return in, err
+	}
+	if err := r.Client.List(ctx, &jobs, client.MatchingLabels{plan.RunLabel: plan.RunKey(run.Namespace, run.Name)}); err != nil {
+		return in, err
+	}
+	if err := r.Client.List(ctx, &runs); err != nil {
+		return in, err
+	}
+	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes.Items, jobs.Items
+	cv := &configv1.ClusterVersion{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); {
+	case err == nil:
+		in.ClusterVersion = cv
+	case !apierrors.IsNotFound(err):
+		return in, err
+	}
+	targetPools := map[string][]string{}
+	for _, t := range targets.Items {
+		targetPools[t.Namespace+"/"+t.Name] = t.Spec.MachineConfigPools
+	}
+	for _, o := range runs.Items {
+		if o.UID == run.UID || o.DeletionTimestamp != nil {
+			continue
+		}
+		claim := plan.RunClaim{Name: o.Namespace + "/" + o.Name, Created: o.CreationTimestamp.Time}
+		for _, ref := range o.Spec.MutexTargets {
+			ns := ref.Namespace
+			if ns == "" {
+				ns = o.Namespace
+			}
+			claim.Pools = append(claim.Pools, targetPools[ns+"/"+ref.Name]...)
+		}
+		in.OtherRuns = append(in.OtherRuns, claim)
+	}
+	if run.Spec.HealthGate != nil {
+		if r.Alerts == nil {
+			in.AlertsErr = errors.New("node-gate runs without an alert source (--alerts-url)")
+		} else {
+			in.Alerts, in.AlertsErr = r.Alerts.Alerts(ctx)
+		}
+	}
+	return in, nil
+}
+
+// execute carries out one planner action. Creating what exists and
+// deleting what is gone count as done: every action is idempotent.
+func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
+	switch a.Kind {
+	case plan.SetPoolPaused:
+		return r.patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}, types.MergePatchType,
+			map[string]any{"spec": map[string]any{"paused": a.Paused}})
+	case plan.SetPoolSelector:
+		// A JSON patch replaces the selector exactly; a merge patch would
+		// merge matchLabels with what is there.
+		return r.patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}, types.JSONPatchType,
+			[]map[string]any{{"op": "add", "path": "/spec/nodeSelector", "value": a.NodeSelector}})
+	case plan.CreatePool:
+		err := r.Client.Create(ctx, a.NewPool.DeepCopy())
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	case plan.DeletePool:
+		return client.IgnoreNotFound(r.Client.Delete(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}))
+	case plan.LabelNode:
+		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType,
+			map[string]any{"metadata": map[string]any{"labels": map[string]any{plan.ReleaseLabel: a.Pool}}})
+	case plan.UnlabelNode:
+		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType,
+			map[string]any{"metadata": map[string]any{"labels": map[string]any{plan.ReleaseLabel: nil}}})
+	case plan.CreateJob:
+		err := r.Client.Create(ctx, a.Job.DeepCopy())
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+func (r *Reconciler) patch(ctx context.Context, obj client.Object, pt types.PatchType, body any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return r.Client.Patch(ctx, obj, client.RawPatch(pt, data))
+}
+
+// record turns the planner's Events into Kubernetes Events on the run, the
+// node or the pool they are about.
+func (r *Reconciler) record(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig, in plan.Input, evs []plan.Event) {
+	if r.Recorder == nil {
+		return
+	}
+	nodes := map[string]*corev1.Node{}
+	for i := range in.Nodes {
+		nodes[in.Nodes[i].Name] = &in.Nodes[i]
+	}
+	pools := map[string]*mcfgv1.MachineConfigPool{}
+	for i := range in.Pools {
+		pools[in.Pools[i].Name] = &in.Pools[i]
+	}
+	for _, e := range evs {
+		var obj runtime.Object = run
+		switch e.Kind {
+		case plan.OnNode:
+			if n := nodes[e.Name]; n != nil {
+				obj = n
+			}
+		case plan.OnPool:
+			if p := pools[e.Name]; p != nil {
+				obj = p
+			} else {
+				obj = &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: e.Name}}
+			}
+		}
+		// The run is the related object of Events on nodes and pools, so
+		// `kubectl events --for` on either finds them.
+		var related runtime.Object
+		if obj != runtime.Object(run) {
+			related = run
+		}
+		r.Recorder.Eventf(obj, related, e.Type, e.Reason, "Gate", "%s", e.Message)
+	}
+	_ = ctx
+}
+
+// blockedReason is why the run holds nodes back, for the metric.
+func blockedReason(st *nodegatev1alpha1.MutexRunConfigStatus) string {
+	if c := meta.FindStatusCondition(st.Conditions, plan.CondBlocked); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Reason
+	}
+	if c := meta.FindStatusCondition(st.Conditions, plan.CondPaused); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Reason
+	}
+	if st.Phase == nodegatev1alpha1.RunWaiting || st.Phase == nodegatev1alpha1.RunPaused {
+		if c := meta.FindStatusCondition(st.Conditions, plan.CondProgressing); c != nil && c.Reason != "" {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// drainResult is the drain remediation's part of a pass.
+type drainResult struct {
+	actions []nodeAction
+	events  []plan.Event
+	requeue time.Duration
+	blocked int
+	stuck   int
+}
+
+type nodeAction struct {
+	drain.Action
+	Node string
+}
+
+// drains decides the remediation of every released node the MCO drains and
+// writes the drain records into st.
+func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig, in plan.Input, st *nodegatev1alpha1.MutexRunConfigStatus) (drainResult, error) {
+	var out drainResult
+	spec := run.Spec.DrainRemediation
+	if spec == nil || run.DeletionTimestamp != nil {
+		return out, nil
+	}
+	ignored, err := drain.CompilePatterns(spec.IgnoredNamespacePatterns)
+	if err != nil {
+		out.events = append(out.events, plan.Event{Kind: plan.OnRun, Type: corev1.EventTypeWarning, Reason: "InvalidDrainRemediation", Message: err.Error()})
+		return out, nil
+	}
+	timeout, err := r.drainTimeout(ctx, run)
+	if err != nil {
+		return out, err
+	}
+	step := drain.DefaultStepTimeout
+	if spec.StepTimeout != nil && spec.StepTimeout.Duration > 0 {
+		step = spec.StepTimeout.Duration
+	}
+	nodes := map[string]*corev1.Node{}
+	for i := range in.Nodes {
+		nodes[in.Nodes[i].Name] = &in.Nodes[i]
+	}
+	for i := range st.Nodes {
+		rec := &st.Nodes[i]
+		n := nodes[rec.Name]
+		if n == nil || rec.Phase != nodegatev1alpha1.NodeReleased {
+			continue
+		}
+		if !mcostate.Draining(n.Annotations) && (rec.Drain == nil || rec.Drain.CompletionTime != nil) {
+			continue
+		}
+		var pods []corev1.Pod
+		var pdbs []policyv1.PodDisruptionBudget
+		if mcostate.Draining(n.Annotations) {
+			pods, pdbs, err = r.podsOn(ctx, n.Name)
+			if apierrors.IsForbidden(err) {
+				// Installed without the remediation's grants: say so, do not
+				// stall the run on it.
+				out.events = append(out.events, plan.Event{Kind: plan.OnRun, Type: corev1.EventTypeWarning, Reason: "DrainRemediationForbidden",
+					Message: fmt.Sprintf("spec.drainRemediation is set but node-gate may not read pods or PodDisruptionBudgets: %v", err)})
+				return out, nil
+			}
+			if err != nil {
+				return out, err
+			}
+		}
+		d := drain.Decide(drain.Input{Now: in.Now, Node: n, Pods: pods, PDBs: pdbs, Prev: rec.Drain, Timeout: timeout, StepTimeout: step, Ignored: ignored})
+		// Escalation already started in an earlier pass: the DrainBlocked
+		// Event was recorded then.
+		wasBlocked := false
+		if rec.Drain != nil && rec.Drain.CompletionTime == nil && rec.Drain.Request == n.Annotations[mcostate.DesiredDrain] {
+			for _, b := range rec.Drain.BlockingPods {
+				wasBlocked = wasBlocked || b.Step != ""
+			}
+		}
+		rec.Drain = d.Record
+		for _, a := range d.Actions {
+			out.actions = append(out.actions, nodeAction{Action: a, Node: n.Name})
+		}
+		if d.Blocked {
+			out.blocked++
+			if !wasBlocked {
+				var names []string
+				for _, b := range d.Record.BlockingPods {
+					s := b.Namespace + "/" + b.Name
+					if len(b.PDBs) > 0 {
+						s += fmt.Sprintf(" (PodDisruptionBudgets %v)", b.PDBs)
+					}
+					names = append(names, s)
+				}
+				sort.Strings(names)
+				out.events = append(out.events, plan.Event{Kind: plan.OnNode, Name: n.Name, Type: corev1.EventTypeWarning, Reason: "DrainBlocked",
+					Message: fmt.Sprintf("the drain of node %s has been blocked for %s by %v: forcing its pods off", n.Name, timeout, names)})
+			}
+		}
+		out.stuck += len(d.Stuck)
+		if d.Completed && d.Record.ForcedPods > 0 {
+			out.events = append(out.events, plan.Event{Kind: plan.OnNode, Name: n.Name, Type: corev1.EventTypeNormal, Reason: "DrainCompleted",
+				Message: fmt.Sprintf("the drain of node %s finished after node-gate forced %d pods", n.Name, d.Record.ForcedPods)})
+		}
+		if d.RequeueAfter > 0 && (out.requeue == 0 || d.RequeueAfter < out.requeue) {
+			out.requeue = d.RequeueAfter
+		}
+		// While the MCO drains, pods come and go without a watch here: look
+		// again soon.
+		if mcostate.Draining(n.Annotations) && (out.requeue == 0 || out.requeue > 10*time.Second) {
+			out.requeue = 10 * time.Second
+		}
+	}
+	return out, nil
+}
+
+// drainTimeout: the run's, else the PDBForceDrainTimeout of an
+// UpgradeConfig in the run's namespace, else the default.
+func (r *Reconciler) drainTimeout(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig) (time.Duration, error) {
+	if t := run.Spec.DrainRemediation.Timeout; t != nil {
+		return t.Duration, nil
+	}
+	var ucs upgradev1alpha1.UpgradeConfigList
+	if err := r.APIReader.List(ctx, &ucs, client.InNamespace(run.Namespace)); err != nil {
+		if apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
+			return drain.DefaultTimeout, nil
+		}
+		return 0, err
+	}
+	if len(ucs.Items) > 0 {
+		return time.Duration(ucs.Items[0].Spec.PDBForceDrainTimeout) * time.Minute, nil
+	}
+	return drain.DefaultTimeout, nil
+}
+
+// podsOn lists the pods bound to a node and the PDBs of their namespaces.
+func (r *Reconciler) podsOn(ctx context.Context, node string) ([]corev1.Pod, []policyv1.PodDisruptionBudget, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: fieldsNodeName(node)}); err != nil {
+		return nil, nil, err
+	}
+	seen := map[string]bool{}
+	var pdbs []policyv1.PodDisruptionBudget
+	for _, p := range pods.Items {
+		if seen[p.Namespace] {
+			continue
+		}
+		seen[p.Namespace] = true
+		var l policyv1.PodDisruptionBudgetList
+		if err := r.APIReader.List(ctx, &l, client.InNamespace(p.Namespace)); err != nil {
+			return nil, nil, err
+		}
+		pdbs = append(pdbs, l.Items...)
+	}
+	return pods.Items, pdbs, nil
+}
+
+// force takes one remediation step on a pod, with its UID as a
+// precondition so a new pod of the same name is never touched.
+func (r *Reconciler) force(ctx context.Context, a drain.Action) error {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name}}
+	uid := types.UID(a.UID)
+	switch a.Step {
+	case nodegatev1alpha1.DrainStepDelete, nodegatev1alpha1.DrainStepForceDelete:
+		opts := []client.DeleteOption{client.Preconditions{UID: &uid}}
+		if a.GracePeriod != nil {
+			opts = append(opts, client.GracePeriodSeconds(*a.GracePeriod))
+		}
+		err := r.Client.Delete(ctx, pod, opts...)
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	case nodegatev1alpha1.DrainStepRemoveFinalizers:
+		err := r.patch(ctx, pod, types.JSONPatchType, []map[string]any{
+			{"op": "test", "path": "/metadata/uid", "value": a.UID},
+			{"op": "remove", "path": "/metadata/finalizers"},
+		})
+		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+			return nil
+		}
+		return err
+	}
+	return fmt.Errorf("unknown step %q", a.Step)
+}
+
+func (r *Reconciler) eventOnPodAndNode(_ context.Context, a nodeAction) {
+	if r.Recorder == nil {
+		return
+	}
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name, UID: types.UID(a.UID)}}
+	node := &corev1.Node{TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: a.Node}}
+	reason := "Drain" + string(a.Step)
+	r.Recorder.Eventf(pod, node, corev1.EventTypeWarning, reason, "ForceDrain", "%s", a.Message)
+	r.Recorder.Eventf(node, pod, corev1.EventTypeWarning, reason, "ForceDrain", "%s", a.Message)
+}
+
+// nodeChanged drops node updates the planner does not read (heartbeats,
+// other annotations, images...).
+var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Node)
+	n, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || mcostate.Ready(o) != mcostate.Ready(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
+		!equality.Semantic.DeepEqual(mcoAnnotations(o.Annotations), mcoAnnotations(n.Annotations))
+}}
+
+// jobEnded passes a Job's creation, deletion and the updates that change
+// its Complete or Failed condition: that is all the planner reads of it
+// (not SuccessCriteriaMet or FailureTarget, which come while pods still
+// terminate).
+var jobEnded = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*batchv1.Job)
+	n, ok2 := e.ObjectNew.(*batchv1.Job)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return jobEnd(o) != jobEnd(n)
+}}
+
+func jobEnd(j *batchv1.Job) string {
+	for _, c := range j.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+			return string(c.Type)
+		}
+	}
+	return ""
+}
+
+func mcoAnnotations(a map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		if mcostate.IsAnnotation(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// CacheByObject is the cache configuration node-gate's manager needs:
+// Nodes trimmed by TrimNode, and only the Jobs node-gate made.
+func CacheByObject() map[client.Object]cache.ByObject { return CacheByObjectIn(nil) }
+
+// CacheByObjectIn is CacheByObject with the hook Jobs watched only in
+// jobNamespaces (nil: every namespace), where the chart grants them. The
+// map is keyed by pointers: add to it, never look a type up in it.
+func CacheByObjectIn(jobNamespaces map[string]cache.Config) map[client.Object]cache.ByObject {
+	hooks, _ := labels.NewRequirement(plan.RunLabel, "exists", nil)
+	return map[client.Object]cache.ByObject{
+		&corev1.Node{}: {Transform: TrimNode},
+		&batchv1.Job{}: {Label: labels.NewSelector().Add(*hooks), Namespaces: jobNamespaces},
+	}
+}
+
+// TrimNode keeps what the planner and the drain remediation read of a Node
+// (name, labels, the MCO's annotations, spec.unschedulable, the Ready
+// condition), so that thousands of Nodes cost little memory.
+func TrimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{
+		TypeMeta: n.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Generation: n.Generation,
+			CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp,
+			Labels: n.Labels, Annotations: mcoAnnotations(n.Annotations),
+		},
+		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return out, nil
+}
+
+func fieldsNodeName(node string) fields.Selector {
+	return fields.OneTermEqualSelector("spec.nodeName", node)
+}

@@ -1,0 +1,361 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/services/nodegate/controller"
+	"github.com/upshift-io/upshift/services/nodegate/plan"
+	"github.com/upshift-io/upshift/tools/ocpsim"
+	"github.com/upshift-io/upshift/tools/ocpsim/mco"
+)
+
+const ns = "gate"
+
+// The specs share one simulated cluster (1 master, 3 workers at 4.16.1)
+// and run in order: a gated update to 4.16.2 with a restart half-way, a
+// failing hook on a MachineConfig change then the run deleted, and a
+// PDB-blocked drain forced during the update to 4.16.3.
+var _ = Describe("node-gate", Ordered, func() {
+	BeforeAll(func(ctx SpecContext) {
+		_, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 1, Workers: 3})
+		Expect(err).NotTo(HaveOccurred())
+		d := mco.DefaultDurations()
+		d.DrainTimeout = 1000 * time.Hour // the remediation, not the MCD, acts on a blocked drain here
+		sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: 600, MCO: d})
+		Expect(err).NotTo(HaveOccurred())
+		stop := sim.Start(context.Background())
+		DeferCleanup(func(context.Context) { Expect(stop()).To(Succeed()) }, NodeTimeout(20*time.Second))
+		Expect(env.CreateNamespace(ctx, ns)).To(Succeed())
+		Expect(env.Client.Create(ctx, &nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: ns},
+			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}})).To(Succeed())
+	})
+
+	It("gates every worker (one added mid-run too): pre-hooks done before the MCO starts on it, the next released only after it is Done and Ready, restored at the end, across a restart", gatedUpdate)
+	It("pauses on a failing hook without the MCO touching any node, and restores pools and selectors exactly when the run is deleted", failingHook)
+	It("forces a PDB-blocked drain past its timeout, step by step, naming the pod", blockedDrain)
+})
+
+func twoHookRule(name string) *nodegatev1alpha1.MutexRule {
+	pre := hookSpec("pre", corev1.EnvVar{Name: "USER_VAR", Value: "kept"})
+	post := hookSpec("post")
+	return &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: nodegatev1alpha1.MutexRuleSpec{
+		JobName: name, JobNamespace: ns, Type: nodegatev1alpha1.RuleTypeKubernetes,
+		JobSpec: &pre,
+		PreHooks: []nodegatev1alpha1.Hook{{Name: "fence", JobSpec: hookSpec("fence"), Placement: nodegatev1alpha1.PlacementOnNode,
+			Timeout: &metav1.Duration{Duration: 10 * time.Minute}}},
+		CleanUpJobSpec: &post,
+	}}
+}
+
+func newRun(name, rule string) *nodegatev1alpha1.MutexRunConfig {
+	return &nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: nodegatev1alpha1.MutexRunConfigSpec{
+		MutexRules:   []nodegatev1alpha1.ObjectReference{{Name: rule}},
+		MutexTargets: []nodegatev1alpha1.ObjectReference{{Name: "workers"}},
+	}}
+}
+
+func gatedUpdate(ctx SpecContext) {
+	Expect(env.Client.Create(ctx, twoHookRule("db"))).To(Succeed())
+	run := newRun("update", "db")
+	Expect(env.Client.Create(ctx, run)).To(Succeed())
+	key := client.ObjectKeyFromObject(run)
+	g := startGate(ctx)
+	Eventually(func(g Gomega) {
+		r := getRun(ctx, key)
+		g.Expect(r.Finalizers).To(ContainElement(controller.Finalizer))
+		g.Expect(r.Status.Phase).To(Equal(nodegatev1alpha1.RunIdle))
+	}).Should(Succeed())
+	Expect(getPool(ctx, "worker").Spec.Paused).To(BeFalse())
+
+	oldConfig := getPool(ctx, "worker").Spec.Configuration.Name
+	tl := watchTimeline(ctx)
+	setDesiredVersion(ctx, "4.16.2")
+
+	By("pausing the worker pool as soon as the update is requested, the original recorded")
+	Eventually(func(g Gomega) {
+		g.Expect(getPool(ctx, "worker").Spec.Paused).To(BeTrue())
+		r := getRun(ctx, key)
+		g.Expect(r.Status.Pools).To(ContainElement(And(HaveField("Name", "worker"), HaveField("OriginalPaused", ptr.To(false)))))
+	}).Should(Succeed())
+
+	By("restarting node-gate once the first node passed")
+	Eventually(func(g Gomega) {
+		g.Expect(getRun(ctx, key).Status.Summary.Succeeded).To(BeNumerically(">=", 1))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	g.stop()
+	g = startGate(ctx)
+
+	By("a worker added mid-run, on the config its paused pool still serves, is gated too")
+	tmpl := workers(ctx)[0]
+	added := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ocp-worker-added", Labels: map[string]string{}, Annotations: map[string]string{
+		testenv.KwokNodeAnnotation: testenv.KwokNodeValue,
+		mcostate.CurrentConfig:     oldConfig, mcostate.DesiredConfig: oldConfig, mcostate.State: mcostate.StateDone,
+		mcostate.DesiredDrain: "uncordon-" + oldConfig, mcostate.LastAppliedDrain: "uncordon-" + oldConfig,
+	}}}
+	for k, v := range tmpl.Labels {
+		if k != plan.ReleaseLabel && k != "kubernetes.io/hostname" {
+			added.Labels[k] = v
+		}
+	}
+	added.Labels["kubernetes.io/hostname"] = added.Name
+	Expect(env.Client.Create(ctx, added)).To(Succeed())
+
+	Eventually(func(g Gomega) {
+		r := getRun(ctx, key)
+		g.Expect(r.Status.Phase).To(Equal(nodegatev1alpha1.RunCompleted), "%+v", r.Status.Conditions)
+	}).WithTimeout(4 * time.Minute).Should(Succeed())
+
+	r := getRun(ctx, key)
+	Expect(r.Status.Summary).To(Equal(nodegatev1alpha1.Summary{Total: 4, Succeeded: 4}))
+	Expect(r.Status.PlannedOrder).To(HaveLen(4))
+	Expect(r.Status.PlannedOrder[3]).To(Equal(added.Name))
+
+	By("every hook ran once per node: one attempt, three Jobs per node")
+	var jobs batchv1.JobList
+	Expect(env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{plan.RunLabel: plan.RunKey(ns, "update")})).To(Succeed())
+	Expect(jobs.Items).To(HaveLen(12))
+	perNode := map[string]int{}
+	for _, j := range jobs.Items {
+		Expect(j.Name).To(HaveSuffix("-1"), "a second attempt means a hook ran twice")
+		Expect(j.OwnerReferences).To(ContainElement(And(HaveField("Kind", "MutexRunConfig"), HaveField("Name", "update"))))
+		Expect(j.Spec.TTLSecondsAfterFinished).To(Equal(ptr.To(plan.DefaultJobTTL)))
+		env := j.Spec.Template.Spec.Containers[0].Env
+		names := []string{}
+		for _, e := range env {
+			names = append(names, e.Name)
+		}
+		want := []string{plan.EnvNodeName, plan.EnvPool, plan.EnvTargetConfig, plan.EnvTargetVersion, plan.EnvRunID}
+		if j.Spec.Template.Spec.Containers[0].Name == "pre" {
+			want = append([]string{"USER_VAR"}, want...)
+		}
+		Expect(names).To(Equal(want))
+		for _, e := range env {
+			switch e.Name {
+			case plan.EnvPool:
+				Expect(e.Value).To(Equal("worker"))
+			case plan.EnvTargetVersion:
+				Expect(e.Value).To(Equal("4.16.2"))
+			case plan.EnvRunID:
+				Expect(e.Value).To(Equal(r.Status.RunID))
+			case plan.EnvTargetConfig:
+				Expect(e.Value).To(HavePrefix("rendered-worker-gate-"))
+			case plan.EnvNodeName:
+				perNode[e.Value]++
+			}
+		}
+	}
+	Expect(perNode).To(HaveLen(4))
+	for n, c := range perNode {
+		Expect(c).To(Equal(3), n)
+	}
+
+	By("ordering, from the watches: pre-hook Jobs complete before the MCO marks the node Working; the next node released after the previous is Done and Ready")
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	order := r.Status.PlannedOrder
+	for i, n := range order {
+		rec := findNode(r, n)
+		Expect(rec).NotTo(BeNil())
+		Expect(tl.working).To(HaveKey(n))
+		Expect(tl.done).To(HaveKey(n))
+		Expect(tl.labelled).To(HaveKey(n))
+		for _, h := range rec.Hooks {
+			done, ok := tl.jobDone[h.JobName]
+			Expect(ok).To(BeTrue(), "job %s never completed", h.JobName)
+			Expect(tl.jobNode[h.JobName]).To(Equal(n))
+			if h.Stage == nodegatev1alpha1.StagePre {
+				Expect(done).To(BeNumerically("<", tl.labelled[n]), "pre-hook %s of %s completed after the node was released", h.Name, n)
+				Expect(done).To(BeNumerically("<", tl.working[n]), "pre-hook %s of %s completed after the MCO started", h.Name, n)
+			} else {
+				Expect(done).To(BeNumerically(">", tl.done[n]), "post-hook %s of %s completed before the node was Done", h.Name, n)
+			}
+		}
+		if i > 0 {
+			prev := order[i-1]
+			Expect(tl.labelled[n]).To(BeNumerically(">", tl.done[prev]), "%s released before %s was Done+Ready", n, prev)
+		}
+	}
+
+	// Reaction from a node's Done+Ready to the next node's release label,
+	// as the watch saw both. It includes the next node's pre-hook Jobs (three
+	// here, each created, scheduled, run by kwok and marked Complete by the
+	// Job controller), so it is an upper bound of node-gate's own reaction.
+	var gaps []time.Duration
+	for i := 1; i < len(order); i++ {
+		gaps = append(gaps, tl.labelledAt[order[i]].Sub(tl.doneAt[order[i-1]]))
+	}
+	AddReportEntry("Done → next release (includes the next node's 3 pre-hook Jobs)", fmt.Sprint(gaps))
+	GinkgoWriter.Printf("Done → next release: %v\n", gaps)
+
+	By("restored: pool unpaused, gate pool gone, no release label")
+	Eventually(func(g Gomega) {
+		g.Expect(getPool(ctx, "worker").Spec.Paused).To(BeFalse())
+		err := env.Client.Get(ctx, client.ObjectKey{Name: "worker" + plan.GatePoolSuffix}, &mcfgv1.MachineConfigPool{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		for _, n := range workers(ctx) {
+			g.Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel))
+		}
+	}).Should(Succeed())
+	Expect(getPool(ctx, "worker").Spec.NodeSelector).To(Equal(&metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/worker": ""}}))
+
+	By("metrics and Events")
+	Expect(g.metric("upshift_node_gate_nodes", map[string]string{"run": ns + "/update", "phase": "Completed"})).To(Equal(4.0))
+	// The last node: the first one's last Event may be lost with the
+	// instance stopped right after its status write (Events are sent
+	// asynchronously, best effort).
+	Eventually(func(g Gomega) {
+		g.Expect(eventReasons(ctx, "Node", "default", order[len(order)-1])).To(ContainElements("GateStarted", "HookStarted", "HookSucceeded", "NodeReleased", "NodeUpdated", "GateCompleted"))
+		g.Expect(eventReasons(ctx, "MutexRunConfig", ns, "update")).To(ContainElements("RoundStarted", "Completed"))
+	}).Should(Succeed())
+	// The restarted instance timed the hooks it saw end.
+	Expect(g.metric("upshift_node_gate_hook_duration_seconds", map[string]string{"stage": "Post", "result": "Succeeded"})).To(BeNumerically(">=", 1))
+	Expect(env.Client.Delete(ctx, run)).To(Succeed())
+	Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, run)) }).Should(BeTrue())
+}
+
+func findNode(r *nodegatev1alpha1.MutexRunConfig, name string) *nodegatev1alpha1.NodeRecord {
+	for i := range r.Status.Nodes {
+		if r.Status.Nodes[i].Name == name {
+			return &r.Status.Nodes[i]
+		}
+	}
+	return nil
+}
+
+func failingHook(ctx SpecContext) {
+	// A hook that cannot be scheduled and has a 2 s deadline: the Job
+	// controller fails it (DeadlineExceeded).
+	bad := hookSpec("never")
+	bad.ActiveDeadlineSeconds = ptr.To[int64](2)
+	bad.BackoffLimit = ptr.To[int32](0)
+	bad.Template.Spec.NodeSelector = map[string]string{"no-such-label": "x"}
+	Expect(env.Client.Create(ctx, &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "failing", Namespace: ns},
+		Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "failing", JobNamespace: ns, JobSpec: &bad}})).To(Succeed())
+	run := newRun("fail", "failing")
+	Expect(env.Client.Create(ctx, run)).To(Succeed())
+	key := client.ObjectKeyFromObject(run)
+	startGate(ctx)
+	Eventually(func(g Gomega) { g.Expect(getRun(ctx, key).Status.Phase).To(Equal(nodegatev1alpha1.RunIdle)) }).Should(Succeed())
+	before := map[string]string{}
+	for _, n := range workers(ctx) {
+		before[n.Name] = n.Annotations[mcostate.DesiredConfig]
+	}
+
+	setDesiredVersion(ctx, "4.16.3")
+
+	Eventually(func(g Gomega) {
+		r := getRun(ctx, key)
+		g.Expect(r.Status.Phase).To(Equal(nodegatev1alpha1.RunPaused))
+		c := meta.FindStatusCondition(r.Status.Conditions, plan.CondPaused)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(plan.ReasonHookFailed))
+		d := meta.FindStatusCondition(r.Status.Conditions, plan.CondDegraded)
+		g.Expect(d.Message).To(ContainSubstring("DeadlineExceeded"))
+	}).Should(Succeed())
+	Expect(eventReasons(ctx, "MutexRunConfig", ns, "fail")).To(ContainElement(plan.ReasonHookFailed))
+	// The worker pool has rendered the new config; no node was told to run it.
+	Expect(getPool(ctx, "worker").Spec.Paused).To(BeTrue())
+	Consistently(func(g Gomega) {
+		for _, n := range workers(ctx) {
+			g.Expect(n.Annotations[mcostate.DesiredConfig]).To(Equal(before[n.Name]), n.Name)
+			g.Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel))
+		}
+	}).WithTimeout(3 * time.Second).Should(Succeed())
+
+	By("deleting the run restores the pool and its selector exactly, and removes the gate pool")
+	origSel := getPool(ctx, "worker").Spec.NodeSelector
+	Expect(env.Client.Delete(ctx, run)).To(Succeed())
+	Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, run)) }).Should(BeTrue())
+	p := getPool(ctx, "worker")
+	Expect(p.Spec.Paused).To(BeFalse())
+	Expect(p.Spec.NodeSelector).To(Equal(origSel))
+	Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: "worker" + plan.GatePoolSuffix}, &mcfgv1.MachineConfigPool{}))).To(BeTrue())
+	// The MCO, no longer gated, updates the workers by itself.
+	Eventually(func(g Gomega) {
+		p := getPool(ctx, "worker")
+		g.Expect(mco.PoolCondition(&p.Status, mcfgv1.MachineConfigPoolUpdated).Status).To(Equal(corev1.ConditionTrue))
+		for _, n := range workers(ctx) {
+			g.Expect(n.Annotations[mcostate.CurrentConfig]).To(Equal(p.Spec.Configuration.Name))
+		}
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+}
+
+func blockedDrain(ctx SpecContext) {
+	// Pin a guarded pod (PDB maxUnavailable 0, a finalizer) to the worker
+	// that will be released first: its drain can never evict it.
+	Expect(env.Client.Create(ctx, &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "noop", Namespace: ns},
+		Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "noop", JobNamespace: ns, JobSpec: ptr.To(hookSpec("noop"))}})).To(Succeed())
+	run := newRun("drain", "noop")
+	run.Spec.DrainRemediation = &nodegatev1alpha1.DrainRemediation{Timeout: &metav1.Duration{Duration: 2 * time.Second}, StepTimeout: &metav1.Duration{Duration: 2 * time.Second}}
+	Expect(env.Client.Create(ctx, run)).To(Succeed())
+	key := client.ObjectKeyFromObject(run)
+	startGate(ctx)
+	Eventually(func(g Gomega) { g.Expect(getRun(ctx, key).Status.Phase).To(Equal(nodegatev1alpha1.RunIdle)) }).Should(Succeed())
+
+	ws := workers(ctx)
+	target := ws[0].Name
+	Expect(env.CreateNamespace(ctx, "guarded")).To(Succeed())
+	Expect(env.Client.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "guarded"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}})).To(Succeed())
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "guarded", Labels: map[string]string{"app": "db"}, Finalizers: []string{"example.com/hold"}},
+		Spec: corev1.PodSpec{NodeName: target, Containers: []corev1.Container{{Name: "db", Image: "registry.example.com/db:1"}}}}
+	Expect(env.Client.Create(ctx, pod)).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+	}).Should(Succeed())
+
+	// This time the update is a MachineConfig change. The pool is paused by
+	// its admin first: a MachineConfig change, unlike a cluster update,
+	// gives no signal before the MCO retargets an unpaused pool's nodes.
+	Expect(env.Client.Patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`)))).To(Succeed())
+	Expect(env.Client.Create(ctx, &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-worker-kargs",
+		Labels: map[string]string{"machineconfiguration.openshift.io/role": "worker"}},
+		Spec: mcfgv1.MachineConfigSpec{KernelArguments: []string{"nosmt"}}})).To(Succeed())
+	Eventually(func(g Gomega) {
+		rec := findNode(getRun(ctx, key), target)
+		g.Expect(rec).NotTo(BeNil())
+		g.Expect(rec.Drain).NotTo(BeNil())
+		g.Expect(rec.Drain.BlockingPods).To(ContainElement(And(HaveField("Name", "db-0"), HaveField("PDBs", []string{"db"}))))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+
+	By("the pod is forced off: graceful delete, grace 0, then its finalizer removed")
+	Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+	}).Should(BeTrue())
+	reasons := eventReasons(ctx, "Pod", "guarded", "db-0")
+	Expect(reasons).To(ContainElements("DrainDelete", "DrainForceDelete", "DrainRemoveFinalizers"))
+	Expect(eventReasons(ctx, "Node", "default", target)).To(ContainElements("DrainBlocked", "DrainDelete", "DrainRemoveFinalizers"))
+
+	Eventually(func(g Gomega) {
+		rec := findNode(getRun(ctx, key), target)
+		g.Expect(rec.Drain.CompletionTime).NotTo(BeNil())
+		g.Expect(rec.Drain.ForcedPods).To(Equal(int32(1)))
+	}).Should(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(getRun(ctx, key).Status.Phase).To(Equal(nodegatev1alpha1.RunCompleted))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	// The admin's pause is the original: it stays.
+	Expect(getPool(ctx, "worker").Spec.Paused).To(BeTrue())
+}
