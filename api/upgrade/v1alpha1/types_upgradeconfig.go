@@ -296,6 +296,15 @@ type PoolUpdate struct {
 	// +kubebuilder:validation:Minimum=0
 	StuckNodes int32 `json:"stuckNodes,omitempty"`
 
+	// lastUpdateDurationSeconds is how long the pool's most recent completed
+	// update took, from startTime to completeTime. It is kept while the next
+	// update runs (when startTime and completeTime already describe that
+	// one), so that "slower than its previous update" can be judged, also
+	// after the mcp-tracker restarts. Unset until one update was timed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LastUpdateDurationSeconds int64 `json:"lastUpdateDurationSeconds,omitempty"`
+
 	// slowestNode is the node that has been longest in its current state
 	// among the nodes still updating (draining, updating, rebooting or
 	// degraded); unset when none is.
