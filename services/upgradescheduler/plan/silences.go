@@ -66,6 +66,9 @@ func (p *planner) silenceStep(scope string, create bool) result {
 			return result{done: true, message: fmt.Sprintf("%s silence %s created", scope, rec.ID)}
 		}
 		if end := p.leaseWindowEnd(main); !end.IsZero() && !p.now.Before(end) {
+			if main == silence.Workers && p.workersLeft() == 0 {
+				return result{done: true, message: "every worker pool is already updated: no worker silence created"}
+			}
 			return result{done: true, message: scope + " maintenance window already over: no silence created"}
 		}
 		return result{message: "creating the " + scope + " silence in Alertmanager"}
@@ -113,6 +116,15 @@ func (p *planner) leaseWindowEnd(pu silence.Purpose) time.Time {
 		return silence.WorkerWindow(p.workerProgress(start), WorkerPoolsForWindow(p.workerPools()),
 			max(p.cfg.NodeDrainTimeOut, time.Duration(p.spec.PDBForceDrainTimeout)*time.Minute), p.cfg.ExpectedNodeDrainTime)
 	}
+}
+
+// workersLeft counts the worker machines not yet updated.
+func (p *planner) workersLeft() int {
+	n := 0
+	for _, pool := range WorkerPoolsForWindow(p.workerPools()) {
+		n += max(pool.Remaining, 0)
+	}
+	return n
 }
 
 // workerProgress is the last time a worker pool finished its update (from
