@@ -51,6 +51,7 @@ type options struct {
 	component        string
 	infra            int
 	minWriteInterval time.Duration
+	updateTimeout    time.Duration
 	binDir           string
 	workers          int
 	maxUnavailable   string
@@ -64,6 +65,7 @@ func main() {
 	var o options
 	flag.StringVar(&o.component, "component", "update-status-controller", "What to measure: update-status-controller or mcp-tracker.")
 	flag.IntVar(&o.infra, "infra-nodes", 500, "mcp-tracker: how many of --workers form the custom infra pool.")
+	flag.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "mcp-tracker: report what was measured if the update has not finished by then.")
 	flag.DurationVar(&o.minWriteInterval, "min-write-interval", 5*time.Second, "mcp-tracker: its --min-write-interval (5s is the chart's default).")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller and kubectl-upshift.")
 	flag.IntVar(&o.workers, "workers", 5000, "Worker nodes (plus 3 control-plane nodes).")
