@@ -8,23 +8,40 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/controller"
+	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
+	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
 
 func main() {
 	namespace := os.Getenv("POD_NAMESPACE")
+	var am alerts.Config
+	silenceTTL := silence.DefaultTTL
 	runtime.MainProcess(runtime.Component{
 		Name: "upgrade-scheduler",
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&namespace, "namespace", namespace,
 				"Namespace of the UpgradeConfigs to run and of the "+config.ConfigMapName+" ConfigMap (default $POD_NAMESPACE).")
+			fs.StringVar(&am.URL, "alertmanager-url", "",
+				"Base URL of Alertmanager (in front of /api/v2), e.g. https://alertmanager-main.openshift-monitoring.svc:9094: maintenance silences, "+
+					"and the critical-alerts health check from its active alerts. Empty: no silences, and the check reports \"not configured\".")
+			fs.DurationVar(&am.Timeout, "alertmanager-timeout", alerts.DefaultTimeout, "Bound of one Alertmanager request.")
+			fs.StringVar(&am.BearerTokenFile, "alertmanager-bearer-token-file", "",
+				"File whose content is sent as a bearer token to Alertmanager, read at every request (in a pod: /var/run/secrets/kubernetes.io/serviceaccount/token).")
+			fs.StringVar(&am.CAFile, "alertmanager-ca-file", "",
+				"PEM file of the CAs that sign Alertmanager's certificate (on OpenShift: /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt); empty: the system's.")
+			fs.DurationVar(&silenceTTL, "silence-ttl", silenceTTL,
+				"How far past now each maintenance silence reaches; it is renewed while its phase runs, so a stopped scheduler leaves nothing silenced past it.")
 		},
 		Options: func() runtime.Options { return controller.ManagerOptions(namespace) },
 		Setup: func(_ context.Context, mgr manager.Manager, log logr.Logger) error {
@@ -35,11 +52,33 @@ func main() {
 				return errors.New("no --namespace and no $POD_NAMESPACE: set the namespace of the UpgradeConfigs")
 			}
 			log.Info("running UpgradeConfigs", "namespace", namespace, "configMap", config.ConfigMapName)
-			return (&controller.Reconciler{
-				Client:    mgr.GetClient(),
-				Recorder:  mgr.GetEventRecorder("upgrade-scheduler"),
-				Namespace: namespace,
-			}).SetupWithManager(mgr)
+			r := &controller.Reconciler{
+				Client:     mgr.GetClient(),
+				Recorder:   mgr.GetEventRecorder("upgrade-scheduler"),
+				Namespace:  namespace,
+				SilenceTTL: silenceTTL,
+			}
+			if am.URL != "" {
+				if silenceTTL < 2*time.Second {
+					return fmt.Errorf("invalid value %s for flag --silence-ttl: too short to renew", silenceTTL)
+				}
+				am.API = alerts.Alertmanager
+				ac, err := alerts.New(am)
+				if err != nil {
+					return err
+				}
+				hc, err := alerts.HTTPClient(am)
+				if err != nil {
+					return err
+				}
+				sc, err := silence.NewClient(am.URL, hc, am.Timeout)
+				if err != nil {
+					return err
+				}
+				r.Alerts, r.Silences, r.Integrations = ac, sc, plan.Integrations{Silences: true}
+				log.Info("Alertmanager configured", "url", am.URL)
+			}
+			return r.SetupWithManager(mgr)
 		},
 	})
 }

@@ -12,6 +12,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -345,6 +346,81 @@ var _ = Describe("the mcp-tracker", Ordered, func() {
 		Eventually(scrapeOnce).Should(ContainSubstring(`upshift_mcp_tracker_pool_degraded{pool="infra"} 1`))
 	})
 
+	// The events library folds an Event that repeats (same object version,
+	// reason and reporter) into a series, which it patches: two nodes found
+	// stuck in one pass do that, on the UpgradeConfig and, with none, on the
+	// pool. The chart's patch grants are exercised here.
+	It("folds repeated NodeStuck Events into a series, on the UpgradeConfig and on the pool", func(ctx SpecContext) {
+		By("holding the worker pool: paused with a new target, two of its nodes cordoned (pending and blocked)")
+		worker := &mcfgv1.MachineConfigPool{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker"}, worker)).To(Succeed())
+		patch := client.MergeFrom(worker.DeepCopy())
+		worker.Spec.Paused = true
+		Expect(env.Client.Patch(ctx, worker, patch)).To(Succeed())
+		was := worker.Spec.Configuration.Name
+		Expect(env.Client.Create(ctx, machineConfig("52-worker-held", "worker"))).To(Succeed())
+		Eventually(func(g Gomega) string {
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker"}, worker)).To(Succeed())
+			return worker.Spec.Configuration.Name
+		}).ShouldNot(Equal(was))
+		var nodes corev1.NodeList
+		Expect(env.Client.List(ctx, &nodes, client.HasLabels{"node-role.kubernetes.io/worker"})).To(Succeed())
+		var held []string
+		for _, n := range nodes.Items {
+			if _, infra := n.Labels["node-role.kubernetes.io/infra"]; infra || len(held) == 2 {
+				continue
+			}
+			p := client.MergeFrom(n.DeepCopy())
+			n.Spec.Unschedulable = true
+			Expect(env.Client.Patch(ctx, &n, p)).To(Succeed())
+			held = append(held, n.Name)
+		}
+		Expect(held).To(HaveLen(2))
+		DeferCleanup(func(ctx context.Context) {
+			for _, name := range held {
+				n := &corev1.Node{}
+				Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, n)).To(Succeed())
+				p := client.MergeFrom(n.DeepCopy())
+				n.Spec.Unschedulable = false
+				Expect(env.Client.Patch(ctx, n, p)).To(Succeed())
+			}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker"}, worker)).To(Succeed())
+			p := client.MergeFrom(worker.DeepCopy())
+			worker.Spec.Paused = false
+			Expect(env.Client.Patch(ctx, worker, p)).To(Succeed())
+			stop(trackChart, tracker)
+			tracker = start(trackChart, trackID)
+		})
+
+		// A restarted tracker times every node's state from its first pass,
+		// so both held nodes turn stuck in one pass.
+		series := func(ns, kind, name string) func(Gomega) int32 {
+			return func(g Gomega) int32 {
+				var most int32
+				for _, e := range events(ctx, ns)(g) {
+					if e.Reason == "NodeStuck" && e.Regarding.Kind == kind && e.Regarding.Name == name && e.Series != nil {
+						most = max(most, e.Series.Count)
+					}
+				}
+				return most
+			}
+		}
+		By("restarting the tracker with a 2 s stuck threshold: the UpgradeConfig gets a NodeStuck series")
+		stop(trackChart, tracker)
+		tracker = start(trackChart, trackID, "2s")
+		Eventually(series(namespace, "UpgradeConfig", ucName), time.Minute).Should(BeNumerically(">=", 2))
+
+		By("without an UpgradeConfig, after one more restart: the worker pool gets a NodeStuck series")
+		uc := getUC(ctx)
+		Expect(env.Client.Delete(ctx, uc)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, ucKey, &upgradev1alpha1.UpgradeConfig{}))
+		}, time.Minute).Should(BeTrue())
+		stop(trackChart, tracker)
+		tracker = start(trackChart, trackID, "2s")
+		Eventually(series("default", "MachineConfigPool", "worker"), time.Minute).Should(BeNumerically(">=", 2))
+	})
+
 	// Every scrape of the suite went into exposed.
 	It("exported every metric its chart's alerts and dashboard query", func(ctx SpecContext) {
 		scrape()
@@ -374,28 +450,12 @@ var _ = Describe("the mcp-tracker", Ordered, func() {
 					// exercise (capacity reservation, MUO's ConfigMap
 					// writes...): its own suite checks that; here only that
 					// it was never refused.
-					g.Expect(framework.Unused(withoutSeriesPatch(framework.OfRoles(perms, roles...)), evs)).To(BeEmpty(), id.ServiceAccount)
+					g.Expect(framework.Unused(framework.OfRoles(perms, roles...), evs)).To(BeEmpty(), id.ServiceAccount)
 				}
 			}).Should(Succeed())
 		}
 	})
 })
-
-// withoutSeriesPatch drops "patch events": the events library patches only
-// when one Event repeats (same object resourceVersion and reason) within its
-// cache window, e.g. two nodes of one pool found stuck in one pass. This
-// suite's runs never repeat one, so the grant is needed but not exercised
-// here.
-func withoutSeriesPatch(perms []framework.Permission) []framework.Permission {
-	var out []framework.Permission
-	for _, p := range perms {
-		if p.APIGroup == "events.k8s.io" && p.Resource == "events" && p.Verb == "patch" {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
 
 // exposed is every series and label any scrape of the suite saw.
 var exposed = framework.Exposition{}

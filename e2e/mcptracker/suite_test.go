@@ -114,13 +114,17 @@ var _ = BeforeSuite(func(ctx context.Context) {
 
 // start runs a binary with the flags its chart's Deployment passes, as the
 // chart's ServiceAccount. The tracker's metrics URL is kept for scraping.
-func start(name string, id *framework.Identity) *framework.Component {
+// For the tracker, stuckAfter overrides its stuck threshold.
+func start(name string, id *framework.Identity, stuckAfter ...string) *framework.Component {
 	GinkgoHelper()
 	var extra []string
 	if name == trackChart {
 		// The chart's defaults, but a short write interval: at 600× a
 		// simulated minute passes in 100 ms.
 		extra = []string{"--stuck-after=1h", "--min-write-interval=200ms"}
+		if len(stuckAfter) > 0 {
+			extra[0] = "--stuck-after=" + stuckAfter[0]
+		}
 	}
 	r, err := framework.StartAsIdentity(bins[name], id, namespace, true, extra...)
 	Expect(err).NotTo(HaveOccurred())

@@ -86,6 +86,9 @@ var (
 
 const monitoringNamespace = "monitoring"
 
+// silenceTTL is the scheduler's lease length in this suite.
+const silenceTTL = 6 * time.Second
+
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// Waits are on a real process (leader election, cache sync) and a
@@ -96,12 +99,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	bins, err = framework.BuildBinaries(GinkgoT().TempDir(), "github.com/upshift-io/upshift/cmd/"+binary)
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true})
+	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true, Alertmanager: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
 
 	objs, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
-		Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5", "4.16.6", "4.16.7"},
+		Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5", "4.16.6", "4.16.7", "4.16.8"},
 		// 4.16.6 is reachable only as a conditional update: a risk that
 		// applies to every cluster, as OCM may still schedule.
 		Releases: []ocpsim.GraphRelease{{Version: "4.16.6", Risks: []ocpsim.Risk{{Name: "SimulatedRegression",
@@ -142,7 +145,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // duration, which tests failover, not resumption.
 func startScheduler(leaderElect bool) *framework.Component {
 	GinkgoHelper()
-	r, err := framework.StartAsIdentity(bins[binary], id, namespace, leaderElect)
+	// The real Alertmanager, for the silences and the critical-alerts
+	// check; a short lease TTL so that renewals happen within an upgrade.
+	r, err := framework.StartAsIdentity(bins[binary], id, namespace, leaderElect,
+		"--alertmanager-url="+env.Alertmanager.URL, "--silence-ttl="+silenceTTL.String())
 	Expect(err).NotTo(HaveOccurred())
 	metrics, readyz = r.MetricsURL, r.ReadyzURL
 	return r.Component

@@ -1,6 +1,7 @@
 package upgradescheduler
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
 	"github.com/upshift-io/upshift/tools/ocpsim/faults"
@@ -490,6 +492,67 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		deleteUC(ctx)
 	})
 
+	It("blocks the pre-check on a critical alert from Alertmanager, never on an ignored one, and holds its silences as leases", func(ctx SpecContext) {
+		deleteUC(ctx)
+		By("a critical alert in a platform namespace, one ignored by name, one in an ignored namespace")
+		postAlert("KubeAPIErrorBudgetBurn", "openshift-kube-apiserver", time.Now().Add(time.Hour))
+		postAlert("PrometheusRuleFailures", "openshift-monitoring", time.Now().Add(time.Hour))
+		postAlert("FluentdDown", "openshift-logging", time.Now().Add(time.Hour))
+		uc := newUC(upgradev1alpha1.OSD, "4.16.8", time.Now())
+		uc.Spec.CapacityReservation = false
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			got := &upgradev1alpha1.UpgradeConfig{}
+			g.Expect(env.Client.Get(ctx, ucKey, got)).To(Succeed())
+			g.Expect(got.Status.CurrentStep).To(Equal("ClusterHealthyBeforeUpgrade"))
+			var details string
+			for _, c := range got.Status.Preflight {
+				if c.Check == "CriticalAlerts" {
+					g.Expect(c.Passed).To(BeFalse())
+					details = c.Details
+				}
+			}
+			g.Expect(details).To(Equal("critical alerts firing: KubeAPIErrorBudgetBurn"))
+		}, time.Minute).Should(Succeed())
+		Eventually(eventNotes(ctx, "HealthCheckFailed")).Should(ContainElement("CriticalAlerts: critical alerts firing: KubeAPIErrorBudgetBurn"))
+		Expect(desiredUpdate(ctx)(Default)).NotTo(Equal("4.16.8"), "not commenced while the alert fires")
+
+		By("resolving it lets the upgrade start (the check looks again 30 s after failing)")
+		postAlert("KubeAPIErrorBudgetBurn", "openshift-kube-apiserver", time.Now().Add(-time.Second))
+		Eventually(desiredUpdate(ctx), 90*time.Second).Should(Equal("4.16.8"))
+		uid := string(getUC(ctx).UID)
+
+		By("the control-plane silences are created, recorded and renewed in place")
+		var first silence.Silence
+		Eventually(func(g Gomega) {
+			first = activeLease(g, uid, "4.16.8/control-plane")
+			g.Expect(getUC(ctx).Status.Silences).To(ContainElement(HaveField("ID", first.ID)))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) time.Time {
+			s := activeLease(g, uid, "4.16.8/control-plane")
+			g.Expect(s.ID).To(Equal(first.ID))
+			return s.EndsAt
+		}).Should(BeTemporally(">", first.EndsAt))
+
+		By("completing: every lease expired, none left active, status.silences empty")
+		Eventually(phaseStep(ctx), 4*time.Minute).Should(Equal("Upgraded/"))
+		Eventually(func(g Gomega) {
+			all := listSilences(g, uid)
+			var leases []string
+			for _, s := range all {
+				g.Expect(s.State).NotTo(Equal(silence.StateActive), s.Lease())
+				leases = append(leases, s.Lease())
+			}
+			g.Expect(leases).To(ContainElements("4.16.8/control-plane", "4.16.8/control-plane-criticals"))
+			g.Expect(getUC(ctx).Status.Silences).To(BeEmpty())
+		}).Should(Succeed())
+		Expect(scrape()).To(ContainSubstring(`upshift_upgrade_scheduler_silences_active{name="` + ucName + `",namespace="` + namespace + `"} 0`))
+		postAlert("PrometheusRuleFailures", "openshift-monitoring", time.Now().Add(-time.Second))
+		postAlert("FluentdDown", "openshift-logging", time.Now().Add(-time.Second))
+		deleteUC(ctx)
+	})
+
 	It("reports the reaction time from the CVO's Completed to the next step", func() {
 		Expect(reactions).To(HaveLen(3))
 		maxD := time.Duration(0)
@@ -548,3 +611,53 @@ func scrape() string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// postAlert sends a critical alert to Alertmanager as Prometheus does; an end
+// in the past resolves it.
+func postAlert(name, ns string, ends time.Time) {
+	GinkgoHelper()
+	body, err := json.Marshal([]map[string]any{{
+		"labels":   map[string]string{"alertname": name, "severity": "critical", "namespace": ns},
+		"startsAt": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
+		"endsAt":   ends.UTC().Format(time.RFC3339),
+	}})
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := http.Post(env.Alertmanager.URL+"/api/v2/alerts", "application/json", bytes.NewReader(body))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(resp.Body.Close()).To(Succeed())
+	Expect(resp.StatusCode).To(Equal(http.StatusOK))
+}
+
+// listSilences lists the UpgradeConfig's silences with Alertmanager's own
+// client, as anyone could.
+func listSilences(g Gomega, uid string) []silence.Silence {
+	sc, err := silence.NewClient(env.Alertmanager.URL, nil, 5*time.Second)
+	g.Expect(err).NotTo(HaveOccurred())
+	all, err := sc.List(context.Background(), silence.OwnerFilter(uid))
+	g.Expect(err).NotTo(HaveOccurred())
+	return all
+}
+
+func activeLease(g Gomega, uid, lease string) silence.Silence {
+	for _, s := range listSilences(g, uid) {
+		if s.State == silence.StateActive && s.Lease() == lease {
+			return s
+		}
+	}
+	g.Expect(lease).To(BeEmpty(), "no active silence for lease")
+	return silence.Silence{}
+}
+
+func eventNotes(ctx context.Context, reason string) func(Gomega) []string {
+	return func(g Gomega) []string {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(namespace))).To(Succeed())
+		var out []string
+		for _, e := range list.Items {
+			if e.Reason == reason {
+				out = append(out, e.Note)
+			}
+		}
+		return out
+	}
+}

@@ -17,6 +17,7 @@
 package alerts
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -165,6 +166,16 @@ func New(c Config) (Client, error) {
 		u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), prometheusPath)
 		return newPrometheus(u, hc, timeout)
 	}
+}
+
+// HTTPClient is the HTTP client New uses, with the configured CA, bearer
+// token and timeout: for other calls to the same server (the
+// upgrade-scheduler's Alertmanager silences).
+func HTTPClient(c Config) (*http.Client, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return httpClient(c, cmp.Or(c.Timeout, DefaultTimeout))
 }
 
 // httpClient is the HTTP client of both APIs: the configured CA, the bearer

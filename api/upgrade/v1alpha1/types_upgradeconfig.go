@@ -223,6 +223,17 @@ type UpgradeConfigStatus struct {
 	// +optional
 	PausedByDeadline *PausedDeadline `json:"pausedByDeadline,omitempty"`
 
+	// silences are the Alertmanager silences this upgrade holds, one per
+	// purpose, renewed while the phase that needs them runs and expired when
+	// it ends (on every terminal path). After a restart the scheduler
+	// re-adopts them from Alertmanager rather than creating a second one.
+	// (Upshift)
+	// +optional
+	// +listType=map
+	// +listMapKey=purpose
+	// +kubebuilder:validation:MaxItems=8
+	Silences []SilenceLease `json:"silences,omitempty"`
+
 	// conditions summarise the upgrade for Kubernetes tooling: Validated,
 	// Progressing, Paused, Cancelled, DeadlineExceeded, HealthChecksPassing,
 	// ConfigValid and Completed, written by the upgrade-scheduler, and
@@ -295,6 +306,15 @@ type PoolUpdate struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	StuckNodes int32 `json:"stuckNodes,omitempty"`
+
+	// lastUpdateDurationSeconds is how long the pool's most recent completed
+	// update took, from startTime to completeTime. It is kept while the next
+	// update runs (when startTime and completeTime already describe that
+	// one), so that "slower than its previous update" can be judged, also
+	// after the mcp-tracker restarts. Unset until one update was timed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LastUpdateDurationSeconds int64 `json:"lastUpdateDurationSeconds,omitempty"`
 
 	// slowestNode is the node that has been longest in its current state
 	// among the nodes still updating (draining, updating, rebooting or
@@ -395,6 +415,29 @@ type CapacityReservationStatus struct {
 	// capacity), Skipped (no worker MachineSet) or Removed.
 	// +optional
 	Outcome string `json:"outcome,omitempty"`
+}
+
+// SilenceLease is one Alertmanager silence held by the upgrade. (Upshift)
+type SilenceLease struct {
+	// purpose is what the silence is for: control-plane (warning and info
+	// alerts in the platform namespaces during the control-plane upgrade),
+	// control-plane-criticals (the configured critical alerts, same phase) or
+	// workers (warning and info alerts while the worker pools upgrade).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Purpose string `json:"purpose"`
+
+	// id is the silence's ID in Alertmanager.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
+
+	// endsAt is when the silence ends unless it is renewed: a scheduler that
+	// stops renewing leaves nothing silenced past it.
+	// +optional
+	EndsAt *metav1.Time `json:"endsAt,omitempty"`
 }
 
 // PausedDeadline records a deadline with policy pause that has passed.

@@ -1,4 +1,5 @@
-// Command upshift-bench is `make bench`: the update-status-controller on a
+// Command upshift-bench is `make bench`. By default (--component=
+// update-status-controller) it measures the update-status-controller on a
 // large simulated cluster (5,000 kwok nodes by default, driven by ocpsim),
 // running as its chart's ServiceAccount. It reports the time the controller
 // takes to create every NodeProgressInsight on its first start, its peak RSS,
@@ -6,7 +7,8 @@
 // NodeProgressInsight update, the controller's write requests per node
 // transition and the wall time of `kubectl upshift status`; with --sweep it
 // runs one more update per time scale and reports the highest at which the
-// insight latency p99 stays within a second.
+// insight latency p99 stays within a second. With --component=mcp-tracker it
+// measures the mcp-tracker instead (see mcptracker.go).
 package main
 
 import (
@@ -46,17 +48,25 @@ import (
 const annoState = "machineconfiguration.openshift.io/state"
 
 type options struct {
-	binDir         string
-	workers        int
-	maxUnavailable string
-	timeScale      float64
-	sweep          string
-	timeout        time.Duration
-	qps            int
+	component        string
+	infra            int
+	minWriteInterval time.Duration
+	updateTimeout    time.Duration
+	binDir           string
+	workers          int
+	maxUnavailable   string
+	timeScale        float64
+	sweep            string
+	timeout          time.Duration
+	qps              int
 }
 
 func main() {
 	var o options
+	flag.StringVar(&o.component, "component", "update-status-controller", "What to measure: update-status-controller or mcp-tracker.")
+	flag.IntVar(&o.infra, "infra-nodes", 500, "mcp-tracker: how many of --workers form the custom infra pool.")
+	flag.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "mcp-tracker: report what was measured if the update has not finished by then.")
+	flag.DurationVar(&o.minWriteInterval, "min-write-interval", 5*time.Second, "mcp-tracker: its --min-write-interval (5s is the chart's default).")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller and kubectl-upshift.")
 	flag.IntVar(&o.workers, "workers", 5000, "Worker nodes (plus 3 control-plane nodes).")
 	flag.StringVar(&o.maxUnavailable, "max-unavailable", "10%", "The worker pool's maxUnavailable.")
@@ -65,11 +75,29 @@ func main() {
 		"Comma-separated time scales, e.g. 10,30,100,300: after the first update, one more update at each, "+
 			"to find the highest time scale at which insight latency p99 stays within 1 s.")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "Give up after this long.")
-	flag.IntVar(&o.qps, "controller-qps", 150, "The controller's --kube-api-qps (burst: twice that); 150 is the chart's default.")
+	flag.IntVar(&o.qps, "controller-qps", 0, "The controller's --kube-api-qps (burst: twice that); 0 means its chart's default (150 for update-status-controller, 50 for mcp-tracker).")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	err := run(ctx, o)
+	var err error
+	switch o.component {
+	case "update-status-controller":
+		if o.qps == 0 {
+			o.qps = 150
+		}
+		err = run(ctx, o)
+	case "mcp-tracker":
+		if o.sweep != "" {
+			err = fmt.Errorf("--sweep measures the update-status-controller only")
+			break
+		}
+		if o.qps == 0 {
+			o.qps = 50
+		}
+		err = runTracker(ctx, o)
+	default:
+		err = fmt.Errorf("--component: %q is neither update-status-controller nor mcp-tracker", o.component)
+	}
 	cancel()
 	stop()
 	if err != nil {

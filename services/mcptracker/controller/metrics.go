@@ -84,11 +84,14 @@ func (m *Metrics) Observe(out track.Output) {
 		}
 		if p.CompleteTime != nil {
 			m.poolComplete.WithLabelValues(p.Name).Set(float64(p.CompleteTime.Unix()))
-			if p.StartTime != nil {
-				m.poolDuration.WithLabelValues(p.Name).Set(p.CompleteTime.Sub(p.StartTime.Time).Seconds())
-			}
 		} else {
 			m.poolComplete.DeleteLabelValues(p.Name)
+		}
+		// From the pool's record, which a restarted tracker reads back from
+		// status.pools: the slow-update alert has its previous duration on
+		// the first update after a restart too.
+		if p.LastUpdateDurationSeconds > 0 {
+			m.poolDuration.WithLabelValues(p.Name).Set(float64(p.LastUpdateDurationSeconds))
 		}
 	}
 	for _, d := range out.NodeDurations {

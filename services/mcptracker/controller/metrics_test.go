@@ -20,7 +20,7 @@ func TestMetrics(t *testing.T) {
 	start, done := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(1600, 0))
 	m.Observe(track.Output{
 		Pools: []track.PoolStatus{
-			{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "worker", StartTime: &start, CompleteTime: &done, MachineCount: 2, Nodes: upgradev1alpha1.PoolNodeCounts{Done: 2}}},
+			{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "worker", StartTime: &start, CompleteTime: &done, LastUpdateDurationSeconds: 600, MachineCount: 2, Nodes: upgradev1alpha1.PoolNodeCounts{Done: 2}}},
 			{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "infra", StartTime: &start, MachineCount: 3, StuckNodes: 1, Nodes: upgradev1alpha1.PoolNodeCounts{Done: 1, Draining: 1, Degraded: 1}}, Degraded: true},
 		},
 		NodeDurations: []track.NodeDuration{{Pool: "worker", Duration: 4 * time.Minute}, {Pool: "worker", Duration: 7 * time.Minute}},
@@ -72,7 +72,7 @@ upshift_mcp_tracker_pool_update_start_timestamp_seconds{pool="worker"} 1000
 	// moves on, the completion goes, the last duration stays.
 	now := metav1.NewTime(time.Unix(5000, 0))
 	m.Observe(track.Output{Pools: []track.PoolStatus{
-		{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "worker", StartTime: &now, MachineCount: 2, Nodes: upgradev1alpha1.PoolNodeCounts{Done: 1, Updating: 1}}},
+		{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "worker", StartTime: &now, LastUpdateDurationSeconds: 600, MachineCount: 2, Nodes: upgradev1alpha1.PoolNodeCounts{Done: 1, Updating: 1}}},
 		{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "infra", RemovedTime: &now}},
 	}})
 	for _, name := range names {

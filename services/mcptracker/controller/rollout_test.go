@@ -242,6 +242,59 @@ func mcoRollout() {
 		Expect(own).To(ContainSubstring(`"k:{\"type\":\"WorkersUpgraded\"}"`))
 		Expect(own).NotTo(ContainSubstring(`"f:phase"`))
 		Expect(own).NotTo(ContainSubstring(`"f:spec"`))
+
+		By("a restart between two worker updates: the previous duration is exported at once, from status.pools")
+		got = getUC(ctx, env.Client, key)
+		first := poolStatus(got, "worker")
+		firstSeconds := int64(first.CompleteTime.Sub(first.StartTime.Time).Seconds())
+		Expect(first.LastUpdateDurationSeconds).To(Equal(firstSeconds))
+		t.stop()
+		// Paused, the pool's target moves but no node is told to move: the
+		// next update is pending for as long as the test needs.
+		workerPool := &mcfgv1.MachineConfigPool{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker"}, workerPool)).To(Succeed())
+		patch = client.MergeFrom(workerPool.DeepCopy())
+		workerPool.Spec.Paused = true
+		Expect(env.Client.Patch(ctx, workerPool, patch)).To(Succeed())
+		mc2 := &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "99-worker-tracker-2", Labels: map[string]string{mco.RoleLabel: "worker"}}}
+		mc2.Spec.KernelArguments = []string{"tracker=2"}
+		mc2.Spec.Extensions = []string{}
+		Expect(env.Client.Create(ctx, mc2)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker"}, workerPool)).To(Succeed())
+			return workerPool.Spec.Configuration.Name
+		}).ShouldNot(Equal(first.TargetConfig))
+
+		t2 := startTracker(ctx, &controller.Reconciler{Namespace: "rollout", MinWriteInterval: 200 * time.Millisecond})
+		Eventually(func(g Gomega) {
+			p := poolStatus(getUC(ctx, env.Client, key), "worker")
+			g.Expect(p.TargetConfig).To(Equal(workerPool.Spec.Configuration.Name))
+			g.Expect(p.CompleteTime).To(BeNil())
+			g.Expect(p.LastUpdateDurationSeconds).To(Equal(firstSeconds))
+			d, ok := t2.metric("upshift_mcp_tracker_pool_update_duration_seconds", map[string]string{"pool": "worker"})
+			g.Expect(ok).To(BeTrue(), "the slow-update alert's previous duration after a restart")
+			g.Expect(d).To(Equal(float64(firstSeconds)))
+		}).Should(Succeed())
+		_, completeExported := t2.metric("upshift_mcp_tracker_pool_update_complete_timestamp_seconds", map[string]string{"pool": "worker"})
+		Expect(completeExported).To(BeFalse(), "the next update is not complete")
+
+		By("unpausing: the second update runs with the first one's duration exported, and replaces it once complete")
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker"}, workerPool)).To(Succeed())
+		patch = client.MergeFrom(workerPool.DeepCopy())
+		workerPool.Spec.Paused = false
+		Expect(env.Client.Patch(ctx, workerPool, patch)).To(Succeed())
+		var second *upgradev1alpha1.PoolUpdate
+		Eventually(func(g Gomega) {
+			second = poolStatus(getUC(ctx, env.Client, key), "worker")
+			g.Expect(second.TargetConfig).To(Equal(workerPool.Spec.Configuration.Name))
+			g.Expect(second.CompleteTime).NotTo(BeNil())
+		}, time.Minute).Should(Succeed())
+		secondSeconds := int64(second.CompleteTime.Sub(second.StartTime.Time).Seconds())
+		Expect(second.LastUpdateDurationSeconds).To(Equal(secondSeconds))
+		Eventually(func() float64 {
+			d, _ := t2.metric("upshift_mcp_tracker_pool_update_duration_seconds", map[string]string{"pool": "worker"})
+			return d
+		}).Should(Equal(float64(secondSeconds)))
 	}, NodeTimeout(3*time.Minute))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,6 +59,8 @@ var _ = Describe("mcp-tracker", Ordered, func() {
 type tracker struct {
 	reg *prometheus.Registry
 	r   *controller.Reconciler
+	// stop ends the tracker's manager (a restart is stop, then a new one).
+	stop func()
 }
 
 // startTracker runs the reconciler in a manager of its own (the Node cache
@@ -85,8 +88,10 @@ func startTracker(ctx context.Context, r *controller.Reconciler) *tracker {
 		defer close(done)
 		Expect(mgr.Start(mctx)).To(Succeed())
 	}()
-	DeferCleanup(func() { cancel(); <-done })
-	return &tracker{reg: reg, r: r}
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	DeferCleanup(stop)
+	return &tracker{reg: reg, r: r, stop: stop}
 }
 
 // metric returns a gauge or counter value, or a histogram's sample count,

@@ -87,8 +87,9 @@ func Seed(pools []upgradev1alpha1.PoolUpdate) State {
 			Start: timePtr(p.StartTime), Complete: timePtr(p.CompleteTime), Removed: timePtr(p.RemovedTime),
 			Settled: p.CompleteTime != nil,
 			// Written while not started: the start still to come is real.
-			Observed: p.StartTime == nil && p.CompleteTime == nil && p.RemovedTime == nil,
-			Degraded: p.Nodes.Degraded > 0,
+			Observed:     p.StartTime == nil && p.CompleteTime == nil && p.RemovedTime == nil,
+			Degraded:     p.Nodes.Degraded > 0,
+			LastDuration: time.Duration(p.LastUpdateDurationSeconds) * time.Second,
 		}
 	}
 	return st

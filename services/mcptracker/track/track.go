@@ -85,6 +85,12 @@ type PoolRecord struct {
 	// Degraded is whether the pool was degraded at the last pass (an Event is
 	// emitted when it becomes so).
 	Degraded bool
+	// LastDuration is how long the pool's most recent completed update took
+	// (this one once complete, else an earlier one); zero when none was
+	// timed. It outlives the record of the update it timed, and a restart
+	// through status.pools, so that a running update can be compared with
+	// the previous one.
+	LastDuration time.Duration
 }
 
 // State is everything the tracker carries from one pass to the next.
@@ -269,6 +275,9 @@ func Track(in Input) Output {
 			// to be seen is the real one. A pool first seen mid-update gets
 			// no start (and so no completion time): unknown, not invented.
 			rec = PoolRecord{Name: p.Name, Target: p.Target, SawChange: sawChange, Observed: sawChange || started == ""}
+			if known {
+				rec.LastDuration = prev.LastDuration
+			}
 		}
 		if !rec.Settled {
 			if rec.Start == nil && started != "" && rec.Observed && !(complete && !rec.SawChange) {
@@ -290,6 +299,8 @@ func Track(in Input) Output {
 				if rec.Start != nil {
 					t := now
 					rec.Complete = &t
+					// Whole seconds, as the status keeps the two times.
+					rec.LastDuration = metaTime(now).Sub(metaTime(*rec.Start).Time)
 					out.Events = append(out.Events, Event{Pool: p.Name, Reason: ReasonPoolCompleted, Message: fmt.Sprintf(
 						"pool %s completed its update to %s in %s (%d nodes)", p.Name, p.Target, now.Sub(*rec.Start).Round(time.Second), len(nodes))})
 				}
@@ -309,6 +320,7 @@ func Track(in Input) Output {
 		rec.Degraded = st.Degraded
 		st.Settled = rec.Settled
 		st.StartTime, st.CompleteTime = metaTimePtr(rec.Start), metaTimePtr(rec.Complete)
+		st.LastUpdateDurationSeconds = int64(rec.LastDuration / time.Second)
 		out.State.Pools[p.Name] = rec
 		out.Pools = append(out.Pools, st)
 	}
@@ -337,6 +349,7 @@ func Track(in Input) Output {
 		out.Pools = append(out.Pools, PoolStatus{Settled: rec.Settled, PoolUpdate: upgradev1alpha1.PoolUpdate{
 			Name: name, TargetConfig: rec.Target,
 			StartTime: metaTimePtr(rec.Start), CompleteTime: metaTimePtr(rec.Complete), RemovedTime: metaTimePtr(rec.Removed),
+			LastUpdateDurationSeconds: int64(rec.LastDuration / time.Second),
 		}})
 	}
 	slices.SortFunc(out.Pools, func(a, b PoolStatus) int { return cmp.Compare(a.Name, b.Name) })

@@ -360,3 +360,52 @@ func TestCordonedPendingNode(t *testing.T) {
 		t.Fatalf("idle pool: %+v", idle.Events)
 	}
 }
+
+// The previous update's duration outlives that update's record: it is in the
+// pool's status while the next update runs, and a tracker seeded from that
+// status (a restart between or during updates) still has it.
+func TestLastDurationSurvivesNextUpdateAndRestart(t *testing.T) {
+	prev := State{Pools: map[string]PoolRecord{"worker": {Name: "worker", Target: cfgA, Settled: true}}}
+	// Update to cfgB: starts at 1m, completes at 10m30s (whole seconds kept).
+	out := run(prev, time.Minute, []Pool{pool("worker", cfgB, roleWorker, false)}, workers(node("w1", w, cfgA, cfgB, "Working")))
+	if ps := find(out, "worker"); ps.LastUpdateDurationSeconds != 0 {
+		t.Fatalf("no update timed yet, got %d", ps.LastUpdateDurationSeconds)
+	}
+	out = run(out.State, 10*time.Minute+30*time.Second+400*time.Millisecond, []Pool{pool("worker", cfgB, roleWorker, true)}, workers(node("w1", w, cfgB, cfgB, "Done")))
+	ps := find(out, "worker")
+	if ps.CompleteTime == nil || ps.LastUpdateDurationSeconds != 570 {
+		t.Fatalf("completed: %+v", ps.PoolUpdate)
+	}
+	if got := int64(ps.CompleteTime.Sub(ps.StartTime.Time).Seconds()); got != ps.LastUpdateDurationSeconds {
+		t.Fatalf("duration %d is not completeTime-startTime %d", ps.LastUpdateDurationSeconds, got)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		state func() State
+	}{
+		{"same process", func() State { return out.State }},
+		// The restart: all that is left is what status.pools said.
+		{"restarted from status", func() State { return Seed([]upgradev1alpha1.PoolUpdate{ps.PoolUpdate}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The next update (to cfgC) starts: start and completion now
+			// describe it, the last duration is still the cfgB one.
+			next := run(tc.state(), time.Hour, []Pool{pool("worker", "rendered-worker-c", roleWorker, false)}, workers(node("w1", w, cfgB, "rendered-worker-c", "Working")))
+			np := find(next, "worker")
+			if np.StartTime == nil || np.CompleteTime != nil || np.LastUpdateDurationSeconds != 570 {
+				t.Fatalf("next update running: %+v", np.PoolUpdate)
+			}
+			// Seeded again mid-update, it still holds.
+			again := run(Seed([]upgradev1alpha1.PoolUpdate{np.PoolUpdate}), time.Hour+time.Minute, []Pool{pool("worker", "rendered-worker-c", roleWorker, false)}, workers(node("w1", w, cfgB, "rendered-worker-c", "Working")))
+			if ap := find(again, "worker"); ap.LastUpdateDurationSeconds != 570 || !ap.StartTime.Equal(np.StartTime) {
+				t.Fatalf("restarted mid-update: %+v", ap.PoolUpdate)
+			}
+			// It completes after 20 minutes: the last duration becomes that.
+			done := run(next.State, 80*time.Minute, []Pool{pool("worker", "rendered-worker-c", roleWorker, true)}, workers(node("w1", w, "rendered-worker-c", "rendered-worker-c", "Done")))
+			if dp := find(done, "worker"); dp.LastUpdateDurationSeconds != 1200 {
+				t.Fatalf("second completion: %+v", dp.PoolUpdate)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -30,9 +31,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
+	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
 
 // Name is the controller's name, in logs and metrics.
@@ -48,9 +51,22 @@ type Reconciler struct {
 	Integrations plan.Integrations
 	// CheckURLs runs the external dependency checks; nil means plain HTTP GETs.
 	CheckURLs func(ctx context.Context, urls []string, timeout time.Duration) (bool, string)
+	// Silences holds the maintenance silences in Alertmanager; nil: no
+	// silences (Integrations.Silences must then be false).
+	Silences *silence.Client
+	// SilenceTTL is each lease's length (silence.DefaultTTL when zero).
+	SilenceTTL time.Duration
+	// Alerts reads the firing alerts for the critical-alerts health check;
+	// nil: the check reports "not configured".
+	Alerts alerts.Client
 
 	mu       sync.Mutex
 	lastGood map[string]*config.Config // per namespace
+
+	alertsMu   sync.Mutex
+	alertsRead *plan.AlertsResult
+	alertsAt   time.Time
+	alertsCfg  *config.Config
 }
 
 // SetupWithManager watches the UpgradeConfigs and everything the planner
@@ -151,6 +167,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	out := plan.Plan(plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: r.Integrations, Now: now})
 
 	status := out.Status
+	// The leases first: on a deletion the finalizer goes only in a plan
+	// after they are expired and status.silences is empty.
+	leaseErr := r.leases(ctx, uc, cfg, out.Silences, &status, now)
+	if leaseErr != nil {
+		logger.Info("Alertmanager silences not in step", "error", leaseErr.Error())
+	}
 	var actErr error
 	if a := out.Action; a != nil {
 		if actErr = r.act(ctx, uc, a, cfg, &status); actErr != nil {
@@ -205,6 +227,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if actErr != nil {
 		// Retried with the controller's rate-limited backoff.
 		return reconcile.Result{}, actErr
+	}
+	if leaseErr != nil {
+		return reconcile.Result{}, leaseErr
+	}
+	if len(out.Silences.Wanted) > 0 {
+		// Renewal is due when less than half the TTL is left: looking
+		// every quarter keeps a lease from lapsing while it is wanted.
+		renew := cmp.Or(r.SilenceTTL, silence.DefaultTTL) / 4
+		if out.RequeueAfter == 0 || renew < out.RequeueAfter {
+			out.RequeueAfter = renew
+		}
 	}
 	// After a side effect no requeue is needed: the object it changed and the
 	// status (its step's attempts) both come back as watch events, and act

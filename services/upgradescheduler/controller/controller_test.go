@@ -407,6 +407,8 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 	It("exports a failing post-upgrade check, failing validation and a passed start deadline, MUO's way and Upshift's", metricsSpec)
 
 	It("on FedRAMP clusters asks for the file integrity re-initialisation once, keeping other annotations", fedrampSpec)
+
+	It("gates on critical alerts from Alertmanager and holds its silences as leases, none left at the end", silencesSpec, NodeTimeout(4*time.Minute))
 })
 
 type counts struct{ cvPatches, msCreates, msDeletes int }

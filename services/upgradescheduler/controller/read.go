@@ -73,6 +73,9 @@ func (r *Reconciler) snapshot(ctx context.Context, cfg *config.Config) (plan.Sna
 	}
 	s.ClusterOperators, s.Pools, s.Nodes, s.PDBs = cos.Items, pools.Items, nodes.Items, pdbs.Items
 	s.MachineSets, s.Machines = mss.Items, machines.Items
+	if r.Alerts != nil && cfg != nil {
+		s.Alerts = r.criticalAlerts(ctx, cfg)
+	}
 	if cfg != nil && cfg.FedRAMP {
 		// Without this the post-upgrade task would never see its own
 		// annotation and would patch on every plan. One object, read

@@ -22,7 +22,7 @@ var env *testenv.Env
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{AuditLog: true})
+	env, err = testenv.Start(ctx, testenv.Options{AuditLog: true, Alertmanager: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
 }, NodeTimeout(2*time.Minute))

@@ -47,6 +47,7 @@ func init() {
 	gauge(PreflightCheckFailing, "1 when a health check of status.preflight fails, 0 when it passes, by check.", LabelNamespace, LabelName, LabelCheck)
 	gauge(ConfigInvalid, "1 when the configuration ConfigMap is missing or invalid (the last valid one, if any, stays in force), else 0.", own...)
 	gauge(Paused, "1 while the upgrade is paused (spec.paused or a deadline with policy pause), else 0.", own...)
+	gauge(SilencesActive, "Alertmanager silences the upgrade holds (status.silences): renewed while its phase runs, expired when it ends.", own...)
 	gauge(CapacityReservationSet, "State set of the capacity reservation's outcome (Ready, TimedOut, Skipped, Removed).", LabelNamespace, LabelName, LabelOutcome)
 	for _, g := range gauges {
 		ctrlmetrics.Registry.MustRegister(g)

@@ -44,6 +44,7 @@ const (
 	ConfigInvalid          = "upshift_upgrade_scheduler_config_invalid"
 	Paused                 = "upshift_upgrade_scheduler_paused"
 	CapacityReservationSet = "upshift_upgrade_scheduler_capacity_reservation"
+	SilencesActive         = "upshift_upgrade_scheduler_silences_active"
 	StepDuration           = "upshift_upgrade_scheduler_step_duration_seconds"
 )
 
@@ -150,6 +151,9 @@ func Samples(uc *upgradev1alpha1.UpgradeConfig, cluster Cluster) []Sample {
 	if c := meta.FindStatusCondition(st.Conditions, "Paused"); c != nil {
 		own(Paused, boolValue(c.Status == metav1.ConditionTrue))
 	}
+	// The leases recorded in status: the scheduler expires them at the end of
+	// every attempt, so a value above 0 on a finished upgrade is a leak.
+	own(SilencesActive, float64(len(st.Silences)))
 	if c := meta.FindStatusCondition(st.Conditions, "Validated"); c != nil {
 		muo(ValidationFailed, boolValue(c.Status == metav1.ConditionFalse))
 	}

@@ -287,6 +287,11 @@ func (p *planner) cleanupOnDelete() {
 		// Still going; the deletion is in flight.
 		return
 	}
+	if p.in.Integrations.Silences && p.liveLeases() > 0 {
+		// The reconciler expires them (nothing is wanted now) and clears
+		// status.silences; the finalizer goes in the plan after that.
+		return
+	}
 	for _, f := range p.uc.Finalizers {
 		if f == Finalizer {
 			p.action = &Action{Kind: RemoveFinalizer}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
 
 // t0 is the fixed start of every scenario's clock.
@@ -44,6 +46,95 @@ type world struct {
 	last       Output
 	// autoMachineAPI provisions temporary MachineSets as soon as they exist.
 	autoMachineAPI bool
+	// am plays Alertmanager's silences when integrations.Silences is on.
+	am fakeAM
+	// failing side effects fail as the reconciler records a failure.
+	failing map[ActionKind]bool
+}
+
+// fakeAM keeps silences as Alertmanager's API does for the lease plans:
+// posting with an ID and the same matchers updates in place, an expired or
+// ended silence is expired.
+type fakeAM struct {
+	n        int
+	silences []silence.Silence
+	posts    map[silence.Kind]int
+}
+
+func (a *fakeAM) list(now time.Time) []silence.Silence {
+	var out []silence.Silence
+	for i := range a.silences {
+		s := &a.silences[i]
+		if s.State != silence.StateExpired && !now.Before(s.EndsAt) {
+			s.State = silence.StateExpired
+		}
+		out = append(out, *s)
+	}
+	return out
+}
+
+func (a *fakeAM) live(now time.Time) []silence.Silence {
+	var out []silence.Silence
+	for _, s := range a.list(now) {
+		if s.State == silence.StateActive {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (a *fakeAM) apply(now time.Time, p silence.Plan) map[silence.Purpose]string {
+	if a.posts == nil {
+		a.posts = map[silence.Kind]int{}
+	}
+	rec := map[silence.Purpose]string{}
+	for k, v := range p.Record {
+		rec[k] = v
+	}
+	expire := func(id string) {
+		for i := range a.silences {
+			if a.silences[i].ID == id {
+				a.silences[i].State, a.silences[i].EndsAt = silence.StateExpired, now
+			}
+		}
+	}
+	create := func(s silence.Silence) string {
+		a.n++
+		s.ID, s.State = fmt.Sprintf("s%d", a.n), silence.StateActive
+		a.silences = append(a.silences, s)
+		return s.ID
+	}
+	for _, act := range p.Actions {
+		a.posts[act.Kind]++
+		switch act.Kind {
+		case silence.Expire:
+			expire(act.ID)
+		case silence.Create:
+			rec[act.Purpose] = create(act.Silence)
+		case silence.Replace:
+			expire(act.ID)
+			rec[act.Purpose] = create(act.Silence)
+		case silence.Extend:
+			for i := range a.silences {
+				if a.silences[i].ID == act.ID {
+					a.silences[i].EndsAt = act.Silence.EndsAt
+				}
+			}
+		}
+	}
+	return rec
+}
+
+// leases does what the reconciler does with a plan's Silences.
+func (w *world) leases(s Silences) {
+	existing := w.am.list(w.now)
+	p := silence.Decide(silence.Input{
+		Owner: silence.Owner{Namespace: w.uc.Namespace, Name: w.uc.Name, UID: "uid-1"}, Version: s.Version,
+		CreatedBy: "upgrade-scheduler", Criticals: w.cfg.ControlPlaneCriticals, Wanted: s.Wanted,
+		Recorded: RecordedSilences(w.uc.Status), Existing: existing, Now: w.now,
+	})
+	rec := w.am.apply(w.now, p)
+	w.uc.Status.Silences = SilenceStatus(rec, p, existing)
 }
 
 func mustConfig(t testing.TB, yaml string) *config.Config {
@@ -149,6 +240,9 @@ func (w *world) plan() Output {
 		w.t.Fatal("Plan mutated its input")
 	}
 	w.uc.Status = out.Status
+	if w.integrations.Silences && out.Silences.Manage {
+		w.leases(out.Silences)
+	}
 	w.events = append(w.events, out.Events...)
 	if out.Action != nil {
 		w.apply(out.Action)
@@ -161,6 +255,10 @@ func (w *world) plan() Output {
 }
 
 func (w *world) apply(a *Action) {
+	if w.failing[a.Kind] {
+		w.uc.Status = RecordActionError(w.uc.Status, a.Step, errors.New("injected failure"), w.now)
+		return
+	}
 	switch a.Kind {
 	case PatchClusterVersion:
 		cv := w.snap.ClusterVersion

@@ -187,10 +187,17 @@ func (p *planner) healthStep(when string) result {
 		return result{done: true, message: "every health check passed"}
 	}
 	var parts []string
+	var wake time.Time
 	for _, c := range failing {
 		parts = append(parts, c.Check+" ("+c.Details+")")
+		if c.Check == CheckCriticalAlerts {
+			// Alerts change with no Kubernetes event to wake the plan:
+			// read them again a little later (an unreachable Alertmanager
+			// too; each read is already retried a few times).
+			wake = p.now.Add(silenceRecheck)
+		}
 	}
-	return result{failure: "health checks failing " + when + " the upgrade: " + strings.Join(parts, "; ")}
+	return result{failure: "health checks failing " + when + " the upgrade: " + strings.Join(parts, "; "), wakeAt: wake}
 }
 
 func (p *planner) preHealth() result  { return p.healthStep("before") }

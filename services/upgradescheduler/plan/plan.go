@@ -87,6 +87,9 @@ type Output struct {
 	// RequeueAfter is set only when the answer changes with time alone (a
 	// scheduled start, a window opening, a deadline); zero otherwise.
 	RequeueAfter time.Duration
+	// Silences are the Alertmanager leases to hold now (with Integrations.
+	// Silences); the reconciler applies them and records status.silences.
+	Silences Silences
 }
 
 // Event is a Kubernetes Event on the UpgradeConfig.

@@ -51,7 +51,7 @@ func newPlanner(in Input) *planner {
 }
 
 func (p *planner) output() Output {
-	out := Output{Status: p.st, Action: p.action, Events: p.events}
+	out := Output{Status: p.st, Action: p.action, Events: p.events, Silences: p.silences()}
 	if !p.wakeAt.IsZero() && p.action == nil {
 		out.RequeueAfter = p.wakeAt.Sub(p.now)
 		if out.RequeueAfter <= 0 {

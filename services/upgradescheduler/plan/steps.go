@@ -80,14 +80,14 @@ var osdSteps = []step{
 	{StepClusterHealthyBeforeUpgrade, true, DeadlineStart, (*planner).preHealth},
 	{StepExternalDependenciesAvailable, true, DeadlineStart, (*planner).externalDependencies},
 	{StepComputeCapacityReserved, true, DeadlineStart, (*planner).reserveCapacity},
-	{StepControlPlaneMaintenanceWindowCreated, true, DeadlineStart, silence("control plane", true)},
+	{StepControlPlaneMaintenanceWindowCreated, true, DeadlineStart, silenceWindow("control plane", true)},
 	{StepUpgradeCommenced, false, DeadlineStart, (*planner).commence},
 	{StepControlPlaneUpgraded, false, DeadlineControlPlane, (*planner).controlPlaneUpgraded},
-	{StepControlPlaneMaintenanceWindowRemoved, false, DeadlineControlPlane, silence("control plane", false)},
-	{StepWorkersMaintenanceWindowCreated, false, DeadlineWorkers, silence("worker", true)},
+	{StepControlPlaneMaintenanceWindowRemoved, false, DeadlineControlPlane, silenceWindow("control plane", false)},
+	{StepWorkersMaintenanceWindowCreated, false, DeadlineWorkers, silenceWindow("worker", true)},
 	{StepWorkerNodesUpgraded, false, DeadlineWorkers, (*planner).workersUpgraded},
 	{StepComputeCapacityRemoved, false, DeadlinePostCheck, (*planner).removeCapacity},
-	{StepWorkersMaintenanceWindowRemoved, false, DeadlinePostCheck, silence("worker", false)},
+	{StepWorkersMaintenanceWindowRemoved, false, DeadlinePostCheck, silenceWindow("worker", false)},
 	{StepClusterHealthyAfterUpgrade, false, DeadlinePostCheck, (*planner).postHealth},
 	{StepPostUpgradeTasksCompleted, false, DeadlinePostCheck, (*planner).postUpgradeTasks},
 	{StepCompletedNotificationSent, false, DeadlinePostCheck, notify("completed")},
@@ -126,7 +126,7 @@ func notify(event string) func(*planner) result {
 	}
 }
 
-func silence(scope string, create bool) func(*planner) result {
+func silenceWindow(scope string, create bool) func(*planner) result {
 	return func(p *planner) result {
 		verb := "removed"
 		if create {
@@ -135,6 +135,6 @@ func silence(scope string, create bool) func(*planner) result {
 		if !p.in.Integrations.Silences {
 			return result{done: true, message: "no Alertmanager configured: no " + scope + " silence " + verb}
 		}
-		return result{done: true, message: scope + " silence " + verb}
+		return p.silenceStep(scope, create)
 	}
 }
