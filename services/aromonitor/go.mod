@@ -3,6 +3,7 @@ module github.com/upshift-io/upshift/services/aromonitor
 go 1.26.0
 
 require (
+	github.com/openshift/api v0.0.0-20260813212709-d4bb0b443cb8
 	github.com/upshift-io/upshift/api v0.0.0
 	github.com/upshift-io/upshift/tools v0.0.0
 	k8s.io/apimachinery v0.36.3
@@ -14,7 +15,6 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
-	github.com/openshift/api v0.0.0-20260813212709-d4bb0b443cb8 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	golang.org/x/net v0.62.0 // indirect
