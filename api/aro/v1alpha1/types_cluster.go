@@ -166,8 +166,12 @@ type ClusterStatus struct {
 	// conditions from the control plane.
 	// +optional
 	OperatorVersion string `json:"operatorVersion,omitempty"`
-	// conditions have ARO's types and meanings; the resource provider reads them.
+	// conditions have ARO's types and meanings; the resource provider reads
+	// them. A map keyed by type (ARO's CRD has a plain list), so each of
+	// aro-monitor's checks owns its own conditions under server-side apply.
 	// +optional
+	// +listType=map
+	// +listMapKey=type
 	Conditions []operatorv1.OperatorCondition `json:"conditions,omitempty"`
 	// redHatKeysPresent is written by ARO's pull-secret controller.
 	// +optional
@@ -329,9 +333,15 @@ type SubnetStatus struct {
 	// suppressedUntil is set while remediation is stopped for this subnet.
 	// +optional
 	SuppressedUntil *metav1.Time `json:"suppressedUntil,omitempty"`
-	// suppressedReason says why.
+	// suppressedReason is TugOfWar (something else keeps undoing the
+	// association) or BudgetExhausted (too many re-associations this hour).
 	// +optional
+	// +kubebuilder:validation:Enum=TugOfWar;BudgetExhausted
 	SuppressedReason string `json:"suppressedReason,omitempty"`
+	// suppressedMessage says what was seen.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	SuppressedMessage string `json:"suppressedMessage,omitempty"`
 }
 
 // CredentialStatus describes the credential check.

@@ -41,8 +41,16 @@ type Record struct {
 	// or the tug-of-war window, oldest first.
 	Remediations    []time.Time
 	SuppressedUntil *time.Time
-	SuppressedWhy   string
+	// SuppressedKind is TugOfWar or BudgetExhausted; SuppressedWhy the detail.
+	SuppressedKind string
+	SuppressedWhy  string
 }
+
+// The kinds of suppression.
+const (
+	TugOfWar        = "TugOfWar"
+	BudgetExhausted = "BudgetExhausted"
+)
 
 // Observation is the subnet as Azure Resource Manager returned it.
 type Observation struct {
@@ -96,22 +104,22 @@ func Decide(obs Observation, rec Record, now time.Time, p Policy) Decision {
 	}
 	if n := len(rec.Remediations); n > 0 && now.Sub(rec.Remediations[n-1]) < p.TugOfWar {
 		last := rec.Remediations[n-1]
-		return suppress(rec, now.Add(p.SuppressFor), fmt.Sprintf(
+		return suppress(rec, now.Add(p.SuppressFor), TugOfWar, fmt.Sprintf(
 			"drift came back %s after aro-monitor re-associated the group at %s: something else is changing this subnet",
 			now.Sub(last).Round(time.Second), last.UTC().Format(time.RFC3339)), drift)
 	}
 	if inHour := countSince(rec.Remediations, now.Add(-time.Hour)); inHour >= max(p.MaxPerHour, 1) {
 		oldest := rec.Remediations[len(rec.Remediations)-inHour]
-		return suppress(rec, oldest.Add(time.Hour), fmt.Sprintf(
+		return suppress(rec, oldest.Add(time.Hour), BudgetExhausted, fmt.Sprintf(
 			"the budget of %d re-associations per hour is spent", max(p.MaxPerHour, 1)), drift)
 	}
 	rec.Remediations = append(rec.Remediations, now)
-	rec.SuppressedUntil, rec.SuppressedWhy = nil, ""
+	rec.SuppressedUntil, rec.SuppressedKind, rec.SuppressedWhy = nil, "", ""
 	return Decision{Action: Reassociate, Record: rec, Message: drift + "; re-associating " + obs.Expected}
 }
 
-func suppress(rec Record, until time.Time, why, drift string) Decision {
-	rec.SuppressedUntil, rec.SuppressedWhy = &until, why
+func suppress(rec Record, until time.Time, kind, why, drift string) Decision {
+	rec.SuppressedUntil, rec.SuppressedKind, rec.SuppressedWhy = &until, kind, why
 	return Decision{Action: Suppress, Record: rec,
 		Message: fmt.Sprintf("%s; remediation suppressed until %s: %s", drift, until.UTC().Format(time.RFC3339), why)}
 }
@@ -128,7 +136,7 @@ func prune(rec Record, now time.Time, p Policy) Record {
 	}
 	rec.Remediations = out
 	if rec.SuppressedUntil != nil && !now.Before(*rec.SuppressedUntil) {
-		rec.SuppressedUntil, rec.SuppressedWhy = nil, ""
+		rec.SuppressedUntil, rec.SuppressedKind, rec.SuppressedWhy = nil, "", ""
 	}
 	return rec
 }

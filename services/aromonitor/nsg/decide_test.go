@@ -48,7 +48,7 @@ func TestDecide(t *testing.T) {
 			if len(d.Record.Remediations) != tc.wantRems {
 				t.Errorf("record keeps %d remediations, want %d", len(d.Record.Remediations), tc.wantRems)
 			}
-			if d.Action == Suppress && (d.Record.SuppressedUntil == nil || d.Record.SuppressedWhy == "") {
+			if d.Action == Suppress && (d.Record.SuppressedUntil == nil || d.Record.SuppressedWhy == "" || d.Record.SuppressedKind == "") {
 				t.Errorf("suppression not recorded: %+v", d.Record)
 			}
 			if d.Action != None && d.Message == "" {
