@@ -33,6 +33,8 @@ type Options struct {
 	Transport policy.Transporter
 	// RequestsPerMinute is the ARM budget per subscription.
 	RequestsPerMinute int
+	// GraphScope overrides the Microsoft Graph scope chosen from the cloud.
+	GraphScope string
 	// Observe is called once per ARM response (or transport failure, code
 	// "error"), with the operation name from the SDK's tracing.
 	Observe func(operation, code string)
@@ -78,6 +80,27 @@ func (f *Factory) clientOptions(c cloud.Configuration) policy.ClientOptions {
 		o.Transport = f.opts.Transport
 	}
 	return o
+}
+
+// graphScopes are Microsoft Graph's token scopes per cloud.
+var graphScopes = map[string]string{
+	"AzurePublicCloud":       "https://graph.microsoft.com/.default",
+	"AzureUSGovernmentCloud": "https://graph.microsoft.us/.default",
+	"AzureChinaCloud":        "https://microsoftgraph.chinacloudapi.cn/.default",
+}
+
+// Scopes returns the ARM and Microsoft Graph token scopes for a cloud.
+func (f *Factory) Scopes(azEnvironment string, c cloud.Configuration) (arm, graph string) {
+	// As the arm clients build it, double slash included.
+	arm = c.Services[cloud.ResourceManager].Audience + "/.default"
+	graph = f.opts.GraphScope
+	if graph == "" {
+		graph = graphScopes[azEnvironment]
+	}
+	if graph == "" {
+		graph = graphScopes["AzurePublicCloud"]
+	}
+	return arm, graph
 }
 
 // Credential returns the credential for id, built anew when id.Version

@@ -84,7 +84,17 @@ func newAzureCluster(ctx context.Context) *azureCluster {
 		ClusterResourceGroupID: "/subscriptions/" + sub + "/resourceGroups/aro-c1",
 		InfraID:                "c1-x7k2p", ArchitectureVersion: 1, AZEnvironment: "AzurePublicCloud",
 	}})).To(Succeed())
-	return &azureCluster{arm: arm, clock: testingclock.NewFakeClock(t0), creds: creds}
+	a := &azureCluster{arm: arm, clock: testingclock.NewFakeClock(t0), creds: creds}
+	DeferCleanup(a.teardown)
+	return a
+}
+
+// teardown deletes what newAzureCluster created, for the next Describe.
+func (a *azureCluster) teardown(ctx context.Context) {
+	Expect(env.Client.DeleteAllOf(ctx, &machinev1beta1.Machine{}, client.InNamespace(machNS))).To(Succeed())
+	Expect(env.Client.DeleteAllOf(ctx, &machinev1beta1.MachineSet{}, client.InNamespace(machNS))).To(Succeed())
+	Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: a.creds.Name, Namespace: a.creds.Namespace}})).To(Succeed())
+	Expect(env.Client.Delete(ctx, &arov1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}})).To(Succeed())
 }
 
 // reconciler is a fresh NSG reconciler, as after a restart: everything it
