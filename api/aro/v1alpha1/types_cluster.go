@@ -177,8 +177,8 @@ type ClusterStatus struct {
 	// +optional
 	RedHatKeysPresent []string `json:"redHatKeysPresent,omitempty"`
 
-	// checks holds one record per check aro-monitor runs: when it last ran,
-	// last succeeded, and the hysteresis counters that survive restarts.
+	// checks holds one record per check aro-monitor runs: when it last ran
+	// and when it last succeeded.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -215,7 +215,7 @@ const (
 	CheckNSG            CheckName = "NSG"
 )
 
-// CheckStatus records one check's timing and hysteresis state.
+// CheckStatus records one check's timing.
 type CheckStatus struct {
 	// +required
 	Name CheckName `json:"name"`
@@ -225,15 +225,6 @@ type CheckStatus struct {
 	// lastSuccessTime is when the check last passed.
 	// +optional
 	LastSuccessTime *metav1.Time `json:"lastSuccessTime,omitempty"`
-	// consecutiveFailures and consecutiveSuccesses drive the hysteresis: a
-	// condition turns False only after failureThreshold failures in a row,
-	// and True again only after successThreshold successes.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	ConsecutiveSuccesses int32 `json:"consecutiveSuccesses,omitempty"`
 }
 
 // Role is where an egress probe runs from.
@@ -275,6 +266,16 @@ type VantagePoint struct {
 	// lastCheckTime is when the probes last ran from here.
 	// +optional
 	LastCheckTime *metav1.Time `json:"lastCheckTime,omitempty"`
+	// consecutiveFailures and consecutiveSuccesses are the probe rounds in
+	// a row that failed or passed: reachable turns False after
+	// failureThreshold failed rounds and True after successThreshold passed
+	// ones. Kept here so a restart neither resets nor repeats a transition.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ConsecutiveSuccesses int32 `json:"consecutiveSuccesses,omitempty"`
 	// targets holds the result per URL.
 	// +optional
 	// +listType=map
