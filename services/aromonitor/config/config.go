@@ -1,0 +1,151 @@
+// Package config computes the settings aro-monitor runs with: its own
+// MonitorConfig (or the defaults when there is none), narrowed by ARO's
+// operator flags, and the egress targets from the Cluster's spec.
+package config
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
+
+	"github.com/upshift-io/upshift/services/aromonitor/flags"
+	"github.com/upshift-io/upshift/services/aromonitor/hysteresis"
+	"github.com/upshift-io/upshift/services/aromonitor/nsg"
+)
+
+// Defaults is the MonitorConfig spec in force when none exists. The CRD's
+// defaults are the same values (a test applies an empty object and compares).
+func Defaults() amv1alpha1.MonitorConfigSpec {
+	return amv1alpha1.MonitorConfigSpec{
+		Internet:    amv1alpha1.InternetConfig{Interval: "5m", Timeout: "10s", FailureThreshold: 3, SuccessThreshold: 2},
+		Credentials: amv1alpha1.CredentialsConfig{Interval: "15m", ExpiryWarning: "720h"},
+		NSG: amv1alpha1.NSGConfig{Mode: amv1alpha1.NSGRemediate, Interval: "15m", MaxRemediationsPerHour: 3,
+			TugOfWarWindow: "10m", SuppressFor: "1h"},
+		ARM: amv1alpha1.ARMConfig{RequestsPerMinute: 30},
+	}
+}
+
+// Settings are the parsed, effective settings.
+type Settings struct {
+	InternetChecks   bool
+	CredentialsCheck bool
+	NSG              nsg.Policy
+	URLs             []string
+
+	InternetInterval, InternetTimeout time.Duration
+	Thresholds                        hysteresis.Thresholds
+	CredentialsInterval               time.Duration
+	ExpiryWarning                     time.Duration
+	NSGInterval                       time.Duration
+	ARMRequestsPerMinute              int
+
+	// InvalidFlags are ARO flags with unreadable values, which took their default.
+	InvalidFlags []string
+}
+
+// Compute returns the settings from the MonitorConfig spec (nil for none) and
+// the ARO Cluster's spec. An error means the MonitorConfig holds a value the
+// CRD should have refused (it was stored before a schema change): the caller
+// reports it and keeps the previous settings.
+func Compute(mc *amv1alpha1.MonitorConfigSpec, cluster arov1alpha1.ClusterSpec) (Settings, error) {
+	spec := Defaults()
+	if mc != nil {
+		spec = fill(*mc, spec)
+	}
+	f := flags.Read(cluster.OperatorFlags)
+	s := Settings{
+		InternetChecks:       f.Checker,
+		CredentialsCheck:     f.Checker,
+		Thresholds:           hysteresis.Thresholds{Failures: spec.Internet.FailureThreshold, Successes: spec.Internet.SuccessThreshold},
+		ARMRequestsPerMinute: int(spec.ARM.RequestsPerMinute),
+		InvalidFlags:         f.Invalid,
+	}
+	var err error
+	parse := func(field, v string) time.Duration {
+		d, e := time.ParseDuration(v)
+		if e != nil && err == nil {
+			err = fmt.Errorf("MonitorConfig %s: %q is not a duration", field, v)
+		}
+		return d
+	}
+	s.InternetInterval = parse("spec.internet.interval", spec.Internet.Interval)
+	s.InternetTimeout = parse("spec.internet.timeout", spec.Internet.Timeout)
+	s.CredentialsInterval = parse("spec.credentials.interval", spec.Credentials.Interval)
+	s.ExpiryWarning = parse("spec.credentials.expiryWarning", spec.Credentials.ExpiryWarning)
+	s.NSGInterval = parse("spec.nsg.interval", spec.NSG.Interval)
+	s.NSG = nsg.Policy{
+		Mode:        nsgMode(spec.NSG.Mode, f),
+		MaxPerHour:  int(spec.NSG.MaxRemediationsPerHour),
+		TugOfWar:    parse("spec.nsg.tugOfWarWindow", spec.NSG.TugOfWarWindow),
+		SuppressFor: parse("spec.nsg.suppressFor", spec.NSG.SuppressFor),
+	}
+	s.URLs = slices.Clone(cluster.InternetChecker.URLs)
+	for _, u := range spec.Internet.AdditionalURLs {
+		if !slices.Contains(s.URLs, u) {
+			s.URLs = append(s.URLs, u)
+		}
+	}
+	return s, err
+}
+
+// nsgMode narrows the configured mode by ARO's flags: the subnet controller
+// switched off means no check at all; an unmanaged group (a customer's own,
+// "preconfigured" NSG) means observe only.
+func nsgMode(m amv1alpha1.NSGMode, f flags.Flags) nsg.Mode {
+	switch {
+	case !f.SubnetsEnabled:
+		return nsg.Off
+	case !f.NSGManaged || m == amv1alpha1.NSGObserve:
+		return nsg.Observe
+	}
+	return nsg.Remediate
+}
+
+// fill gives every unset field of spec its default, for objects stored
+// before a default existed.
+func fill(spec, d amv1alpha1.MonitorConfigSpec) amv1alpha1.MonitorConfigSpec {
+	str := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	num := func(v *int32, def int32) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	str(&spec.Internet.Interval, d.Internet.Interval)
+	str(&spec.Internet.Timeout, d.Internet.Timeout)
+	num(&spec.Internet.FailureThreshold, d.Internet.FailureThreshold)
+	num(&spec.Internet.SuccessThreshold, d.Internet.SuccessThreshold)
+	str(&spec.Credentials.Interval, d.Credentials.Interval)
+	str(&spec.Credentials.ExpiryWarning, d.Credentials.ExpiryWarning)
+	if spec.NSG.Mode == "" {
+		spec.NSG.Mode = d.NSG.Mode
+	}
+	str(&spec.NSG.Interval, d.NSG.Interval)
+	num(&spec.NSG.MaxRemediationsPerHour, d.NSG.MaxRemediationsPerHour)
+	str(&spec.NSG.TugOfWarWindow, d.NSG.TugOfWarWindow)
+	str(&spec.NSG.SuppressFor, d.NSG.SuppressFor)
+	num(&spec.ARM.RequestsPerMinute, d.ARM.RequestsPerMinute)
+	return spec
+}
+
+// Status is the effective configuration as published in the Cluster status.
+func (s Settings) Status() *arov1alpha1.EffectiveConfiguration {
+	return &arov1alpha1.EffectiveConfiguration{
+		InternetChecks:   s.InternetChecks,
+		CredentialsCheck: s.CredentialsCheck,
+		NSGMode:          string(s.NSG.Mode),
+		URLs:             slices.Clone(s.URLs),
+		Intervals: map[arov1alpha1.CheckName]string{
+			arov1alpha1.CheckInternetMaster: s.InternetInterval.String(),
+			arov1alpha1.CheckInternetWorker: s.InternetInterval.String(),
+			arov1alpha1.CheckCredentials:    s.CredentialsInterval.String(),
+			arov1alpha1.CheckNSG:            s.NSGInterval.String(),
+		},
+	}
+}

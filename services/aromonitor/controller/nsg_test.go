@@ -1,0 +1,255 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
+	"github.com/upshift-io/upshift/services/aromonitor/azure"
+	"github.com/upshift-io/upshift/services/aromonitor/controller"
+	"github.com/upshift-io/upshift/tools/azuresim"
+)
+
+const (
+	tenant   = "11111111-1111-1111-1111-111111111111"
+	clientID = "22222222-2222-2222-2222-222222222222"
+	sub      = "33333333-3333-3333-3333-333333333333"
+	vnetPath = "/subscriptions/" + sub + "/resourceGroups/vnet-rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/"
+	nsgID    = "/subscriptions/" + sub + "/resourceGroups/aro-c1/providers/Microsoft.Network/networkSecurityGroups/c1-x7k2p-nsg"
+	machNS   = "openshift-machine-api"
+	credNS   = "openshift-azure-operator"
+)
+
+var t0 = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+
+// azureCluster is a simulated ARO cluster: the Cluster object, master Machines
+// and a worker MachineSet naming two subnets, the credentials Secret, and the
+// subnets in the local ARM.
+type azureCluster struct {
+	arm   *azuresim.Server
+	clock *testingclock.FakeClock
+	creds types.NamespacedName
+}
+
+func newAzureCluster(ctx context.Context) *azureCluster {
+	arm := azuresim.Start()
+	DeferCleanup(arm.Close)
+	arm.AddApp(azuresim.App{Tenant: tenant, ClientID: clientID, Secret: "first"})
+	arm.AddNSG(nsgID)
+	arm.AddSubnet(vnetPath+"master", "10.0.0.0/23", nsgID)
+	arm.AddSubnet(vnetPath+"worker", "10.0.2.0/23", "")
+
+	for _, ns := range []string{machNS, credNS} {
+		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+	}
+	spec := func(subnet string) *runtime.RawExtension {
+		return &runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"apiVersion":"machine.openshift.io/v1beta1","kind":"AzureMachineProviderSpec","vnet":"vnet","subnet":%q,"networkResourceGroup":"vnet-rg"}`, subnet))}
+	}
+	for i := 0; i < 3; i++ {
+		m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c1-master-%d", i), Namespace: machNS,
+			Labels: map[string]string{"machine.openshift.io/cluster-api-machine-role": "master"}}}
+		m.Spec.ProviderSpec.Value = spec("master")
+		Expect(env.Client.Create(ctx, m)).To(Succeed())
+	}
+	ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "c1-worker-eastus1", Namespace: machNS,
+		Labels: map[string]string{"machine.openshift.io/cluster-api-machine-role": "worker"}}}
+	ms.Spec.Selector.MatchLabels = map[string]string{"set": "w"}
+	ms.Spec.Template.Labels = map[string]string{"set": "w"}
+	ms.Spec.Template.Spec.ProviderSpec.Value = spec("worker")
+	Expect(env.Client.Create(ctx, ms)).To(Succeed())
+
+	creds := types.NamespacedName{Namespace: credNS, Name: "azure-cloud-credentials"}
+	Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: creds.Name, Namespace: creds.Namespace},
+		Data: map[string][]byte{azure.KeyTenantID: []byte(tenant), azure.KeyClientID: []byte(clientID),
+			azure.KeyClientSecret: []byte("first"), azure.KeySubscriptionID: []byte(sub)}})).To(Succeed())
+
+	Expect(env.Client.Create(ctx, &arov1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: arov1alpha1.ClusterSpec{
+		ResourceID:             "/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/openShiftClusters/c1",
+		ClusterResourceGroupID: "/subscriptions/" + sub + "/resourceGroups/aro-c1",
+		InfraID:                "c1-x7k2p", ArchitectureVersion: 1, AZEnvironment: "AzurePublicCloud",
+	}})).To(Succeed())
+	a := &azureCluster{arm: arm, clock: testingclock.NewFakeClock(t0), creds: creds}
+	DeferCleanup(a.teardown)
+	return a
+}
+
+// teardown deletes what newAzureCluster created, for the next Describe.
+func (a *azureCluster) teardown(ctx context.Context) {
+	Expect(env.Client.DeleteAllOf(ctx, &machinev1beta1.Machine{}, client.InNamespace(machNS))).To(Succeed())
+	Expect(env.Client.DeleteAllOf(ctx, &machinev1beta1.MachineSet{}, client.InNamespace(machNS))).To(Succeed())
+	Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: a.creds.Name, Namespace: a.creds.Namespace}})).To(Succeed())
+	Expect(env.Client.Delete(ctx, &arov1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}})).To(Succeed())
+}
+
+// reconciler is a fresh NSG reconciler, as after a restart: everything it
+// remembers comes from the Cluster's status.
+func (a *azureCluster) reconciler() *controller.NSGReconciler {
+	cloud := a.arm.Cloud()
+	return &controller.NSGReconciler{
+		Client: env.Client, Recorder: recorder, Clock: a.clock,
+		Azure:       azure.NewFactory(azure.Options{Cloud: &cloud, Transport: a.arm.Client(), RequestsPerMinute: 600}),
+		Credentials: a.creds, MachineNamespace: machNS,
+	}
+}
+
+func (a *azureCluster) pass(ctx context.Context) reconcile.Result {
+	res, err := a.reconciler().Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}})
+	Expect(err).NotTo(HaveOccurred())
+	return res
+}
+
+func (a *azureCluster) puts() int {
+	n := 0
+	for _, r := range a.arm.Log() {
+		if r.Method == "PUT" {
+			n++
+		}
+	}
+	return n
+}
+
+func cluster(ctx context.Context) *arov1alpha1.Cluster {
+	c := &arov1alpha1.Cluster{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, c)).To(Succeed())
+	return c
+}
+
+func conditionOf(c *arov1alpha1.Cluster, t string) operatorv1.OperatorCondition {
+	for _, x := range c.Status.Conditions {
+		if x.Type == t {
+			return x
+		}
+	}
+	return operatorv1.OperatorCondition{}
+}
+
+// eventsWith returns the Events on the Cluster object with this reason.
+func eventsWith(ctx context.Context, reason string) []eventsv1.Event {
+	var list eventsv1.EventList
+	Expect(env.Client.List(ctx, &list)).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "Cluster" && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+var _ = Describe("NSG association", Ordered, func() {
+	var a *azureCluster
+	BeforeAll(func(ctx context.Context) { a = newAzureCluster(ctx) })
+
+	It("re-associates a detached worker subnet once, and leaves it alone after", func(ctx context.Context) {
+		res := a.pass(ctx)
+		Expect(res.RequeueAfter).To(BeNumerically(">=", 13*time.Minute), "the 15m interval, jittered")
+		Expect(a.arm.SubnetNSG(vnetPath + "worker")).To(Equal(nsgID))
+		Expect(a.puts()).To(Equal(1))
+		c := cluster(ctx)
+		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionTrue))
+		Expect(conditionOf(c, arov1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionFalse))
+		Expect(c.Status.Subnets).To(HaveLen(2))
+		Expect(c.Status.Subnets[1].ID).To(HaveSuffix("/subnets/worker"))
+		Expect(c.Status.Subnets[1].Remediations).To(HaveLen(1))
+		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventReassociated) }).Should(HaveLen(1))
+		Expect(eventsWith(ctx, controller.EventReassociated)[0].Note).To(ContainSubstring("subnet is associated with no network security group instead of " + nsgID))
+
+		a.clock.Step(time.Minute)
+		a.pass(ctx)
+		Expect(a.puts()).To(Equal(1), "an associated subnet is not written again")
+	})
+
+	It("stops at a tug-of-war and says so, then resumes after the suppression", func(ctx context.Context) {
+		a.clock.Step(time.Minute)
+		a.arm.SetSubnetNSG(vnetPath+"worker", "")
+		a.pass(ctx)
+		Expect(a.puts()).To(Equal(1), "drift back within the 10m window is not fought")
+		c := cluster(ctx)
+		sup := conditionOf(c, arov1alpha1.RemediationSuppressed)
+		Expect(sup.Status).To(Equal(operatorv1.ConditionTrue))
+		Expect(sup.Reason).To(Equal("TugOfWar"))
+		Expect(sup.Message).To(ContainSubstring("something else is changing this subnet"))
+		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse))
+		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Message).To(ContainSubstring("worker is associated with no network security group"))
+		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventSuppressed) }).Should(HaveLen(1))
+		Expect(eventsWith(ctx, controller.EventSuppressed)[0].Type).To(Equal(corev1.EventTypeWarning))
+
+		a.clock.Step(30 * time.Minute)
+		a.pass(ctx)
+		Expect(a.puts()).To(Equal(1), "still suppressed")
+		Consistently(func() []eventsv1.Event { return eventsWith(ctx, controller.EventSuppressed) }, "300ms").Should(HaveLen(1))
+
+		a.clock.Step(31 * time.Minute)
+		a.pass(ctx)
+		Expect(a.puts()).To(Equal(2), "the suppression ended")
+		Expect(conditionOf(cluster(ctx), arov1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionFalse))
+	})
+
+	It("only reports drift in Observe mode, once", func(ctx context.Context) {
+		mc := &amv1alpha1.MonitorConfig{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: amv1alpha1.MonitorConfigSpec{NSG: amv1alpha1.NSGConfig{Mode: amv1alpha1.NSGObserve}}}
+		Expect(env.Client.Create(ctx, mc)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(env.Client.Delete(ctx, mc)).To(Succeed()) })
+		a.clock.Step(2 * time.Hour)
+		a.arm.SetSubnetNSG(vnetPath+"master", "")
+		a.pass(ctx)
+		a.clock.Step(time.Minute)
+		a.pass(ctx)
+		Expect(a.puts()).To(Equal(2))
+		Expect(conditionOf(cluster(ctx), arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse))
+		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventDrift) }).Should(HaveLen(1))
+		Consistently(func() []eventsv1.Event { return eventsWith(ctx, controller.EventDrift) }, "300ms").Should(HaveLen(1))
+		Expect(eventsWith(ctx, controller.EventDrift)[0].Note).To(ContainSubstring("remediation is off (Observe)"))
+	})
+
+	It("reports its own failures as Unknown, never False", func(ctx context.Context) {
+		a.arm.SetSubnetNSG(vnetPath+"master", nsgID)
+		a.arm.FailNext("GET", vnetPath+"master", azuresim.Fault{Status: 403, Code: "AuthorizationFailed"})
+		a.clock.Step(time.Minute)
+		res := a.pass(ctx)
+		Expect(res.RequeueAfter).To(BeNumerically("<=", 66*time.Second), "a failed read is retried within about a minute")
+		cond := conditionOf(cluster(ctx), arov1alpha1.NSGAssociated)
+		Expect(cond.Status).To(Equal(operatorv1.ConditionUnknown))
+		Expect(cond.Reason).To(Equal(controller.ReasonARMUnavailable))
+		Expect(cond.Message).To(ContainSubstring("403 AuthorizationFailed"))
+	})
+
+	It("picks up a rotated client secret without a restart", func(ctx context.Context) {
+		cloud := a.arm.Cloud()
+		r := a.reconciler()
+		r.Azure = azure.NewFactory(azure.Options{Cloud: &cloud, Transport: a.arm.Client()})
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}}
+		_, err := r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(conditionOf(cluster(ctx), arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionTrue))
+
+		a.arm.UpdateApp(clientID, func(app *azuresim.App) { app.Secret = "second" })
+		secret := &corev1.Secret{}
+		Expect(env.Client.Get(ctx, a.creds, secret)).To(Succeed())
+		secret.Data[azure.KeyClientSecret] = []byte("second")
+		Expect(env.Client.Update(ctx, secret)).To(Succeed())
+		a.clock.Step(time.Minute)
+		// The same reconciler, the same factory: the new Secret version
+		// builds a new credential.
+		_, err = r.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		cond := conditionOf(cluster(ctx), arov1alpha1.NSGAssociated)
+		Expect(cond.Status).To(Equal(operatorv1.ConditionTrue), cond.Message)
+		Expect(strings.Count(fmt.Sprint(a.arm.Log()), "oauth2/v2.0/token")).To(BeNumerically(">=", 2))
+	})
+})

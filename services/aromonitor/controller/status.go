@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
+
+	"github.com/upshift-io/upshift/services/aromonitor/config"
+)
+
+// condition returns c with its lastTransitionTime kept from the existing
+// condition of the same type when the status did not change.
+func condition(existing []operatorv1.OperatorCondition, c operatorv1.OperatorCondition, now time.Time) operatorv1.OperatorCondition {
+	c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+	for _, e := range existing {
+		if e.Type == c.Type && e.Status == c.Status {
+			c.LastTransitionTime = e.LastTransitionTime
+		}
+	}
+	return c
+}
+
+func findCheck(checks []arov1alpha1.CheckStatus, n arov1alpha1.CheckName) arov1alpha1.CheckStatus {
+	for _, c := range checks {
+		if c.Name == n {
+			return c
+		}
+	}
+	return arov1alpha1.CheckStatus{Name: n}
+}
+
+// applyStatus writes the fields set in st — and only those — under the field
+// manager, forcing ownership: these fields are this check's alone.
+func applyStatus(ctx context.Context, c client.Client, manager string, st arov1alpha1.ClusterStatus) error {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	status := map[string]any{}
+	if err := json.Unmarshal(raw, &status); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": arov1alpha1.GroupVersion.String(),
+		"kind":       "Cluster",
+		"metadata":   map[string]any{"name": arov1alpha1.SingletonName},
+		"status":     status,
+	}}
+	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
+}
+
+// snapshot is what every check reads first.
+type snapshot struct {
+	cluster  *arov1alpha1.Cluster
+	settings config.Settings
+	// configErr is a MonitorConfig that could not be used; the defaults run.
+	configErr error
+}
+
+// load reads the Cluster (nil when there is none: nothing to do) and the
+// settings in force.
+func load(ctx context.Context, c client.Client) (*snapshot, error) {
+	cluster := &arov1alpha1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: arov1alpha1.SingletonName}, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var spec *amv1alpha1.MonitorConfigSpec
+	mc := &amv1alpha1.MonitorConfig{}
+	switch err := c.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc); {
+	case err == nil:
+		spec = &mc.Spec
+	case !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	s := &snapshot{cluster: cluster}
+	s.settings, s.configErr = config.Compute(spec, cluster.Spec)
+	if s.configErr != nil {
+		s.settings, _ = config.Compute(nil, cluster.Spec)
+	}
+	return s, nil
+}

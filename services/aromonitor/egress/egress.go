@@ -1,0 +1,146 @@
+// Package egress turns probe rounds into the egress status: one vantage
+// point's record (with its hysteresis), and a role's ARO condition from its
+// vantage points. It is pure apart from Round, which runs the probes.
+package egress
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+
+	"github.com/upshift-io/upshift/services/aromonitor/hysteresis"
+	"github.com/upshift-io/upshift/services/aromonitor/probe"
+)
+
+// Round probes every URL at once and returns the results in URL order.
+func Round(ctx context.Context, p *probe.Prober, urls []string) []probe.Result {
+	out := make([]probe.Result, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = p.Probe(ctx, u)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Record folds one round into a vantage point's record. A round passes when
+// every URL was reached; the reachable status moves with the hysteresis.
+func Record(prev arov1alpha1.VantagePoint, name string, role arov1alpha1.Role, node string, results []probe.Result, now time.Time, th hysteresis.Thresholds) arov1alpha1.VantagePoint {
+	passed := len(results) > 0
+	vp := arov1alpha1.VantagePoint{Name: name, Role: role, Node: node, Path: arov1alpha1.PathDirect}
+	for _, r := range results {
+		t := arov1alpha1.TargetResult{URL: r.URL, LatencyMilliseconds: map[arov1alpha1.ProbePhase]int64{}}
+		for ph, d := range r.Latency {
+			t.LatencyMilliseconds[ph] = d.Milliseconds()
+		}
+		if !r.OK() {
+			passed = false
+			t.FailedPhase = r.FailedPhase
+			t.Error = truncate(r.Err.Error(), 1024)
+		}
+		if r.Path == arov1alpha1.PathProxy {
+			vp.Path = arov1alpha1.PathProxy
+		}
+		vp.Targets = append(vp.Targets, t)
+	}
+	st := hysteresis.Next(hysteresis.State{Status: prev.Reachable, Failures: prev.ConsecutiveFailures, Successes: prev.ConsecutiveSuccesses}, passed, th)
+	vp.Reachable, vp.ConsecutiveFailures, vp.ConsecutiveSuccesses = st.Status, st.Failures, st.Successes
+	t := metav1.NewTime(now.Truncate(time.Second))
+	vp.LastCheckTime = &t
+	return vp
+}
+
+// Condition is a role's ARO condition (InternetReachableFromMaster or
+// ...FromWorker) from its vantage points. A vantage point with no round for
+// staleAfter counts as unknown; expected names vantage points that should
+// exist (worker subnets) but have none yet.
+type Condition struct {
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// ReasonNoVantagePoint: nothing probed from the role yet, or recently.
+const ReasonNoVantagePoint = "NoVantagePoint"
+
+// ForRole computes the condition for role.
+func ForRole(role arov1alpha1.Role, vps []arov1alpha1.VantagePoint, expected []string, now time.Time, staleAfter time.Duration) Condition {
+	var failing, stale, ok []string
+	seen := map[string]bool{}
+	for _, vp := range vps {
+		if vp.Role != role {
+			continue
+		}
+		seen[strings.ToLower(vp.Name)] = true
+		switch {
+		case vp.LastCheckTime == nil || now.Sub(vp.LastCheckTime.Time) > staleAfter:
+			stale = append(stale, vp.Name)
+		case vp.Reachable == metav1.ConditionFalse:
+			failing = append(failing, describe(vp))
+		case vp.Reachable == metav1.ConditionTrue:
+			ok = append(ok, vp.Name)
+		default:
+			stale = append(stale, vp.Name)
+		}
+	}
+	var missing []string
+	for _, e := range expected {
+		if !seen[strings.ToLower(e)] {
+			missing = append(missing, e)
+		}
+	}
+	sort.Strings(failing)
+	sort.Strings(stale)
+	sort.Strings(missing)
+	switch {
+	case len(failing) > 0:
+		msg := strings.Join(failing, "\n")
+		if n := len(ok); n > 0 {
+			msg += fmt.Sprintf("\n%d other vantage point(s) reach every URL", n)
+		}
+		return Condition{metav1.ConditionFalse, arov1alpha1.ReasonCheckFailed, msg}
+	case len(ok) > 0 && len(stale)+len(missing) == 0:
+		return Condition{metav1.ConditionTrue, arov1alpha1.ReasonCheckDone, "Outgoing connection successful"}
+	case len(ok) > 0:
+		return Condition{metav1.ConditionTrue, arov1alpha1.ReasonCheckDone, fmt.Sprintf(
+			"Outgoing connection successful from %s; no recent result from %s", strings.Join(ok, ", "), strings.Join(append(stale, missing...), ", "))}
+	}
+	what := "no probe has run from the " + string(role) + " role"
+	if len(stale)+len(missing) > 0 {
+		what = "no recent result from " + strings.Join(append(stale, missing...), ", ")
+	}
+	return Condition{metav1.ConditionUnknown, ReasonNoVantagePoint, what}
+}
+
+// describe says which URLs fail from a vantage point, and in which phase.
+func describe(vp arov1alpha1.VantagePoint) string {
+	var parts []string
+	for _, t := range vp.Targets {
+		if t.FailedPhase != "" {
+			parts = append(parts, fmt.Sprintf("%s: %s failed: %s", t.URL, t.FailedPhase, t.Error))
+		}
+	}
+	via := ""
+	if vp.Path == arov1alpha1.PathProxy {
+		via = " (through the proxy)"
+	}
+	return fmt.Sprintf("from %s%s: %s", vp.Name, via, strings.Join(parts, "; "))
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n-3] + "..."
+	}
+	return s
+}

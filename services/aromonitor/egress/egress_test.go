@@ -1,0 +1,84 @@
+package egress
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+
+	"github.com/upshift-io/upshift/services/aromonitor/hysteresis"
+	"github.com/upshift-io/upshift/services/aromonitor/probe"
+)
+
+var (
+	now = time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	th  = hysteresis.Thresholds{Failures: 3, Successes: 2}
+	ok  = probe.Result{URL: "https://a/", Path: arov1alpha1.PathDirect, Latency: map[arov1alpha1.ProbePhase]time.Duration{"DNS": 2 * time.Millisecond}}
+	bad = probe.Result{URL: "https://b/", Path: arov1alpha1.PathDirect, FailedPhase: "TLS", Err: errors.New("x509: certificate signed by unknown authority")}
+)
+
+func TestRecordHysteresis(t *testing.T) {
+	vp := arov1alpha1.VantagePoint{}
+	vp = Record(vp, "master", arov1alpha1.RoleMaster, "m0", []probe.Result{ok}, now, th)
+	if vp.Reachable != metav1.ConditionTrue || vp.Targets[0].LatencyMilliseconds["DNS"] != 2 {
+		t.Fatalf("first good round: %+v", vp)
+	}
+	for i := 1; i <= 3; i++ {
+		vp = Record(vp, "master", arov1alpha1.RoleMaster, "m0", []probe.Result{ok, bad}, now, th)
+		want := metav1.ConditionTrue
+		if i == 3 {
+			want = metav1.ConditionFalse
+		}
+		if vp.Reachable != want {
+			t.Fatalf("after %d failed rounds: %s, want %s", i, vp.Reachable, want)
+		}
+	}
+	if vp.Targets[1].FailedPhase != "TLS" || vp.Targets[1].Error == "" || vp.Targets[0].FailedPhase != "" {
+		t.Errorf("targets %+v", vp.Targets)
+	}
+	if r := Record(arov1alpha1.VantagePoint{}, "x", arov1alpha1.RoleWorker, "", nil, now, th); r.Reachable != metav1.ConditionUnknown {
+		t.Errorf("a round with no URLs passed: %s", r.Reachable)
+	}
+}
+
+func TestForRole(t *testing.T) {
+	at := func(d time.Duration) *metav1.Time { x := metav1.NewTime(now.Add(-d)); return &x }
+	good := func(name string) arov1alpha1.VantagePoint {
+		return arov1alpha1.VantagePoint{Name: name, Role: arov1alpha1.RoleWorker, Reachable: metav1.ConditionTrue, LastCheckTime: at(time.Minute)}
+	}
+	failing := arov1alpha1.VantagePoint{Name: "worker-b", Role: arov1alpha1.RoleWorker, Reachable: metav1.ConditionFalse, LastCheckTime: at(time.Minute),
+		Path: arov1alpha1.PathProxy, Targets: []arov1alpha1.TargetResult{{URL: "https://b/", FailedPhase: "Connect", Error: "403 Forbidden"}}}
+	stale := good("worker-c")
+	stale.LastCheckTime = at(time.Hour)
+	master := arov1alpha1.VantagePoint{Name: "master", Role: arov1alpha1.RoleMaster, Reachable: metav1.ConditionFalse, LastCheckTime: at(time.Minute)}
+	for _, tc := range []struct {
+		name       string
+		vps        []arov1alpha1.VantagePoint
+		expected   []string
+		want       metav1.ConditionStatus
+		wantReason string
+		wantMsg    string
+	}{
+		{"all good", []arov1alpha1.VantagePoint{good("worker-a"), master}, []string{"worker-a"}, "True", "CheckDone", "Outgoing connection successful"},
+		{"one subnet failing names it and the phase", []arov1alpha1.VantagePoint{good("worker-a"), failing}, nil, "False", "CheckFailed",
+			"from worker-b (through the proxy): https://b/: Connect failed: 403 Forbidden\n1 other vantage point(s) reach every URL"},
+		{"a subnet with no agent is named", []arov1alpha1.VantagePoint{good("worker-a")}, []string{"worker-a", "worker-z"}, "True", "CheckDone",
+			"Outgoing connection successful from worker-a; no recent result from worker-z"},
+		{"only stale results", []arov1alpha1.VantagePoint{stale}, nil, "Unknown", ReasonNoVantagePoint, "no recent result from worker-c"},
+		{"nothing at all", nil, nil, "Unknown", ReasonNoVantagePoint, "no probe has run from the worker role"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ForRole(arov1alpha1.RoleWorker, tc.vps, tc.expected, now, 15*time.Minute)
+			if c.Status != tc.want || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
+				t.Errorf("got %s %s %q\nwant %s %s %q", c.Status, c.Reason, c.Message, tc.want, tc.wantReason, tc.wantMsg)
+			}
+		})
+	}
+	if c := ForRole(arov1alpha1.RoleMaster, []arov1alpha1.VantagePoint{master}, nil, now, time.Hour); c.Status != "False" || !strings.HasPrefix(c.Message, "from master") {
+		t.Errorf("master role: %+v", c)
+	}
+}

@@ -1,0 +1,223 @@
+// Package probe checks that a URL can be reached, one phase at a time: DNS
+// resolution, TCP connect, TLS handshake and the HTTP exchange, each timed,
+// so a failure names the phase that failed instead of a generic "unreachable".
+//
+// As ARO's checker does, any HTTP response counts as reachable (a 403 from
+// the registry still proves the path out works), every probe opens a new
+// connection (keep-alives off: what is checked is the ability to connect, and
+// a black-holed pooled HTTP/2 connection would otherwise never be noticed), and
+// the request is a HEAD. Unlike ARO's, it goes through the cluster-wide
+// proxy when one applies to the URL, and says so.
+package probe
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sync"
+	"time"
+
+	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+)
+
+// Prober probes URLs. The zero value probes directly with the system resolver
+// and roots and a 10 s timeout.
+type Prober struct {
+	// Timeout bounds one URL, all phases together.
+	Timeout time.Duration
+	// Proxy picks the proxy for a URL, nil for direct (as http.Transport.Proxy).
+	Proxy func(*url.URL) (*url.URL, error)
+	// Resolver resolves host names; nil is the system's.
+	Resolver *net.Resolver
+	// RootCAs verify servers; nil is the system's pool.
+	RootCAs *x509.CertPool
+}
+
+// Result is one URL's probe.
+type Result struct {
+	URL  string
+	Path arov1alpha1.Path
+	// FailedPhase is empty when the URL was reached.
+	FailedPhase arov1alpha1.ProbePhase
+	Err         error
+	// Latency per phase that completed or failed.
+	Latency map[arov1alpha1.ProbePhase]time.Duration
+	// StatusCode of the HTTP response, when there was one.
+	StatusCode int
+}
+
+// OK says whether the URL was reached.
+func (r Result) OK() bool { return r.FailedPhase == "" }
+
+// Probe reaches target once.
+func (p *Prober) Probe(ctx context.Context, target string) Result {
+	res := Result{URL: target, Path: arov1alpha1.PathDirect, Latency: map[arov1alpha1.ProbePhase]time.Duration{}}
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		res.FailedPhase, res.Err = arov1alpha1.PhaseHTTP, fmt.Errorf("not an http(s) URL: %q", target)
+		return res
+	}
+	if p.Proxy != nil {
+		if pu, err := p.Proxy(u); err != nil {
+			res.FailedPhase, res.Err = arov1alpha1.PhaseConnect, fmt.Errorf("choosing the proxy: %w", err)
+			return res
+		} else if pu != nil {
+			res.Path = arov1alpha1.PathProxy
+		}
+	}
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	t := newPhases()
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, t.trace()), http.MethodHead, target, nil)
+	if err != nil {
+		res.FailedPhase, res.Err = arov1alpha1.PhaseHTTP, err
+		return res
+	}
+	client := &http.Client{
+		Transport: p.transport(),
+		// A redirect is a response: the path out works.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	resp, err := client.Do(req)
+	if resp != nil {
+		_ = resp.Body.Close()
+		res.StatusCode = resp.StatusCode
+	}
+	t.finish(err)
+	res.Latency = t.latencies()
+	if err != nil {
+		res.FailedPhase, res.Err = t.failed(), err
+	}
+	return res
+}
+
+func (p *Prober) transport() *http.Transport {
+	dialer := &net.Dialer{Resolver: p.Resolver}
+	tr := &http.Transport{
+		DialContext:       dialer.DialContext,
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{RootCAs: p.RootCAs, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2: false,
+	}
+	if p.Proxy != nil {
+		tr.Proxy = func(r *http.Request) (*url.URL, error) { return p.Proxy(r.URL) }
+	}
+	return tr
+}
+
+// phases records when each phase started and ended, from httptrace's hooks.
+type phases struct {
+	mu         sync.Mutex
+	start, end map[arov1alpha1.ProbePhase]time.Time
+	errs       map[arov1alpha1.ProbePhase]error
+	done       time.Time
+}
+
+func newPhases() *phases {
+	return &phases{
+		start: map[arov1alpha1.ProbePhase]time.Time{},
+		end:   map[arov1alpha1.ProbePhase]time.Time{},
+		errs:  map[arov1alpha1.ProbePhase]error{},
+	}
+}
+
+// mark records the first time a phase hit a hook: a dial may try several
+// addresses, and the phase is the whole attempt.
+func (t *phases) mark(m map[arov1alpha1.ProbePhase]time.Time, ph arov1alpha1.ProbePhase) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := m[ph]; !ok {
+		m[ph] = time.Now()
+	}
+}
+
+func (t *phases) fail(ph arov1alpha1.ProbePhase, err error) {
+	if err == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.errs[ph]; !ok {
+		t.errs[ph] = err
+	}
+}
+
+func (t *phases) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		DNSStart: func(httptrace.DNSStartInfo) { t.mark(t.start, arov1alpha1.PhaseDNS) },
+		DNSDone: func(i httptrace.DNSDoneInfo) {
+			t.mark(t.end, arov1alpha1.PhaseDNS)
+			t.fail(arov1alpha1.PhaseDNS, i.Err)
+		},
+		ConnectStart: func(string, string) { t.mark(t.start, arov1alpha1.PhaseConnect) },
+		ConnectDone: func(_, _ string, err error) {
+			t.mark(t.end, arov1alpha1.PhaseConnect)
+			t.fail(arov1alpha1.PhaseConnect, err)
+		},
+		TLSHandshakeStart: func() { t.mark(t.start, arov1alpha1.PhaseTLS) },
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			t.mark(t.end, arov1alpha1.PhaseTLS)
+			t.fail(arov1alpha1.PhaseTLS, err)
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			t.mark(t.start, arov1alpha1.PhaseHTTP)
+		},
+		GotFirstResponseByte: func() { t.mark(t.end, arov1alpha1.PhaseHTTP) },
+	}
+}
+
+func (t *phases) finish(err error) {
+	t.mu.Lock()
+	t.done = time.Now()
+	t.mu.Unlock()
+	if err != nil {
+		// A timeout or a proxy refusal reaches no hook: charge it to the
+		// phase that was running.
+		var ph arov1alpha1.ProbePhase
+		for _, p := range order {
+			if _, ok := t.start[p]; ok {
+				ph = p
+			}
+		}
+		if ph == "" {
+			ph = arov1alpha1.PhaseConnect
+		}
+		t.fail(ph, err)
+	}
+}
+
+var order = []arov1alpha1.ProbePhase{arov1alpha1.PhaseDNS, arov1alpha1.PhaseConnect, arov1alpha1.PhaseTLS, arov1alpha1.PhaseHTTP}
+
+// failed is the first phase, in order, that failed.
+func (t *phases) failed() arov1alpha1.ProbePhase {
+	for _, p := range order {
+		if _, ok := t.errs[p]; ok {
+			return p
+		}
+	}
+	return arov1alpha1.PhaseHTTP
+}
+
+// latencies is each started phase's duration, up to its end or, for the
+// phase that never ended, up to the failure.
+func (t *phases) latencies() map[arov1alpha1.ProbePhase]time.Duration {
+	out := map[arov1alpha1.ProbePhase]time.Duration{}
+	for p, s := range t.start {
+		e, ok := t.end[p]
+		if !ok {
+			e = t.done
+		}
+		out[p] = e.Sub(s)
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+// Package subnets finds the cluster's subnets and the network security group
+// each must be associated with, from Kubernetes objects only: master subnets
+// from the master Machines, worker subnets from the worker MachineSets (one
+// template per set, so the number of ARM reads does not grow with the number
+// of workers).
+package subnets
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+
+	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+)
+
+// MachineRoleLabel is the label MachineSets and Machines carry their role in.
+const MachineRoleLabel = "machine.openshift.io/cluster-api-machine-role"
+
+// Subnet is one cluster subnet.
+type Subnet struct {
+	// ID is the subnet's resource ID as built from the provider spec.
+	ID string
+	// ResourceGroup, VNet and Name are the parts the ARM client takes.
+	ResourceGroup, VNet, Name string
+	// Role is master or worker; a subnet used by both is master.
+	Role arov1alpha1.Role
+	// ExpectedNSG is the cluster group the subnet must be associated with.
+	ExpectedNSG string
+}
+
+// Problem is an object whose provider spec could not be read; it is reported,
+// and the other subnets are still checked.
+type Problem struct {
+	Object string
+	Err    error
+}
+
+// Discover returns the cluster's subnets, de-duplicated case-insensitively and
+// sorted by ID, and the objects it could not read.
+func Discover(cluster arov1alpha1.ClusterSpec, machines []machinev1beta1.Machine, sets []machinev1beta1.MachineSet) ([]Subnet, []Problem, error) {
+	subscription, err := SubscriptionOf(cluster.ResourceID)
+	if err != nil {
+		return nil, nil, err
+	}
+	byKey := map[string]Subnet{}
+	var problems []Problem
+	add := func(object string, role arov1alpha1.Role, raw []byte) {
+		var spec machinev1beta1.AzureMachineProviderSpec
+		if err := json.Unmarshal(raw, &spec); err != nil {
+			problems = append(problems, Problem{object, fmt.Errorf("provider spec is not an Azure machine spec: %w", err)})
+			return
+		}
+		if spec.Subnet == "" || spec.Vnet == "" || spec.NetworkResourceGroup == "" {
+			problems = append(problems, Problem{object, fmt.Errorf("provider spec names no subnet (subnet %q, vnet %q, networkResourceGroup %q)", spec.Subnet, spec.Vnet, spec.NetworkResourceGroup)})
+			return
+		}
+		s := Subnet{
+			ID: fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s",
+				subscription, spec.NetworkResourceGroup, spec.Vnet, spec.Subnet),
+			ResourceGroup: spec.NetworkResourceGroup, VNet: spec.Vnet, Name: spec.Subnet, Role: role,
+			ExpectedNSG: ExpectedNSG(cluster, role),
+		}
+		k := strings.ToLower(s.ID)
+		// The first object naming a subnet gives its spelling; masters
+		// come first, so a subnet shared by both roles is a master subnet.
+		if _, ok := byKey[k]; ok {
+			return
+		}
+		byKey[k] = s
+	}
+	for _, m := range machines {
+		if m.Labels[MachineRoleLabel] != "master" || m.DeletionTimestamp != nil {
+			continue
+		}
+		if m.Spec.ProviderSpec.Value == nil {
+			problems = append(problems, Problem{"Machine " + m.Name, fmt.Errorf("no provider spec")})
+			continue
+		}
+		add("Machine "+m.Name, arov1alpha1.RoleMaster, m.Spec.ProviderSpec.Value.Raw)
+	}
+	for _, ms := range sets {
+		if ms.Labels[MachineRoleLabel] == "master" || ms.DeletionTimestamp != nil {
+			continue
+		}
+		if ms.Spec.Template.Spec.ProviderSpec.Value == nil {
+			problems = append(problems, Problem{"MachineSet " + ms.Name, fmt.Errorf("no provider spec")})
+			continue
+		}
+		add("MachineSet "+ms.Name, arov1alpha1.RoleWorker, ms.Spec.Template.Spec.ProviderSpec.Value.Raw)
+	}
+	out := make([]Subnet, 0, len(byKey))
+	for _, s := range byKey {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].ID) < strings.ToLower(out[j].ID) })
+	return out, problems, nil
+}
+
+// ExpectedNSG is the group ARO creates for the cluster: one `<infraId>-nsg`
+// on architecture version 1, or separate control-plane and node groups on
+// version 0.
+func ExpectedNSG(cluster arov1alpha1.ClusterSpec, role arov1alpha1.Role) string {
+	name := cluster.InfraID + "-nsg"
+	if cluster.ArchitectureVersion == 0 {
+		name = cluster.InfraID + "-node-nsg"
+		if role == arov1alpha1.RoleMaster {
+			name = cluster.InfraID + "-controlplane-nsg"
+		}
+	}
+	return strings.TrimSuffix(cluster.ClusterResourceGroupID, "/") + "/providers/Microsoft.Network/networkSecurityGroups/" + name
+}
+
+// SubscriptionOf parses the subscription ID out of an Azure resource ID.
+func SubscriptionOf(resourceID string) (string, error) {
+	parts := strings.Split(strings.Trim(resourceID, "/"), "/")
+	if len(parts) < 2 || !strings.EqualFold(parts[0], "subscriptions") || parts[1] == "" {
+		return "", fmt.Errorf("spec.resourceId %q is not an Azure resource ID (/subscriptions/<id>/...)", resourceID)
+	}
+	return parts[1], nil
+}
