@@ -97,7 +97,9 @@ func (m *Metrics) Round(role arov1alpha1.Role, results []probe.Result) {
 }
 
 // Remediation records an NSG remediation outcome.
-func (m *Metrics) Remediation(action, result string) { m.remediations.WithLabelValues(action, result).Inc() }
+func (m *Metrics) Remediation(action, result string) {
+	m.remediations.WithLabelValues(action, result).Inc()
+}
 
 // ARMRequest records an ARM response.
 func (m *Metrics) ARMRequest(operation, code string) { m.arm.WithLabelValues(operation, code).Inc() }
