@@ -14,6 +14,7 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/cpms/plan"
@@ -351,6 +353,42 @@ func (w *watcher) lastGone() time.Time {
 	return last
 }
 
+// ---- leader election ----
+
+// The lease timings of the kill spec: a new leader takes over from a killed
+// one within leaseDuration of its last renewal (every retry period). The
+// renew deadline leaves a leader that cannot reach the apiserver 1.5 s
+// before it steps down; client-go wants it above 1.2 retry periods and
+// below the lease duration.
+const leaseDuration = 2 * time.Second
+
+var leaseFlags = []string{"--leader-elect-lease-duration=" + leaseDuration.String(),
+	"--leader-elect-renew-deadline=1500ms", "--leader-elect-retry-period=250ms"}
+
+// leaseHolder is the holder of the binary's Lease ("" when none).
+func leaseHolder(ctx context.Context, g Gomega) string {
+	lease := &coordinationv1.Lease{}
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: runtime.LeaseName(chartName)}, lease)).To(Succeed())
+	return ptr.Deref(lease.Spec.HolderIdentity, "")
+}
+
+// newLeader waits until a holder other than old holds the Lease, with the
+// duration the binary was given, and returns it. Only one process runs at a
+// time, so the new holder is the process just started.
+func newLeader(ctx context.Context, old string) string {
+	GinkgoHelper()
+	var holder string
+	Eventually(func(g Gomega) {
+		lease := &coordinationv1.Lease{}
+		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: runtime.LeaseName(chartName)}, lease)).To(Succeed())
+		holder = ptr.Deref(lease.Spec.HolderIdentity, "")
+		g.Expect(holder).NotTo(BeEmpty())
+		g.Expect(holder).NotTo(Equal(old))
+		g.Expect(lease.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(leaseDuration / time.Second)))
+	}).Should(Succeed(), func() string { return ctl.Logs() })
+	return holder
+}
+
 // ---- the specs ----
 
 var _ = Describe("cpms-controller", Ordered, func() {
@@ -457,15 +495,16 @@ var _ = Describe("cpms-controller", Ordered, func() {
 			// controller manages (and the upstream operator too) and the
 			// only namespace the chart sends to the webhook: anywhere else
 			// only the schema would judge them.
-			Expect(set.Namespace).To(BeEmpty(), what)
-			Expect(set.Name).To(BeEmpty(), what)
-			set.Namespace, set.Name = namespace, "cluster"
+			Expect(set.GetNamespace()).To(BeEmpty(), what)
+			Expect(set.GetName()).To(BeEmpty(), what)
+			set.SetNamespace(namespace)
+			set.SetName("cluster")
 			err = c.Create(ctx, set)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want Invalid, got %v", what, err)
 			if t.ExpectedError != "" {
 				// The schema and its CEL rules refuse it, with the upstream's
 				// message, before the webhook is called.
-				Expect(err.Error()).To(ContainSubstring(t.ExpectedError), what)
+				Expect(err.Error()).To(ContainSubstring(apiserverMessage(t.ExpectedError)), what)
 				Expect(err.Error()).NotTo(ContainSubstring("admission webhook"), what)
 				bySchema++
 				continue
@@ -533,13 +572,16 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		scrape()
 	})
 
-	It("never makes a second replacement for an index when killed at random points of rollouts (10 kills)", func(ctx SpecContext) {
-		// Without leader election: a killed leader keeps its Lease for its
-		// whole duration, and this spec is about what a new process does
-		// with the cluster it finds, not about who may act.
+	It("never makes a second replacement for an index when its leader is killed at random points of rollouts (10 kills)", func(ctx SpecContext) {
+		// As the chart runs it, leader election on, with lease timings
+		// short enough for ten takeovers: a killed leader keeps its Lease
+		// until it expires, --leader-elect-lease-duration after its last
+		// renewal, and only then may the next process act.
 		stop()
-		start(false)
+		start(true, leaseFlags...)
+		holder := newLeader(ctx, "")
 		w := watchCluster(ctx)
+		var takeovers []time.Duration
 		seed := GinkgoRandomSeed()
 		rng := rand.New(rand.NewPCG(uint64(seed), 12))
 		rollouts := []string{"m6i.4xlarge", "m6i.8xlarge", "m6i.12xlarge", "m6i.16xlarge"}
@@ -564,9 +606,14 @@ var _ = Describe("cpms-controller", Ordered, func() {
 			seen := w.report().events
 			n := 1 + rng.IntN(6)
 			Eventually(func() bool { return w.report().events >= seen+n || isSettled() }, 2*time.Minute).Should(BeTrue())
+			// The process killed is the one acting.
+			Expect(leaseHolder(ctx, Default)).To(Equal(holder))
+			killed := time.Now()
 			ctl.Kill()
 			kills++
-			start(false)
+			start(true, leaseFlags...)
+			holder = newLeader(ctx, holder)
+			takeovers = append(takeovers, time.Since(killed))
 		}
 		Eventually(settled(ctx, current, gen), 2*time.Minute).Should(Succeed())
 		r := w.report()
@@ -582,7 +629,10 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		for k, names := range perIndex {
 			Expect(names).To(HaveLen(1), "%s", k)
 		}
-		msg := fmt.Sprintf("%d kills over %d rollouts (seed %d): %d replacements, one per index and rollout", kills, next, seed, len(r.added))
+		sort.Slice(takeovers, func(i, j int) bool { return takeovers[i] < takeovers[j] })
+		msg := fmt.Sprintf("%d kills of the leader over %d rollouts (seed %d): %d replacements, one per index and rollout; "+
+			"kill -> new leader (%s lease): p50 %v, max %v",
+			kills, next, seed, len(r.added), leaseDuration, takeovers[len(takeovers)/2].Round(time.Millisecond), takeovers[len(takeovers)-1].Round(time.Millisecond))
 		GinkgoWriter.Println(msg)
 		AddReportEntry("kills", msg)
 		stop()
