@@ -211,8 +211,21 @@ OPENSHIFT_CRDS := \
 	machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machinesets-Default.crd.yaml \
 	machine/v1/zz_generated.crd-manifests/0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml
 
+# The ControlPlaneMachineSets of openshift/api's own CRD tests for AWS, Azure
+# and GCP, with the upstream's expected outcome of each: e2e/cpms applies them
+# unchanged. Only the suites that hold for the Default feature set (the CRD
+# above): those without feature gates, and the AWS one for MachineAPIMigration
+# off (a TechPreview gate).
+CPMS_UPSTREAM_TESTS_DIR := machine/v1/tests/controlplanemachinesets.machine.openshift.io
+CPMS_UPSTREAM_TESTS := \
+	stable.controlplanemachineset.aws.testsuite.yaml \
+	stable.controlplanemachineset.aws.nomachineapimigration.testsuite.yaml \
+	stable.controlplanemachineset.azure.testsuite.yaml \
+	stable.controlplanemachineset.gcp.testsuite.yaml
+CPMS_UPSTREAM_TESTDATA := e2e/cpms/testdata/openshift-api
+
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests (api/crds/), and copy the OpenShift CRDs.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests (api/crds/), and copy the OpenShift CRDs and CPMS test objects.
 	cd api && $(CONTROLLER_GEN) object paths=./... && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=crds
 	@# nodegate.upshift.io embeds four batch/v1 JobSpec schemas: with field
 	@# descriptions its MutexRule CRD is 1.28 MB of JSON, close to etcd's
@@ -221,7 +234,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests (api/crd
 	cd api && $(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./nodegate/... output:crd:artifacts:config=crds
 	@rm -rf api/crds/openshift && mkdir -p api/crds/openshift
 	@dir=$$(go list -C libs -m -f '{{.Dir}}' github.com/openshift/api); \
-	for f in $(OPENSHIFT_CRDS); do cp $$dir/$$f api/crds/openshift/; done; chmod u+w api/crds/openshift/*
+	for f in $(OPENSHIFT_CRDS); do cp $$dir/$$f api/crds/openshift/; done; chmod u+w api/crds/openshift/*; \
+	rm -rf $(CPMS_UPSTREAM_TESTDATA) && mkdir -p $(CPMS_UPSTREAM_TESTDATA); \
+	for f in $(CPMS_UPSTREAM_TESTS); do cp $$dir/$(CPMS_UPSTREAM_TESTS_DIR)/$$f $(CPMS_UPSTREAM_TESTDATA)/; done; chmod u+w $(CPMS_UPSTREAM_TESTDATA)/*
 	@# Charts carry their CRDs as plain files (templates/crds.yaml installs
 	@# and upgrades them): copies of api/crds, kept current here.
 	@for c in charts/*/; do [ -d $$c/files/crds ] || continue; \
@@ -229,8 +244,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests (api/crd
 
 .PHONY: verify
 verify: generate ## Fail if generated files are not up to date.
-	@if [ -n "$$(git status --porcelain -- api charts)" ]; then \
-		echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- api charts; exit 1; fi
+	@if [ -n "$$(git status --porcelain -- api charts $(CPMS_UPSTREAM_TESTDATA))" ]; then \
+		echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- api charts $(CPMS_UPSTREAM_TESTDATA); exit 1; fi
 
 .PHONY: lint
 lint: $(STATICCHECK) $(HELM) ## go vet, gofmt, staticcheck and helm lint.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -16,26 +14,28 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/webhook"
+	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/faults"
 	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
+	"github.com/upshift-io/upshift/tools/ocpsim/seed"
 )
 
 var setKey = types.NamespacedName{Namespace: namespace, Name: "cluster"}
@@ -353,6 +353,42 @@ func (w *watcher) lastGone() time.Time {
 	return last
 }
 
+// ---- leader election ----
+
+// The lease timings of the kill spec: a new leader takes over from a killed
+// one within leaseDuration of its last renewal (every retry period). The
+// renew deadline leaves a leader that cannot reach the apiserver 1.5 s
+// before it steps down; client-go wants it above 1.2 retry periods and
+// below the lease duration.
+const leaseDuration = 2 * time.Second
+
+var leaseFlags = []string{"--leader-elect-lease-duration=" + leaseDuration.String(),
+	"--leader-elect-renew-deadline=1500ms", "--leader-elect-retry-period=250ms"}
+
+// leaseHolder is the holder of the binary's Lease ("" when none).
+func leaseHolder(ctx context.Context, g Gomega) string {
+	lease := &coordinationv1.Lease{}
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: runtime.LeaseName(chartName)}, lease)).To(Succeed())
+	return ptr.Deref(lease.Spec.HolderIdentity, "")
+}
+
+// newLeader waits until a holder other than old holds the Lease, with the
+// duration the binary was given, and returns it. Only one process runs at a
+// time, so the new holder is the process just started.
+func newLeader(ctx context.Context, old string) string {
+	GinkgoHelper()
+	var holder string
+	Eventually(func(g Gomega) {
+		lease := &coordinationv1.Lease{}
+		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: runtime.LeaseName(chartName)}, lease)).To(Succeed())
+		holder = ptr.Deref(lease.Spec.HolderIdentity, "")
+		g.Expect(holder).NotTo(BeEmpty())
+		g.Expect(holder).NotTo(Equal(old))
+		g.Expect(lease.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(leaseDuration / time.Second)))
+	}).Should(Succeed(), func() string { return ctl.Logs() })
+	return holder
+}
+
 // ---- the specs ----
 
 var _ = Describe("cpms-controller", Ordered, func() {
@@ -408,9 +444,9 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		Expect(err.Error()).To(ContainSubstring(`metadata.name: Invalid value: "other"`))
 	})
 
-	It("admits and adopts ControlPlaneMachineSets as the OpenShift documentation shows them (AWS, Azure, GCP), unchanged, replacing nothing", func(ctx SpecContext) {
-		// A cluster of its own: the documented sets belong in
-		// openshift-machine-api, where this suite's cluster has its set.
+	It("answers openshift/api's own ControlPlaneMachineSets for AWS, Azure and GCP, applied unchanged, as the upstream expects, or refuses them by its webhook when they cannot run the cluster; no machine touched", func(ctx SpecContext) {
+		// A cluster of its own: the upstream objects are applied under the
+		// name `cluster`, which this suite's cluster gives its own set.
 		rendered, err := framework.RenderChart(chartName, release, namespace)
 		Expect(err).NotTo(HaveOccurred())
 		hooks, err := rendered.ValidatingWebhooks()
@@ -420,85 +456,78 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		DeferCleanup(denv.Stop)
 		did, err := framework.InstallChartIdentity(ctx, denv, chartName, release, namespace)
 		Expect(err).NotTo(HaveOccurred())
-		r, err := framework.StartAsIdentity(bin, did, namespace, false, framework.WebhookFlags(denv)...)
+		r, err := framework.StartAsIdentity(bin, did, namespace, true, framework.WebhookFlags(denv)...)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func() { Expect(r.Stop(10*time.Second)).To(Succeed(), r.Logs()) })
 		waitReady(r)
 		c := denv.Client
 
-		for _, p := range []string{"aws", "azure", "gcp"} {
-			By(p)
-			raw, err := os.ReadFile(filepath.Join("testdata", p+".yaml"))
-			Expect(err).NotTo(HaveOccurred())
-			set := &machinev1.ControlPlaneMachineSet{}
-			Expect(yaml.UnmarshalStrict(raw, set)).To(Succeed(), p)
-
-			// The three masters the set is activated over, as an installer
-			// leaves them: the template in each failure domain, Running,
-			// with a Ready Node (no machine-api runs in this cluster: the
-			// statuses are written here).
-			tmpl := set.Spec.Template.OpenShiftMachineV1Beta1Machine
-			fds, err := platform.FromSpec(tmpl.FailureDomains)
-			Expect(err).NotTo(HaveOccurred(), p)
-			Expect(fds).To(HaveLen(3), p)
-			plat, err := platform.Detect(tmpl.FailureDomains, tmpl.Spec.ProviderSpec.Value.Raw)
-			Expect(err).NotTo(HaveOccurred(), p)
-			var names []string
-			for i, fd := range fds {
-				spec, err := plat.Inject(tmpl.Spec.ProviderSpec.Value.Raw, fd)
-				Expect(err).NotTo(HaveOccurred(), p)
-				name := fmt.Sprintf("%s-master-%d", tmpl.ObjectMeta.Labels[machineapi.ClusterLabel], i)
-				names = append(names, name)
-				m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: tmpl.ObjectMeta.Labels},
-					Spec: *tmpl.Spec.DeepCopy()}
-				m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: spec}
-				Expect(c.Create(ctx, m)).To(Succeed(), "%s %s", p, name)
-				m.Status.Phase = ptr.To(machinev1beta1.PhaseRunning)
-				m.Status.NodeRef = &corev1.ObjectReference{Kind: "Node", Name: name}
-				Expect(c.Status().Update(ctx, m)).To(Succeed())
-				n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/master": ""}}}
-				Expect(c.Create(ctx, n)).To(Succeed())
-				n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now()}}
-				Expect(c.Status().Update(ctx, n)).To(Succeed())
+		// The control plane the objects meet: ocpsim's three AWS masters (the
+		// topology of this suite's cluster), without the set ocpsim seeds,
+		// so that an object the apiserver admitted would be created and
+		// acted on rather than refused as AlreadyExists.
+		o, err := seed.Build(ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 0}, time.Now())
+		Expect(err).NotTo(HaveOccurred())
+		o.CPMS = nil
+		Expect(seed.Apply(ctx, c, o)).To(Succeed())
+		machineVersions := func() map[string]string {
+			var list machinev1beta1.MachineList
+			Expect(c.List(ctx, &list, client.InNamespace(namespace))).To(Succeed())
+			out := map[string]string{}
+			for _, m := range list.Items {
+				out[m.Name] = m.ResourceVersion
 			}
-			// Schema, CEL rules and the webhook (selector, platform,
-			// failure domains vs machines, replicas vs machines) admit it.
-			Expect(c.Create(ctx, set)).To(Succeed(), p)
-			// The controller adopts the machines and finds nothing to
-			// replace: the documented provider spec, with each failure
-			// domain injected, is what every machine runs.
-			Eventually(func(g Gomega) {
-				got := &machinev1.ControlPlaneMachineSet{}
-				g.Expect(c.Get(ctx, setKey, got)).To(Succeed())
-				g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-				g.Expect(got.Status.UpdatedReplicas).To(BeEquivalentTo(3), p)
-				expectCondition(g, got, plan.ConditionAvailable, metav1.ConditionTrue, plan.ReasonAllReplicasAvailable)
-				expectCondition(g, got, plan.ConditionProgressing, metav1.ConditionFalse, plan.ReasonAllReplicasUpdated)
-				expectCondition(g, got, plan.ConditionDegraded, metav1.ConditionFalse, plan.ReasonAsExpected)
-				var list machinev1beta1.MachineList
-				g.Expect(c.List(ctx, &list, client.InNamespace(namespace))).To(Succeed())
-				g.Expect(list.Items).To(HaveLen(3))
-				for _, m := range list.Items {
-					ref := metav1.GetControllerOf(&m)
-					g.Expect(ref).NotTo(BeNil(), m.Name)
-					g.Expect(ref.UID).To(Equal(got.UID), m.Name)
-				}
-			}).Should(Succeed())
-
-			By(p + ": deleting the set releases the machines; the next platform starts from an empty namespace")
-			Expect(c.Delete(ctx, set)).To(Succeed())
-			Eventually(func() bool { return apierrors.IsNotFound(c.Get(ctx, setKey, &machinev1.ControlPlaneMachineSet{})) }).Should(BeTrue())
-			for _, name := range names {
-				Expect(c.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
-				Expect(c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
-			}
-			Eventually(func(g Gomega) {
-				var list machinev1beta1.MachineList
-				g.Expect(c.List(ctx, &list, client.InNamespace(namespace))).To(Succeed())
-				g.Expect(list.Items).To(BeEmpty())
-			}).Should(Succeed())
+			return out
 		}
-		Expect(r.Logs()).NotTo(ContainSubstring("Created machine"), "a documented set replaced a machine")
+		before := machineVersions()
+		Expect(before).To(HaveLen(3))
+
+		tests, err := loadUpstream()
+		Expect(err).NotTo(HaveOccurred())
+		bySchema, byWebhook := 0, 0
+		for _, t := range tests {
+			what := t.Suite + " / " + t.Name
+			set, err := t.object()
+			Expect(err).NotTo(HaveOccurred())
+			// The one adaptation: the upstream objects have no name or
+			// namespace (its test harness supplies them). They are created
+			// as `cluster` in openshift-machine-api, the only set the
+			// controller manages (and the upstream operator too) and the
+			// only namespace the chart sends to the webhook: anywhere else
+			// only the schema would judge them.
+			Expect(set.GetNamespace()).To(BeEmpty(), what)
+			Expect(set.GetName()).To(BeEmpty(), what)
+			set.SetNamespace(namespace)
+			set.SetName("cluster")
+			err = c.Create(ctx, set)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want Invalid, got %v", what, err)
+			if t.ExpectedError != "" {
+				// The schema and its CEL rules refuse it, with the upstream's
+				// message, before the webhook is called.
+				Expect(err.Error()).To(ContainSubstring(apiserverMessage(t.ExpectedError)), what)
+				Expect(err.Error()).NotTo(ContainSubstring("admission webhook"), what)
+				bySchema++
+				continue
+			}
+			Expect(t.Expected).NotTo(BeEmpty(), "%s: neither expected nor expectedError", what)
+			want, ok := webhookRefusals[t.Name]
+			Expect(ok).To(BeTrue(), "%s: valid by the schema, and no expectation of the webhook's answer: decide one in webhookRefusals", what)
+			Expect(err.Error()).To(ContainSubstring(`admission webhook "controlplanemachineset.cpms.upshift.io" denied the request`), what)
+			Expect(err.Error()).To(ContainSubstring(want), what)
+			byWebhook++
+		}
+		Expect(byWebhook).To(Equal(len(webhookRefusals)), "an expectation in webhookRefusals matches no upstream test")
+
+		By("nothing was stored, and the masters were not touched")
+		var sets machinev1.ControlPlaneMachineSetList
+		Expect(c.List(ctx, &sets, client.InNamespace(namespace))).To(Succeed())
+		Expect(sets.Items).To(BeEmpty())
+		Expect(machineVersions()).To(Equal(before))
+		Expect(r.Logs()).NotTo(ContainSubstring("Created machine"))
+		msg := fmt.Sprintf("openshift/api's CPMS tests: %d objects applied, %d refused by the schema with the upstream's message, %d by the webhook",
+			len(tests), bySchema, byWebhook)
+		GinkgoWriter.Println(msg)
+		AddReportEntry("upstream", msg)
 	})
 
 	It("rolls the three masters one by one after a provider-spec change, never below 3 etcd members on Ready nodes", func(ctx SpecContext) {
@@ -543,13 +572,16 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		scrape()
 	})
 
-	It("never makes a second replacement for an index when killed at random points of rollouts (10 kills)", func(ctx SpecContext) {
-		// Without leader election: a killed leader keeps its Lease for its
-		// whole duration, and this spec is about what a new process does
-		// with the cluster it finds, not about who may act.
+	It("never makes a second replacement for an index when its leader is killed at random points of rollouts (10 kills)", func(ctx SpecContext) {
+		// As the chart runs it, leader election on, with lease timings
+		// short enough for ten takeovers: a killed leader keeps its Lease
+		// until it expires, --leader-elect-lease-duration after its last
+		// renewal, and only then may the next process act.
 		stop()
-		start(false)
+		start(true, leaseFlags...)
+		holder := newLeader(ctx, "")
 		w := watchCluster(ctx)
+		var takeovers []time.Duration
 		seed := GinkgoRandomSeed()
 		rng := rand.New(rand.NewPCG(uint64(seed), 12))
 		rollouts := []string{"m6i.4xlarge", "m6i.8xlarge", "m6i.12xlarge", "m6i.16xlarge"}
@@ -574,9 +606,14 @@ var _ = Describe("cpms-controller", Ordered, func() {
 			seen := w.report().events
 			n := 1 + rng.IntN(6)
 			Eventually(func() bool { return w.report().events >= seen+n || isSettled() }, 2*time.Minute).Should(BeTrue())
+			// The process killed is the one acting.
+			Expect(leaseHolder(ctx, Default)).To(Equal(holder))
+			killed := time.Now()
 			ctl.Kill()
 			kills++
-			start(false)
+			start(true, leaseFlags...)
+			holder = newLeader(ctx, holder)
+			takeovers = append(takeovers, time.Since(killed))
 		}
 		Eventually(settled(ctx, current, gen), 2*time.Minute).Should(Succeed())
 		r := w.report()
@@ -592,7 +629,10 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		for k, names := range perIndex {
 			Expect(names).To(HaveLen(1), "%s", k)
 		}
-		msg := fmt.Sprintf("%d kills over %d rollouts (seed %d): %d replacements, one per index and rollout", kills, next, seed, len(r.added))
+		sort.Slice(takeovers, func(i, j int) bool { return takeovers[i] < takeovers[j] })
+		msg := fmt.Sprintf("%d kills of the leader over %d rollouts (seed %d): %d replacements, one per index and rollout; "+
+			"kill -> new leader (%s lease): p50 %v, max %v",
+			kills, next, seed, len(r.added), leaseDuration, takeovers[len(takeovers)/2].Round(time.Millisecond), takeovers[len(takeovers)-1].Round(time.Millisecond))
 		GinkgoWriter.Println(msg)
 		AddReportEntry("kills", msg)
 		stop()

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/tools/leaderelection"
 )
 
 // Flags are the command-line flags every Upshift binary accepts.
@@ -20,6 +22,9 @@ type Flags struct {
 	HealthProbeBindAddress  string
 	LeaderElect             bool
 	LeaderElectionNamespace string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
 	LogLevel                string
 	LogFormat               string
 	GracefulShutdownTimeout time.Duration
@@ -51,6 +56,14 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		"Elect a leader through a Lease so that only one replica acts at a time.")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader-election Lease. Empty: the pod's own namespace (required outside a cluster).")
+	// The names and defaults of kube-controller-manager's (and
+	// controller-runtime's) leader election.
+	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a Lease holds after its holder's last renewal: the longest a new leader waits to take over from one that died without releasing it.")
+	fs.DurationVar(&f.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew its Lease before it gives up leadership and exits; shorter than --leader-elect-lease-duration.")
+	fs.DurationVar(&f.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often replicas try to acquire the Lease, and the leader to renew it.")
 	fs.StringVar(&f.LogLevel, "log-level", "info",
 		"Log level: debug, info, warn, error, or a verbosity number 0-10 (higher logs more).")
 	fs.StringVar(&f.LogFormat, "log-format", "json", "Log format: json or console.")
@@ -104,6 +117,18 @@ func (f *Flags) Validate() error {
 		if err := validateBindAddress(addr); err != nil {
 			return fmt.Errorf("invalid value %q for flag --%s: %w", addr, name, err)
 		}
+	}
+	// client-go's leader election refuses these at start; here they are
+	// usage errors that name the flag.
+	switch {
+	case f.RetryPeriod <= 0:
+		return fmt.Errorf("invalid value %s for flag --leader-elect-retry-period: must be positive", f.RetryPeriod)
+	case float64(f.RenewDeadline) <= leaderelection.JitterFactor*float64(f.RetryPeriod):
+		return fmt.Errorf("invalid value %s for flag --leader-elect-renew-deadline: must be more than %.1f × --leader-elect-retry-period (%s)",
+			f.RenewDeadline, leaderelection.JitterFactor, f.RetryPeriod)
+	case f.LeaseDuration <= f.RenewDeadline:
+		return fmt.Errorf("invalid value %s for flag --leader-elect-lease-duration: must be more than --leader-elect-renew-deadline (%s)",
+			f.LeaseDuration, f.RenewDeadline)
 	}
 	if f.MetricsCertDir != "" && !f.MetricsSecure {
 		return fmt.Errorf("invalid value %q for flag --metrics-cert-dir: needs --metrics-secure=true", f.MetricsCertDir)

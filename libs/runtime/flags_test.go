@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseFlagsErrorsNameTheFlag(t *testing.T) {
@@ -25,6 +26,11 @@ func TestParseFlagsErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--kube-api-burst=0"}, "--kube-api-burst"},
 		{[]string{"stray"}, `"stray"`},
 		{[]string{"--metrics-secure=false", "--metrics-cert-dir=/certs"}, "--metrics-cert-dir"},
+		// client-go's own rules: lease > renew deadline > 1.2 × retry > 0.
+		{[]string{"--leader-elect-retry-period=0s"}, "--leader-elect-retry-period"},
+		{[]string{"--leader-elect-renew-deadline=2400ms"}, "--leader-elect-renew-deadline"},
+		{[]string{"--leader-elect-lease-duration=10s"}, "--leader-elect-lease-duration"},
+		{[]string{"--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=2s"}, "--leader-elect-renew-deadline"},
 	} {
 		_, err := ParseFlags("x", tc.args, &bytes.Buffer{}, nil)
 		if err == nil {
@@ -43,15 +49,18 @@ func TestParseFlagsDefaultsAndValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !f.LeaderElect || f.LogFormat != "json" || f.LogLevel != "info" || f.MetricsBindAddress != ":8080" ||
-		!f.MetricsSecure || f.MetricsCertDir != "" {
+		!f.MetricsSecure || f.MetricsCertDir != "" ||
+		f.LeaseDuration != 15*time.Second || f.RenewDeadline != 10*time.Second || f.RetryPeriod != 2*time.Second {
 		t.Errorf("unexpected defaults: %+v", f)
 	}
 	f, err = ParseFlags("x", []string{"--leader-elect=false", "--log-level=3", "--log-format=console",
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0"}, &bytes.Buffer{}, nil)
+		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0",
+		"--leader-elect-lease-duration=2s", "--leader-elect-renew-deadline=1500ms", "--leader-elect-retry-period=250ms"}, &bytes.Buffer{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.LeaderElect || f.LogLevel != "3" || f.LogFormat != "console" || f.MetricsBindAddress != "0" {
+	if f.LeaderElect || f.LogLevel != "3" || f.LogFormat != "console" || f.MetricsBindAddress != "0" ||
+		f.LeaseDuration != 2*time.Second || f.RenewDeadline != 1500*time.Millisecond || f.RetryPeriod != 250*time.Millisecond {
 		t.Errorf("values not parsed: %+v", f)
 	}
 }

@@ -91,7 +91,8 @@ func TestServesAndStopsOnSIGTERM(t *testing.T) {
 	var logs bytes.Buffer
 	cmd := child("--kubeconfig="+env.KubeconfigPath, "--metrics-bind-address="+metricsAddr,
 		"--metrics-cert-dir="+certDir,
-		"--health-probe-bind-address="+probeAddr, "--leader-election-namespace=default")
+		"--health-probe-bind-address="+probeAddr, "--leader-election-namespace=default",
+		"--leader-elect-lease-duration=17s")
 	cmd.Stderr = &logs
 	g.Expect(cmd.Start()).To(Succeed())
 	exited := make(chan error, 1)
@@ -169,6 +170,9 @@ func TestServesAndStopsOnSIGTERM(t *testing.T) {
 		g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 		g.Expect(*lease.Spec.HolderIdentity).NotTo(BeEmpty())
 	}).WithTimeout(20 * time.Second).Should(Succeed())
+	// The Lease carries --leader-elect-lease-duration: how long another
+	// replica waits on it.
+	g.Expect(lease.Spec.LeaseDurationSeconds).To(HaveValue(BeEquivalentTo(17)))
 
 	start := time.Now()
 	g.Expect(cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())

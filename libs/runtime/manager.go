@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -93,6 +94,9 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 		LeaderElectionID:              LeaseName(component),
 		LeaderElectionNamespace:       f.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 positive(f.LeaseDuration),
+		RenewDeadline:                 positive(f.RenewDeadline),
+		RetryPeriod:                   positive(f.RetryPeriod),
 		GracefulShutdownTimeout:       &gracefulTimeout,
 		Controller:                    opts.Controller,
 		WebhookServer:                 opts.WebhookServer,
@@ -116,6 +120,15 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	}
 	buildInfo.WithLabelValues(component, version).Set(1)
 	return mgr, nil
+}
+
+// positive is d, or nil (controller-runtime's default) when d is not set:
+// Flags built in code rather than parsed leave the lease timings zero.
+func positive(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return &d
 }
 
 func chainTransforms(first, second toolscache.TransformFunc) toolscache.TransformFunc {
