@@ -204,6 +204,18 @@ var _ = Describe("node-gate", Ordered, func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(run), run))
 		}).Should(BeTrue())
+
+		By("settled: every worker back on the worker pool's target (the MCO's rebootless move out of the gate pool)")
+		// The next spec's run must start on a quiet cluster: a run created
+		// while workers are still behind their pool's target gates that
+		// tail itself, and completes instead of waiting idle.
+		Eventually(func(g Gomega) {
+			target := workerPool(ctx).Spec.Configuration.Name
+			for _, n := range workers(ctx) {
+				g.Expect(n.Annotations[mcostate.DesiredConfig]).To(Equal(target), n.Name)
+				g.Expect(mcostate.Done(n.Annotations)).To(BeTrue(), n.Name)
+			}
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
 	})
 
 	It("pauses on a failing hook with the MCO touching no node, and deleting the run mid-way restores the pool exactly", func(ctx SpecContext) {
