@@ -132,7 +132,17 @@ func BuildJob(h nodegatev1alpha1.Hook, rule *nodegatev1alpha1.MutexRule, stage n
 		Spec: *spec,
 	}
 	if p.Owner != nil && rule.Spec.JobNamespace == rule.Namespace {
-		job.OwnerReferences = []metav1.OwnerReference{*p.Owner}
+		owner := *p.Owner
+		// blockOwnerDeletion false: the reference is only there so the
+		// garbage collector removes the Job once the run is gone. Nothing
+		// deletes a run in the foreground waiting for its Jobs (the run's
+		// own finalizer decides when it goes), so blocking buys nothing,
+		// and setting it true needs "update" on mutexrunconfigs/finalizers
+		// where OwnerReferencesPermissionEnforcement is enabled (OpenShift):
+		// without that grant every Job create would be refused. Creating an
+		// object with an owner reference needs no further permission.
+		owner.BlockOwnerDeletion = ptr.To(false)
+		job.OwnerReferences = []metav1.OwnerReference{owner}
 	}
 	return job
 }

@@ -129,6 +129,11 @@ func TestNodeLifecycle(t *testing.T) {
 	if j.Spec.TTLSecondsAfterFinished == nil || len(j.OwnerReferences) != 1 || j.OwnerReferences[0].Name != "run" {
 		t.Fatalf("ttl/owner: %+v %+v", j.Spec.TTLSecondsAfterFinished, j.OwnerReferences)
 	}
+	// blockOwnerDeletion true would need update on mutexrunconfigs/finalizers
+	// under OwnerReferencesPermissionEnforcement (OpenShift), not granted.
+	if b := j.OwnerReferences[0].BlockOwnerDeletion; b == nil || *b {
+		t.Fatalf("blockOwnerDeletion must be set false: %v", b)
+	}
 	rec := w.rec("w00")
 	if rec.Phase != nodegatev1alpha1.NodePreHooks || rec.Hooks[0].Attempts != 1 || rec.Hooks[0].JobName != j.Name {
 		t.Fatalf("record %+v", rec)
