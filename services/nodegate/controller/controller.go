@@ -208,7 +208,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if apierrors.IsConflict(err) {
 				return reconcile.Result{RequeueAfter: conflictRetry}, nil
 			}
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+			if !apierrors.IsNotFound(err) {
+				return reconcile.Result{}, err
+			}
+		}
+		// The run is gone once its last finalizer is: no event of it reaches
+		// Reconcile afterwards (runs are mapped from the cache, where it no
+		// longer is), so its series are dropped now or never.
+		if r.Metrics != nil {
+			r.Metrics.Forget(runKey)
 		}
 		return reconcile.Result{}, nil
 	}
