@@ -765,3 +765,60 @@ func TestOnlyTerminalJobConditions(t *testing.T) {
 		t.Fatalf("Failed: run %s", w2.run.Status.Phase)
 	}
 }
+
+// TestJobTTLAtLeastMinimum: a Job that expires before node-gate reads its
+// result would be created again, so a user's short TTL is raised.
+func TestJobTTLAtLeastMinimum(t *testing.T) {
+	rule := &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"},
+		Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "r", JobNamespace: "ns"}}
+	for _, tc := range []struct {
+		user *int32
+		want int32
+	}{
+		{nil, DefaultJobTTL},
+		{ptr.To[int32](0), MinJobTTL},
+		{ptr.To[int32](59), MinJobTTL},
+		{ptr.To[int32](3600), 3600},
+		{ptr.To[int32](7200), 7200},
+	} {
+		h := nodegatev1alpha1.Hook{Name: "h", JobSpec: *jobSpec("c")}
+		h.JobSpec.TTLSecondsAfterFinished = tc.user
+		j := BuildJob(h, rule, nodegatev1alpha1.StagePre, JobParams{Node: "w0", RunID: "id", RunKey: "k"})
+		if got := j.Spec.TTLSecondsAfterFinished; got == nil || *got != tc.want {
+			t.Errorf("user ttl %v: got %v, want %d", tc.user, got, tc.want)
+		}
+	}
+}
+
+// TestCompletedHookNeverRecreated: once the record says a hook succeeded, its
+// Job vanishing (TTL, a user) does not make the planner run it again.
+func TestCompletedHookNeverRecreated(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	key := firstJob(t, w, "w00")
+	w.setJob(key, batchv1.JobComplete)
+	w.reconcile()
+	name := key[strings.Index(key, "/")+1:]
+	var done *nodegatev1alpha1.HookRecord
+	for i, h := range w.rec("w00").Hooks {
+		if h.JobName == name {
+			done = &w.rec("w00").Hooks[i]
+		}
+	}
+	if done == nil || done.Phase != nodegatev1alpha1.HookSucceeded {
+		t.Fatalf("hook record %+v", done)
+	}
+	delete(w.jobs, key)
+	for pass := 0; pass < 3; pass++ {
+		r := w.reconcile()
+		for _, a := range actionsOf(r, CreateJob) {
+			if a.Job.Name == name {
+				t.Fatalf("pass %d: the completed hook's Job %s was created again", pass, name)
+			}
+		}
+	}
+	for _, h := range w.rec("w00").Hooks {
+		if h.JobName == name && h.Phase != nodegatev1alpha1.HookSucceeded {
+			t.Fatalf("hook record went back to %s", h.Phase)
+		}
+	}
+}

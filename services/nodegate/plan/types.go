@@ -51,6 +51,11 @@ const (
 	WorkerPool = "worker"
 	// DefaultJobTTL is ttlSecondsAfterFinished for hook Jobs that set none.
 	DefaultJobTTL int32 = 24 * 3600
+	// MinJobTTL is the least ttlSecondsAfterFinished a hook Job gets: the
+	// planner reads a finished Job's result from its cache, and a Job
+	// removed before that read looks like one not yet cached, which the
+	// planner creates again (the hook would run twice).
+	MinJobTTL int32 = 3600
 )
 
 // Environment variables appended to every hook container.
