@@ -425,6 +425,8 @@ func TestRefusesToStart(t *testing.T) {
 		{"gate pool name taken", func(w *world) {
 			w.pools["worker-gate"] = newPool("worker-gate", map[string]string{"x": ""}, "worker", "4.15.0")
 		}, ReasonGatePoolNameTaken, "worker-gate"},
+		{"rule's job namespace not allowed", func(w *world) { w.jobNS = []string{"hooks"} }, ReasonJobNamespace, `spec.jobNamespace "gate-ns" is not one of node-gate's job namespaces [hooks]`},
+		{"pool not gated", func(w *world) { w.gated = []string{"infra"} }, ReasonPoolNotGated, "MachineConfigPool worker is not one of the pools node-gate may gate [infra]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -441,7 +443,18 @@ func TestRefusesToStart(t *testing.T) {
 			if w.run.Status.Phase != nodegatev1alpha1.RunBlocked || c.Status != metav1.ConditionTrue || c.Reason != tc.reason || !strings.Contains(c.Message, tc.msg) {
 				t.Fatalf("phase %s Blocked %+v", w.run.Status.Phase, c)
 			}
+			if !hasEvent(r, tc.reason) {
+				t.Fatalf("no %s Event: %+v", tc.reason, r.Events)
+			}
 		})
+	}
+	// Allowed job namespaces and gated pools that include the run's do not
+	// block it.
+	ok := newWorld(t, 1)
+	ok.jobNS, ok.gated = []string{"hooks", ns}, []string{"infra", "worker"}
+	ok.reconcile()
+	if ok.cond(CondBlocked).Status != metav1.ConditionFalse {
+		t.Fatalf("run within the allowed namespaces and pools blocked: %+v", ok.cond(CondBlocked))
 	}
 	// The older of two runs on one pool is not blocked by the younger.
 	w := newWorld(t, 1)

@@ -89,6 +89,15 @@ type Input struct {
 	AlertsErr error
 	// OtherRuns are the other MutexRunConfigs' claims on pools.
 	OtherRuns []RunClaim
+	// JobNamespaces are the namespaces node-gate may create hook Jobs in
+	// (its --job-namespaces, where the chart grants Jobs); a rule naming
+	// another blocks the run. Empty: any.
+	JobNamespaces []string
+	// GatedPools are the source pools node-gate may gate (its
+	// --gated-pools: the chart lets it delete only their gate pools, so a
+	// run on another pool could never be deleted); a target naming another
+	// blocks the run. Empty: any.
+	GatedPools []string
 }
 
 // RunClaim is another run and the pools it targets.
