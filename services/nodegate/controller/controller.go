@@ -499,23 +499,25 @@ func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunC
 	return out, nil
 }
 
-// drainTimeout: the run's, else the PDBForceDrainTimeout of an
-// UpgradeConfig in the run's namespace, else the default.
+// drainTimeout reads the UpgradeConfigs of the run's namespace (unless the
+// run sets its own timeout) for drain.TimeoutFor.
 func (r *Reconciler) drainTimeout(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig) (time.Duration, error) {
-	if t := run.Spec.DrainRemediation.Timeout; t != nil {
-		return t.Duration, nil
+	own := run.Spec.DrainRemediation.Timeout
+	if own != nil && own.Duration > 0 {
+		return own.Duration, nil
 	}
 	var ucs upgradev1alpha1.UpgradeConfigList
 	if err := r.APIReader.List(ctx, &ucs, client.InNamespace(run.Namespace)); err != nil {
 		if apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
-			return drain.DefaultTimeout, nil
+			return drain.TimeoutFor(own, nil), nil
 		}
 		return 0, err
 	}
-	if len(ucs.Items) > 0 {
-		return time.Duration(ucs.Items[0].Spec.PDBForceDrainTimeout) * time.Minute, nil
+	minutes := map[string]int32{}
+	for _, uc := range ucs.Items {
+		minutes[uc.Name] = uc.Spec.PDBForceDrainTimeout
 	}
-	return drain.DefaultTimeout, nil
+	return drain.TimeoutFor(own, minutes), nil
 }
 
 // podsOn lists the pods bound to a node and the PDBs of their namespaces.

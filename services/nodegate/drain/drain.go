@@ -38,6 +38,30 @@ const (
 	DefaultStepTimeout = 2 * time.Minute
 )
 
+// TimeoutFor is a run's drain timeout: its own when positive; else the
+// PDBForceDrainTimeout (minutes, by UpgradeConfig name) of the first
+// UpgradeConfig by name that has a positive one, so that several
+// UpgradeConfigs in one namespace always give the same answer; else
+// DefaultTimeout. Zero is never taken: it would force pods off the moment a
+// drain starts, taking eviction (and the PodDisruptionBudgets) away from the
+// machine-config operator.
+func TimeoutFor(run *metav1.Duration, upgradeConfigMinutes map[string]int32) time.Duration {
+	if run != nil && run.Duration > 0 {
+		return run.Duration
+	}
+	names := make([]string, 0, len(upgradeConfigMinutes))
+	for n := range upgradeConfigMinutes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if m := upgradeConfigMinutes[n]; m > 0 {
+			return time.Duration(m) * time.Minute
+		}
+	}
+	return DefaultTimeout
+}
+
 // MirrorPodAnnotation marks static pods' API mirrors: deleting one does
 // nothing (the kubelet recreates it), and the MCO's drain skips them.
 const MirrorPodAnnotation = "kubernetes.io/config.mirror"

@@ -344,3 +344,27 @@ func TestFailedStepRepeatedNotEscalated(t *testing.T) {
 		})
 	}
 }
+
+func TestTimeoutFor(t *testing.T) {
+	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	for _, tc := range []struct {
+		name string
+		run  *metav1.Duration
+		ucs  map[string]int32
+		want time.Duration
+	}{
+		{"nothing", nil, nil, DefaultTimeout},
+		{"run's own", d(10 * time.Minute), map[string]int32{"a": 5}, 10 * time.Minute},
+		{"run's zero is unset", d(0), map[string]int32{"a": 5}, 5 * time.Minute},
+		{"upgradeconfig zero is unset", nil, map[string]int32{"a": 0}, DefaultTimeout},
+		{"first by name", nil, map[string]int32{"b": 30, "a": 20, "c": 10}, 20 * time.Minute},
+		{"first positive by name", nil, map[string]int32{"a": 0, "b": 30}, 30 * time.Minute},
+	} {
+		// Map order is random: the answer must not depend on it.
+		for i := 0; i < 20; i++ {
+			if got := TimeoutFor(tc.run, tc.ucs); got != tc.want {
+				t.Fatalf("%s: %s, want %s", tc.name, got, tc.want)
+			}
+		}
+	}
+}
