@@ -25,7 +25,7 @@ import (
 
 func main() {
 	namespace := os.Getenv("POD_NAMESPACE")
-	var jobNamespaces string
+	var jobNamespaces, gatedPools string
 	var alertsCfg alerts.Config
 	var alertsAPI string
 	runtime.MainProcess(runtime.Component{
@@ -35,6 +35,8 @@ func main() {
 				"Namespace node-gate runs in (default $POD_NAMESPACE); hook Jobs may run there unless --job-namespaces says otherwise.")
 			fs.StringVar(&jobNamespaces, "job-namespaces", "",
 				"Comma-separated namespaces where MutexRules may run hook Jobs (the chart grants Jobs only there). Empty: --namespace.")
+			fs.StringVar(&gatedPools, "gated-pools", "",
+				"Comma-separated source MachineConfigPools runs may gate (the chart lets node-gate delete only their gate pools); a run targeting another is blocked (PoolNotGated) before it changes anything. Empty: any.")
 			fs.StringVar(&alertsCfg.URL, "alerts-url", "",
 				"Base URL of the alerts API for runs with a healthGate, e.g. https://thanos-querier.openshift-monitoring.svc:9091; empty: such runs wait (fail closed).")
 			fs.StringVar(&alertsAPI, "alerts-api", "",
@@ -52,9 +54,11 @@ func main() {
 				return errors.New("no --job-namespaces, no --namespace and no $POD_NAMESPACE: say where hook Jobs run")
 			}
 			r := &controller.Reconciler{
-				Client:   mgr.GetClient(),
-				Recorder: mgr.GetEventRecorder("node-gate"),
-				Metrics:  metrics.New(ctrlmetrics.Registry),
+				Client:        mgr.GetClient(),
+				Recorder:      mgr.GetEventRecorder("node-gate"),
+				Metrics:       metrics.New(ctrlmetrics.Registry),
+				JobNamespaces: nss,
+				GatedPools:    splitList(gatedPools),
 			}
 			if alertsCfg.URL != "" {
 				alertsCfg.API = alerts.API(alertsAPI)
@@ -64,7 +68,7 @@ func main() {
 				}
 				r.Alerts = c
 			}
-			log.Info("gating nodes", "jobNamespaces", nss, "alerts", alertsCfg.URL != "")
+			log.Info("gating nodes", "jobNamespaces", nss, "gatedPools", r.GatedPools, "alerts", alertsCfg.URL != "")
 			return r.SetupWithManager(mgr)
 		},
 	})
@@ -81,14 +85,20 @@ func cacheOptions(jobNamespaces, namespace string) cache.Options {
 }
 
 func jobNamespaceList(flagValue, namespace string) []string {
-	var out []string
-	for _, ns := range strings.Split(flagValue, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			out = append(out, ns)
-		}
-	}
+	out := splitList(flagValue)
 	if len(out) == 0 && namespace != "" {
 		out = []string{namespace}
+	}
+	return out
+}
+
+// splitList reads a comma-separated flag, blanks dropped.
+func splitList(flagValue string) []string {
+	var out []string
+	for _, v := range strings.Split(flagValue, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
 	}
 	return out
 }

@@ -41,3 +41,12 @@ func TestJobsCachedOnlyInJobNamespaces(t *testing.T) {
 		t.Fatalf("default job namespaces %v, want [own]", got)
 	}
 }
+
+func TestSplitList(t *testing.T) {
+	if got := splitList(" worker, ,infra "); len(got) != 2 || got[0] != "worker" || got[1] != "infra" {
+		t.Fatalf("splitList: %q", got)
+	}
+	if got := splitList(""); got != nil {
+		t.Fatalf("empty flag: %q, want none (no restriction)", got)
+	}
+}

@@ -74,6 +74,9 @@ type Reconciler struct {
 	// Alerts serves runs with a health gate; nil makes such runs wait
 	// (fail closed) with the reason in status.
 	Alerts alerts.Client
+	// JobNamespaces and GatedPools bound what runs may use (see
+	// plan.Input); empty: anything.
+	JobNamespaces, GatedPools []string
 }
 
 // SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
@@ -208,7 +211,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if apierrors.IsConflict(err) {
 				return reconcile.Result{RequeueAfter: conflictRetry}, nil
 			}
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+			if !apierrors.IsNotFound(err) {
+				return reconcile.Result{}, err
+			}
+		}
+		// The run is gone once its last finalizer is: no event of it reaches
+		// Reconcile afterwards (runs are mapped from the cache, where it no
+		// longer is), so its series are dropped now or never.
+		if r.Metrics != nil {
+			r.Metrics.Forget(runKey)
 		}
 		return reconcile.Result{}, nil
 	}
@@ -217,7 +228,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // input reads the planner's inputs from the caches.
 func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig) (plan.Input, error) {
-	in := plan.Input{Now: r.Clock.Now(), Run: run}
+	in := plan.Input{Now: r.Clock.Now(), Run: run, JobNamespaces: r.JobNamespaces, GatedPools: r.GatedPools}
 	var (
 		rules   nodegatev1alpha1.MutexRuleList
 		targets nodegatev1alpha1.MutexTargetList
@@ -488,23 +499,25 @@ func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunC
 	return out, nil
 }
 
-// drainTimeout: the run's, else the PDBForceDrainTimeout of an
-// UpgradeConfig in the run's namespace, else the default.
+// drainTimeout reads the UpgradeConfigs of the run's namespace (unless the
+// run sets its own timeout) for drain.TimeoutFor.
 func (r *Reconciler) drainTimeout(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig) (time.Duration, error) {
-	if t := run.Spec.DrainRemediation.Timeout; t != nil {
-		return t.Duration, nil
+	own := run.Spec.DrainRemediation.Timeout
+	if own != nil && own.Duration > 0 {
+		return own.Duration, nil
 	}
 	var ucs upgradev1alpha1.UpgradeConfigList
 	if err := r.APIReader.List(ctx, &ucs, client.InNamespace(run.Namespace)); err != nil {
 		if apierrors.IsForbidden(err) || meta.IsNoMatchError(err) {
-			return drain.DefaultTimeout, nil
+			return drain.TimeoutFor(own, nil), nil
 		}
 		return 0, err
 	}
-	if len(ucs.Items) > 0 {
-		return time.Duration(ucs.Items[0].Spec.PDBForceDrainTimeout) * time.Minute, nil
+	minutes := map[string]int32{}
+	for _, uc := range ucs.Items {
+		minutes[uc.Name] = uc.Spec.PDBForceDrainTimeout
 	}
-	return drain.DefaultTimeout, nil
+	return drain.TimeoutFor(own, minutes), nil
 }
 
 // podsOn lists the pods bound to a node and the PDBs of their namespaces.

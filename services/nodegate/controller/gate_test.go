@@ -21,8 +21,10 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/nodegate/controller"
+	"github.com/upshift-io/upshift/services/nodegate/metrics"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/mco"
@@ -253,7 +255,7 @@ func failingHook(ctx SpecContext) {
 	run := newRun("fail", "failing")
 	Expect(env.Client.Create(ctx, run)).To(Succeed())
 	key := client.ObjectKeyFromObject(run)
-	startGate(ctx)
+	gt := startGate(ctx)
 	Eventually(func(g Gomega) { g.Expect(getRun(ctx, key).Status.Phase).To(Equal(nodegatev1alpha1.RunIdle)) }).Should(Succeed())
 	before := map[string]string{}
 	for _, n := range workers(ctx) {
@@ -273,6 +275,8 @@ func failingHook(ctx SpecContext) {
 		g.Expect(d.Message).To(ContainSubstring("DeadlineExceeded"))
 	}).Should(Succeed())
 	Expect(eventReasons(ctx, "MutexRunConfig", ns, "fail")).To(ContainElement(plan.ReasonHookFailed))
+	runLabel := map[string]string{"run": ns + "/fail"}
+	Eventually(func() float64 { return gt.metric(metrics.PausedName, runLabel) }).Should(Equal(1.0))
 	// The worker pool has rendered the new config; no node was told to run it.
 	Expect(getPool(ctx, "worker").Spec.Paused).To(BeTrue())
 	Consistently(func(g Gomega) {
@@ -286,6 +290,13 @@ func failingHook(ctx SpecContext) {
 	origSel := getPool(ctx, "worker").Spec.NodeSelector
 	Expect(env.Client.Delete(ctx, run)).To(Succeed())
 	Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, run)) }).Should(BeTrue())
+	// The deleted run's series go with it (else NodeGateRunPaused would
+	// fire forever): no series of the paused gauge names the run.
+	Eventually(func(g Gomega) {
+		all, err := metricstest.Series(gt.reg, metrics.PausedName)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(all).NotTo(HaveKey("run=" + ns + "/fail"))
+	}).Should(Succeed())
 	p := getPool(ctx, "worker")
 	Expect(p.Spec.Paused).To(BeFalse())
 	Expect(p.Spec.NodeSelector).To(Equal(origSel))

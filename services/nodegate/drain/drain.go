@@ -5,7 +5,9 @@
 // record. Eviction stays the MCO's: node-gate only acts once the drain has
 // been blocked past a timeout, and then per pod one step at a time — delete
 // with the pod's grace period, delete with grace 0, remove its finalizers —
-// each step given StepTimeout to work before the next.
+// each step given StepTimeout to work before the next. A delete the pod
+// shows no sign of after StepTimeout (no deletionTimestamp) is repeated, not
+// escalated.
 //
 // The clock is keyed on the MCO's desiredDrain request, not on the cordon:
 // a node uncordoned and cordoned again within the same request keeps its
@@ -35,6 +37,30 @@ const (
 	DefaultTimeout     = 60 * time.Minute
 	DefaultStepTimeout = 2 * time.Minute
 )
+
+// TimeoutFor is a run's drain timeout: its own when positive; else the
+// PDBForceDrainTimeout (minutes, by UpgradeConfig name) of the first
+// UpgradeConfig by name that has a positive one, so that several
+// UpgradeConfigs in one namespace always give the same answer; else
+// DefaultTimeout. Zero is never taken: it would force pods off the moment a
+// drain starts, taking eviction (and the PodDisruptionBudgets) away from the
+// machine-config operator.
+func TimeoutFor(run *metav1.Duration, upgradeConfigMinutes map[string]int32) time.Duration {
+	if run != nil && run.Duration > 0 {
+		return run.Duration
+	}
+	names := make([]string, 0, len(upgradeConfigMinutes))
+	for n := range upgradeConfigMinutes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if m := upgradeConfigMinutes[n]; m > 0 {
+			return time.Duration(m) * time.Minute
+		}
+	}
+	return DefaultTimeout
+}
 
 // MirrorPodAnnotation marks static pods' API mirrors: deleting one does
 // nothing (the kubelet recreates it), and the MCO's drain skips them.
@@ -169,6 +195,14 @@ func Decide(in Input) Result {
 			}
 		}
 		next := nextStep(b.Step, pod)
+		again := b.Step != "" && !tookEffect(b.Step, pod)
+		if again {
+			// The status is written before the step is taken: a step that
+			// failed, or was never sent (a crash, a lost leadership), is
+			// recorded as taken. Escalating past it would force a pod that
+			// never had its gentler step; take it again instead.
+			next = b.Step
+		}
 		if next == "" {
 			res.Stuck = append(res.Stuck, b.Namespace+"/"+b.Name)
 			continue
@@ -177,6 +211,9 @@ func Decide(in Input) Result {
 		why := fmt.Sprintf("the drain of node %s has been blocked for %s (timeout %s)", in.Node.Name, blockedFor.Round(time.Second), in.Timeout)
 		if len(b.PDBs) > 0 {
 			why += "; PodDisruptionBudgets selecting the pod: " + strings.Join(b.PDBs, ", ")
+		}
+		if again {
+			why += "; again, as the pod shows no sign of the last attempt"
 		}
 		switch next {
 		case nodegatev1alpha1.DrainStepDelete:
@@ -214,6 +251,19 @@ func nextStep(last nodegatev1alpha1.DrainStep, pod *corev1.Pod) nodegatev1alpha1
 		}
 	}
 	return ""
+}
+
+// tookEffect: the pod (still there) shows that step was carried out. Both
+// deletes leave a pod that stays terminating (deletionTimestamp set) or is
+// gone; a pod already terminating before a forced delete cannot tell, and
+// counts as done. Removing finalizers is not repeated: a controller that
+// adds them back would be fought forever.
+func tookEffect(step nodegatev1alpha1.DrainStep, pod *corev1.Pod) bool {
+	switch step {
+	case nodegatev1alpha1.DrainStepDelete, nodegatev1alpha1.DrainStepForceDelete:
+		return pod.DeletionTimestamp != nil
+	}
+	return true
 }
 
 // blocks: the MCO's drain waits for this pod. Finished pods, DaemonSet pods

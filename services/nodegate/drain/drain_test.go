@@ -224,8 +224,9 @@ func TestPDBMatching(t *testing.T) {
 }
 
 // TestNeverBeforeTimeoutNorFasterThanSteps drives random pass times and pod
-// churn: no pod is acted on before the drain's timeout, no pod gets two
-// steps within one step timeout, and steps only go forward.
+// churn and steps that randomly fail: no pod is acted on before the drain's
+// timeout, no pod gets two steps within one step timeout, steps only go
+// forward, and a delete is repeated exactly while the pod shows no effect.
 func TestNeverBeforeTimeoutNorFasterThanSteps(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	for round := 0; round < 200; round++ {
@@ -239,6 +240,7 @@ func TestNeverBeforeTimeoutNorFasterThanSteps(t *testing.T) {
 		last := map[string]time.Time{}
 		order := map[nodegatev1alpha1.DrainStep]int{"": 0, nodegatev1alpha1.DrainStepDelete: 1, nodegatev1alpha1.DrainStepForceDelete: 2, nodegatev1alpha1.DrainStepRemoveFinalizers: 3}
 		lastStep := map[string]nodegatev1alpha1.DrainStep{}
+		failed := map[string]bool{}
 		for pass := 0; pass < 40; pass++ {
 			now = now.Add(time.Duration(rng.Intn(20)) * time.Minute)
 			if rng.Intn(8) == 0 && len(pods) > 0 {
@@ -252,17 +254,117 @@ func TestNeverBeforeTimeoutNorFasterThanSteps(t *testing.T) {
 				if l, ok := last[a.Name]; ok && now.Sub(l) < 2*time.Minute {
 					t.Fatalf("round %d: two steps on %s within the step timeout", round, a.Name)
 				}
-				if order[a.Step] != order[lastStep[a.Name]]+1 && !(lastStep[a.Name] == "" && a.Step == nodegatev1alpha1.DrainStepForceDelete) {
+				terminating := false
+				for _, p := range pods {
+					terminating = terminating || (p.Name == a.Name && p.DeletionTimestamp != nil)
+				}
+				// A delete that failed (the pod not terminating) is taken
+				// again, never escalated; one that worked is never repeated.
+				if lastStep[a.Name] == nodegatev1alpha1.DrainStepDelete || (lastStep[a.Name] == nodegatev1alpha1.DrainStepForceDelete && a.Step == nodegatev1alpha1.DrainStepForceDelete) {
+					if (a.Step == lastStep[a.Name]) != !terminating {
+						t.Fatalf("round %d: %s after %q (terminating %v, failed %v): %q", round, a.Name, lastStep[a.Name], terminating, failed[a.Name], a.Step)
+					}
+				}
+				if a.Step == lastStep[a.Name] && terminating {
+					t.Fatalf("round %d: %s repeated %q though it took effect", round, a.Name, a.Step)
+				}
+				if a.Step != lastStep[a.Name] && order[a.Step] != order[lastStep[a.Name]]+1 && !(lastStep[a.Name] == "" && a.Step == nodegatev1alpha1.DrainStepForceDelete) {
 					t.Fatalf("round %d: %s went from %q to %q", round, a.Name, lastStep[a.Name], a.Step)
 				}
 				last[a.Name], lastStep[a.Name] = now, a.Step
+				if rng.Intn(3) == 0 {
+					failed[a.Name] = true // the step never reached the API
+					continue
+				}
+				failed[a.Name] = false
 				for i := range pods {
-					if pods[i].Name == a.Name && a.Step == nodegatev1alpha1.DrainStepDelete {
+					if pods[i].Name == a.Name && (a.Step == nodegatev1alpha1.DrainStepDelete || a.Step == nodegatev1alpha1.DrainStepForceDelete) && pods[i].DeletionTimestamp == nil {
 						pods[i].DeletionTimestamp = &metav1.Time{Time: now}
 					}
 				}
 			}
 			rec = r.Record
+		}
+	}
+}
+
+// TestFailedStepRepeatedNotEscalated: the status records a step before it is
+// taken, so a step that failed (or was never sent) looks taken. A delete the
+// pod shows no sign of is taken again after the step timeout, never
+// followed by the next, harsher one.
+func TestFailedStepRepeatedNotEscalated(t *testing.T) {
+	n := drainingNode("drain-rendered-x", "")
+	for _, tc := range []struct {
+		name string
+		last nodegatev1alpha1.DrainStep
+		// pod as seen after the step
+		terminating bool
+		finalizers  bool
+		want        nodegatev1alpha1.DrainStep
+		wantGrace   *int64
+	}{
+		{"delete failed", nodegatev1alpha1.DrainStepDelete, false, false, nodegatev1alpha1.DrainStepDelete, nil},
+		{"delete worked", nodegatev1alpha1.DrainStepDelete, true, false, nodegatev1alpha1.DrainStepForceDelete, new(int64)},
+		{"force delete failed", nodegatev1alpha1.DrainStepForceDelete, false, true, nodegatev1alpha1.DrainStepForceDelete, new(int64)},
+		{"force delete failed, no finalizers", nodegatev1alpha1.DrainStepForceDelete, false, false, nodegatev1alpha1.DrainStepForceDelete, new(int64)},
+		{"force delete worked, finalizers hold it", nodegatev1alpha1.DrainStepForceDelete, true, true, nodegatev1alpha1.DrainStepRemoveFinalizers, nil},
+		{"force delete worked, nothing left", nodegatev1alpha1.DrainStepForceDelete, true, false, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod("db", "db-0", map[string]string{"app": "db"}, func(p *corev1.Pod) {
+				if tc.terminating {
+					p.DeletionTimestamp = &metav1.Time{Time: t0}
+				}
+				if tc.finalizers {
+					p.Finalizers = []string{"example.com/keep"}
+				}
+			})
+			stepAt := t0.Add(time.Hour)
+			prev := &nodegatev1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0), ForcedPods: 1,
+				BlockingPods: []nodegatev1alpha1.BlockingPod{{Namespace: "db", Name: "db-0", UID: "db-db-0", Step: tc.last, StepTime: &metav1.Time{Time: stepAt}}}}
+			// Within the step timeout nothing happens, repeat or not.
+			if r := Decide(in(stepAt.Add(time.Minute), n, prev, p)); len(r.Actions) != 0 {
+				t.Fatalf("acted within the step timeout: %+v", r.Actions)
+			}
+			now := stepAt.Add(2 * time.Minute)
+			r := Decide(in(now, n, prev, p))
+			if tc.want == "" {
+				if len(r.Actions) != 0 || len(r.Stuck) != 1 {
+					t.Fatalf("want stuck, got actions %+v stuck %v", r.Actions, r.Stuck)
+				}
+				return
+			}
+			if len(r.Actions) != 1 || r.Actions[0].Step != tc.want || !reflect.DeepEqual(r.Actions[0].GracePeriod, tc.wantGrace) {
+				t.Fatalf("actions %+v, want %s grace %v", r.Actions, tc.want, tc.wantGrace)
+			}
+			b := r.Record.BlockingPods[0]
+			if b.Step != tc.want || !b.StepTime.Time.Equal(now) || r.Record.ForcedPods != 1 {
+				t.Fatalf("record %+v forced %d", b, r.Record.ForcedPods)
+			}
+		})
+	}
+}
+
+func TestTimeoutFor(t *testing.T) {
+	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	for _, tc := range []struct {
+		name string
+		run  *metav1.Duration
+		ucs  map[string]int32
+		want time.Duration
+	}{
+		{"nothing", nil, nil, DefaultTimeout},
+		{"run's own", d(10 * time.Minute), map[string]int32{"a": 5}, 10 * time.Minute},
+		{"run's zero is unset", d(0), map[string]int32{"a": 5}, 5 * time.Minute},
+		{"upgradeconfig zero is unset", nil, map[string]int32{"a": 0}, DefaultTimeout},
+		{"first by name", nil, map[string]int32{"b": 30, "a": 20, "c": 10}, 20 * time.Minute},
+		{"first positive by name", nil, map[string]int32{"a": 0, "b": 30}, 30 * time.Minute},
+	} {
+		// Map order is random: the answer must not depend on it.
+		for i := 0; i < 20; i++ {
+			if got := TimeoutFor(tc.run, tc.ucs); got != tc.want {
+				t.Fatalf("%s: %s, want %s", tc.name, got, tc.want)
+			}
 		}
 	}
 }

@@ -35,7 +35,9 @@ type world struct {
 	alerts    []alerts.Alert
 	alertsErr error
 	others    []RunClaim
-	version   string // the release the pools render
+	jobNS     []string // Input.JobNamespaces
+	gated     []string // Input.GatedPools
+	version   string   // the release the pools render
 	last      Result
 	// history of what happened, for assertions: labelled nodes and when.
 	labelled map[string]bool
@@ -112,7 +114,7 @@ func newWorld(t testing.TB, workers int) *world {
 
 func (w *world) input() Input {
 	in := Input{Now: w.now, Run: w.run.DeepCopy(), Rules: w.rules, Targets: w.targets, ClusterVersion: w.cv.DeepCopy(),
-		Alerts: w.alerts, AlertsErr: w.alertsErr, OtherRuns: w.others}
+		Alerts: w.alerts, AlertsErr: w.alertsErr, OtherRuns: w.others, JobNamespaces: w.jobNS, GatedPools: w.gated}
 	for _, k := range sortedKeys(w.pools) {
 		in.Pools = append(in.Pools, *w.pools[k].DeepCopy())
 	}

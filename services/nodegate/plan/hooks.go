@@ -85,7 +85,7 @@ type JobParams struct {
 // BuildJob makes one attempt of a hook for a node. The user's spec is kept;
 // node-gate only appends its environment variables to every container,
 // constrains placement, sets a deadline from the hook's timeout, a TTL when
-// the spec has none, and drops a selector the Job API would reject.
+// the spec has none (raised to MinJobTTL when shorter), and drops a selector the Job API would reject.
 func BuildJob(h nodegatev1alpha1.Hook, rule *nodegatev1alpha1.MutexRule, stage nodegatev1alpha1.HookStage, p JobParams) *batchv1.Job {
 	ruleKey := rule.Namespace + "/" + rule.Name
 	spec := h.JobSpec.DeepCopy()
@@ -95,8 +95,13 @@ func BuildJob(h nodegatev1alpha1.Hook, rule *nodegatev1alpha1.MutexRule, stage n
 	if spec.ManualSelector == nil || !*spec.ManualSelector {
 		spec.Selector = nil
 	}
-	if spec.TTLSecondsAfterFinished == nil {
+	switch {
+	case spec.TTLSecondsAfterFinished == nil:
 		spec.TTLSecondsAfterFinished = ptr.To(DefaultJobTTL)
+	case *spec.TTLSecondsAfterFinished < MinJobTTL:
+		// A shorter TTL (0 is common) could remove the Job before node-gate
+		// reads its result: see MinJobTTL.
+		spec.TTLSecondsAfterFinished = ptr.To(MinJobTTL)
 	}
 	if h.Timeout != nil {
 		spec.ActiveDeadlineSeconds = ptr.To(int64(h.Timeout.Seconds()))
@@ -132,7 +137,17 @@ func BuildJob(h nodegatev1alpha1.Hook, rule *nodegatev1alpha1.MutexRule, stage n
 		Spec: *spec,
 	}
 	if p.Owner != nil && rule.Spec.JobNamespace == rule.Namespace {
-		job.OwnerReferences = []metav1.OwnerReference{*p.Owner}
+		owner := *p.Owner
+		// blockOwnerDeletion false: the reference is only there so the
+		// garbage collector removes the Job once the run is gone. Nothing
+		// deletes a run in the foreground waiting for its Jobs (the run's
+		// own finalizer decides when it goes), so blocking buys nothing,
+		// and setting it true needs "update" on mutexrunconfigs/finalizers
+		// where OwnerReferencesPermissionEnforcement is enabled (OpenShift):
+		// without that grant every Job create would be refused. Creating an
+		// object with an owner reference needs no further permission.
+		owner.BlockOwnerDeletion = ptr.To(false)
+		job.OwnerReferences = []metav1.OwnerReference{owner}
 	}
 	return job
 }

@@ -129,6 +129,11 @@ func TestNodeLifecycle(t *testing.T) {
 	if j.Spec.TTLSecondsAfterFinished == nil || len(j.OwnerReferences) != 1 || j.OwnerReferences[0].Name != "run" {
 		t.Fatalf("ttl/owner: %+v %+v", j.Spec.TTLSecondsAfterFinished, j.OwnerReferences)
 	}
+	// blockOwnerDeletion true would need update on mutexrunconfigs/finalizers
+	// under OwnerReferencesPermissionEnforcement (OpenShift), not granted.
+	if b := j.OwnerReferences[0].BlockOwnerDeletion; b == nil || *b {
+		t.Fatalf("blockOwnerDeletion must be set false: %v", b)
+	}
 	rec := w.rec("w00")
 	if rec.Phase != nodegatev1alpha1.NodePreHooks || rec.Hooks[0].Attempts != 1 || rec.Hooks[0].JobName != j.Name {
 		t.Fatalf("record %+v", rec)
@@ -420,6 +425,8 @@ func TestRefusesToStart(t *testing.T) {
 		{"gate pool name taken", func(w *world) {
 			w.pools["worker-gate"] = newPool("worker-gate", map[string]string{"x": ""}, "worker", "4.15.0")
 		}, ReasonGatePoolNameTaken, "worker-gate"},
+		{"rule's job namespace not allowed", func(w *world) { w.jobNS = []string{"hooks"} }, ReasonJobNamespace, `spec.jobNamespace "gate-ns" is not one of node-gate's job namespaces [hooks]`},
+		{"pool not gated", func(w *world) { w.gated = []string{"infra"} }, ReasonPoolNotGated, "MachineConfigPool worker is not one of the pools node-gate may gate [infra]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -436,7 +443,18 @@ func TestRefusesToStart(t *testing.T) {
 			if w.run.Status.Phase != nodegatev1alpha1.RunBlocked || c.Status != metav1.ConditionTrue || c.Reason != tc.reason || !strings.Contains(c.Message, tc.msg) {
 				t.Fatalf("phase %s Blocked %+v", w.run.Status.Phase, c)
 			}
+			if !hasEvent(r, tc.reason) {
+				t.Fatalf("no %s Event: %+v", tc.reason, r.Events)
+			}
 		})
+	}
+	// Allowed job namespaces and gated pools that include the run's do not
+	// block it.
+	ok := newWorld(t, 1)
+	ok.jobNS, ok.gated = []string{"hooks", ns}, []string{"infra", "worker"}
+	ok.reconcile()
+	if ok.cond(CondBlocked).Status != metav1.ConditionFalse {
+		t.Fatalf("run within the allowed namespaces and pools blocked: %+v", ok.cond(CondBlocked))
 	}
 	// The older of two runs on one pool is not blocked by the younger.
 	w := newWorld(t, 1)
@@ -758,5 +776,62 @@ func TestOnlyTerminalJobConditions(t *testing.T) {
 	w2.reconcile()
 	if w2.run.Status.Phase != nodegatev1alpha1.RunPaused {
 		t.Fatalf("Failed: run %s", w2.run.Status.Phase)
+	}
+}
+
+// TestJobTTLAtLeastMinimum: a Job that expires before node-gate reads its
+// result would be created again, so a user's short TTL is raised.
+func TestJobTTLAtLeastMinimum(t *testing.T) {
+	rule := &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"},
+		Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "r", JobNamespace: "ns"}}
+	for _, tc := range []struct {
+		user *int32
+		want int32
+	}{
+		{nil, DefaultJobTTL},
+		{ptr.To[int32](0), MinJobTTL},
+		{ptr.To[int32](59), MinJobTTL},
+		{ptr.To[int32](3600), 3600},
+		{ptr.To[int32](7200), 7200},
+	} {
+		h := nodegatev1alpha1.Hook{Name: "h", JobSpec: *jobSpec("c")}
+		h.JobSpec.TTLSecondsAfterFinished = tc.user
+		j := BuildJob(h, rule, nodegatev1alpha1.StagePre, JobParams{Node: "w0", RunID: "id", RunKey: "k"})
+		if got := j.Spec.TTLSecondsAfterFinished; got == nil || *got != tc.want {
+			t.Errorf("user ttl %v: got %v, want %d", tc.user, got, tc.want)
+		}
+	}
+}
+
+// TestCompletedHookNeverRecreated: once the record says a hook succeeded, its
+// Job vanishing (TTL, a user) does not make the planner run it again.
+func TestCompletedHookNeverRecreated(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	key := firstJob(t, w, "w00")
+	w.setJob(key, batchv1.JobComplete)
+	w.reconcile()
+	name := key[strings.Index(key, "/")+1:]
+	var done *nodegatev1alpha1.HookRecord
+	for i, h := range w.rec("w00").Hooks {
+		if h.JobName == name {
+			done = &w.rec("w00").Hooks[i]
+		}
+	}
+	if done == nil || done.Phase != nodegatev1alpha1.HookSucceeded {
+		t.Fatalf("hook record %+v", done)
+	}
+	delete(w.jobs, key)
+	for pass := 0; pass < 3; pass++ {
+		r := w.reconcile()
+		for _, a := range actionsOf(r, CreateJob) {
+			if a.Job.Name == name {
+				t.Fatalf("pass %d: the completed hook's Job %s was created again", pass, name)
+			}
+		}
+	}
+	for _, h := range w.rec("w00").Hooks {
+		if h.JobName == name && h.Phase != nodegatev1alpha1.HookSucceeded {
+			t.Fatalf("hook record went back to %s", h.Phase)
+		}
 	}
 }

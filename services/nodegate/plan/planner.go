@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,6 +58,8 @@ const (
 	ReasonCompleted          = "Completed"
 	ReasonAborted            = "Aborted"
 	ReasonWaitingForGatePool = "WaitingForGatePool"
+	ReasonJobNamespace       = "JobNamespaceNotAllowed"
+	ReasonPoolNotGated       = "PoolNotGated"
 )
 
 // Plan decides the run's next step. See the package documentation.
@@ -318,6 +321,12 @@ func (p *planner) validate() bool {
 		if rule.Spec.Type != "" && rule.Spec.Type != nodegatev1alpha1.RuleTypeKubernetes {
 			return block(ReasonInvalidRule, "MutexRule %s: spec.type %q is not supported", ref(r), rule.Spec.Type)
 		}
+		if len(p.in.JobNamespaces) > 0 && !slices.Contains(p.in.JobNamespaces, rule.Spec.JobNamespace) {
+			// node-gate may not create Jobs there: every create would be
+			// Forbidden, pass after pass, with the pools already paused.
+			return block(ReasonJobNamespace, "MutexRule %s: spec.jobNamespace %q is not one of node-gate's job namespaces %v (the chart's jobNamespaces)",
+				ref(r), rule.Spec.JobNamespace, p.in.JobNamespaces)
+		}
 		p.rules = append(p.rules, rule)
 	}
 	targets := map[string]*nodegatev1alpha1.MutexTarget{}
@@ -344,6 +353,11 @@ func (p *planner) validate() bool {
 		return block(ReasonInvalidWindows, "spec.%v", err)
 	}
 	for _, s := range p.sources {
+		if len(p.in.GatedPools) > 0 && !slices.Contains(p.in.GatedPools, s) {
+			// node-gate may delete only the gate pools of these: a run that
+			// made another could never be finalized.
+			return block(ReasonPoolNotGated, "MachineConfigPool %s is not one of the pools node-gate may gate %v (the chart's gatedPools)", s, p.in.GatedPools)
+		}
 		pool, ok := p.pools[s]
 		if !ok {
 			return block(ReasonMissingPool, "MachineConfigPool %s does not exist", s)

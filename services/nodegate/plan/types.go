@@ -51,6 +51,11 @@ const (
 	WorkerPool = "worker"
 	// DefaultJobTTL is ttlSecondsAfterFinished for hook Jobs that set none.
 	DefaultJobTTL int32 = 24 * 3600
+	// MinJobTTL is the least ttlSecondsAfterFinished a hook Job gets: the
+	// planner reads a finished Job's result from its cache, and a Job
+	// removed before that read looks like one not yet cached, which the
+	// planner creates again (the hook would run twice).
+	MinJobTTL int32 = 3600
 )
 
 // Environment variables appended to every hook container.
@@ -84,6 +89,15 @@ type Input struct {
 	AlertsErr error
 	// OtherRuns are the other MutexRunConfigs' claims on pools.
 	OtherRuns []RunClaim
+	// JobNamespaces are the namespaces node-gate may create hook Jobs in
+	// (its --job-namespaces, where the chart grants Jobs); a rule naming
+	// another blocks the run. Empty: any.
+	JobNamespaces []string
+	// GatedPools are the source pools node-gate may gate (its
+	// --gated-pools: the chart lets it delete only their gate pools, so a
+	// run on another pool could never be deleted); a target naming another
+	// blocks the run. Empty: any.
+	GatedPools []string
 }
 
 // RunClaim is another run and the pools it targets.
