@@ -173,14 +173,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if leaseErr != nil {
 		logger.Info("Alertmanager silences not in step", "error", leaseErr.Error())
 	}
+	action := out.Action
+	if plan.HoldForLeases(action, leaseErr) {
+		// The status (what the lease step recorded) is written and the
+		// requeue for leaseErr retries; the finalizer goes in a later plan.
+		action = nil
+	}
 	var actErr error
-	if a := out.Action; a != nil {
+	if a := action; a != nil {
 		if actErr = r.act(ctx, uc, a, cfg, &status); actErr != nil {
 			logger.Info("side effect failed", "action", a.Kind, "step", a.Step, "error", actErr.Error())
 			status = plan.RecordActionError(out.Status, a.Step, actErr, now)
 		}
 	}
-	if a := out.Action; a != nil && a.Kind == plan.RemoveFinalizer {
+	if a := action; a != nil && a.Kind == plan.RemoveFinalizer {
 		// The object is gone or going; there is no status left to write.
 		if actErr == nil {
 			metrics.Default.Forget(req.String())

@@ -124,6 +124,16 @@ func RecordActionError(st upgradev1alpha1.UpgradeConfigStatus, step upgradev1alp
 	return out
 }
 
+// HoldForLeases reports whether action a must wait because the lease step
+// failed this pass. Only the finalizer's removal waits: a silence that
+// Alertmanager still holds (one not yet expired, or one whose list could not
+// be read) would otherwise outlive its UpgradeConfig for up to its TTL, with
+// no owner left to expire it. Every other action is independent of the
+// leases, and the lease step is retried with the requeue either way.
+func HoldForLeases(a *Action, leaseErr error) bool {
+	return a != nil && a.Kind == RemoveFinalizer && leaseErr != nil
+}
+
 func stepCompleteTime(conds upgradev1alpha1.Conditions, t upgradev1alpha1.UpgradeConditionType) time.Time {
 	if c := findStepCondition(conds, t); c != nil && c.Status == corev1.ConditionTrue && c.CompleteTime != nil {
 		return c.CompleteTime.Time
