@@ -183,7 +183,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if a := action; a != nil {
 		if actErr = r.act(ctx, uc, a, cfg, &status); actErr != nil {
 			logger.Info("side effect failed", "action", a.Kind, "step", a.Step, "error", actErr.Error())
-			status = plan.RecordActionError(out.Status, a.Step, actErr, now)
+			status = plan.ActionFailed(out.Status, status.Silences, a.Step, actErr, now)
 		}
 	}
 	if a := action; a != nil && a.Kind == plan.RemoveFinalizer {

@@ -5,7 +5,8 @@
 //
 // The reconciler around it does the I/O: it reads the snapshot from its
 // caches, calls Plan, writes Output.Status, performs Output.Action (recording
-// an error with RecordActionError), and requeues after Output.RequeueAfter.
+// an error with RecordActionError, or ActionFailed when it ran the lease step
+// first), and requeues after Output.RequeueAfter.
 //
 // Durability comes from the status and from observation, never from memory:
 // a step whose history condition is True is never run again; a side effect is
@@ -78,7 +79,7 @@ type Input struct {
 // Output is the decision.
 type Output struct {
 	// Status is the status to write. It assumes Action succeeds; when it
-	// fails, write RecordActionError's result instead.
+	// fails, write ActionFailed's (or RecordActionError's) result instead.
 	Status upgradev1alpha1.UpgradeConfigStatus
 	// Action is at most one side effect, to perform after writing Status.
 	Action *Action

@@ -3,6 +3,14 @@ package plan
 import (
 	"errors"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
 
 func TestHoldForLeases(t *testing.T) {
@@ -25,6 +33,56 @@ func TestHoldForLeases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := HoldForLeases(tc.action, tc.leaseErr); got != tc.hold {
 				t.Fatalf("HoldForLeases = %v, want %v", got, tc.hold)
+			}
+		})
+	}
+}
+
+func TestActionFailedKeepsTheLeasesOfThePass(t *testing.T) {
+	now := t0.Add(time.Hour)
+	ends := metav1.NewTime(now.Add(silence.DefaultTTL))
+	cp := upgradev1alpha1.SilenceLease{Purpose: string(silence.ControlPlane), ID: "cp-new", EndsAt: &ends}
+	crit := upgradev1alpha1.SilenceLease{Purpose: string(silence.ControlPlaneCriticals), ID: "crit-new", EndsAt: &ends}
+	old := upgradev1alpha1.SilenceLease{Purpose: string(silence.Workers), ID: "workers-old", EndsAt: &ends}
+	planned := func() upgradev1alpha1.UpgradeConfigStatus {
+		return upgradev1alpha1.UpgradeConfigStatus{
+			History: []upgradev1alpha1.UpgradeHistory{{Version: "4.14.16", Phase: upgradev1alpha1.UpgradePhaseUpgrading}},
+			// What the status read had: the lease step replaces it.
+			Silences:  []upgradev1alpha1.SilenceLease{old},
+			Preflight: []upgradev1alpha1.PreflightCheck{{Check: CheckExternalDeps, Passed: true, Details: "planned"}},
+		}
+	}
+	actErr := errors.New("etcdserver: request timed out")
+	for _, tc := range []struct {
+		name   string
+		leased []upgradev1alpha1.SilenceLease
+		want   []upgradev1alpha1.SilenceLease
+	}{
+		{"leases created this pass are kept", []upgradev1alpha1.SilenceLease{cp, crit}, []upgradev1alpha1.SilenceLease{cp, crit}},
+		{"leases expired this pass stay gone", nil, nil},
+		{"a lease step that did nothing keeps the record", []upgradev1alpha1.SilenceLease{old}, []upgradev1alpha1.SilenceLease{old}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planned()
+			got := ActionFailed(p, tc.leased, StepUpgradeCommenced, actErr, now)
+			if !equality.Semantic.DeepEqual(got.Silences, tc.want) {
+				t.Fatalf("silences %+v, want %+v", got.Silences, tc.want)
+			}
+			c := findStepCondition(got.History[0].Conditions, StepUpgradeCommenced)
+			if c == nil || c.Status != corev1.ConditionFalse || c.LastError != actErr.Error() {
+				t.Fatalf("action error not recorded: %+v", c)
+			}
+			// Everything else is the planned status, not what the failed
+			// action may have written.
+			if !equality.Semantic.DeepEqual(got.Preflight, planned().Preflight) {
+				t.Fatalf("preflight %+v", got.Preflight)
+			}
+			// The inputs are not mutated (the reconciler still holds them).
+			if !equality.Semantic.DeepEqual(p, planned()) {
+				t.Fatalf("planned status mutated: %+v", p)
+			}
+			if len(tc.leased) > 0 && &got.Silences[0] == &tc.leased[0] {
+				t.Fatal("silences alias the reconciler's slice")
 			}
 		})
 	}
