@@ -194,7 +194,7 @@ func (p *planner) healthStep(when string) result {
 			// Alerts change with no Kubernetes event to wake the plan:
 			// read them again a little later (an unreachable Alertmanager
 			// too; each read is already retried a few times).
-			wake = p.now.Add(silenceRecheck)
+			wake = p.now.Add(AlertsRecheck)
 		}
 	}
 	return result{failure: "health checks failing " + when + " the upgrade: " + strings.Join(parts, "; "), wakeAt: wake}
