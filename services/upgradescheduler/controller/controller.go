@@ -164,7 +164,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := r.Clock.Now()
-	out := plan.Plan(plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: r.Integrations, Now: now})
+	in := plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: r.Integrations, Now: now}
+	// The alerts are read only for a plan that checks them: most plans run
+	// no health check, and a read of an unreachable Alertmanager costs
+	// seconds. Planning twice is cheap; the first plan is then discarded.
+	in.Snapshot.AlertsUnread = r.Alerts != nil && cfg != nil
+	out := plan.Plan(in)
+	if out.NeedsAlerts {
+		in.Snapshot.AlertsUnread = false
+		in.Snapshot.Alerts = r.criticalAlerts(ctx, cfg)
+		out = plan.Plan(in)
+	}
 
 	status := out.Status
 	// The leases first: on a deletion the finalizer goes only in a plan

@@ -43,6 +43,13 @@ type Snapshot struct {
 	// Alerts is the critical-alerts query result; nil when no alert source
 	// is configured (the check then reports "not configured").
 	Alerts *AlertsResult
+	// AlertsUnread is set (with Alerts nil) when an alert source is
+	// configured but was not read for this plan: a read costs a request,
+	// and seconds when the source is down, while most plans (waiting in a
+	// terminal phase, paused, being deleted) run no health check. A plan that
+	// would check the alerts reports Output.NeedsAlerts instead, and is to be
+	// planned again with Alerts read.
+	AlertsUnread bool
 	// FileIntegrityReinitRequested is true when the FedRAMP FileIntegrity
 	// object already carries the re-init annotation.
 	FileIntegrityReinitRequested bool
@@ -91,6 +98,11 @@ type Output struct {
 	// Silences are the Alertmanager leases to hold now (with Integrations.
 	// Silences); the reconciler applies them and records status.silences.
 	Silences Silences
+	// NeedsAlerts is set when Snapshot.AlertsUnread was and a health check
+	// needed the alerts: the rest of this Output is then void, and the
+	// reconciler plans again with Snapshot.Alerts read. When it is not set
+	// the Output is the one Plan returns for any Snapshot.Alerts.
+	NeedsAlerts bool
 }
 
 // Event is a Kubernetes Event on the UpgradeConfig.

@@ -87,3 +87,55 @@ func TestActionFailedKeepsTheLeasesOfThePass(t *testing.T) {
 		})
 	}
 }
+
+// The alerts are asked for only by the plans that run the health checks.
+func TestNeedsAlertsOnlyForHealthChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(w *world)
+		needs bool
+	}{
+		{"waiting for the start time: advisory checks", func(w *world) {
+			w.uc.Spec.UpgradeAt = t0.Add(24 * time.Hour).Format(time.RFC3339)
+		}, true},
+		{"at the start: the health check before the upgrade", func(w *world) {
+			w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+		}, true},
+		{"paused", func(w *world) {
+			w.uc.Spec.UpgradeAt = t0.Add(24 * time.Hour).Format(time.RFC3339)
+			w.uc.Spec.Paused = true
+		}, false},
+		{"upgraded", func(w *world) {
+			w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+			w.settle()
+			w.now = w.now.Add(40 * time.Minute)
+			w.cvo()
+			w.settle()
+			w.now = w.now.Add(30 * time.Minute)
+			w.mco()
+			w.settle()
+			if w.phase() != upgradev1alpha1.UpgradePhaseUpgraded {
+				w.t.Fatalf("phase %s", w.phase())
+			}
+		}, false},
+		{"being deleted", func(w *world) {
+			w.uc.Finalizers = []string{Finalizer}
+			w.uc.DeletionTimestamp = ptrTime(w.now)
+		}, false},
+		{"no configuration", func(w *world) {
+			w.cfg, w.configErr = nil, errors.New("ConfigMap upgradescheduler/upgrade-config not found")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.uc.Spec.CapacityReservation = false
+			w.snap.Alerts = &AlertsResult{}
+			tc.setup(w)
+			in := Input{UpgradeConfig: w.uc, Config: w.cfg, ConfigError: w.configErr, Snapshot: w.snap, Integrations: w.integrations, Now: w.now}
+			in.Snapshot.Alerts, in.Snapshot.AlertsUnread = nil, true
+			if got := Plan(in).NeedsAlerts; got != tc.needs {
+				t.Fatalf("NeedsAlerts = %v, want %v", got, tc.needs)
+			}
+		})
+	}
+}
