@@ -58,17 +58,30 @@ func (r *Reconciler) leases(ctx context.Context, uc *upgradev1alpha1.UpgradeConf
 func (r *Reconciler) criticalAlerts(ctx context.Context, cfg *config.Config) *plan.AlertsResult {
 	// Every reconcile plans, and reconciles come in bursts (node events):
 	// one read serves them for alertsFresh.
+	// The lock is held through the read so that a burst waits for one read
+	// instead of sending one each.
 	r.alertsMu.Lock()
 	defer r.alertsMu.Unlock()
-	if r.alertsRead != nil && r.Clock.Since(r.alertsAt) < alertsFresh && r.alertsCfg == cfg {
-		return r.alertsRead
+	if r.alertsRead != nil && r.alertsCfg == cfg {
+		// A failed read is kept for the whole recheck interval: each one
+		// costs up to alertReads × timeout with the source down, and
+		// repeating it every alertsFresh would slow every reconcile by that
+		// much. The check fails closed ("metrics unavailable") meanwhile,
+		// and the failing health step looks again after AlertsRecheck.
+		keep := alertsFresh
+		if r.alertsRead.Err != "" {
+			keep = plan.AlertsRecheck
+		}
+		if r.Clock.Since(r.alertsAt) < keep {
+			return r.alertsRead
+		}
 	}
 	res := r.readCriticalAlerts(ctx, cfg)
 	r.alertsRead, r.alertsAt, r.alertsCfg = res, r.Clock.Now(), cfg
 	return res
 }
 
-// alertsFresh is how long one alerts read serves the plans.
+// alertsFresh is how long one successful alerts read serves the plans.
 const alertsFresh = 5 * time.Second
 
 func (r *Reconciler) readCriticalAlerts(ctx context.Context, cfg *config.Config) *plan.AlertsResult {

@@ -164,7 +164,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := r.Clock.Now()
-	out := plan.Plan(plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: r.Integrations, Now: now})
+	in := plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: r.Integrations, Now: now}
+	// The alerts are read only for a plan that checks them: most plans run
+	// no health check, and a read of an unreachable Alertmanager costs
+	// seconds. Planning twice is cheap; the first plan is then discarded.
+	in.Snapshot.AlertsUnread = r.Alerts != nil && cfg != nil
+	out := plan.Plan(in)
+	if out.NeedsAlerts {
+		in.Snapshot.AlertsUnread = false
+		in.Snapshot.Alerts = r.criticalAlerts(ctx, cfg)
+		out = plan.Plan(in)
+	}
 
 	status := out.Status
 	// The leases first: on a deletion the finalizer goes only in a plan
@@ -173,14 +183,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if leaseErr != nil {
 		logger.Info("Alertmanager silences not in step", "error", leaseErr.Error())
 	}
+	action := out.Action
+	if plan.HoldForLeases(action, leaseErr) {
+		// The status (what the lease step recorded) is written and the
+		// requeue for leaseErr retries; the finalizer goes in a later plan.
+		action = nil
+	}
 	var actErr error
-	if a := out.Action; a != nil {
+	if a := action; a != nil {
 		if actErr = r.act(ctx, uc, a, cfg, &status); actErr != nil {
 			logger.Info("side effect failed", "action", a.Kind, "step", a.Step, "error", actErr.Error())
-			status = plan.RecordActionError(out.Status, a.Step, actErr, now)
+			status = plan.ActionFailed(out.Status, status.Silences, a.Step, actErr, now)
 		}
 	}
-	if a := out.Action; a != nil && a.Kind == plan.RemoveFinalizer {
+	if a := action; a != nil && a.Kind == plan.RemoveFinalizer {
 		// The object is gone or going; there is no status left to write.
 		if actErr == nil {
 			metrics.Default.Forget(req.String())

@@ -43,7 +43,8 @@ func (r *Reconciler) config(ctx context.Context, namespace string) (*config.Conf
 }
 
 // snapshot reads what the planner decides from, from the cache (and, on
-// FedRAMP clusters, the FileIntegrity object from the apiserver).
+// FedRAMP clusters, the FileIntegrity object from the apiserver). The alerts
+// are not read here: Reconcile reads them only for a plan that checks them.
 func (r *Reconciler) snapshot(ctx context.Context, cfg *config.Config) (plan.Snapshot, error) {
 	var s plan.Snapshot
 	cv := &configv1.ClusterVersion{}
@@ -73,9 +74,6 @@ func (r *Reconciler) snapshot(ctx context.Context, cfg *config.Config) (plan.Sna
 	}
 	s.ClusterOperators, s.Pools, s.Nodes, s.PDBs = cos.Items, pools.Items, nodes.Items, pdbs.Items
 	s.MachineSets, s.Machines = mss.Items, machines.Items
-	if r.Alerts != nil && cfg != nil {
-		s.Alerts = r.criticalAlerts(ctx, cfg)
-	}
 	if cfg != nil && cfg.FedRAMP {
 		// Without this the post-upgrade task would never see its own
 		// annotation and would patch on every plan. One object, read

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -234,7 +236,9 @@ func node(name string) corev1.Node {
 func (w *world) plan() Output {
 	w.t.Helper()
 	before, _ := json.Marshal(w.uc)
-	out := Plan(Input{UpgradeConfig: w.uc, Config: w.cfg, ConfigError: w.configErr, Snapshot: w.snap, Integrations: w.integrations, Now: w.now})
+	in := Input{UpgradeConfig: w.uc, Config: w.cfg, ConfigError: w.configErr, Snapshot: w.snap, Integrations: w.integrations, Now: w.now}
+	out := Plan(in)
+	checkAlertsUnread(w.t, in, out)
 	after, _ := json.Marshal(w.uc)
 	if string(before) != string(after) {
 		w.t.Fatal("Plan mutated its input")
@@ -414,4 +418,27 @@ func (w *world) hasEvent(reason string) bool {
 func pdb(ns, name string, allowed, expected int32) policyv1.PodDisruptionBudget {
 	return policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, ExpectedPods: expected}}
+}
+
+// checkAlertsUnread plans in again without the alerts read, as the reconciler
+// does first: a plan that does not ask for them (Output.NeedsAlerts) must be
+// the plan with them, whatever they are; a plan that asks must have checked
+// them (status.preflight has the critical-alerts check).
+func checkAlertsUnread(t *testing.T, in Input, full Output) {
+	t.Helper()
+	if in.Snapshot.AlertsUnread {
+		return
+	}
+	lazy := in
+	lazy.Snapshot.Alerts, lazy.Snapshot.AlertsUnread = nil, true
+	got := Plan(lazy)
+	if got.NeedsAlerts {
+		if full.NeedsAlerts || !slices.ContainsFunc(full.Status.Preflight, func(c upgradev1alpha1.PreflightCheck) bool { return c.Check == CheckCriticalAlerts }) {
+			t.Fatalf("plan asked for the alerts without checking them")
+		}
+		return
+	}
+	if !reflect.DeepEqual(got, full) {
+		t.Fatalf("a plan that did not ask for the alerts differs from the plan with them (%+v):\nunread: %+v\nread:   %+v", in.Snapshot.Alerts, got, full)
+	}
 }

@@ -56,6 +56,11 @@ func (p *planner) healthChecks() []upgradev1alpha1.PreflightCheck {
 	}
 
 	switch {
+	case s.AlertsUnread:
+		// The plan is void (Output.NeedsAlerts); the reconciler plans again
+		// with the alerts read. Failing here keeps it closed meanwhile.
+		p.needsAlerts = true
+		add(CheckCriticalAlerts, []string{"metrics unavailable: not read for this plan"}, "")
 	case s.Alerts == nil:
 		add(CheckCriticalAlerts, nil, "not configured: no alert source, critical alerts are not checked")
 	case s.Alerts.Err != "":
@@ -194,7 +199,7 @@ func (p *planner) healthStep(when string) result {
 			// Alerts change with no Kubernetes event to wake the plan:
 			// read them again a little later (an unreachable Alertmanager
 			// too; each read is already retried a few times).
-			wake = p.now.Add(silenceRecheck)
+			wake = p.now.Add(AlertsRecheck)
 		}
 	}
 	return result{failure: "health checks failing " + when + " the upgrade: " + strings.Join(parts, "; "), wakeAt: wake}

@@ -5,7 +5,8 @@
 //
 // The reconciler around it does the I/O: it reads the snapshot from its
 // caches, calls Plan, writes Output.Status, performs Output.Action (recording
-// an error with RecordActionError), and requeues after Output.RequeueAfter.
+// an error with RecordActionError, or ActionFailed when it ran the lease step
+// first), and requeues after Output.RequeueAfter.
 //
 // Durability comes from the status and from observation, never from memory:
 // a step whose history condition is True is never run again; a side effect is
@@ -42,6 +43,13 @@ type Snapshot struct {
 	// Alerts is the critical-alerts query result; nil when no alert source
 	// is configured (the check then reports "not configured").
 	Alerts *AlertsResult
+	// AlertsUnread is set (with Alerts nil) when an alert source is
+	// configured but was not read for this plan: a read costs a request,
+	// and seconds when the source is down, while most plans (waiting in a
+	// terminal phase, paused, being deleted) run no health check. A plan that
+	// would check the alerts reports Output.NeedsAlerts instead, and is to be
+	// planned again with Alerts read.
+	AlertsUnread bool
 	// FileIntegrityReinitRequested is true when the FedRAMP FileIntegrity
 	// object already carries the re-init annotation.
 	FileIntegrityReinitRequested bool
@@ -78,7 +86,7 @@ type Input struct {
 // Output is the decision.
 type Output struct {
 	// Status is the status to write. It assumes Action succeeds; when it
-	// fails, write RecordActionError's result instead.
+	// fails, write ActionFailed's (or RecordActionError's) result instead.
 	Status upgradev1alpha1.UpgradeConfigStatus
 	// Action is at most one side effect, to perform after writing Status.
 	Action *Action
@@ -90,6 +98,11 @@ type Output struct {
 	// Silences are the Alertmanager leases to hold now (with Integrations.
 	// Silences); the reconciler applies them and records status.silences.
 	Silences Silences
+	// NeedsAlerts is set when Snapshot.AlertsUnread was and a health check
+	// needed the alerts: the rest of this Output is then void, and the
+	// reconciler plans again with Snapshot.Alerts read. When it is not set
+	// the Output is the one Plan returns for any Snapshot.Alerts.
+	NeedsAlerts bool
 }
 
 // Event is a Kubernetes Event on the UpgradeConfig.

@@ -30,6 +30,8 @@ type planner struct {
 	wakeAt time.Time
 	// deadlineHit is the deadline found exceeded in this plan, if any.
 	deadlineHit string
+	// needsAlerts: a health check ran on a snapshot with AlertsUnread.
+	needsAlerts bool
 }
 
 func newPlanner(in Input) *planner {
@@ -51,7 +53,7 @@ func newPlanner(in Input) *planner {
 }
 
 func (p *planner) output() Output {
-	out := Output{Status: p.st, Action: p.action, Events: p.events, Silences: p.silences()}
+	out := Output{Status: p.st, Action: p.action, Events: p.events, Silences: p.silences(), NeedsAlerts: p.needsAlerts}
 	if !p.wakeAt.IsZero() && p.action == nil {
 		out.RequeueAfter = p.wakeAt.Sub(p.now)
 		if out.RequeueAfter <= 0 {

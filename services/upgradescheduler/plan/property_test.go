@@ -51,6 +51,12 @@ func runSequence(t *testing.T, seed int64) {
 			PostCheck:    &upgradev1alpha1.Deadline{Minutes: ptr(int32(rng.Intn(120))), Policy: policies[rng.Intn(3)]},
 		}
 	}
+	// The alerts never change the course here (every sequence must end),
+	// but whether a plan could do without them is checked on each step.
+	// (Decided by the seed, not rng, to keep each seed's sequence.)
+	if seed%2 == 0 {
+		w.snap.Alerts = &AlertsResult{}
+	}
 	target := w.uc.Spec.Desired.Version
 	successfulCreates := map[string]int{}
 	var trace []string
@@ -59,7 +65,9 @@ func runSequence(t *testing.T, seed int64) {
 		// Decide as the reconciler would, then maybe fail the action or lose
 		// the status write.
 		before := *w.uc.Status.DeepCopy()
-		out := Plan(Input{UpgradeConfig: w.uc, Config: w.cfg, Snapshot: w.snap, Now: w.now})
+		in := Input{UpgradeConfig: w.uc, Config: w.cfg, Snapshot: w.snap, Now: w.now}
+		out := Plan(in)
+		checkAlertsUnread(t, in, out)
 		trace = append(trace, fmt.Sprintf("%s plan: phase=%s step=%s action=%v", w.now.Format("15:04"), phaseOf(out.Status), out.Status.CurrentStep, describe(out.Action)))
 		if a := out.Action; a != nil {
 			switch {

@@ -289,8 +289,8 @@ func TestCriticalAlertsGateThePreCheck(t *testing.T) {
 	if c == nil || c.Status != corev1.ConditionFalse || !strings.Contains(c.LastError, "metrics unavailable") {
 		t.Fatalf("unreachable: %+v", c)
 	}
-	if out.RequeueAfter != silenceRecheck {
-		t.Fatalf("requeue %v, want %v", out.RequeueAfter, silenceRecheck)
+	if out.RequeueAfter != AlertsRecheck {
+		t.Fatalf("requeue %v, want %v", out.RequeueAfter, AlertsRecheck)
 	}
 	var pf *upgradev1alpha1.PreflightCheck
 	for i := range w.uc.Status.Preflight {
@@ -302,7 +302,7 @@ func TestCriticalAlertsGateThePreCheck(t *testing.T) {
 		t.Fatalf("preflight %+v", pf)
 	}
 	w.snap.Alerts = &AlertsResult{Firing: []string{"KubeAPIDown"}}
-	w.now = w.now.Add(silenceRecheck)
+	w.now = w.now.Add(AlertsRecheck)
 	w.plan()
 	if c := w.stepCondition(StepClusterHealthyBeforeUpgrade); c.Status != corev1.ConditionFalse || !strings.Contains(c.LastError, "critical alerts firing: KubeAPIDown") {
 		t.Fatalf("firing: %+v", c)
@@ -311,7 +311,7 @@ func TestCriticalAlertsGateThePreCheck(t *testing.T) {
 		t.Fatal("no HealthCheckFailed Event")
 	}
 	w.snap.Alerts = &AlertsResult{}
-	w.now = w.now.Add(silenceRecheck)
+	w.now = w.now.Add(AlertsRecheck)
 	w.settle()
 	if w.stepCondition(StepClusterHealthyBeforeUpgrade).Status != corev1.ConditionTrue || w.desiredPatches != 1 {
 		t.Fatalf("resolved: step %+v, patches %d", w.stepCondition(StepClusterHealthyBeforeUpgrade), w.desiredPatches)

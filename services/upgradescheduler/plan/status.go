@@ -124,6 +124,31 @@ func RecordActionError(st upgradev1alpha1.UpgradeConfigStatus, step upgradev1alp
 	return out
 }
 
+// ActionFailed is RecordActionError for a reconciler that ran the lease step
+// before the action: planned is Output.Status, silences the status.silences
+// that step wrote this pass. The leases were created or expired in
+// Alertmanager whatever became of the action, so their record is kept (the
+// next plan would otherwise adopt again what it already knew); anything the
+// failed action itself wrote is dropped with the rest of its result.
+func ActionFailed(planned upgradev1alpha1.UpgradeConfigStatus, silences []upgradev1alpha1.SilenceLease, step upgradev1alpha1.UpgradeConditionType, err error, now time.Time) upgradev1alpha1.UpgradeConfigStatus {
+	out := RecordActionError(planned, step, err, now)
+	out.Silences = nil
+	for _, s := range silences {
+		out.Silences = append(out.Silences, *s.DeepCopy())
+	}
+	return out
+}
+
+// HoldForLeases reports whether action a must wait because the lease step
+// failed this pass. Only the finalizer's removal waits: a silence that
+// Alertmanager still holds (one not yet expired, or one whose list could not
+// be read) would otherwise outlive its UpgradeConfig for up to its TTL, with
+// no owner left to expire it. Every other action is independent of the
+// leases, and the lease step is retried with the requeue either way.
+func HoldForLeases(a *Action, leaseErr error) bool {
+	return a != nil && a.Kind == RemoveFinalizer && leaseErr != nil
+}
+
 func stepCompleteTime(conds upgradev1alpha1.Conditions, t upgradev1alpha1.UpgradeConditionType) time.Time {
 	if c := findStepCondition(conds, t); c != nil && c.Status == corev1.ConditionTrue && c.CompleteTime != nil {
 		return c.CompleteTime.Time
