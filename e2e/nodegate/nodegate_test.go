@@ -141,8 +141,11 @@ var _ = Describe("node-gate", Ordered, func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
 		}).WithTimeout(4 * time.Minute).Should(BeTrue())
-		Expect(eventReasons(ctx, "Pod", "guarded", "db-0")).To(ContainElements("DrainDelete", "DrainForceDelete", "DrainRemoveFinalizers"))
-		Expect(eventReasons(ctx, "Node", "default", target)).To(ContainElement("DrainBlocked"))
+		// Events are sent asynchronously after each action.
+		Eventually(func(g Gomega) {
+			g.Expect(eventReasons(ctx, "Pod", "guarded", "db-0")).To(ContainElements("DrainDelete", "DrainForceDelete", "DrainRemoveFinalizers"))
+			g.Expect(eventReasons(ctx, "Node", "default", target)).To(ContainElement("DrainBlocked"))
+		}).Should(Succeed())
 		rec := findNode(getRun(ctx, "update"), target)
 		Expect(rec.Drain.StartTime.Time).NotTo(BeZero())
 

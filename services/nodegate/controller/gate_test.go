@@ -274,7 +274,8 @@ func failingHook(ctx SpecContext) {
 		d := meta.FindStatusCondition(r.Status.Conditions, plan.CondDegraded)
 		g.Expect(d.Message).To(ContainSubstring("DeadlineExceeded"))
 	}).Should(Succeed())
-	Expect(eventReasons(ctx, "MutexRunConfig", ns, "fail")).To(ContainElement(plan.ReasonHookFailed))
+	// Events are sent asynchronously after the status write.
+	Eventually(func() []string { return eventReasons(ctx, "MutexRunConfig", ns, "fail") }).Should(ContainElement(plan.ReasonHookFailed))
 	runLabel := map[string]string{"run": ns + "/fail"}
 	Eventually(func() float64 { return gt.metric(metrics.PausedName, runLabel) }).Should(Equal(1.0))
 	// The worker pool has rendered the new config; no node was told to run it.
@@ -355,9 +356,11 @@ func blockedDrain(ctx SpecContext) {
 	Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
 	}).Should(BeTrue())
-	reasons := eventReasons(ctx, "Pod", "guarded", "db-0")
-	Expect(reasons).To(ContainElements("DrainDelete", "DrainForceDelete", "DrainRemoveFinalizers"))
-	Expect(eventReasons(ctx, "Node", "default", target)).To(ContainElements("DrainBlocked", "DrainDelete", "DrainRemoveFinalizers"))
+	// Events are sent asynchronously after each action.
+	Eventually(func(g Gomega) {
+		g.Expect(eventReasons(ctx, "Pod", "guarded", "db-0")).To(ContainElements("DrainDelete", "DrainForceDelete", "DrainRemoveFinalizers"))
+		g.Expect(eventReasons(ctx, "Node", "default", target)).To(ContainElements("DrainBlocked", "DrainDelete", "DrainRemoveFinalizers"))
+	}).Should(Succeed())
 
 	Eventually(func(g Gomega) {
 		rec := findNode(getRun(ctx, key), target)
