@@ -46,6 +46,10 @@ export UPSHIFT_HELM := $(HELM)
 
 GO_TEST_FLAGS ?=
 TEST_TIMEOUT  ?= 30m
+# Packages tested at once. The suites spend most of their time waiting on
+# simulated clusters, so two run side by side on 2 cores; each starts its own
+# control plane on free ports (about 1 GiB each).
+TEST_PARALLEL ?= 2
 
 # Builder modules stay outside go.work: build each on its own.
 gobuild_tool = GOWORK=off go build -C $(ROOT)/tools/build/$(1) -trimpath -o $(2) $(3)
@@ -150,8 +154,8 @@ release: $(RELEASE_TOOL) images charts cli ## Images, charts, the CLI for every 
 test: testbin ## Run the unit, controller and e2e suites (builds the test control plane first if missing).
 	@echo "== compiling every package and test binary"
 	@start=$$(date +%s); go test -count=1 -run '^$$' $(PKGS) >/dev/null; echo "   took $$(( $$(date +%s) - start ))s"
-	@echo "== running the tests (one package at a time: suites start their own control plane)"
-	@start=$$(date +%s); go test -p 1 -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(PKGS); echo "   took $$(( $$(date +%s) - start ))s"
+	@echo "== running the tests ($(TEST_PARALLEL) packages at a time; each suite starts its own control plane)"
+	@start=$$(date +%s); go test -p $(TEST_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(PKGS); echo "   took $$(( $$(date +%s) - start ))s"
 	@echo "== release tooling (images: build, unpack, run, rebuild to the same digest)"
 	@start=$$(date +%s); GOWORK=off go test -C tools/release -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
 
