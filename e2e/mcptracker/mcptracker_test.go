@@ -91,7 +91,7 @@ func watchSim(ctx context.Context) *record {
 	Expect(wc.List(ctx, &nodes)).To(Succeed())
 	last := map[string]map[string]string{}
 	for _, n := range nodes.Items {
-		last[n.Name] = mcoAnnotations(n.Annotations)
+		last[n.Name] = mcostate.Annotations(n.Annotations)
 	}
 	nw, err := wc.Watch(context.Background(), &corev1.NodeList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: nodes.ResourceVersion}})
 	Expect(err).NotTo(HaveOccurred())
@@ -103,7 +103,7 @@ func watchSim(ctx context.Context) *record {
 				continue
 			}
 			now := time.Now()
-			a := mcoAnnotations(n.Annotations)
+			a := mcostate.Annotations(n.Annotations)
 			r.mu.Lock()
 			prev := last[n.Name]
 			if a[mcostate.DesiredConfig] != prev[mcostate.DesiredConfig] {
@@ -153,16 +153,6 @@ func (r *record) nodeTransitions() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.transitions
-}
-
-func mcoAnnotations(a map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		if mcostate.IsAnnotation(k) {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func within(g Gomega, what string, got *metav1.Time, want time.Time) {

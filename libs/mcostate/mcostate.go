@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Annotations the machine-config daemon (MCD) and the MCO's node and drain
@@ -58,6 +59,44 @@ const (
 // IsAnnotation reports whether key is one of the MCO's node annotations; a
 // cache may keep only these.
 func IsAnnotation(key string) bool { return strings.HasPrefix(key, Prefix) }
+
+// Annotations returns the MCO's annotations among a.
+func Annotations(a map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		if IsAnnotation(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TrimNode is a cache transform for Nodes that keeps what a reader of the
+// MCO's node state needs — name, labels, the MCO's annotations,
+// spec.unschedulable and the Ready condition — so that thousands of Nodes
+// cost little memory and kubelet heartbeats change nothing cached. Other
+// objects pass through.
+func TrimNode(obj any) (any, error) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{
+		TypeMeta: n.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Generation: n.Generation,
+			CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp,
+			Labels: n.Labels, Annotations: Annotations(n.Annotations),
+		},
+		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return out, nil
+}
 
 // Phase is where a node stands in its pool's update to a target config.
 type Phase string

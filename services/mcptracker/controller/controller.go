@@ -277,47 +277,11 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return true
 	}
 	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || nodeReady(o) != nodeReady(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
-		!equality.Semantic.DeepEqual(mcoAnnotations(o.Annotations), mcoAnnotations(n.Annotations))
+		!equality.Semantic.DeepEqual(mcostate.Annotations(o.Annotations), mcostate.Annotations(n.Annotations))
 }}
 
-func mcoAnnotations(a map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		if mcostate.IsAnnotation(k) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // CacheByObject is the cache configuration the tracker's manager needs:
-// Nodes trimmed by TrimNode.
+// Nodes trimmed by mcostate.TrimNode.
 func CacheByObject() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: TrimNode}}
-}
-
-// TrimNode is the cache transform for Nodes: it keeps only what the tracker
-// reads (name, labels, the MCO's annotations, spec.unschedulable, the Ready
-// condition), so
-// that thousands of Nodes cost little memory.
-func TrimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	out := &corev1.Node{
-		TypeMeta: n.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Generation: n.Generation,
-			CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp,
-			Labels: n.Labels, Annotations: mcoAnnotations(n.Annotations),
-		},
-		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
-		}
-	}
-	return out, nil
+	return map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: mcostate.TrimNode}}
 }

@@ -591,7 +591,7 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return true
 	}
 	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || mcostate.Ready(o) != mcostate.Ready(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
-		!equality.Semantic.DeepEqual(mcoAnnotations(o.Annotations), mcoAnnotations(n.Annotations))
+		!equality.Semantic.DeepEqual(mcostate.Annotations(o.Annotations), mcostate.Annotations(n.Annotations))
 }}
 
 // jobEnded passes a Job's creation, deletion and the updates that change
@@ -616,18 +616,8 @@ func jobEnd(j *batchv1.Job) string {
 	return ""
 }
 
-func mcoAnnotations(a map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		if mcostate.IsAnnotation(k) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // CacheByObject is the cache configuration node-gate's manager needs:
-// Nodes trimmed by TrimNode, and only the Jobs node-gate made.
+// Nodes trimmed by mcostate.TrimNode, and only the Jobs node-gate made.
 func CacheByObject() map[client.Object]cache.ByObject { return CacheByObjectIn(nil) }
 
 // CacheByObjectIn is CacheByObject with the hook Jobs watched only in
@@ -636,34 +626,9 @@ func CacheByObject() map[client.Object]cache.ByObject { return CacheByObjectIn(n
 func CacheByObjectIn(jobNamespaces map[string]cache.Config) map[client.Object]cache.ByObject {
 	hooks, _ := labels.NewRequirement(plan.RunLabel, "exists", nil)
 	return map[client.Object]cache.ByObject{
-		&corev1.Node{}: {Transform: TrimNode},
+		&corev1.Node{}: {Transform: mcostate.TrimNode},
 		&batchv1.Job{}: {Label: labels.NewSelector().Add(*hooks), Namespaces: jobNamespaces},
 	}
-}
-
-// TrimNode keeps what the planner and the drain remediation read of a Node
-// (name, labels, the MCO's annotations, spec.unschedulable, the Ready
-// condition), so that thousands of Nodes cost little memory.
-func TrimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	out := &corev1.Node{
-		TypeMeta: n.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Generation: n.Generation,
-			CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp,
-			Labels: n.Labels, Annotations: mcoAnnotations(n.Annotations),
-		},
-		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
-		}
-	}
-	return out, nil
 }
 
 func fieldsNodeName(node string) fields.Selector {

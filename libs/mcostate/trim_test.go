@@ -1,4 +1,4 @@
-package controller
+package mcostate
 
 import (
 	"testing"
@@ -7,17 +7,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
-// The cache keeps only what the tracker reads of a Node.
+// The cache keeps only what readers of the MCO node state need of a Node.
 func TestTrimNode(t *testing.T) {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "w1", ResourceVersion: "7", Labels: map[string]string{"node-role.kubernetes.io/worker": ""},
 			Annotations: map[string]string{
-				mcostate.State: "Working", mcostate.DesiredConfig: "rendered-worker-2",
+				State: "Working", DesiredConfig: "rendered-worker-2",
 				"volumes.kubernetes.io/controller-managed-attach-detach": "true", "kwok.x-k8s.io/node": "fake",
 			},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
@@ -40,7 +38,7 @@ func TestTrimNode(t *testing.T) {
 	want := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "w1", ResourceVersion: "7", Labels: map[string]string{"node-role.kubernetes.io/worker": ""},
-			Annotations: map[string]string{mcostate.State: "Working", mcostate.DesiredConfig: "rendered-worker-2"},
+			Annotations: map[string]string{State: "Working", DesiredConfig: "rendered-worker-2"},
 		},
 		Spec:   corev1.NodeSpec{Unschedulable: true},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
@@ -48,7 +46,7 @@ func TestTrimNode(t *testing.T) {
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("trimmed node:\n%+v\nwant\n%+v", got, want)
 	}
-	if !nodeReady(got) {
+	if c := got.Status.Conditions; len(c) != 1 || c[0].Type != corev1.NodeReady || c[0].Status != corev1.ConditionTrue {
 		t.Fatal("Ready lost")
 	}
 	if other, _ := TrimNode(&corev1.Pod{}); other == nil {
