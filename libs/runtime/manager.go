@@ -36,6 +36,10 @@ type Options struct {
 	// runs it on every replica, leader or not, and /readyz waits for it to
 	// listen: the apiserver may call any replica behind the Service.
 	WebhookServer webhook.Server
+	// LeaderElectionID overrides the Lease name, LeaseName(component): for a
+	// component whose replicas elect one leader per something they find at
+	// start (aro-monitor's worker agents, one per subnet).
+	LeaderElectionID string
 }
 
 // LeaseName is the leader-election Lease of a component.
@@ -85,13 +89,17 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 		return nil, err
 	}
 	gracefulTimeout := f.GracefulShutdownTimeout
+	leaseName := LeaseName(component)
+	if opts.LeaderElectionID != "" {
+		leaseName = opts.LeaderElectionID
+	}
 	mgr, err = ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        s,
 		Cache:                         cacheOpts,
 		Metrics:                       metricsOptions,
 		HealthProbeBindAddress:        f.HealthProbeBindAddress,
 		LeaderElection:                f.LeaderElect,
-		LeaderElectionID:              LeaseName(component),
+		LeaderElectionID:              leaseName,
 		LeaderElectionNamespace:       f.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 positive(f.LeaseDuration),

@@ -50,7 +50,7 @@ type InternetConfig struct {
 	// interval between probe rounds from each vantage point; jittered by up to 10%.
 	// +optional
 	// +kubebuilder:default="5m"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('24h')",message="spec.internet.interval must be a duration between 30s and 24h, e.g. 5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s') && duration(self) <= duration('24h')",message="spec.internet.interval must be a duration between 5s and 24h, e.g. 5m"
 	Interval string `json:"interval,omitempty"`
 	// timeout for one URL, all phases together.
 	// +optional
@@ -83,7 +83,7 @@ type CredentialsConfig struct {
 	// interval between token acquisitions; jittered by up to 10%.
 	// +optional
 	// +kubebuilder:default="15m"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.credentials.interval must be a duration between 1m and 24h, e.g. 15m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="spec.credentials.interval must be a duration between 10s and 24h, e.g. 15m"
 	Interval string `json:"interval,omitempty"`
 	// expiryWarning is how long before a known expiry the check warns.
 	// +optional
@@ -115,7 +115,7 @@ type NSGConfig struct {
 	// changes also trigger a check.
 	// +optional
 	// +kubebuilder:default="15m"
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.nsg.interval must be a duration between 1m and 24h, e.g. 15m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="spec.nsg.interval must be a duration between 10s and 24h, e.g. 15m"
 	Interval string `json:"interval,omitempty"`
 	// maxRemediationsPerHour per subnet; past it, remediation stops for the
 	// subnet until the hour has passed.

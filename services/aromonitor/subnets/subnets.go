@@ -8,6 +8,7 @@ package subnets
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 
@@ -120,4 +121,50 @@ func SubscriptionOf(resourceID string) (string, error) {
 		return "", fmt.Errorf("spec.resourceId %q is not an Azure resource ID (/subscriptions/<id>/...)", resourceID)
 	}
 	return parts[1], nil
+}
+
+// MachineAnnotation on a Node names its Machine, "<namespace>/<name>": how a
+// worker agent finds, from the Node it runs on, the subnet it probes from.
+const MachineAnnotation = "machine.openshift.io/machine"
+
+// OfMachine is the name of the subnet a Machine's Azure provider spec puts
+// it in.
+func OfMachine(m *machinev1beta1.Machine) (string, error) {
+	if m.Spec.ProviderSpec.Value == nil {
+		return "", fmt.Errorf("Machine %s/%s has no provider spec", m.Namespace, m.Name)
+	}
+	var spec machinev1beta1.AzureMachineProviderSpec
+	if err := json.Unmarshal(m.Spec.ProviderSpec.Value.Raw, &spec); err != nil {
+		return "", fmt.Errorf("Machine %s/%s: provider spec is not an Azure machine spec: %w", m.Namespace, m.Name, err)
+	}
+	if spec.Subnet == "" {
+		return "", fmt.Errorf("Machine %s/%s: provider spec names no subnet", m.Namespace, m.Name)
+	}
+	return spec.Subnet, nil
+}
+
+// AgentLeaseName is the Lease the worker agents of one subnet elect their
+// prober with. Azure allows underscores, periods and upper case in subnet
+// names and up to 80 characters; a Lease name is a lower-case DNS subdomain
+// of at most 253. Names that had to change get a hash of the original, so
+// two subnets never share a Lease.
+func AgentLeaseName(subnet string) string {
+	const prefix = "upshift-aro-monitor-worker-"
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return '-'
+	}, subnet)
+	clean = strings.Trim(clean, "-.")
+	if clean != subnet {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(subnet))
+		clean = fmt.Sprintf("%s-%08x", clean, h.Sum32())
+		clean = strings.TrimPrefix(clean, "-")
+	}
+	return prefix + clean
 }

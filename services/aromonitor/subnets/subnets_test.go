@@ -8,6 +8,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 )
@@ -92,5 +93,43 @@ func TestSubscriptionOf(t *testing.T) {
 	}
 	if _, _, err := Discover(arov1alpha1.ClusterSpec{}, nil, nil); err == nil || !strings.Contains(err.Error(), "spec.resourceId") {
 		t.Errorf("Discover without a resource ID: %v", err)
+	}
+}
+
+func TestAgentLeaseName(t *testing.T) {
+	for in, want := range map[string]string{
+		"worker-eastus1": "upshift-aro-monitor-worker-worker-eastus1",
+		"prod.workers":   "upshift-aro-monitor-worker-prod.workers",
+	} {
+		if got := AgentLeaseName(in); got != want {
+			t.Errorf("AgentLeaseName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// Names Kubernetes would refuse are made valid, and stay distinct.
+	seen := map[string]string{}
+	for _, in := range []string{"Worker_A", "worker-a", "worker_a", "_x_", "WORKER-A"} {
+		got := AgentLeaseName(in)
+		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+			t.Errorf("AgentLeaseName(%q) = %q: %v", in, got, errs)
+		}
+		if prev, ok := seen[got]; ok {
+			t.Errorf("%q and %q share the Lease %q", prev, in, got)
+		}
+		seen[got] = in
+	}
+}
+
+func TestOfMachine(t *testing.T) {
+	m := &machinev1beta1.Machine{}
+	if _, err := OfMachine(m); err == nil {
+		t.Error("no provider spec: want an error")
+	}
+	m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{"kind":"AzureMachineProviderSpec","subnet":"worker-eastus1","vnet":"v"}`)}
+	if got, err := OfMachine(m); err != nil || got != "worker-eastus1" {
+		t.Errorf("OfMachine = %q, %v", got, err)
+	}
+	m.Spec.ProviderSpec.Value = &runtime.RawExtension{Raw: []byte(`{"kind":"AzureMachineProviderSpec","vnet":"v"}`)}
+	if _, err := OfMachine(m); err == nil || !strings.Contains(err.Error(), "names no subnet") {
+		t.Errorf("no subnet: got %v", err)
 	}
 }

@@ -168,9 +168,9 @@ func TestMonitorConfigRefusals(t *testing.T) {
 		obj        *amv1alpha1.MonitorConfig
 	}{
 		{"another name", "metadata.name must be cluster", &amv1alpha1.MonitorConfig{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}},
-		{"interval not a duration", "spec.internet.interval must be a duration between 30s and 24h",
+		{"interval not a duration", "spec.internet.interval must be a duration between 5s and 24h",
 			withSpec(func(s *amv1alpha1.MonitorConfigSpec) { s.Internet.Interval = "5 minutes" })},
-		{"interval too short", "spec.internet.interval must be a duration between 30s and 24h",
+		{"interval too short", "spec.internet.interval must be a duration between 5s and 24h",
 			withSpec(func(s *amv1alpha1.MonitorConfigSpec) { s.Internet.Interval = "1s" })},
 		{"timeout not shorter than the interval", "spec.internet.timeout must be shorter than spec.internet.interval",
 			withSpec(func(s *amv1alpha1.MonitorConfigSpec) { s.Internet.Interval = "1m"; s.Internet.Timeout = "2m" })},
