@@ -100,6 +100,7 @@ require (
 	github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs v0.19.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/upshift-io/upshift/services/aromonitor v0.0.0
 	github.com/upshift-io/upshift/services/cpms v0.0.0
 	github.com/upshift-io/upshift/services/mcptracker v0.0.0
 	github.com/upshift-io/upshift/services/nodegate v0.0.0
@@ -143,3 +144,5 @@ replace github.com/upshift-io/upshift/services/mcptracker => ../services/mcptrac
 replace github.com/upshift-io/upshift/services/cpms => ../services/cpms
 
 replace github.com/upshift-io/upshift/services/nodegate => ../services/nodegate
+
+replace github.com/upshift-io/upshift/services/aromonitor => ../services/aromonitor

@@ -82,7 +82,7 @@ var _ = AfterSuite(func() {
 })
 
 // openshiftNamespaces are the OpenShift namespaces some chart has a Role in.
-var openshiftNamespaces = []string{"openshift-machine-config-operator", "openshift-machine-api"}
+var openshiftNamespaces = []string{"openshift-machine-config-operator", "openshift-machine-api", "openshift-azure-operator"}
 
 func kwokNode(name string) *corev1.Node {
 	res := corev1.ResourceList{
