@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -22,8 +23,18 @@ type Component struct {
 
 // StartComponent runs path with args.
 func StartComponent(path string, args ...string) (*Component, error) {
+	return StartComponentEnv(nil, path, args...)
+}
+
+// StartComponentEnv runs path with args and, besides the test's own
+// environment, env ("KEY=value"): what a chart sets through the downward
+// API or its values (NODE_NAME, a proxy).
+func StartComponentEnv(env []string, path string, args ...string) (*Component, error) {
 	c := &Component{cmd: exec.Command(path, args...), out: &syncBuffer{}, done: make(chan error, 1)}
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	if len(env) > 0 {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
 		return nil, err

@@ -91,6 +91,10 @@ func (s *Server) Close() { s.srv.Close() }
 // URL is the server's base URL, for ARM and AAD alike.
 func (s *Server) URL() string { return s.srv.URL }
 
+// Certificate is the server's TLS certificate, for a process that must
+// trust it (written into its SSL_CERT_FILE).
+func (s *Server) Certificate() *x509.Certificate { return s.srv.Certificate() }
+
 // CertPool trusts the server's certificate.
 func (s *Server) CertPool() *x509.CertPool {
 	p := x509.NewCertPool()

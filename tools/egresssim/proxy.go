@@ -19,13 +19,14 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	refused map[string]bool
+	routes  map[string]string
 	log     []string
 }
 
 // StartProxy starts a proxy on a free loopback port that resolves target
 // names with resolver (nil: the system's); Close stops it.
 func StartProxy(resolver *net.Resolver) *Proxy {
-	p := &Proxy{refused: map[string]bool{}, dialer: &net.Dialer{Resolver: resolver, Timeout: 5 * time.Second}}
+	p := &Proxy{refused: map[string]bool{}, routes: map[string]string{}, dialer: &net.Dialer{Resolver: resolver, Timeout: 5 * time.Second}}
 	p.Server = httptest.NewServer(http.HandlerFunc(p.serve))
 	return p
 }
@@ -44,6 +45,15 @@ func (p *Proxy) Allow(hostport string) {
 	delete(p.refused, hostport)
 }
 
+// Route makes CONNECTs to host:port dial to instead (another host:port,
+// resolved as any target): a test's server on a free port stands in for a
+// public endpoint on 443, under the endpoint's own name.
+func (p *Proxy) Route(hostport, to string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.routes[hostport] = to
+}
+
 // Log returns "METHOD host" per request, in order.
 func (p *Proxy) Log() []string {
 	p.mu.Lock()
@@ -55,6 +65,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.log = append(p.log, r.Method+" "+r.Host)
 	refused := p.refused[r.Host]
+	target := r.Host
+	if to, ok := p.routes[r.Host]; ok {
+		target = to
+	}
 	p.mu.Unlock()
 	if refused {
 		http.Error(w, "destination not allowed by proxy policy", http.StatusForbidden)
@@ -64,7 +78,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.forward(w, r)
 		return
 	}
-	upstream, err := p.dialer.DialContext(r.Context(), "tcp", r.Host)
+	upstream, err := p.dialer.DialContext(r.Context(), "tcp", target)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return

@@ -17,6 +17,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
@@ -192,24 +193,32 @@ func (r *NSGReconciler) checkSubnet(ctx context.Context, c *armnetwork.SubnetsCl
 	obs := nsg.Observation{Expected: sn.ExpectedNSG, Attached: st.AttachedNSG}
 	d := nsg.Decide(obs, toRecord(prev), now, policy)
 	cluster := &arov1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: arov1alpha1.SingletonName}}
+	// The events library folds Events that differ only in their note into
+	// one series: without a related object per subnet, a second subnet's
+	// re-association would only bump the first one's count.
+	var related kruntime.Object
+	if sn.Object != "" {
+		related = &corev1.ObjectReference{APIVersion: machinev1beta1.GroupVersion.String(), Kind: sn.Kind,
+			Namespace: r.MachineNamespace, Name: sn.Object}
+	}
 	switch d.Action {
 	case nsg.Report:
 		// Once per drift, not once per pass.
 		if !prevDrifted(prev) {
-			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventDrift, "Check", "Subnet %s: %s", sn.Name, d.Message)
+			r.Recorder.Eventf(cluster, related, corev1.EventTypeWarning, EventDrift, "Check", "Subnet %s: %s", sn.Name, d.Message)
 		}
 	case nsg.Suppress:
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventSuppressed, "Reassociate", "Subnet %s: %s", sn.Name, d.Message)
+		r.Recorder.Eventf(cluster, related, corev1.EventTypeWarning, EventSuppressed, "Reassociate", "Subnet %s: %s", sn.Name, d.Message)
 		r.observe("suppress", "done")
 	case nsg.Reassociate:
 		if err := r.reassociate(ctx, c, sn, got.Subnet); err != nil {
-			r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventReassociationFailed, "Reassociate",
+			r.Recorder.Eventf(cluster, related, corev1.EventTypeWarning, EventReassociationFailed, "Reassociate",
 				"Subnet %s: re-associating %s failed: %s", sn.Name, sn.ExpectedNSG, armReason(err))
 			r.observe("reassociate", "error")
 			return st, fmt.Sprintf("re-associating subnet %s: %s", sn.ID, armReason(err))
 		}
 		st.AttachedNSG = sn.ExpectedNSG
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, EventReassociated, "Reassociate", "Subnet %s: %s", sn.Name, d.Message)
+		r.Recorder.Eventf(cluster, related, corev1.EventTypeNormal, EventReassociated, "Reassociate", "Subnet %s: %s", sn.Name, d.Message)
 		r.observe("reassociate", "success")
 	}
 	return fromRecord(st, d.Record), ""

@@ -30,6 +30,10 @@ type Subnet struct {
 	Role arov1alpha1.Role
 	// ExpectedNSG is the cluster group the subnet must be associated with.
 	ExpectedNSG string
+	// Kind and Object name the Machine or MachineSet it was found through
+	// (the first one): the subnet's Events name it as their related object,
+	// which also keeps two subnets' Events from folding into one series.
+	Kind, Object string
 }
 
 // Problem is an object whose provider spec could not be read; it is reported,
@@ -48,7 +52,8 @@ func Discover(cluster arov1alpha1.ClusterSpec, machines []machinev1beta1.Machine
 	}
 	byKey := map[string]Subnet{}
 	var problems []Problem
-	add := func(object string, role arov1alpha1.Role, raw []byte) {
+	add := func(kind, name string, role arov1alpha1.Role, raw []byte) {
+		object := kind + " " + name
 		var spec machinev1beta1.AzureMachineProviderSpec
 		if err := json.Unmarshal(raw, &spec); err != nil {
 			problems = append(problems, Problem{object, fmt.Errorf("provider spec is not an Azure machine spec: %w", err)})
@@ -62,7 +67,7 @@ func Discover(cluster arov1alpha1.ClusterSpec, machines []machinev1beta1.Machine
 			ID: fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s/subnets/%s",
 				subscription, spec.NetworkResourceGroup, spec.Vnet, spec.Subnet),
 			ResourceGroup: spec.NetworkResourceGroup, VNet: spec.Vnet, Name: spec.Subnet, Role: role,
-			ExpectedNSG: ExpectedNSG(cluster, role),
+			ExpectedNSG: ExpectedNSG(cluster, role), Kind: kind, Object: name,
 		}
 		k := strings.ToLower(s.ID)
 		// The first object naming a subnet gives its spelling; masters
@@ -80,7 +85,7 @@ func Discover(cluster arov1alpha1.ClusterSpec, machines []machinev1beta1.Machine
 			problems = append(problems, Problem{"Machine " + m.Name, fmt.Errorf("no provider spec")})
 			continue
 		}
-		add("Machine "+m.Name, arov1alpha1.RoleMaster, m.Spec.ProviderSpec.Value.Raw)
+		add("Machine", m.Name, arov1alpha1.RoleMaster, m.Spec.ProviderSpec.Value.Raw)
 	}
 	for _, ms := range sets {
 		if ms.Labels[MachineRoleLabel] == "master" || ms.DeletionTimestamp != nil {
@@ -90,7 +95,7 @@ func Discover(cluster arov1alpha1.ClusterSpec, machines []machinev1beta1.Machine
 			problems = append(problems, Problem{"MachineSet " + ms.Name, fmt.Errorf("no provider spec")})
 			continue
 		}
-		add("MachineSet "+ms.Name, arov1alpha1.RoleWorker, ms.Spec.Template.Spec.ProviderSpec.Value.Raw)
+		add("MachineSet", ms.Name, arov1alpha1.RoleWorker, ms.Spec.Template.Spec.ProviderSpec.Value.Raw)
 	}
 	out := make([]Subnet, 0, len(byKey))
 	for _, s := range byKey {
