@@ -68,7 +68,7 @@ build: ## Build every binary into bin/.
 	go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(shell go list ./cmd/... ./tools/cmd/... 2>/dev/null)
 
 .PHONY: demo
-demo: testbin build ## Run an update on a local simulated OpenShift cluster and watch `kubectl upshift status`, then roll the control-plane machines.
+demo: testbin build ## Run an update on a local simulated OpenShift cluster and watch `kubectl upshift status`, then roll the control-plane machines (DEMO_ARO=1: aro-monitor on a simulated ARO cluster instead).
 	go build -o $(BIN)/upshift-demo ./e2e/cmd/upshift-demo
 	$(BIN)/upshift-demo --bin-dir $(BIN)
 

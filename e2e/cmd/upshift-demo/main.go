@@ -13,6 +13,9 @@
 // cpms-controller replaces the three masters one at a time.
 // It stops every process it started, and exits non-zero if the update or the
 // rollout does not complete in time.
+//
+// With DEMO_ARO=1 (or --aro) it runs the ARO act instead: aro-monitor's
+// checks on a simulated Azure Red Hat OpenShift cluster (see aro.go).
 package main
 
 import (
@@ -58,6 +61,8 @@ type options struct {
 	timeout   time.Duration
 	// instanceType is what the second act changes the masters to.
 	instanceType string
+	// aro runs the ARO act instead of the update and rollout.
+	aro bool
 }
 
 func main() {
@@ -72,10 +77,16 @@ func main() {
 	flag.DurationVar(&o.startIn, "start-in", 8*time.Second, "How far ahead the UpgradeConfig schedules the update (spec.upgradeAt).")
 	flag.DurationVar(&o.timeout, "timeout", 150*time.Second, "Give up if the update has not completed by then.")
 	flag.StringVar(&o.instanceType, "instance-type", "m6i.2xlarge", "Instance type the second act rolls the control-plane machines to.")
+	flag.BoolVar(&o.aro, "aro", os.Getenv("DEMO_ARO") == "1",
+		"Run the ARO act instead (default: $DEMO_ARO=1): aro-monitor's checks on a simulated Azure Red Hat OpenShift cluster against a local Azure Resource Manager.")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, o)
+	act := run
+	if o.aro {
+		act = runARO
+	}
+	err := act(ctx, o)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
