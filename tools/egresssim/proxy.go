@@ -89,11 +89,28 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no hijacking", http.StatusInternalServerError)
 		return
 	}
-	w.WriteHeader(http.StatusOK)
-	client, _, err := hj.Hijack()
+	// Hijack first and answer on the raw connection: a 200 written through
+	// the ResponseWriter goes out with chunked framing, and bytes the
+	// server had already buffered from the client (the start of its TLS
+	// handshake) would be lost with the discarded reader, so the target saw
+	// a truncated ClientHello now and then.
+	client, brw, err := hj.Hijack()
 	if err != nil {
 		upstream.Close()
 		return
+	}
+	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		client.Close()
+		upstream.Close()
+		return
+	}
+	if n := brw.Reader.Buffered(); n > 0 {
+		buffered, _ := brw.Reader.Peek(n)
+		if _, err := upstream.Write(buffered); err != nil {
+			client.Close()
+			upstream.Close()
+			return
+		}
 	}
 	go pipe(upstream, client)
 	go pipe(client, upstream)
