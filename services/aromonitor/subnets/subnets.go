@@ -136,14 +136,14 @@ const MachineAnnotation = "machine.openshift.io/machine"
 // it in.
 func OfMachine(m *machinev1beta1.Machine) (string, error) {
 	if m.Spec.ProviderSpec.Value == nil {
-		return "", fmt.Errorf("Machine %s/%s has no provider spec", m.Namespace, m.Name)
+		return "", fmt.Errorf("machine %s/%s has no provider spec", m.Namespace, m.Name)
 	}
 	var spec machinev1beta1.AzureMachineProviderSpec
 	if err := json.Unmarshal(m.Spec.ProviderSpec.Value.Raw, &spec); err != nil {
-		return "", fmt.Errorf("Machine %s/%s: provider spec is not an Azure machine spec: %w", m.Namespace, m.Name, err)
+		return "", fmt.Errorf("machine %s/%s: provider spec is not an Azure machine spec: %w", m.Namespace, m.Name, err)
 	}
 	if spec.Subnet == "" {
-		return "", fmt.Errorf("Machine %s/%s: provider spec names no subnet", m.Namespace, m.Name)
+		return "", fmt.Errorf("machine %s/%s: provider spec names no subnet", m.Namespace, m.Name)
 	}
 	return spec.Subnet, nil
 }
