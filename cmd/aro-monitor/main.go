@@ -81,7 +81,6 @@ func main() {
 				"Azure Resource Manager URL for a private cloud or a test endpoint; empty: the cloud of the Cluster's spec.azEnvironment. Set with --aad-authority-host.")
 			fs.StringVar(&o.armAudience, "arm-audience", "https://management.core.windows.net/", "Token audience of --arm-endpoint.")
 			fs.StringVar(&o.aadAuthority, "aad-authority-host", "", "Azure AD authority URL for --arm-endpoint's cloud.")
-			fs.IntVar(&o.armPerMinute, "arm-requests-per-minute", 30, "ARM requests per minute per subscription, retries included.")
 			// Read back after parsing: the worker's Lease name depends on
 			// the cluster, before the manager exists.
 			o.kubeconfig = fs.Lookup("kubeconfig")
@@ -129,9 +128,6 @@ func (o *options) validate() error {
 	if (o.armEndpoint == "") != (o.aadAuthority == "") {
 		return errors.New("flags --arm-endpoint and --aad-authority-host go together")
 	}
-	if o.armPerMinute < 1 {
-		return fmt.Errorf("invalid value %d for flag --arm-requests-per-minute: must be at least 1", o.armPerMinute)
-	}
 	if o.role == string(arov1alpha1.RoleWorker) && o.nodeName == "" {
 		return errors.New("the worker role needs --node-name (or $NODE_NAME) to find its subnet")
 	}
@@ -148,7 +144,9 @@ func parseKey(s string) (types.NamespacedName, error) {
 
 func setupMaster(mgr manager.Manager, log logr.Logger, o *options, m *metrics.Metrics, prober *probe.Prober) error {
 	creds, _ := parseKey(o.credentials)
-	fo := azure.Options{RequestsPerMinute: o.armPerMinute, Observe: m.ARMRequest}
+	// The ARM budget is the MonitorConfig's spec.arm.requestsPerMinute,
+	// applied by the NSG check each pass.
+	fo := azure.Options{Observe: m.ARMRequest}
 	if o.armEndpoint != "" {
 		fo.Cloud = &cloud.Configuration{
 			ActiveDirectoryAuthorityHost: strings.TrimSuffix(o.aadAuthority, "/") + "/",

@@ -7,7 +7,7 @@ import (
 
 func TestValidateNamesTheFlag(t *testing.T) {
 	ok := func() *options {
-		return &options{role: "master", credentials: DefaultCredentials, armPerMinute: 30}
+		return &options{role: "master", credentials: DefaultCredentials}
 	}
 	if err := ok().validate(); err != nil {
 		t.Fatalf("the chart's master flags: %v", err)
@@ -26,7 +26,6 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{func(o *options) { o.credentials = "azure-credentials" }, "--credentials-secret"},
 		{func(o *options) { o.credentials = "kube-system/" }, "--credentials-secret"},
 		{func(o *options) { o.armEndpoint = "https://arm.example" }, "--aad-authority-host"},
-		{func(o *options) { o.armPerMinute = 0 }, "--arm-requests-per-minute"},
 		{func(o *options) { o.role = "worker" }, "--node-name"},
 	} {
 		o := ok()

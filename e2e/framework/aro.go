@@ -200,7 +200,7 @@ func (a *AROCluster) StartRole(role, node string, proxy *egresssim.Proxy) (*Runn
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}
 	if role == "master" {
 		args = append(args, "--credentials-secret="+AROCredentialsNamespace+"/"+AROCredentialsName,
-			"--arm-endpoint="+a.ARM.URL(), "--aad-authority-host="+a.ARM.URL(), "--arm-requests-per-minute=600")
+			"--arm-endpoint="+a.ARM.URL(), "--aad-authority-host="+a.ARM.URL())
 	}
 	env := []string{"NODE_NAME=" + node, "SSL_CERT_FILE=" + filepath.Join(a.dir, "ca-bundle.pem"),
 		"HTTPS_PROXY=" + proxy.URL, "HTTP_PROXY=" + proxy.URL, "NO_PROXY=", "https_proxy=", "http_proxy=", "no_proxy="}

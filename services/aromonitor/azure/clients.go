@@ -138,13 +138,35 @@ func (f *Factory) Subnets(subscription string, cred azcore.TokenCredential, c cl
 	return armnetwork.NewSubnetsClient(subscription, cred, &arm.ClientOptions{ClientOptions: f.armOptions(subscription, c)})
 }
 
+// SetRequestsPerMinute changes the ARM budget of every subscription, from
+// now on: the MonitorConfig's spec.arm.requestsPerMinute, read each pass.
+func (f *Factory) SetRequestsPerMinute(n int) {
+	if n <= 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n == f.opts.RequestsPerMinute {
+		return
+	}
+	f.opts.RequestsPerMinute = n
+	for _, lim := range f.limiters {
+		lim.SetLimit(rate.Limit(float64(n) / 60))
+		lim.SetBurst(burst(n))
+	}
+}
+
+// burst lets a pass over a few subnets go at once: a tenth of a minute's
+// budget.
+func burst(perMinute int) int { return max(1, perMinute/6) }
+
 func (f *Factory) armOptions(subscription string, c cloud.Configuration) policy.ClientOptions {
 	o := f.clientOptions(c)
 	f.mu.Lock()
 	lim, ok := f.limiters[strings.ToLower(subscription)]
 	if !ok {
 		per := float64(f.opts.RequestsPerMinute) / 60
-		lim = rate.NewLimiter(rate.Limit(per), max(1, f.opts.RequestsPerMinute/6))
+		lim = rate.NewLimiter(rate.Limit(per), burst(f.opts.RequestsPerMinute))
 		f.limiters[strings.ToLower(subscription)] = lim
 	}
 	f.mu.Unlock()

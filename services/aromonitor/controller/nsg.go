@@ -99,6 +99,8 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 	now := r.Clock.Now()
 	policy := snap.settings.NSG
 	interval := snap.settings.NSGInterval
+	// The budget in force is the MonitorConfig's (its default without one).
+	r.Azure.SetRequestsPerMinute(snap.settings.ARMRequestsPerMinute)
 	prev := snap.cluster.Status
 
 	out := nsgStatus{check: findCheck(prev.Checks, arov1alpha1.CheckNSG), read: map[string]bool{}}
