@@ -60,7 +60,6 @@ type options struct {
 	armEndpoint  string
 	armAudience  string
 	aadAuthority string
-	armPerMinute int
 	kubeconfig   *flag.Flag
 	workerSubnet string
 	resolveErr   error
