@@ -138,6 +138,7 @@ type Server struct {
 	rng      *rand.Rand
 	kinds    []Fault
 	seq      int
+	observer func(Request)
 }
 
 // Start starts the server on a free loopback port.
@@ -265,6 +266,15 @@ func (s *Server) FailRandomly(ratio float64, seed int64, kinds ...Fault) {
 	s.ratio, s.rng, s.kinds = ratio, rand.New(rand.NewSource(seed)), kinds
 }
 
+// OnRequest calls f with every request once it is logged (after its answer,
+// or its loss), e.g. to stop a client right after a write took effect. nil
+// stops it.
+func (s *Server) OnRequest(f func(Request)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.observer = f
+}
+
 func (s *Server) policy(clusterID, policyID string) *policyState {
 	c := s.clusters[clusterID]
 	if c == nil {
@@ -328,7 +338,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		s.mu.Lock()
 		s.requests = append(s.requests, rec)
+		observe := s.observer
 		s.mu.Unlock()
+		if observe != nil {
+			observe(rec)
+		}
 	}()
 	if faulty && f.Delay > 0 {
 		select {
