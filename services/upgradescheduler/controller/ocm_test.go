@@ -191,13 +191,13 @@ func ocmSpec(ctx context.Context) {
 	Expect(get(Default).UID).To(Equal(uid))
 	Eventually(eventReasons(ctx, ns)).Should(ContainElement("PolicyRemoved"))
 
-	By("a new policy, due now, with OCM failing 30% of requests (some answers lost after taking effect)")
+	By("a new policy for the same release, due now, with OCM failing 30% of requests (some answers lost after taking effect): the cancelled attempt starts again")
 	sim.FailRandomly(0.3, 42, ocmsim.Fault{Status: 500}, ocmsim.Fault{Status: 503}, ocmsim.Fault{Status: 429}, ocmsim.Fault{LoseResponse: true})
-	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "p2", Version: "4.16.12", NextRun: time.Now().UTC().Truncate(time.Second)})
-	Eventually(func(g Gomega) string { return get(g).Spec.Desired.Version }, time.Minute).Should(Equal("4.16.12"))
+	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "p2", Version: "4.16.11", NextRun: time.Now().UTC().Truncate(time.Second)})
+	Eventually(func(g Gomega) string { return get(g).Annotations[ocm.PolicyAnnotation] }, time.Minute).Should(Equal("p2"))
 	Expect(get(Default).UID).To(Equal(uid))
 	Expect(get(Default).Spec.Cancel).To(BeFalse())
-	cvoCompletes(ctx, "4.16.12")
+	cvoCompletes(ctx, "4.16.11")
 	Eventually(ucPhase(ctx, key), 2*time.Minute).Should(Equal("Upgraded/"))
 	sim.FailRandomly(0, 0)
 
@@ -232,7 +232,7 @@ func ocmSpec(ctx context.Context) {
 	Expect(faults).To(BeNumerically(">", 0), "the fault injection must have hit something")
 	var events []string
 	for _, n := range get(Default).Status.Notifications {
-		if n.Version == "4.16.12" {
+		if n.Version == "4.16.11" {
 			events = append(events, n.Event)
 		}
 	}

@@ -107,6 +107,9 @@ func (p *planner) run() {
 	p.st.PausedByDeadline = nil
 	p.setCondition("Paused", metav1.ConditionFalse, "NotPaused", "")
 
+	if p.reopen(h) {
+		h = p.history()
+	}
 	if terminal(h.Phase) {
 		if p.failedNotice() {
 			return
@@ -474,5 +477,31 @@ func (p *planner) failedNotice() bool {
 	c.Attempts++
 	p.action = p.notifyAction(EventFailed)
 	p.action.Step = ConditionFailedNotificationSent
+	return true
+}
+
+// reopen starts the attempt again when it was cancelled through spec.cancel
+// and a later spec generation withdrew the cancellation (an OCM policy
+// removed and scheduled again for the same release; a person who changed
+// their mind). The history entry is replaced, as MUO replaces the entry of
+// a version it sees again; true when it was.
+func (p *planner) reopen(h *upgradev1alpha1.UpgradeHistory) bool {
+	if h.Phase != upgradev1alpha1.UpgradePhaseCancelled || p.spec.Cancel {
+		return false
+	}
+	c := meta.FindStatusCondition(p.st.Conditions, "Cancelled")
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "SpecCancel" || c.ObservedGeneration >= p.uc.Generation {
+		return false
+	}
+	if len(p.surgeMachineSets()) > 0 {
+		// The cancellation's cleanup is not finished; it finishes first.
+		return false
+	}
+	*h = upgradev1alpha1.UpgradeHistory{Version: p.target, Phase: upgradev1alpha1.UpgradePhaseNew,
+		PrecedingVersion: precedingVersion(p.in.Snapshot.ClusterVersion, p.target)}
+	p.st.CapacityReservation = nil
+	p.st.CurrentStep = ""
+	p.setCondition("Cancelled", metav1.ConditionFalse, "CancelWithdrawn", "spec.cancel was withdrawn: the upgrade is scheduled again")
+	p.event(false, "UpgradeRescheduled", "upgrade to %s scheduled again: spec.cancel was withdrawn", p.target)
 	return true
 }
