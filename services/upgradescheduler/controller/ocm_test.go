@@ -240,6 +240,28 @@ func ocmSpec(ctx context.Context) {
 		plan.EventWorkerPlaneFinishedSL, plan.EventCompleted}))
 	GinkgoWriter.Printf("OCM requests %d, faults injected %d\n", len(sim.Requests()), faults)
 
+	By("a policy removed in OCM after commencement: recorded, and the upgrade runs to its end")
+	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "p3", Version: "4.16.12", NextRun: time.Now().UTC().Truncate(time.Second)})
+	Eventually(func(g Gomega) string {
+		cv := &configv1.ClusterVersion{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		g.Expect(cv.Spec.DesiredUpdate).NotTo(BeNil())
+		return cv.Spec.DesiredUpdate.Version
+	}, time.Minute).Should(Equal("4.16.12"))
+	sim.DeletePolicy(ocmInternalID, "p3")
+	Eventually(func(g Gomega) map[string]string { return get(g).Annotations }).Should(HaveKey(ocm.PolicyRemovedAnnotation))
+	Expect(get(Default).Spec.Cancel).To(BeFalse())
+	cvoCompletes(ctx, "4.16.12")
+	Eventually(ucPhase(ctx, key), time.Minute).Should(Equal("Upgraded/"))
+	var outcomes []string
+	for _, n := range get(Default).Status.Notifications {
+		if n.Version == "4.16.12" {
+			outcomes = append(outcomes, n.Event+"="+n.Outcome)
+		}
+	}
+	Expect(outcomes).To(ContainElements(plan.EventStarted+"=Sent", plan.EventCompleted+"=PolicyGone"))
+	Expect(get(Default).UID).To(Equal(uid))
+
 	Expect(env.Client.Delete(ctx, get(Default))).To(Succeed())
 	Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, &upgradev1alpha1.UpgradeConfig{})) }).Should(BeTrue())
 }
