@@ -2,7 +2,9 @@
 // cluster (a real kube-apiserver with kube-controller-manager, kube-scheduler
 // and kwok, and ocpsim playing the OpenShift operators), runs the Upshift
 // controllers that exist as their charts' ServiceAccounts, schedules an
-// update with an UpgradeConfig a few seconds ahead, and prints the
+// update a few seconds ahead as an upgrade policy in a local OCM (which the
+// upgrade-scheduler turns into an UpgradeConfig, as MUO's OCM provider
+// does), and prints the policy's states and service logs, the
 // UpgradeConfig's progress (as `kubectl get upgrade` shows it) and
 // `kubectl upshift status` every few seconds until it completes, with one
 // progress line per MachineConfigPool from the mcp-tracker's status.pools
