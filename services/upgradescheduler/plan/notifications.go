@@ -147,6 +147,11 @@ func notify(event string) func(*planner) result {
 // is not sent (as MUO, whose step returns at once when commenced).
 func noticeBefore(event string, step func(*planner) result) func(*planner) result {
 	return func(p *planner) result {
+		// Only when the step would act now: not while no maintenance
+		// window is open (the step then says so and waits).
+		if sched, err := p.schedule(); err == nil && !sched.Open(p.now) {
+			return step(p)
+		}
 		if !p.commenced() && p.due(event) {
 			return result{message: "sending the " + event + " notification", action: p.notifyAction(event)}
 		}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 )
 
@@ -210,5 +211,33 @@ func TestNewGenerationNotifiesAgain(t *testing.T) {
 	}
 	if r := w.uc.Status.Notifications; len(r) != 2 || r[1].Generation != 2 || r[1].Version != "4.14.16" {
 		t.Fatalf("%+v", r)
+	}
+}
+
+func TestDelayedIsOSDOnly(t *testing.T) {
+	w := notifyWorld(t, false)
+	w.uc.Spec.Type = upgradev1alpha1.ARO
+	w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2))
+	w.settle()
+	w.now = t0.Add(31 * time.Minute)
+	w.settle()
+	if strings.Join(w.notified, ",") != EventStarted {
+		t.Fatalf("ARO: %v", w.notified)
+	}
+}
+
+func TestControlPlaneStartedWaitsForTheWindow(t *testing.T) {
+	w := notifyWorld(t, true)
+	// The window opens at 12:00 on the day of t0 (10:00): nothing is sent
+	// before it, not even the started notification.
+	w.uc.Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{Start: "12:00", End: "14:00"}}
+	w.settle()
+	if len(w.notified) != 0 {
+		t.Fatalf("before the window: %v", w.notified)
+	}
+	w.now = t0.Add(2 * time.Hour)
+	w.settle()
+	if strings.Join(w.notified, ",") != EventStarted+","+EventControlPlaneStartedSL || w.desiredPatches != 1 {
+		t.Fatalf("in the window: %v patches %d", w.notified, w.desiredPatches)
 	}
 }

@@ -347,9 +347,9 @@ func (p *planner) upgrading() {
 			// The delayed notice follows the started one (MUO's allowed
 			// transitions): the step sends started first.
 			r = s.run(p)
-		case delayed && !commenced && p.due(EventDelayed):
-			// MUO's delayed check: reported once, ahead of whatever the
-			// current step would do.
+		case delayed && !commenced && p.spec.Type != upgradev1alpha1.ARO && p.due(EventDelayed):
+			// MUO's delayed check (OSD only): reported once, ahead of
+			// whatever the current step would do.
 			r = result{message: "sending the " + EventDelayed + " notification", action: p.notifyAction(EventDelayed)}
 		default:
 			r = s.run(p)
