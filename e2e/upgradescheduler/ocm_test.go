@@ -164,6 +164,19 @@ func ocmScheduledUpgrade(ctx SpecContext) {
 	Expect(o.startedAt).NotTo(BeZero())
 	Expect(o.startedAt).To(BeTemporally(">=", at), "started is reported at upgradeAt, not before")
 
+	By("exporting the notifications and OCM requests (this process did them all: the earlier specs sent OCM nothing)")
+	body := scrape()
+	for _, line := range []string{
+		`upgradeoperator_upgrade_notification{event="StateCompleted",upgradeconfig_name="` + ucName + `",version="` + v + `"} 1`,
+		`upshift_upgrade_scheduler_notifications_total{event="StateStarted",result="sent"} 1`,
+		`upshift_upgrade_scheduler_notifications_total{event="StateCompleted",result="sent"} 1`,
+		`upgrade_notification_failed{event="StateCompleted",upgradeconfig_name="` + ucName + `"} 0`,
+		`upshift_upgrade_scheduler_ocm_requests_total{code="200",op="patch_policy_state"} 2`,
+		`upshift_upgrade_scheduler_ocm_requests_total{code="201",op="add_service_log"} 3`,
+	} {
+		Expect(body).To(ContainSubstring(line))
+	}
+
 	By("silences created, renewed and expired: none left active")
 	var leases []string
 	Eventually(func(g Gomega) { leases = expectLeasesEnded(g, string(uc.UID), v) }).Should(Succeed())
