@@ -25,6 +25,7 @@ import (
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/controller"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/ocm"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 	"github.com/upshift-io/upshift/tools/ocmsim"
@@ -239,6 +240,21 @@ func ocmSpec(ctx context.Context) {
 	Expect(events).To(Equal([]string{plan.EventStarted, plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL,
 		plan.EventWorkerPlaneFinishedSL, plan.EventCompleted}))
 	GinkgoWriter.Printf("OCM requests %d, faults injected %d\n", len(sim.Requests()), faults)
+
+	By("the notification metrics: MUO's gauge per event, and no event counted sent twice")
+	all := []string{plan.EventStarted, plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL, plan.EventCompleted}
+	want := map[string]float64{}
+	for _, e := range all {
+		want["event="+e+",upgradeconfig_name="+ocm.UpgradeConfigName+",version=4.16.11"] = 1
+	}
+	Eventually(series(metrics.Notification, "version=4.16.11")).Should(Equal(want))
+	counted := series(metrics.Notifications, "event=")()
+	for _, e := range all {
+		sent, again := counted["event="+e+",result=sent"], counted["event="+e+",result=already_sent"]
+		Expect(sent).To(BeNumerically("<=", 1), e)
+		Expect(sent+again).To(BeNumerically(">=", 1), e)
+	}
+	Expect(series(metrics.OCMRequests, "op=patch_policy_state")()).To(HaveKey("code=200,op=patch_policy_state"))
 
 	By("a policy removed in OCM after commencement: recorded, and the upgrade runs to its end")
 	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "p3", Version: "4.16.12", NextRun: time.Now().UTC().Truncate(time.Second)})

@@ -102,7 +102,7 @@ func TestWrongTokenFindsNoCluster(t *testing.T) {
 }
 
 func TestDeliverIsIdempotentAcrossLostResponses(t *testing.T) {
-	s, c, _ := setup(t)
+	s, c, n := setup(t)
 	ctx := context.Background()
 	s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.2", NextRun: time.Now()})
 	cl := Cluster{ID: internalID, ExternalID: externalID}
@@ -113,6 +113,9 @@ func TestDeliverIsIdempotentAcrossLostResponses(t *testing.T) {
 	s.FailNext(ocmsim.Fault{}, ocmsim.Fault{LoseResponse: true}) // GET ok, PATCH lost
 	if _, err := c.Deliver(ctx, cl, "p1", started); err == nil {
 		t.Fatal("a lost response must be an error")
+	}
+	if n.m[OpPatchPolicyState+"/error"] != 1 || n.m[OpGetPolicyState+"/200"] != 1 {
+		t.Fatalf("a lost answer is counted as code error: %v", n.m)
 	}
 	out, err := c.Deliver(ctx, cl, "p1", started)
 	if err != nil || out != AlreadySent {
