@@ -52,7 +52,8 @@ var (
 const cacheWait = 10 * time.Second
 
 // act performs the planner's side effect. Results that live in the status
-// (the external checks) are written into status.
+// (the external checks, the record of a delivered notification) are written
+// into status.
 func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, a *plan.Action, cfg *config.Config, cv *configv1.ClusterVersion, status *upgradev1alpha1.UpgradeConfigStatus) error {
 	switch a.Kind {
 	case plan.PatchClusterVersion:

@@ -37,7 +37,7 @@ type OCM struct {
 	cluster *ocm.Cluster
 }
 
-// enabled says whether cfg routes the scheduler to OCM.
+// ocmSource says whether cfg routes the scheduler to OCM (any case, as MUO).
 func ocmSource(cfg *config.Config) bool {
 	return cfg != nil && strings.EqualFold(cfg.Source, "OCM")
 }
