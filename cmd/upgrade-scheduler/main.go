@@ -27,6 +27,8 @@ func main() {
 	namespace := os.Getenv("POD_NAMESPACE")
 	var am alerts.Config
 	silenceTTL := silence.DefaultTTL
+	var ocmEnabled bool
+	ocmTimeout, ocmSyncInterval := 30*time.Second, time.Duration(0)
 	runtime.MainProcess(runtime.Component{
 		Name: "upgrade-scheduler",
 		Flags: func(fs *flag.FlagSet) {
@@ -40,6 +42,12 @@ func main() {
 				"File whose content is sent as a bearer token to Alertmanager, read at every request (in a pod: /var/run/secrets/kubernetes.io/serviceaccount/token).")
 			fs.StringVar(&am.CAFile, "alertmanager-ca-file", "",
 				"PEM file of the CAs that sign Alertmanager's certificate (on OpenShift: /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt); empty: the system's.")
+			fs.BoolVar(&ocmEnabled, "ocm", false,
+				"Talk to OCM when the configuration's configManager.source is OCM: sync the managed UpgradeConfig from the cluster's upgrade policies "+
+					"and report policy states and service logs. Needs get on Secret openshift-config/pull-secret. Off: OCM is never contacted.")
+			fs.DurationVar(&ocmTimeout, "ocm-timeout", ocmTimeout, "Bound of one OCM request.")
+			fs.DurationVar(&ocmSyncInterval, "ocm-sync-interval", 0,
+				"Time between two syncs of the OCM upgrade policies; 0: configManager.watchInterval.")
 			fs.DurationVar(&silenceTTL, "silence-ttl", silenceTTL,
 				"How far past now each maintenance silence reaches; it is renewed while its phase runs, so a stopped scheduler leaves nothing silenced past it.")
 		},
@@ -77,6 +85,13 @@ func main() {
 				}
 				r.Alerts, r.Silences, r.Integrations = ac, sc, plan.Integrations{Silences: true}
 				log.Info("Alertmanager configured", "url", am.URL)
+			}
+			if ocmEnabled {
+				r.OCM = &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: ocmTimeout}
+				if err := mgr.Add(&controller.PolicySyncer{R: r, Interval: ocmSyncInterval}); err != nil {
+					return err
+				}
+				log.Info("OCM integration on (used when configManager.source is OCM)")
 			}
 			return r.SetupWithManager(mgr)
 		},

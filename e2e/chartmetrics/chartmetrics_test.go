@@ -35,6 +35,7 @@ func everySeries() *upgradev1alpha1.UpgradeConfig {
 			CurrentStep:         string(plan.StepWorkerNodesUpgraded),
 			Preflight:           []upgradev1alpha1.PreflightCheck{{Check: plan.CheckClusterOperators}},
 			CapacityReservation: &upgradev1alpha1.CapacityReservationStatus{Outcome: plan.CapacityTimedOut},
+			Notifications:       []upgradev1alpha1.NotificationRecord{{Event: plan.EventStarted, Version: "4.16.2", Generation: 1, Outcome: "Sent"}},
 			Conditions: []metav1.Condition{
 				{Type: "ConfigValid", Status: metav1.ConditionTrue}, {Type: "Paused", Status: metav1.ConditionFalse},
 				{Type: "Validated", Status: metav1.ConditionTrue},
@@ -48,6 +49,9 @@ func TestEveryMetricTheChartQueriesIsRegistered(t *testing.T) {
 	metrics.Default.Update("ns/uc", metrics.Samples(everySeries(), metrics.Cluster{ID: "id", Version: "4.16.1"}))
 	defer metrics.Default.Forget("ns/uc")
 	metrics.ObserveSteps([]metrics.StepDone{{Step: string(plan.StepUpgradeCommenced), Duration: time.Second}})
+	metrics.ObserveOCMRequest("patch_policy_state", "500")
+	metrics.ObserveNotification("uc", plan.EventStarted, "failed")
+	metrics.ObserveSync("uc", time.Unix(1, 0))
 	for _, name := range metrics.Names() {
 		if !registered(name) {
 			t.Fatalf("%s is not registered: the check below would prove nothing", name)
@@ -61,7 +65,7 @@ func TestEveryMetricTheChartQueriesIsRegistered(t *testing.T) {
 	}
 
 	alerts, panels := checkChartQueries(t, "upgrade-scheduler", "ups", "upgrade-scheduler", exp)
-	if alerts != 9 || panels < 12 {
-		t.Errorf("found %d alerts and %d panel queries, want 9 and at least 12", alerts, panels)
+	if alerts != 11 || panels < 14 {
+		t.Errorf("found %d alerts and %d panel queries, want 11 and at least 14", alerts, panels)
 	}
 }

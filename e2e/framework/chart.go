@@ -122,11 +122,11 @@ type Identity struct {
 // (created if missing), installs its ServiceAccount and RBAC, and returns a
 // kubeconfig for that ServiceAccount: how every suite, the demo and the bench
 // run a component with exactly its chart's permissions.
-func InstallChartIdentity(ctx context.Context, env *testenv.Env, chartName, release, namespace string) (*Identity, error) {
+func InstallChartIdentity(ctx context.Context, env *testenv.Env, chartName, release, namespace string, set ...string) (*Identity, error) {
 	if err := env.CreateNamespace(ctx, namespace); err != nil {
 		return nil, err
 	}
-	chart, err := RenderChart(chartName, release, namespace)
+	chart, err := RenderChart(chartName, release, namespace, set...)
 	if err != nil {
 		return nil, err
 	}

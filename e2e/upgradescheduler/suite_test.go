@@ -7,19 +7,23 @@ package upgradescheduler
 
 import (
 	"context"
+	"encoding/base64"
 	"os"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocmsim"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 )
 
@@ -89,6 +93,19 @@ const monitoringNamespace = "monitoring"
 // silenceTTL is the scheduler's lease length in this suite.
 const silenceTTL = 6 * time.Second
 
+// The local OCM, the cluster's ID in it, and the pull-secret token.
+var (
+	ocmSim   *ocmsim.Server
+	ocmToken = base64.StdEncoding.EncodeToString([]byte("sre:cloud-token"))
+)
+
+const (
+	ocmClusterID = "1ocmsimclusterid000000000000000"
+	// ocmSyncInterval is how often the scheduler reads the policies (MUO:
+	// watchInterval minutes).
+	ocmSyncInterval = time.Second
+)
+
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// Waits are on a real process (leader election, cache sync) and a
@@ -104,7 +121,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	DeferCleanup(env.Stop)
 
 	objs, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
-		Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5", "4.16.6", "4.16.7", "4.16.8"},
+		Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5", "4.16.6", "4.16.7", "4.16.8", "4.16.9", "4.16.10"},
 		// 4.16.6 is reachable only as a conditional update: a risk that
 		// applies to every cluster, as OCM may still schedule.
 		Releases: []ocpsim.GraphRelease{{Version: "4.16.6", Risks: []ocpsim.Risk{{Name: "SimulatedRegression",
@@ -124,7 +141,25 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	stopSim := sim.Start(context.Background())
 	DeferCleanup(func() { Expect(stopSim()).To(Succeed()) })
 
-	id, err = framework.InstallChartIdentity(ctx, env, chartName, release, namespace)
+	// OCM: the local OCM knows this cluster by its ClusterVersion ID and the
+	// pull secret's cloud.openshift.com token. The chart grants the pull
+	// secret's read with ocm.enabled; the configuration stays LOCAL (no OCM
+	// traffic) except in the OCM specs.
+	ocmSim = ocmsim.Start()
+	DeferCleanup(ocmSim.Close)
+	cv := &configv1.ClusterVersion{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+	ocmSim.AddCluster(ocmsim.Cluster{ID: ocmClusterID, ExternalID: string(cv.Spec.ClusterID), ChannelGroup: "stable",
+		NodeDrainGracePeriodMinutes: 60, Token: ocmToken})
+	Expect(env.CreateNamespace(ctx, "openshift-config")).To(Succeed())
+	Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "pull-secret", Namespace: "openshift-config"},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"cloud.openshift.com":{"auth":"` + ocmToken +
+			`","email":"sre@example.com"},"quay.io":{"auth":"cXVheTpxdWF5"}}}`)},
+	}))).To(Succeed())
+
+	id, err = framework.InstallChartIdentity(ctx, env, chartName, release, namespace, "ocm.enabled=true")
 	Expect(err).NotTo(HaveOccurred())
 	chart = id.Chart
 	Expect(env.Client.Create(ctx, &corev1.ConfigMap{
@@ -148,7 +183,8 @@ func startScheduler(leaderElect bool) *framework.Component {
 	// The real Alertmanager, for the silences and the critical-alerts
 	// check; a short lease TTL so that renewals happen within an upgrade.
 	r, err := framework.StartAsIdentity(bins[binary], id, namespace, leaderElect,
-		"--alertmanager-url="+env.Alertmanager.URL, "--silence-ttl="+silenceTTL.String())
+		"--alertmanager-url="+env.Alertmanager.URL, "--silence-ttl="+silenceTTL.String(),
+		"--ocm=true", "--ocm-timeout=2s", "--ocm-sync-interval="+ocmSyncInterval.String())
 	Expect(err).NotTo(HaveOccurred())
 	metrics, readyz = r.MetricsURL, r.ReadyzURL
 	return r.Component

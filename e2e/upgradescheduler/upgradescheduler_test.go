@@ -553,6 +553,14 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		deleteUC(ctx)
 	})
 
+	It("runs a scheduled OSD upgrade from an OCM policy to completed, telling OCM each state and service log once", func(ctx SpecContext) {
+		ocmScheduledUpgrade(ctx)
+	})
+
+	It("still tells OCM each state and service log exactly once with 30% of OCM requests failing and the scheduler killed 20 times", func(ctx SpecContext) {
+		ocmChaos(ctx, track)
+	})
+
 	It("reports the reaction time from the CVO's Completed to the next step", func() {
 		Expect(reactions).To(HaveLen(3))
 		maxD := time.Duration(0)

@@ -234,6 +234,17 @@ type UpgradeConfigStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Silences []SilenceLease `json:"silences,omitempty"`
 
+	// notifications records every notification the scheduler delivered (an
+	// OCM upgrade policy state or a service log), one per spec generation,
+	// target version and event. The record is written before the upgrade
+	// moves past the notification, so a recorded notification is never sent
+	// again; one sent but not recorded (the scheduler stopped in between) is
+	// read back from OCM before it is sent again. (Upshift)
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Notifications []NotificationRecord `json:"notifications,omitempty"`
+
 	// conditions summarise the upgrade for Kubernetes tooling: Validated,
 	// Progressing, Paused, Cancelled, DeadlineExceeded, HealthChecksPassing,
 	// ConfigValid and Completed, written by the upgrade-scheduler, and
@@ -560,4 +571,37 @@ type UpgradeCondition struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	LastError string `json:"lastError,omitempty"`
+}
+
+// NotificationRecord is one delivered notification. (Upshift)
+type NotificationRecord struct {
+	// event is MUO's notification state: StateStarted, StateDelayed,
+	// StateFailed, StateCompleted (OCM policy states), or
+	// StateControlPlaneStartedSL, StateControlPlaneFinishedSL,
+	// StateWorkerPlaneFinishedSL (service logs).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Event string `json:"event"`
+
+	// version is the target version (or image) of the attempt.
+	// +required
+	// +kubebuilder:validation:MaxLength=512
+	Version string `json:"version"`
+
+	// generation is the spec generation the notification belongs to.
+	// +required
+	Generation int64 `json:"generation"`
+
+	// outcome is Sent (written now), AlreadySent (OCM already had it: an
+	// earlier send whose record was lost), TransitionNotAllowed (the policy
+	// is in a state MUO never moves from to this one) or PolicyGone (the
+	// policy was deleted in OCM).
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Outcome string `json:"outcome"`
+
+	// time is when the outcome was recorded.
+	// +required
+	Time metav1.Time `json:"time"`
 }

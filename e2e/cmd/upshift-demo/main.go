@@ -2,7 +2,9 @@
 // cluster (a real kube-apiserver with kube-controller-manager, kube-scheduler
 // and kwok, and ocpsim playing the OpenShift operators), runs the Upshift
 // controllers that exist as their charts' ServiceAccounts, schedules an
-// update with an UpgradeConfig a few seconds ahead, and prints the
+// update a few seconds ahead as an upgrade policy in a local OCM (which the
+// upgrade-scheduler turns into an UpgradeConfig, as MUO's OCM provider
+// does), and prints the policy's states and service logs, the
 // UpgradeConfig's progress (as `kubectl get upgrade` shows it) and
 // `kubectl upshift status` every few seconds until it completes, with one
 // progress line per MachineConfigPool from the mcp-tracker's status.pools
@@ -33,7 +35,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -175,7 +176,13 @@ func run(ctx context.Context, o options) (err error) {
 			err = fmt.Errorf("update-status-controller: %w\n%s", stopErr, controller.Logs())
 		}
 	}()
-	sched, schedScraper, schedMetricsURL, err := startComponent(ctx, env, scheduler, "upgrade-scheduler", "sched")
+	ocm, err := startOCM(ctx, env.Client)
+	if err != nil {
+		return err
+	}
+	defer ocm.Close()
+	sched, schedScraper, schedMetricsURL, err := startComponentWith(ctx, env, scheduler, "upgrade-scheduler", "sched",
+		[]string{"ocm.enabled=true"}, "--ocm=true", "--ocm-timeout=5s", "--ocm-sync-interval=1s")
 	if err != nil {
 		return err
 	}
@@ -219,9 +226,9 @@ func run(ctx context.Context, o options) (err error) {
 	}
 
 	upgradeAt := time.Now().Add(o.startIn).Truncate(time.Second)
-	say("Scheduling the update to %s at %s with an UpgradeConfig (OSD steps, capacity reservation); the upgrade-scheduler starts it",
+	say("Scheduling the update to %s at %s as an upgrade policy in a local OCM; the upgrade-scheduler turns it into the UpgradeConfig (OSD steps, capacity reservation), starts it, and tells OCM each state and service log",
 		o.to, upgradeAt.UTC().Format(time.RFC3339))
-	if err := scheduleUpdate(ctx, env.Client, o.to, upgradeAt); err != nil {
+	if err := scheduleInOCM(ctx, env.Client, ocm, o.to, upgradeAt); err != nil {
 		return err
 	}
 	updateStart := time.Now()
@@ -245,6 +252,7 @@ func run(ctx context.Context, o options) (err error) {
 		if phase == "Failed" {
 			return fmt.Errorf("the UpgradeConfig failed\n%s", sched.Logs())
 		}
+		printOCM(ocm, os.Stdout)
 		if err := printPools(ctx, env.Client, os.Stdout); err != nil {
 			return err
 		}
@@ -300,7 +308,12 @@ const namespace = "upshift"
 // returns it with a scraper for its metrics (a ServiceAccount bound to the
 // chart's metrics-reader ClusterRole) and their URL.
 func startComponent(ctx context.Context, env *testenv.Env, binary, chart, release string, extra ...string) (*framework.Component, *framework.Scraper, string, error) {
-	id, err := framework.InstallChartIdentity(ctx, env, chart, release, namespace)
+	return startComponentWith(ctx, env, binary, chart, release, nil, extra...)
+}
+
+// startComponentWith is startComponent with chart values set.
+func startComponentWith(ctx context.Context, env *testenv.Env, binary, chart, release string, set []string, extra ...string) (*framework.Component, *framework.Scraper, string, error) {
+	id, err := framework.InstallChartIdentity(ctx, env, chart, release, namespace, set...)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -340,28 +353,6 @@ func seedWorkerPool(ctx context.Context, c client.Client) error {
 		}
 	}
 	return nil
-}
-
-// scheduleUpdate writes MUO's ConfigMap (its documented defaults) and an
-// UpgradeConfig, as OCM does for a managed cluster.
-func scheduleUpdate(ctx context.Context, c client.Client, version string, at time.Time) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-operator-config", Namespace: namespace},
-		Data: map[string]string{"config.yaml": "upgradeType: OSD\nmaintenance:\n  controlPlaneTime: 90\nscale:\n  timeOut: 30\n"}}
-	if err := c.Create(ctx, cm); err != nil {
-		return err
-	}
-	cv := &configv1.ClusterVersion{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
-		return err
-	}
-	return c.Create(ctx, &upgradev1alpha1.UpgradeConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: namespace},
-		Spec: upgradev1alpha1.UpgradeConfigSpec{
-			Desired:   upgradev1alpha1.Update{Version: version, Channel: cv.Spec.Channel},
-			UpgradeAt: at.UTC().Format(time.RFC3339), Type: upgradev1alpha1.OSD,
-			PDBForceDrainTimeout: 60, CapacityReservation: true,
-		},
-	})
 }
 
 // printUpgradeConfig prints the UpgradeConfig as `kubectl get upgrade` does

@@ -20,8 +20,25 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
+	"github.com/upshift-io/upshift/services/upgradescheduler/ocm"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
+
+// notificationResult is the result label of a delivery's outcome.
+func notificationResult(o ocm.Outcome) string {
+	switch o {
+	case ocm.Sent:
+		return "sent"
+	case ocm.AlreadySent:
+		return "already_sent"
+	case ocm.TransitionNotAllowed:
+		return "not_allowed"
+	case ocm.PolicyGone:
+		return "policy_gone"
+	}
+	return strings.ToLower(string(o))
+}
 
 // The FedRAMP FileIntegrity object MUO re-initialises after an upgrade.
 var (
@@ -35,8 +52,9 @@ var (
 const cacheWait = 10 * time.Second
 
 // act performs the planner's side effect. Results that live in the status
-// (the external checks) are written into status.
-func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, a *plan.Action, cfg *config.Config, status *upgradev1alpha1.UpgradeConfigStatus) error {
+// (the external checks, the record of a delivered notification) are written
+// into status.
+func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, a *plan.Action, cfg *config.Config, cv *configv1.ClusterVersion, status *upgradev1alpha1.UpgradeConfigStatus) error {
 	switch a.Kind {
 	case plan.PatchClusterVersion:
 		cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}}
@@ -82,6 +100,21 @@ func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig,
 			}
 		}
 		status.Preflight = append(status.Preflight, res)
+		return nil
+	case plan.Notify:
+		n := a.Notification
+		if r.OCM == nil {
+			return fmt.Errorf("no OCM connection configured")
+		}
+		outcome, err := r.OCM.deliver(ctx, uc, cfg, cv, n)
+		if err != nil {
+			metrics.ObserveNotification(uc.Name, n.Event, "failed")
+			return err
+		}
+		metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
+		// The record goes into the status written next; the step moves on
+		// only in the plan that reads it.
+		*status = plan.RecordNotification(*status, n, string(outcome), r.Clock.Now())
 		return nil
 	case plan.ReinitFileIntegrity:
 		fi := &unstructured.Unstructured{}

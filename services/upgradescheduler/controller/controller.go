@@ -59,6 +59,9 @@ type Reconciler struct {
 	// Alerts reads the firing alerts for the critical-alerts health check;
 	// nil: the check reports "not configured".
 	Alerts alerts.Client
+	// OCM delivers the notifications when the configuration's source is
+	// OCM; nil: no notifications whatever the configuration says.
+	OCM *OCM
 
 	mu       sync.Mutex
 	lastGood map[string]*config.Config // per namespace
@@ -164,7 +167,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := r.Clock.Now()
-	in := plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: r.Integrations, Now: now}
+	integrations := r.Integrations
+	// Notifications go to OCM only when the configuration says OCM: with
+	// LOCAL (or none) the scheduler never talks to OCM.
+	integrations.Notifications = r.OCM != nil && ocmSource(cfg)
+	in := plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: integrations, Now: now}
 	// The alerts are read only for a plan that checks them: most plans run
 	// no health check, and a read of an unreachable Alertmanager costs
 	// seconds. Planning twice is cheap; the first plan is then discarded.
@@ -191,7 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	var actErr error
 	if a := action; a != nil {
-		if actErr = r.act(ctx, uc, a, cfg, &status); actErr != nil {
+		if actErr = r.act(ctx, uc, a, cfg, snap.ClusterVersion, &status); actErr != nil {
 			logger.Info("side effect failed", "action", a.Kind, "step", a.Step, "error", actErr.Error())
 			status = plan.ActionFailed(out.Status, status.Silences, a.Step, actErr, now)
 		}

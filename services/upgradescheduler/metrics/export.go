@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -12,6 +13,42 @@ var gauges = map[string]*prometheus.GaugeVec{}
 
 func gauge(name, help string, labels ...string) {
 	gauges[name] = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+// Counters and gauges written by the reconciler as things happen (not
+// derived from the status).
+var (
+	ocmRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: OCMRequests,
+		Help: "Requests to OCM by operation and HTTP status code (\"error\" when no answer came: a timeout, a lost connection).",
+	}, []string{LabelOp, LabelCode})
+	notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: Notifications,
+		Help: "Notification deliveries by event and result: sent, already_sent (found in OCM on a resend), not_allowed (the policy state does not allow it), policy_gone, failed (retried).",
+	}, []string{LabelEvent, LabelResult})
+	notificationFailed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: NotificationFailed,
+		Help: "1 when the last delivery of a notification failed, 0 once one succeeded (MUO's name, unprefixed as MUO exports it).",
+	}, []string{LabelUpgradeConfig, LabelEvent})
+	syncTimestamp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: SyncTimestamp,
+		Help: "Unix time of the last successful sync of the OCM upgrade policies (MUO).",
+	}, []string{LabelUpgradeConfig})
+)
+
+// ObserveOCMRequest counts one OCM request.
+func ObserveOCMRequest(op, code string) { ocmRequests.WithLabelValues(op, code).Inc() }
+
+// ObserveNotification counts one delivery of a notification of
+// UpgradeConfig name; result is a lower-case outcome, or "failed".
+func ObserveNotification(name, event, result string) {
+	notifications.WithLabelValues(event, result).Inc()
+	notificationFailed.WithLabelValues(name, event).Set(boolValue(result == "failed"))
+}
+
+// ObserveSync records a successful policy sync.
+func ObserveSync(name string, t time.Time) {
+	syncTimestamp.WithLabelValues(name).Set(float64(t.Unix()))
 }
 
 var stepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -48,16 +85,17 @@ func init() {
 	gauge(ConfigInvalid, "1 when the configuration ConfigMap is missing or invalid (the last valid one, if any, stays in force), else 0.", own...)
 	gauge(Paused, "1 while the upgrade is paused (spec.paused or a deadline with policy pause), else 0.", own...)
 	gauge(SilencesActive, "Alertmanager silences the upgrade holds (status.silences): renewed while its phase runs, expired when it ends.", own...)
+	gauge(Notification, "1 for every notification delivered (an OCM policy state or a service log), by event and target version (MUO).", LabelUpgradeConfig, LabelEvent, LabelVersion)
 	gauge(CapacityReservationSet, "State set of the capacity reservation's outcome (Ready, TimedOut, Skipped, Removed).", LabelNamespace, LabelName, LabelOutcome)
 	for _, g := range gauges {
 		ctrlmetrics.Registry.MustRegister(g)
 	}
-	ctrlmetrics.Registry.MustRegister(stepDuration)
+	ctrlmetrics.Registry.MustRegister(stepDuration, ocmRequests, notifications, notificationFailed, syncTimestamp)
 }
 
 // Names are the names of every metric this package exports.
 func Names() []string {
-	out := []string{StepDuration}
+	out := []string{StepDuration, OCMRequests, Notifications, NotificationFailed, SyncTimestamp}
 	for name := range gauges {
 		out = append(out, name)
 	}

@@ -46,6 +46,17 @@ const (
 	CapacityReservationSet = "upshift_upgrade_scheduler_capacity_reservation"
 	SilencesActive         = "upshift_upgrade_scheduler_silences_active"
 	StepDuration           = "upshift_upgrade_scheduler_step_duration_seconds"
+	// Notification is MUO's: 1 for every notification sent, by event and
+	// version. MUO reads it back from Prometheus to deduplicate; here it is
+	// only written (status.notifications is the record).
+	Notification = "upgradeoperator_upgrade_notification"
+	// NotificationFailed is MUO's, without the upgradeoperator_ prefix as MUO
+	// exports it: 1 when the last delivery of event failed, 0 once it
+	// succeeded.
+	NotificationFailed = "upgrade_notification_failed"
+	OCMRequests        = "upshift_upgrade_scheduler_ocm_requests_total"
+	Notifications      = "upshift_upgrade_scheduler_notifications_total"
+	SyncTimestamp      = "upgradeoperator_upgradeconfig_sync_timestamp"
 )
 
 // Label names.
@@ -62,6 +73,10 @@ const (
 	LabelDeadline      = "deadline"
 	LabelCheck         = "check"
 	LabelOutcome       = "outcome"
+	LabelEvent         = "event"
+	LabelResult        = "result"
+	LabelOp            = "op"
+	LabelCode          = "code"
 )
 
 // Sample is one series and its value.
@@ -156,6 +171,14 @@ func Samples(uc *upgradev1alpha1.UpgradeConfig, cluster Cluster) []Sample {
 	own(SilencesActive, float64(len(st.Silences)))
 	if c := meta.FindStatusCondition(st.Conditions, "Validated"); c != nil {
 		muo(ValidationFailed, boolValue(c.Status == metav1.ConditionFalse))
+	}
+	// MUO sets its notification gauge after a delivery that succeeded.
+	seen := map[string]bool{}
+	for _, n := range st.Notifications {
+		if k := n.Event + "|" + n.Version; !seen[k] && (n.Outcome == "Sent" || n.Outcome == "AlreadySent") {
+			seen[k] = true
+			muo(Notification, 1, LabelEvent, n.Event, LabelVersion, n.Version)
+		}
 	}
 	if len(st.History) == 0 {
 		return out

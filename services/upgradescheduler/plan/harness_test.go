@@ -52,6 +52,11 @@ type world struct {
 	am fakeAM
 	// failing side effects fail as the reconciler records a failure.
 	failing map[ActionKind]bool
+	// notified are the notifications delivered, in order.
+	notified []string
+	// loseNotificationRecord drops the status write after the next
+	// delivery, as when the scheduler stops between the two.
+	loseNotificationRecord bool
 }
 
 // fakeAM keeps silences as Alertmanager's API does for the lease plans:
@@ -301,6 +306,13 @@ func (w *world) apply(a *Action) {
 		w.uc.Status.Preflight = append(w.uc.Status.Preflight, res)
 	case ReinitFileIntegrity:
 		w.snap.FileIntegrityReinitRequested = true
+	case Notify:
+		w.notified = append(w.notified, a.Notification.Event)
+		if w.loseNotificationRecord {
+			w.loseNotificationRecord = false
+			return
+		}
+		w.uc.Status = RecordNotification(w.uc.Status, a.Notification, "Sent", w.now)
 	default:
 		w.t.Fatalf("unknown action %s", a.Kind)
 	}

@@ -67,6 +67,8 @@ type AlertsResult struct {
 // Integrations says which managed-service integrations are wired in. Steps
 // that need an absent one complete at once and say so.
 type Integrations struct {
+	// Notifications: an OCM notifier is configured (policy states, and
+	// service logs with the ServiceLogNotification gate).
 	Notifications bool
 	Silences      bool
 }
@@ -128,6 +130,9 @@ const (
 	// ReinitFileIntegrity adds the FedRAMP re-init annotation to the
 	// FileIntegrity object (adds it: other annotations stay).
 	ReinitFileIntegrity ActionKind = "ReinitFileIntegrity"
+	// Notify delivers Action.Notification (an OCM policy state or a service
+	// log) and records it in status.notifications (RecordNotification).
+	Notify ActionKind = "Notify"
 	// RemoveFinalizer removes the scheduler's finalizer from a deleted
 	// UpgradeConfig once nothing is left to clean up.
 	RemoveFinalizer ActionKind = "RemoveFinalizer"
@@ -142,6 +147,8 @@ type Action struct {
 	ClusterVersion *ClusterVersionPatch
 	// MachineSet is the object to create, or (name only) to delete.
 	MachineSet *machinev1beta1.MachineSet
+	// Notification is what Notify delivers.
+	Notification *Notification
 }
 
 // Finalizer keeps a deleted UpgradeConfig until its temporary capacity is gone.

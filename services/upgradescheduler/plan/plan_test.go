@@ -422,6 +422,19 @@ func TestCancel(t *testing.T) {
 		t.Fatal("the printer columns must show the cancellation")
 	}
 
+	// Withdrawing the cancellation in a later generation schedules the
+	// same target again (an OCM policy removed and added back).
+	w.uc.Spec.Cancel = false
+	w.uc.Generation++
+	w.autoMachineAPI = true
+	w.settle()
+	w.cvo()
+	w.mco()
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseUpgraded || len(w.uc.Status.History) != 1 || !w.hasEvent("UpgradeRescheduled") {
+		t.Fatalf("after withdrawing cancel: phase %s history %d", w.phase(), len(w.uc.Status.History))
+	}
+
 	// After commencement, cancel is refused and the upgrade goes on.
 	w = newWorld(t)
 	w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)

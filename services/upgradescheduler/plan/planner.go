@@ -107,7 +107,13 @@ func (p *planner) run() {
 	p.st.PausedByDeadline = nil
 	p.setCondition("Paused", metav1.ConditionFalse, "NotPaused", "")
 
+	if p.reopen(h) {
+		h = p.history()
+	}
 	if terminal(h.Phase) {
+		if p.failedNotice() {
+			return
+		}
 		p.cleanupTerminal()
 		return
 	}
@@ -317,8 +323,9 @@ func (p *planner) scheduledStart() (time.Time, window.Schedule, error) {
 func (p *planner) upgrading() {
 	steps := stepsFor(p.spec.Type)
 	commenced := p.commenced()
+	delayed := false
 	if !commenced {
-		p.watchDelay()
+		delayed = p.watchDelay()
 	}
 	for _, s := range steps {
 		if c := findStepCondition(p.history().Conditions, s.name); c != nil && c.Status == corev1.ConditionTrue {
@@ -333,9 +340,18 @@ func (p *planner) upgrading() {
 			return
 		}
 		var r result
-		if s.preCommence && commenced {
+		switch {
+		case s.preCommence && commenced:
 			r = result{done: true, message: "the upgrade has already commenced"}
-		} else {
+		case delayed && !commenced && p.in.Integrations.Notifications && p.due(EventStarted):
+			// The delayed notice follows the started one (MUO's allowed
+			// transitions): the step sends started first.
+			r = s.run(p)
+		case delayed && !commenced && p.spec.Type != upgradev1alpha1.ARO && p.due(EventDelayed):
+			// MUO's delayed check (OSD only): reported once, ahead of
+			// whatever the current step would do.
+			r = result{message: "sending the " + EventDelayed + " notification", action: p.notifyAction(EventDelayed)}
+		default:
 			r = s.run(p)
 		}
 		p.events = append(p.events, r.events...)
@@ -397,15 +413,15 @@ func (p *planner) upgrading() {
 // not commenced delayTrigger after its start is reported as delayed (once).
 // MUO re-runs the check on every reconcile under the notification's
 // condition; here it updates its own condition.
-func (p *planner) watchDelay() {
+func (p *planner) watchDelay() bool {
 	h := p.history()
 	if p.cfg.DelayTrigger <= 0 || h.StartTime == nil {
-		return
+		return false
 	}
 	due := h.StartTime.Add(p.cfg.DelayTrigger)
 	if p.now.Before(due) {
 		p.wake(due)
-		return
+		return false
 	}
 	at := p.st.CurrentStep
 	if at == "" {
@@ -419,6 +435,7 @@ func (p *planner) watchDelay() {
 	if c := findStepCondition(h.Conditions, StepUpgradeDelayedCheckCompleted); c != nil && c.LastError == "" {
 		c.LastError = truncate(msg)
 	}
+	return true
 }
 
 func (p *planner) delayedCheck() result {
@@ -435,4 +452,56 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:maxErrorLength-3] + "..."
+}
+
+// failedNotice sends the failed notification of an attempt that failed
+// before commencement (MUO's OSD failure: its window passed), once, before
+// the cleanup; true when that is this plan's action. After commencement MUO
+// never fails an upgrade, and OCM has no state for a scheduler that stopped
+// managing one; cancelled attempts are not reported either (MUO never writes
+// cancelled).
+func (p *planner) failedNotice() bool {
+	h := p.history()
+	if h.Phase != upgradev1alpha1.UpgradePhaseFailed || p.commenced() || !p.in.Integrations.Notifications {
+		return false
+	}
+	if !p.due(EventFailed) {
+		if c := findStepCondition(h.Conditions, ConditionFailedNotificationSent); c != nil && c.Status != corev1.ConditionTrue {
+			setStepCondition(&h.Conditions, ConditionFailedNotificationSent, corev1.ConditionTrue,
+				string(ConditionFailedNotificationSent)+" done", string(ConditionFailedNotificationSent)+" is completed", p.now)
+		}
+		return false
+	}
+	c := setStepCondition(&h.Conditions, ConditionFailedNotificationSent, corev1.ConditionFalse,
+		string(ConditionFailedNotificationSent)+" not done", "sending the "+EventFailed+" notification", p.now)
+	c.Attempts++
+	p.action = p.notifyAction(EventFailed)
+	p.action.Step = ConditionFailedNotificationSent
+	return true
+}
+
+// reopen starts the attempt again when it was cancelled through spec.cancel
+// and a later spec generation withdrew the cancellation (an OCM policy
+// removed and scheduled again for the same release; a person who changed
+// their mind). The history entry is replaced, as MUO replaces the entry of
+// a version it sees again; true when it was.
+func (p *planner) reopen(h *upgradev1alpha1.UpgradeHistory) bool {
+	if h.Phase != upgradev1alpha1.UpgradePhaseCancelled || p.spec.Cancel {
+		return false
+	}
+	c := meta.FindStatusCondition(p.st.Conditions, "Cancelled")
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "SpecCancel" || c.ObservedGeneration >= p.uc.Generation {
+		return false
+	}
+	if len(p.surgeMachineSets()) > 0 {
+		// The cancellation's cleanup is not finished; it finishes first.
+		return false
+	}
+	*h = upgradev1alpha1.UpgradeHistory{Version: p.target, Phase: upgradev1alpha1.UpgradePhaseNew,
+		PrecedingVersion: precedingVersion(p.in.Snapshot.ClusterVersion, p.target)}
+	p.st.CapacityReservation = nil
+	p.st.CurrentStep = ""
+	p.setCondition("Cancelled", metav1.ConditionFalse, "CancelWithdrawn", "spec.cancel was withdrawn: the upgrade is scheduled again")
+	p.event(false, "UpgradeRescheduled", "upgrade to %s scheduled again: spec.cancel was withdrawn", p.target)
+	return true
 }

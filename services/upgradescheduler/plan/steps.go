@@ -32,6 +32,10 @@ const (
 	ConditionFailedUpgrade upgradev1alpha1.UpgradeConditionType = "FailedUpgrade"
 	// ConditionUpgradeCancelled records a cancelled upgrade (Upshift).
 	ConditionUpgradeCancelled upgradev1alpha1.UpgradeConditionType = "UpgradeCancelled"
+	// ConditionFailedNotificationSent records the failed notification of an
+	// attempt that failed before commencement (Upshift: MUO sends it inside
+	// its failure handling, under FailedUpgrade).
+	ConditionFailedNotificationSent upgradev1alpha1.UpgradeConditionType = "FailedNotificationSent"
 )
 
 // Deadline names, as in spec.deadlines.
@@ -74,23 +78,23 @@ type result struct {
 // place; without those integrations they complete at once and say so, and the
 // integrations fill them in without changing the list.
 var osdSteps = []step{
-	{StepStartedNotificationSent, true, DeadlineStart, notify("started")},
+	{StepStartedNotificationSent, true, DeadlineStart, notify(EventStarted)},
 	{StepUpgradeDelayedCheckCompleted, true, DeadlineStart, (*planner).delayedCheck},
 	{StepIsClusterUpgradable, true, DeadlineStart, (*planner).upgradeable},
 	{StepClusterHealthyBeforeUpgrade, true, DeadlineStart, (*planner).preHealth},
 	{StepExternalDependenciesAvailable, true, DeadlineStart, (*planner).externalDependencies},
 	{StepComputeCapacityReserved, true, DeadlineStart, (*planner).reserveCapacity},
 	{StepControlPlaneMaintenanceWindowCreated, true, DeadlineStart, silenceWindow("control plane", true)},
-	{StepUpgradeCommenced, false, DeadlineStart, (*planner).commence},
-	{StepControlPlaneUpgraded, false, DeadlineControlPlane, (*planner).controlPlaneUpgraded},
+	{StepUpgradeCommenced, false, DeadlineStart, noticeBefore(EventControlPlaneStartedSL, (*planner).commence)},
+	{StepControlPlaneUpgraded, false, DeadlineControlPlane, noticeAfter(EventControlPlaneFinishedSL, (*planner).controlPlaneUpgraded)},
 	{StepControlPlaneMaintenanceWindowRemoved, false, DeadlineControlPlane, silenceWindow("control plane", false)},
 	{StepWorkersMaintenanceWindowCreated, false, DeadlineWorkers, silenceWindow("worker", true)},
-	{StepWorkerNodesUpgraded, false, DeadlineWorkers, (*planner).workersUpgraded},
+	{StepWorkerNodesUpgraded, false, DeadlineWorkers, noticeAfter(EventWorkerPlaneFinishedSL, (*planner).workersUpgraded)},
 	{StepComputeCapacityRemoved, false, DeadlinePostCheck, (*planner).removeCapacity},
 	{StepWorkersMaintenanceWindowRemoved, false, DeadlinePostCheck, silenceWindow("worker", false)},
 	{StepClusterHealthyAfterUpgrade, false, DeadlinePostCheck, (*planner).postHealth},
 	{StepPostUpgradeTasksCompleted, false, DeadlinePostCheck, (*planner).postUpgradeTasks},
-	{StepCompletedNotificationSent, false, DeadlinePostCheck, notify("completed")},
+	{StepCompletedNotificationSent, false, DeadlinePostCheck, notify(EventCompleted)},
 }
 
 // aroSteps is MUO's ARO step list (14 steps): no delayed check, no
@@ -114,16 +118,6 @@ func stepsFor(t upgradev1alpha1.UpgradeType) []step {
 		return aroSteps
 	}
 	return osdSteps
-}
-
-func notify(event string) func(*planner) result {
-	return func(p *planner) result {
-		if !p.in.Integrations.Notifications {
-			return result{done: true, message: "no notifier configured: the " + event + " notification was not sent"}
-		}
-		// The notification integration replaces this branch.
-		return result{done: true, message: event + " notification sent"}
-	}
 }
 
 func silenceWindow(scope string, create bool) func(*planner) result {

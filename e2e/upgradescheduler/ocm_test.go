@@ -1,0 +1,281 @@
+package upgradescheduler
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/version"
+	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
+	"github.com/upshift-io/upshift/tools/ocmsim"
+)
+
+// ocmConfig is muoConfig with MUO's OCM provider on, as OSD production
+// configures it, and the service log notifications gate.
+func ocmConfig() string {
+	c := strings.Replace(muoConfig, "  source: LOCAL\n  localConfigName: managed-upgrade-config\n",
+		"  source: OCM\n  ocmBaseUrl: "+ocmSim.URL()+"\n", 1)
+	Expect(c).NotTo(Equal(muoConfig))
+	return c + "upgradeType: OSD\nfeatureGate:\n  enabled:\n  - ServiceLogNotification\n"
+}
+
+func setConfig(ctx context.Context, data string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "managed-upgrade-operator-config"}, cm)).To(Succeed())
+		cm.Data["config.yaml"] = data
+		g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// nextVersion is the next patch release after the cluster's version that is
+// not a conditional update.
+func nextVersion(ctx context.Context) string {
+	GinkgoHelper()
+	cv := &configv1.ClusterVersion{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+	cur, err := version.Parse(cv.Status.History[0].Version)
+	Expect(err).NotTo(HaveOccurred())
+	next := fmt.Sprintf("%d.%d.%d", cur.Major, cur.Minor, cur.Patch+1)
+	if next == "4.16.6" {
+		next = "4.16.7"
+	}
+	return next
+}
+
+// ocmOutcome is what the local OCM saw of one policy's upgrade.
+type ocmOutcome struct {
+	states      []string
+	serviceLogs map[string]int
+	// writes counts state patches that took effect, by state.
+	writes             map[string]int
+	requests, injected int
+	startedAt          time.Time
+}
+
+func ocmSeen(policy string, since int) ocmOutcome {
+	o := ocmOutcome{serviceLogs: map[string]int{}, writes: map[string]int{}}
+	for _, s := range ocmSim.StateHistory(ocmClusterID, policy) {
+		o.states = append(o.states, s.Value)
+		if s.Value == "started" {
+			o.startedAt = s.Time
+		}
+	}
+	reqs := ocmSim.Requests()[since:]
+	o.requests = len(reqs)
+	for _, r := range reqs {
+		if r.Fault != "" {
+			o.injected++
+		}
+		if r.Applied && r.Op == ocmsim.OpPatchPolicyState && strings.Contains(r.Path, "/"+policy+"/") {
+			for _, st := range []string{"started", "delayed", "completed", "failed"} {
+				if strings.Contains(r.Body, `"`+st+`"`) {
+					o.writes[st]++
+				}
+			}
+		}
+	}
+	for _, l := range ocmSim.ServiceLogs() {
+		if strings.Contains(l.Description(), " "+ocmVersionOf(policy)+".") {
+			o.serviceLogs[l.Summary()]++
+		}
+	}
+	return o
+}
+
+func ocmVersionOf(policy string) string { return policy[strings.LastIndex(policy, "-")+1:] }
+
+var wantServiceLogs = map[string]int{
+	"Cluster is starting with control and worker plane upgrade": 1,
+	"Cluster has finished control plane upgrade":                1,
+	"Cluster has finished with worker plane upgrade":            1,
+}
+
+// expectExactlyOnce checks the policy's states and service logs.
+func expectExactlyOnce(o ocmOutcome) {
+	GinkgoHelper()
+	Expect(o.states).To(Equal([]string{"scheduled", "started", "completed"}), "policy states in order, each once")
+	Expect(o.writes).To(Equal(map[string]int{"started": 1, "completed": 1}), "state writes that took effect")
+	Expect(o.serviceLogs).To(Equal(wantServiceLogs), "service logs, each once")
+}
+
+// expectLeasesEnded checks the UpgradeConfig's silences: created for the
+// control plane and the workers, at least one renewed in place (it lived
+// longer than one TTL), none active now.
+func expectLeasesEnded(g Gomega, uid, v string) []string {
+	var leases []string
+	renewed := 0
+	for _, s := range listSilences(g, uid) {
+		g.Expect(s.State).NotTo(Equal(silence.StateActive), s.Lease())
+		leases = append(leases, s.Lease())
+		if s.EndsAt.Sub(s.StartsAt) > silenceTTL+time.Second {
+			renewed++
+		}
+	}
+	g.Expect(leases).To(ContainElements(v+"/control-plane", v+"/control-plane-criticals"))
+	g.Expect(renewed).To(BeNumerically(">", 0), "a lease renewed in place outlives one TTL")
+	sort.Strings(leases)
+	return leases
+}
+
+func ocmScheduledUpgrade(ctx SpecContext) {
+	v := nextVersion(ctx)
+	policy := "osd-" + v
+	since := len(ocmSim.Requests())
+	Expect(since).To(BeZero(), "LOCAL: the earlier specs sent OCM nothing")
+	setConfig(ctx, ocmConfig())
+	DeferCleanup(func(ctx SpecContext) {
+		setConfig(ctx, muoConfig)
+		deleteUC(ctx)
+	})
+
+	By("a policy scheduled in OCM becomes the managed UpgradeConfig, mapped as MUO maps it")
+	at := time.Now().Add(5 * time.Second).UTC().Truncate(time.Second)
+	ocmSim.SetPolicy(ocmClusterID, ocmsim.Policy{ID: policy, Version: v, NextRun: at})
+	Eventually(func(g Gomega) upgradev1alpha1.UpgradeConfigSpec {
+		uc := &upgradev1alpha1.UpgradeConfig{}
+		g.Expect(env.Client.Get(ctx, ucKey, uc)).To(Succeed())
+		return uc.Spec
+	}).Should(Equal(upgradev1alpha1.UpgradeConfigSpec{Desired: upgradev1alpha1.Update{Version: v, Channel: "stable-4.16"},
+		UpgradeAt: at.Format(time.RFC3339), PDBForceDrainTimeout: 60, Type: upgradev1alpha1.OSD, CapacityReservation: true}))
+	uc := getUC(ctx)
+	created := uc.CreationTimestamp.Time
+
+	By("running it to Upgraded")
+	Eventually(phaseStep(ctx), 6*time.Minute).Should(Equal("Upgraded/"))
+
+	By("OCM saw scheduled → started → completed once each, and each service log once")
+	o := ocmSeen(policy, since)
+	expectExactlyOnce(o)
+	Expect(o.injected).To(BeZero())
+	Expect(o.startedAt).NotTo(BeZero())
+	Expect(o.startedAt).To(BeTemporally(">=", at), "started is reported at upgradeAt, not before")
+
+	By("exporting the notifications and OCM requests (this process did them all: the earlier specs sent OCM nothing)")
+	body := scrape()
+	for _, line := range []string{
+		`upgradeoperator_upgrade_notification{event="StateCompleted",upgradeconfig_name="` + ucName + `",version="` + v + `"} 1`,
+		`upshift_upgrade_scheduler_notifications_total{event="StateStarted",result="sent"} 1`,
+		`upshift_upgrade_scheduler_notifications_total{event="StateCompleted",result="sent"} 1`,
+		`upgrade_notification_failed{event="StateCompleted",upgradeconfig_name="` + ucName + `"} 0`,
+		`upshift_upgrade_scheduler_ocm_requests_total{code="200",op="patch_policy_state"} 2`,
+		`upshift_upgrade_scheduler_ocm_requests_total{code="201",op="add_service_log"} 3`,
+	} {
+		Expect(body).To(ContainSubstring(line))
+	}
+
+	By("silences created, renewed and expired: none left active")
+	var leases []string
+	Eventually(func(g Gomega) { leases = expectLeasesEnded(g, string(uc.UID), v) }).Should(Succeed())
+	Expect(getUC(ctx).Status.Silences).To(BeEmpty())
+	AddReportEntry("OCM scheduled upgrade", fmt.Sprintf("%d OCM requests; UpgradeConfig created %s before upgradeAt; started in OCM %s after the UpgradeConfig was created (upgradeAt %s after); leases %v",
+		o.requests, at.Sub(created).Round(time.Millisecond), o.startedAt.Sub(created).Round(time.Millisecond), at.Sub(created).Round(time.Millisecond), leases))
+}
+
+// ocmChaos runs an upgrade from an OCM policy while OCM fails 30% of the
+// requests at random (server errors, throttling, answers lost after the
+// write took effect, answers slower than the client waits) and the
+// scheduler is killed at random moments: at step boundaries, after its own
+// side effects, and right after an OCM write took effect (before the record
+// of it reaches the status).
+func ocmChaos(ctx SpecContext, track *tracker) {
+	const wantKills = 20
+	v := nextVersion(ctx)
+	policy := "osd-" + v
+	since := len(ocmSim.Requests())
+	setConfig(ctx, ocmConfig())
+	stopScheduler(sched)
+
+	procs := make(chan *framework.Component, 1)
+	rng := rand.New(rand.NewSource(2026))
+	var mu sync.Mutex
+	var kills []string
+	kill := func(where string, chance float64) {
+		mu.Lock()
+		if len(kills) >= wantKills || rng.Float64() >= chance {
+			mu.Unlock()
+			return
+		}
+		kills = append(kills, where)
+		mu.Unlock()
+		p := <-procs
+		p.Kill()
+		procs <- startScheduler(false)
+	}
+	// Every write that took effect is followed by a kill (the window
+	// between an OCM write and its record in the status); step boundaries
+	// and side effects often; the policy syncer's reads now and then.
+	track.setOnMoment(func(_, moment string) { kill(moment, 0.8) })
+	ocmSim.OnRequest(func(r ocmsim.Request) {
+		if r.Applied {
+			kill("after OCM "+r.Op, 1)
+		} else {
+			kill("at OCM "+r.Op, 0.1)
+		}
+	})
+	ocmSim.FailRandomly(0.3, 30, ocmsim.Fault{Status: 500}, ocmsim.Fault{Status: 503}, ocmsim.Fault{Status: 429},
+		ocmsim.Fault{LoseResponse: true}, ocmsim.Fault{Delay: 3 * time.Second})
+	procs <- startScheduler(false)
+	DeferCleanup(func(ctx SpecContext) {
+		track.setOnMoment(nil)
+		ocmSim.OnRequest(nil)
+		ocmSim.FailRandomly(0, 0)
+		setConfig(ctx, muoConfig)
+		stopScheduler(<-procs)
+		sched = startScheduler(true)
+		deleteUC(ctx)
+	})
+
+	ocmSim.SetPolicy(ocmClusterID, ocmsim.Policy{ID: policy, Version: v, NextRun: time.Now().UTC().Truncate(time.Second)})
+	var created time.Time
+	Eventually(func(g Gomega) {
+		uc := &upgradev1alpha1.UpgradeConfig{}
+		g.Expect(env.Client.Get(ctx, ucKey, uc)).To(Succeed())
+		g.Expect(uc.Spec.Desired.Version).To(Equal(v))
+		created = uc.CreationTimestamp.Time
+	}, time.Minute).Should(Succeed())
+	Eventually(phaseStep(ctx), 8*time.Minute).Should(Equal("Upgraded/"))
+	track.setOnMoment(nil)
+	ocmSim.OnRequest(nil)
+	ocmSim.FailRandomly(0, 0)
+
+	o := ocmSeen(policy, since)
+	mu.Lock()
+	defer mu.Unlock()
+	Expect(o.states).To(ContainElement("completed"))
+	dups := 0
+	for _, n := range o.writes {
+		dups += n - 1
+	}
+	for _, n := range o.serviceLogs {
+		dups += n - 1
+	}
+	afterOCM := 0
+	for _, k := range kills {
+		if strings.HasPrefix(k, "after OCM") {
+			afterOCM++
+		}
+	}
+	AddReportEntry("OCM chaos", fmt.Sprintf("%d OCM requests, %d failures injected, %d kills (%d right after an OCM write), %d duplicates; started in OCM %s after the UpgradeConfig was created; kills: %s",
+		o.requests, o.injected, len(kills), afterOCM, dups, o.startedAt.Sub(created).Round(time.Millisecond), strings.Join(kills, "; ")))
+	expectExactlyOnce(o)
+	Expect(dups).To(BeZero())
+	Expect(o.injected).To(BeNumerically(">", 0))
+	Expect(kills).To(HaveLen(wantKills), "kills during the upgrade")
+	Expect(afterOCM).To(BeNumerically(">", 0), "a kill right after an OCM write, before its record")
+	uid := string(getUC(ctx).UID)
+	Eventually(func(g Gomega) { expectLeasesEnded(g, uid, v) }).Should(Succeed())
+}

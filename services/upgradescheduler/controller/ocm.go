@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
+	"github.com/upshift-io/upshift/services/upgradescheduler/ocm"
+	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
+)
+
+// OCM is the scheduler's connection to OCM, used when the configuration's
+// configManager.source is OCM: the policy syncer reads the upgrade policies
+// through it and the reconciler delivers notifications. The connection is
+// built from the pull secret and ClusterVersion's cluster ID, and rebuilt
+// when the URL or the token change; the cluster's OCM ID is looked up once
+// per connection.
+type OCM struct {
+	// Reader reads the pull secret, by name and uncached: a Secret informer
+	// would need list and watch on the Secrets of openshift-config.
+	Reader client.Reader
+	// Timeout bounds one OCM request.
+	Timeout time.Duration
+
+	mu      sync.Mutex
+	conn    *ocm.Client
+	connKey string
+	cluster *ocm.Cluster
+}
+
+// ocmSource says whether cfg routes the scheduler to OCM (any case, as MUO).
+func ocmSource(cfg *config.Config) bool {
+	return cfg != nil && strings.EqualFold(cfg.Source, "OCM")
+}
+
+// client returns the connection for cfg's base URL and the cluster's token.
+func (o *OCM) client(ctx context.Context, cfg *config.Config, cv *configv1.ClusterVersion) (*ocm.Client, ocm.Cluster, error) {
+	if cv == nil {
+		return nil, ocm.Cluster{}, fmt.Errorf("clusterversion/version cannot be read")
+	}
+	secret := &corev1.Secret{}
+	if err := o.Reader.Get(ctx, client.ObjectKey{Namespace: ocm.PullSecretNamespace, Name: ocm.PullSecretName}, secret); err != nil {
+		return nil, ocm.Cluster{}, fmt.Errorf("reading the pull secret: %w", err)
+	}
+	externalID := string(cv.Spec.ClusterID)
+	token, err := ocm.AccessToken(secret.Data, externalID)
+	if err != nil {
+		return nil, ocm.Cluster{}, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if key := cfg.OCMBaseURL + "\x00" + token; key != o.connKey || o.conn == nil {
+		if o.conn != nil {
+			_ = o.conn.Close()
+		}
+		c, err := ocm.NewClient(cfg.OCMBaseURL, token, o.Timeout, metrics.ObserveOCMRequest)
+		if err != nil {
+			return nil, ocm.Cluster{}, err
+		}
+		o.conn, o.connKey, o.cluster = c, key, nil
+	}
+	if o.cluster == nil || o.cluster.ExternalID != externalID {
+		cl, err := o.conn.FindCluster(ctx, externalID)
+		if err != nil {
+			return nil, ocm.Cluster{}, err
+		}
+		o.cluster = &cl
+	}
+	return o.conn, *o.cluster, nil
+}
+
+// deliver sends notification n of uc to OCM: to the policy the syncer
+// recorded on uc, or (an UpgradeConfig written by hand) to MUO's match by
+// version and next run.
+func (o *OCM) deliver(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, cfg *config.Config, cv *configv1.ClusterVersion, n *plan.Notification) (ocm.Outcome, error) {
+	c, cl, err := o.client(ctx, cfg, cv)
+	if err != nil {
+		return "", err
+	}
+	notice := ocm.Notice{PolicyState: n.PolicyState, Description: n.Description}
+	if n.ServiceLog {
+		notice = ocm.Notice{ServiceLog: &ocm.ServiceLog{Summary: n.ServiceLogSummary, Description: n.ServiceLogDescription, Key: n.Key(string(uc.UID))}}
+		return c.Deliver(ctx, cl, "", notice)
+	}
+	id := uc.Annotations[ocm.PolicyAnnotation]
+	if id == "" {
+		policies, err := c.Policies(ctx, cl.ID)
+		if err != nil {
+			return "", err
+		}
+		p, ok := ocm.MatchPolicy(policies, "", uc.Spec.Desired.Version, uc.Spec.UpgradeAt)
+		if !ok {
+			return ocm.PolicyGone, nil
+		}
+		id = p.ID
+	}
+	return c.Deliver(ctx, cl, id, notice)
+}

@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
+	"github.com/upshift-io/upshift/services/upgradescheduler/ocm"
+)
+
+// PolicySyncer is MUO's config manager for source OCM: every watchInterval
+// it reads the cluster's upgrade policies and creates or updates the managed
+// UpgradeConfig (managed-upgrade-config) to match, in place: the status and
+// its history are kept, and a change is recorded as a PolicyChanged Event.
+// A policy removed before the upgrade commenced cancels it (spec.cancel);
+// removed after, it is recorded and the upgrade runs to its end. Nothing is
+// ever deleted. With any other source it does nothing and sends nothing.
+//
+// It runs on the leader only (a manager Runnable that needs election).
+type PolicySyncer struct {
+	R *Reconciler
+	// Interval overrides configManager.watchInterval when set.
+	Interval time.Duration
+}
+
+// NeedLeaderElection: only the leader writes.
+func (s *PolicySyncer) NeedLeaderElection() bool { return true }
+
+// retryAfterError is how soon a failed sync is tried again (MUO backs off
+// from one minute); capped by the interval.
+const retryAfterError = time.Minute
+
+// Start syncs until ctx ends. OCM has no watch: polling is the protocol.
+func (s *PolicySyncer) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("policy-sync")
+	for {
+		interval, err := s.SyncOnce(ctx)
+		if err != nil {
+			logger.Info("OCM policy sync failed", "error", err.Error())
+			interval = min(interval, retryAfterError)
+		}
+		// MUO's ±10% jitter, so that a fleet does not sync in step.
+		wait := time.Duration(float64(interval) * (0.9 + 0.2*rand.Float64()))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// SyncOnce syncs once and returns the interval until the next sync.
+func (s *PolicySyncer) SyncOnce(ctx context.Context) (time.Duration, error) {
+	r := s.R
+	cfg, _ := r.config(ctx, r.Namespace)
+	interval := s.Interval
+	if interval == 0 {
+		interval = time.Minute
+		if cfg != nil {
+			interval = cfg.WatchInterval
+		}
+	}
+	if r.OCM == nil || !ocmSource(cfg) {
+		return interval, nil
+	}
+	cv := &configv1.ClusterVersion{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
+		return interval, err
+	}
+	c, cl, err := r.OCM.client(ctx, cfg, cv)
+	if err != nil {
+		return interval, err
+	}
+	policies, err := c.Policies(ctx, cl.ID)
+	if err != nil {
+		return interval, err
+	}
+	in := ocm.SyncInput{Policies: policies}
+	if p, ok := ocm.Pick(policies); ok {
+		spec, err := ocm.Spec(cl, p, cfg.UpgradeType)
+		if err != nil {
+			return interval, err
+		}
+		in.Picked, in.Spec = &p, &spec
+	}
+	key := client.ObjectKey{Namespace: r.Namespace, Name: ocm.UpgradeConfigName}
+	existing := &upgradev1alpha1.UpgradeConfig{}
+	switch err := r.Client.Get(ctx, key, existing); {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		return interval, err
+	default:
+		in.Existing = existing
+		if d := cv.Spec.DesiredUpdate; d != nil {
+			in.Commenced = (existing.Spec.Desired.Version != "" && d.Version == existing.Spec.Desired.Version) ||
+				(existing.Spec.Desired.Image != "" && d.Image == existing.Spec.Desired.Image)
+		}
+	}
+	d := ocm.DecideSync(in)
+	if err := s.apply(ctx, key, existing, d); err != nil {
+		return interval, err
+	}
+	metrics.ObserveSync(ocm.UpgradeConfigName, r.Clock.Now())
+	return interval, nil
+}
+
+// apply carries the decision out. Updates are patches with the object's
+// resourceVersion: a concurrent status write makes them conflict and the
+// next sync decides again.
+func (s *PolicySyncer) apply(ctx context.Context, key client.ObjectKey, existing *upgradev1alpha1.UpgradeConfig, d ocm.SyncDecision) error {
+	r := s.R
+	switch d.Action {
+	case ocm.SyncCreate:
+		uc := &upgradev1alpha1.UpgradeConfig{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Annotations: map[string]string{ocm.PolicyAnnotation: d.PolicyID}},
+			Spec:       d.Spec,
+		}
+		if err := r.Client.Create(ctx, uc); err != nil {
+			return err
+		}
+		s.event(uc, corev1.EventTypeNormal, "PolicySynced", "created from OCM: %s (upgrade to %s at %s)", d.Reason, d.Spec.Desired.Version, d.Spec.UpgradeAt)
+	case ocm.SyncUpdate:
+		uc := existing.DeepCopy()
+		patch := client.MergeFromWithOptions(existing.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		old := existing.Spec
+		uc.Spec = d.Spec
+		if uc.Annotations == nil {
+			uc.Annotations = map[string]string{}
+		}
+		uc.Annotations[ocm.PolicyAnnotation] = d.PolicyID
+		delete(uc.Annotations, ocm.PolicyRemovedAnnotation)
+		if err := r.Client.Patch(ctx, uc, patch); err != nil {
+			return err
+		}
+		s.event(uc, corev1.EventTypeNormal, "PolicyChanged", "%s: upgrade to %s at %s (was %s at %s)", d.Reason,
+			d.Spec.Desired.Version, d.Spec.UpgradeAt, old.Desired.Version, old.UpgradeAt)
+	case ocm.SyncCancel:
+		uc := existing.DeepCopy()
+		patch := client.MergeFromWithOptions(existing.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		uc.Spec.Cancel = true
+		if err := r.Client.Patch(ctx, uc, patch); err != nil {
+			return err
+		}
+		s.event(uc, corev1.EventTypeWarning, "PolicyRemoved", "%s: cancelling", d.Reason)
+	case ocm.SyncRecordRemoved:
+		uc := existing.DeepCopy()
+		patch := client.MergeFromWithOptions(existing.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		if uc.Annotations == nil {
+			uc.Annotations = map[string]string{}
+		}
+		uc.Annotations[ocm.PolicyRemovedAnnotation] = r.Clock.Now().UTC().Format(time.RFC3339)
+		if err := r.Client.Patch(ctx, uc, patch); err != nil {
+			return err
+		}
+		s.event(uc, corev1.EventTypeWarning, "PolicyRemoved", "%s", d.Reason)
+	}
+	return nil
+}
+
+func (s *PolicySyncer) event(uc *upgradev1alpha1.UpgradeConfig, typ, reason, format string, args ...any) {
+	if s.R.Recorder != nil {
+		s.R.Recorder.Eventf(uc, nil, typ, reason, "PolicySync", "%s", fmt.Sprintf(format, args...))
+	}
+}

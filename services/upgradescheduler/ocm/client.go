@@ -1,0 +1,217 @@
+package ocm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	sdk "github.com/openshift-online/ocm-sdk-go"
+	cmv1 "github.com/openshift-online/ocm-sdk-go/clustersmgmt/v1"
+	"github.com/openshift-online/ocm-sdk-go/logging"
+	slv1 "github.com/openshift-online/ocm-sdk-go/servicelogs/v1"
+)
+
+// Operations, the op label of the request counter.
+const (
+	OpSearchClusters   = "search_clusters"
+	OpListPolicies     = "list_upgrade_policies"
+	OpGetPolicyState   = "get_policy_state"
+	OpPatchPolicyState = "patch_policy_state"
+	OpAddServiceLog    = "add_service_log"
+	OpListServiceLogs  = "list_service_logs"
+)
+
+// Service log fields MUO sets on every notification.
+const (
+	ServiceName = "RedHat Managed Upgrade Notifications"
+	LogType     = "Cluster Updates"
+)
+
+// ErrClusterNotFound is MUO's error when the external ID finds no single
+// cluster.
+var ErrClusterNotFound = errors.New("cluster not found in OCM: the pull-secret may be invalid, or the cluster's owner disabled or banned")
+
+// ErrNotFound is a 404 from OCM (a policy deleted meanwhile).
+var ErrNotFound = errors.New("not found in OCM")
+
+// Client is the thin layer over ocm-sdk-go. It is built for one base URL and
+// one access token; the caller builds a new one when either changes.
+type Client struct {
+	conn    *sdk.Connection
+	timeout time.Duration
+	// observe counts every request by operation and HTTP status ("error"
+	// when no answer came).
+	observe func(op, code string)
+}
+
+// pageSize is how many policies one list request asks for.
+const pageSize = 100
+
+// NewClient connects to baseURL with the pull-secret access token (see
+// AccessToken). The SDK's own retries are off: a request is retried by the
+// reconciler, which reads back what a lost response may have applied before
+// writing again; an SDK retry of a POST would post a second service log.
+func NewClient(baseURL, accessToken string, timeout time.Duration, observe func(op, code string)) (*Client, error) {
+	logger, err := logging.NewStdLoggerBuilder().Streams(io.Discard, io.Discard).Build()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := sdk.NewConnectionBuilder().URL(baseURL).Tokens(accessToken).Logger(logger).
+		Agent("upshift-upgrade-scheduler").RetryLimit(0).Build()
+	if err != nil {
+		return nil, fmt.Errorf("OCM connection to %s: %w", baseURL, err)
+	}
+	if observe == nil {
+		observe = func(string, string) {}
+	}
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return &Client{conn: conn, timeout: timeout, observe: observe}, nil
+}
+
+// Close releases the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// statusOf is the response status the SDK reports (0 without a response).
+type statusOf interface{ Status() int }
+
+func (c *Client) done(op string, resp statusOf, err error) error {
+	code := "error"
+	if resp != nil && resp.Status() != 0 {
+		code = strconv.Itoa(resp.Status())
+		if resp.Status() == http.StatusNotFound {
+			c.observe(op, code)
+			return fmt.Errorf("%s: %w", op, ErrNotFound)
+		}
+	}
+	c.observe(op, code)
+	if err != nil {
+		return fmt.Errorf("OCM %s: %w", op, err)
+	}
+	return nil
+}
+
+// nilSafe turns a typed nil response into an untyped nil interface.
+func nilSafe[T statusOf](r T, isNil bool) statusOf {
+	if isNil {
+		return nil
+	}
+	return r
+}
+
+// FindCluster finds the cluster by its external ID, as MUO does (exactly one
+// must match).
+func (c *Client) FindCluster(ctx context.Context, externalID string) (Cluster, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.conn.ClustersMgmt().V1().Clusters().List().
+		Search(fmt.Sprintf("external_id = '%s'", externalID)).Size(1).SendContext(ctx)
+	if err := c.done(OpSearchClusters, nilSafe(resp, resp == nil), err); err != nil {
+		return Cluster{}, err
+	}
+	if resp.Total() != 1 || resp.Items().Len() != 1 {
+		return Cluster{}, ErrClusterNotFound
+	}
+	cl := resp.Items().Get(0)
+	return Cluster{ID: cl.ID(), ExternalID: cl.ExternalID(), ChannelGroup: cl.Version().ChannelGroup(),
+		NodeDrainGracePeriod: cl.NodeDrainGracePeriod().Value()}, nil
+}
+
+// Policies reads every upgrade policy of the cluster (all pages; MUO reads
+// only the first policy) and each one's state.
+func (c *Client) Policies(ctx context.Context, clusterID string) ([]Policy, error) {
+	var out []Policy
+	for page := 1; ; page++ {
+		rctx, cancel := context.WithTimeout(ctx, c.timeout)
+		resp, err := c.conn.ClustersMgmt().V1().Clusters().Cluster(clusterID).UpgradePolicies().List().
+			Page(page).Size(pageSize).SendContext(rctx)
+		cancel()
+		if err := c.done(OpListPolicies, nilSafe(resp, resp == nil), err); err != nil {
+			return nil, err
+		}
+		resp.Items().Each(func(p *cmv1.UpgradePolicy) bool {
+			out = append(out, Policy{ID: p.ID(), Version: p.Version(), NextRun: p.NextRun(), ScheduleType: string(p.ScheduleType())})
+			return true
+		})
+		if resp.Items().Len() == 0 || len(out) >= resp.Total() {
+			break
+		}
+	}
+	for i := range out {
+		st, _, err := c.PolicyState(ctx, clusterID, out[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		out[i].State = st
+	}
+	return out, nil
+}
+
+func (c *Client) stateResource(clusterID, policyID string) *cmv1.UpgradePolicyStateClient {
+	return c.conn.ClustersMgmt().V1().Clusters().Cluster(clusterID).UpgradePolicies().UpgradePolicy(policyID).State()
+}
+
+// PolicyState reads a policy's state and description.
+func (c *Client) PolicyState(ctx context.Context, clusterID, policyID string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.stateResource(clusterID, policyID).Get().SendContext(ctx)
+	if err := c.done(OpGetPolicyState, nilSafe(resp, resp == nil), err); err != nil {
+		return "", "", err
+	}
+	return string(resp.Body().Value()), resp.Body().Description(), nil
+}
+
+// SetPolicyState patches a policy's state.
+func (c *Client) SetPolicyState(ctx context.Context, clusterID, policyID, value, description string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	body, err := cmv1.NewUpgradePolicyState().Value(cmv1.UpgradePolicyStateValue(value)).Description(description).Build()
+	if err != nil {
+		return err
+	}
+	resp, err := c.stateResource(clusterID, policyID).Update().Body(body).SendContext(ctx)
+	return c.done(OpPatchPolicyState, nilSafe(resp, resp == nil), err)
+}
+
+// ServiceLog is one service log to post.
+type ServiceLog struct {
+	Summary     string
+	Description string
+	// Key is the idempotency key, stored as the entry's event_stream_id and
+	// searched for before posting.
+	Key string
+}
+
+// ServiceLogPosted reports whether a service log with key was posted for the
+// cluster already.
+func (c *Client) ServiceLogPosted(ctx context.Context, cl Cluster, key string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.conn.ServiceLogs().V1().ClusterLogs().List().
+		Search(fmt.Sprintf("cluster_id = '%s' and event_stream_id = '%s'", cl.ID, key)).Size(1).SendContext(ctx)
+	if err := c.done(OpListServiceLogs, nilSafe(resp, resp == nil), err); err != nil {
+		return false, err
+	}
+	return resp.Total() > 0, nil
+}
+
+// AddServiceLog posts a service log as MUO does: severity Info, visible to
+// the customer, MUO's service name and log type.
+func (c *Client) AddServiceLog(ctx context.Context, cl Cluster, l ServiceLog) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	entry, err := slv1.NewLogEntry().ClusterID(cl.ID).ClusterUUID(cl.ExternalID).Severity(slv1.SeverityInfo).
+		InternalOnly(false).ServiceName(ServiceName).LogType(slv1.LogType(LogType)).
+		Summary(l.Summary).Description(l.Description).EventStreamID(l.Key).Build()
+	if err != nil {
+		return err
+	}
+	resp, err := c.conn.ServiceLogs().V1().ClusterLogs().Add().Body(entry).SendContext(ctx)
+	return c.done(OpAddServiceLog, nilSafe(resp, resp == nil), err)
+}

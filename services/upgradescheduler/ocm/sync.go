@@ -1,0 +1,138 @@
+package ocm
+
+import (
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+)
+
+// UpgradeConfigName is the one UpgradeConfig the OCM provider manages (MUO's
+// name).
+const UpgradeConfigName = "managed-upgrade-config"
+
+// Annotations the provider writes on the UpgradeConfig it manages.
+const (
+	// PolicyAnnotation is the ID of the upgrade policy the spec came from:
+	// notifications go to that policy (MUO matches version and next run).
+	PolicyAnnotation = "upgrade.managed.openshift.io/ocm-upgrade-policy"
+	// PolicyRemovedAnnotation records, once, that the policy was removed in
+	// OCM after the upgrade commenced (the upgrade runs to its end).
+	PolicyRemovedAnnotation = "upgrade.managed.openshift.io/ocm-upgrade-policy-removed"
+)
+
+// SyncAction is what the policy syncer does to the managed UpgradeConfig.
+type SyncAction string
+
+const (
+	// SyncNone: nothing to change.
+	SyncNone SyncAction = "None"
+	// SyncCreate: create the UpgradeConfig with Spec.
+	SyncCreate SyncAction = "Create"
+	// SyncUpdate: update the UpgradeConfig's spec in place (its status and
+	// history are kept; MUO deletes and recreates it).
+	SyncUpdate SyncAction = "Update"
+	// SyncCancel: the policy is gone before the upgrade commenced: set
+	// spec.cancel, so the attempt ends Cancelled with its cleanup.
+	SyncCancel SyncAction = "Cancel"
+	// SyncRecordRemoved: the policy is gone after commencement: record it
+	// (annotation and Event, once); the upgrade runs to its end.
+	SyncRecordRemoved SyncAction = "RecordRemoved"
+)
+
+// SyncInput is what the syncer decides from.
+type SyncInput struct {
+	// Existing is the managed UpgradeConfig, nil when there is none.
+	Existing *upgradev1alpha1.UpgradeConfig
+	// Picked is the policy to act on (Pick), nil when none is actionable.
+	Picked *Policy
+	// Spec is Picked's spec (Spec).
+	Spec *upgradev1alpha1.UpgradeConfigSpec
+	// Policies are all the cluster's policies, to tell a policy removed from
+	// one OCM merely moved on (completed, pending).
+	Policies []Policy
+	// Commenced: ClusterVersion already points at Existing's target.
+	Commenced bool
+}
+
+// SyncDecision is the decision and, for Create and Update, the spec to write.
+type SyncDecision struct {
+	Action SyncAction
+	Spec   upgradev1alpha1.UpgradeConfigSpec
+	// PolicyID is the policy to annotate (Create, Update).
+	PolicyID string
+	// Reason says why, for the Event.
+	Reason string
+}
+
+// DecideSync is the provider's pure decision. The fields OCM owns are
+// desired, upgradeAt, PDBForceDrainTimeout, type and capacityReservation;
+// Upshift's own fields (paused, maintenanceWindows, deadlines) are kept as
+// the user set them.
+func DecideSync(in SyncInput) SyncDecision {
+	uc := in.Existing
+	if in.Spec != nil {
+		if uc == nil {
+			return SyncDecision{Action: SyncCreate, Spec: *in.Spec, PolicyID: in.Picked.ID, Reason: "upgrade policy " + in.Picked.ID + " scheduled"}
+		}
+		want := merge(uc.Spec, *in.Spec)
+		if equalOwned(uc.Spec, want) && uc.Annotations[PolicyAnnotation] == in.Picked.ID {
+			return SyncDecision{Action: SyncNone}
+		}
+		if in.Commenced && !terminal(uc) && uc.Spec.Desired != want.Desired {
+			// An attempt under way is not superseded by a policy for another
+			// release: the control plane is already moving. The new policy
+			// is taken once this attempt has ended.
+			return SyncDecision{Action: SyncNone, Reason: "an upgrade is under way"}
+		}
+		return SyncDecision{Action: SyncUpdate, Spec: want, PolicyID: in.Picked.ID, Reason: "upgrade policy " + in.Picked.ID + " changed"}
+	}
+	if uc == nil || terminal(uc) || uc.Spec.Cancel {
+		return SyncDecision{Action: SyncNone}
+	}
+	id := uc.Annotations[PolicyAnnotation]
+	for _, p := range in.Policies {
+		if p.ID == id && p.State != StateCancelled {
+			// Still there, not actionable any more (completed by our own
+			// notification, or pending again): nothing was removed.
+			return SyncDecision{Action: SyncNone}
+		}
+	}
+	if in.Commenced {
+		if _, done := uc.Annotations[PolicyRemovedAnnotation]; done {
+			return SyncDecision{Action: SyncNone}
+		}
+		return SyncDecision{Action: SyncRecordRemoved, Reason: "upgrade policy " + id + " removed in OCM after the upgrade commenced; it runs to its end"}
+	}
+	return SyncDecision{Action: SyncCancel, Reason: "upgrade policy " + id + " removed or cancelled in OCM before the upgrade commenced"}
+}
+
+// merge returns have with the fields OCM owns taken from want, and the
+// cancellation cleared (a policy is there again).
+func merge(have, want upgradev1alpha1.UpgradeConfigSpec) upgradev1alpha1.UpgradeConfigSpec {
+	out := *have.DeepCopy()
+	out.Desired, out.UpgradeAt, out.PDBForceDrainTimeout, out.Type, out.CapacityReservation =
+		want.Desired, want.UpgradeAt, want.PDBForceDrainTimeout, want.Type, want.CapacityReservation
+	out.Cancel = false
+	return out
+}
+
+func equalOwned(a, b upgradev1alpha1.UpgradeConfigSpec) bool {
+	return a.Desired == b.Desired && a.UpgradeAt == b.UpgradeAt && a.PDBForceDrainTimeout == b.PDBForceDrainTimeout &&
+		a.Type == b.Type && a.CapacityReservation == b.CapacityReservation && a.Cancel == b.Cancel
+}
+
+func terminal(uc *upgradev1alpha1.UpgradeConfig) bool {
+	if len(uc.Status.History) == 0 || uc.Status.History[0].Version != target(uc) {
+		return false
+	}
+	switch uc.Status.History[0].Phase {
+	case upgradev1alpha1.UpgradePhaseUpgraded, upgradev1alpha1.UpgradePhaseFailed, upgradev1alpha1.UpgradePhaseCancelled:
+		return true
+	}
+	return false
+}
+
+func target(uc *upgradev1alpha1.UpgradeConfig) string {
+	if uc.Spec.Desired.Version != "" {
+		return uc.Spec.Desired.Version
+	}
+	return uc.Spec.Desired.Image
+}

@@ -1,0 +1,75 @@
+package ocm
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+)
+
+func TestDecideSync(t *testing.T) {
+	spec := func(v, at string) *upgradev1alpha1.UpgradeConfigSpec {
+		return &upgradev1alpha1.UpgradeConfigSpec{Desired: upgradev1alpha1.Update{Version: v, Channel: "stable-4.16"}, UpgradeAt: at,
+			PDBForceDrainTimeout: 60, Type: upgradev1alpha1.OSD, CapacityReservation: true}
+	}
+	uc := func(s *upgradev1alpha1.UpgradeConfigSpec, policy string, phase upgradev1alpha1.UpgradePhase, ann ...string) *upgradev1alpha1.UpgradeConfig {
+		o := &upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Name: UpgradeConfigName, Annotations: map[string]string{PolicyAnnotation: policy}}, Spec: *s}
+		for _, a := range ann {
+			o.Annotations[a] = "x"
+		}
+		if phase != "" {
+			o.Status.History = upgradev1alpha1.UpgradeHistories{{Version: s.Desired.Version, Phase: phase}}
+		}
+		return o
+	}
+	p1 := &Policy{ID: "p1", Version: "4.16.2", State: StateScheduled}
+	s1 := spec("4.16.2", "2026-11-23T10:00:00Z")
+	later := spec("4.16.2", "2026-11-23T12:00:00Z")
+	newer := spec("4.16.3", "2026-11-23T12:00:00Z")
+	withWindows := *s1
+	withWindows.Paused = true
+	for _, tc := range []struct {
+		name string
+		in   SyncInput
+		want SyncAction
+	}{
+		{"no UpgradeConfig, a policy: create", SyncInput{Picked: p1, Spec: s1}, SyncCreate},
+		{"same spec: nothing", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhasePending), Picked: p1, Spec: s1}, SyncNone},
+		{"user's own fields are not OCM's: nothing", SyncInput{Existing: uc(&withWindows, "p1", upgradev1alpha1.UpgradePhasePending), Picked: p1, Spec: s1}, SyncNone},
+		{"rescheduled: update in place", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhasePending), Picked: p1, Spec: later}, SyncUpdate},
+		{"new version before commencement: update", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhasePending), Picked: p1, Spec: newer}, SyncUpdate},
+		{"new version while commenced: wait", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading), Picked: p1, Spec: newer, Commenced: true}, SyncNone},
+		{"new version after the attempt ended: update", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgraded), Picked: p1, Spec: newer, Commenced: true}, SyncUpdate},
+		{"another policy ID, same spec: re-annotate", SyncInput{Existing: uc(s1, "p0", upgradev1alpha1.UpgradePhasePending), Picked: p1, Spec: s1}, SyncUpdate},
+		{"no policy, no UpgradeConfig: nothing", SyncInput{}, SyncNone},
+		{"policy removed before commencement: cancel", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhasePending)}, SyncCancel},
+		{"policy cancelled in OCM before commencement: cancel", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhasePending),
+			Policies: []Policy{{ID: "p1", State: StateCancelled}}}, SyncCancel},
+		{"policy removed after commencement: record", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading), Commenced: true}, SyncRecordRemoved},
+		{"removal recorded already", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading, PolicyRemovedAnnotation), Commenced: true}, SyncNone},
+		{"policy completed by our notification: nothing", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading), Commenced: true,
+			Policies: []Policy{{ID: "p1", State: StateCompleted}}}, SyncNone},
+		{"attempt ended, policy gone: nothing (never deleted)", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgraded)}, SyncNone},
+		{"cancelled already: nothing", SyncInput{Existing: func() *upgradev1alpha1.UpgradeConfig {
+			o := uc(s1, "p1", upgradev1alpha1.UpgradePhasePending)
+			o.Spec.Cancel = true
+			return o
+		}()}, SyncNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DecideSync(tc.in)
+			if got.Action != tc.want {
+				t.Fatalf("DecideSync = %s (%s), want %s", got.Action, got.Reason, tc.want)
+			}
+			if got.Action == SyncUpdate {
+				if got.Spec.Desired != tc.in.Spec.Desired || got.Spec.UpgradeAt != tc.in.Spec.UpgradeAt || got.Spec.Cancel {
+					t.Fatalf("update spec %+v", got.Spec)
+				}
+				if got.Spec.Paused != tc.in.Existing.Spec.Paused {
+					t.Fatal("the user's own fields were overwritten")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+)
+
+// Notification events: MUO's notifier states. The first four are written as
+// the OCM upgrade policy's state; the ones ending in SL are service logs,
+// posted only with the ServiceLogNotification feature gate (as MUO).
+const (
+	EventStarted                = "StateStarted"
+	EventDelayed                = "StateDelayed"
+	EventFailed                 = "StateFailed"
+	EventCompleted              = "StateCompleted"
+	EventControlPlaneStartedSL  = "StateControlPlaneStartedSL"
+	EventControlPlaneFinishedSL = "StateControlPlaneFinishedSL"
+	EventWorkerPlaneFinishedSL  = "StateWorkerPlaneFinishedSL"
+)
+
+// Notification is one notification for the reconciler to deliver (action
+// Notify). Exactly one of PolicyState and ServiceLog is set.
+type Notification struct {
+	Event      string
+	Version    string
+	Generation int64
+	// PolicyState is the OCM upgrade policy state to write, with Description.
+	PolicyState string
+	Description string
+	// ServiceLogSummary and ServiceLogDescription are the service log's texts.
+	ServiceLog            bool
+	ServiceLogSummary     string
+	ServiceLogDescription string
+}
+
+// Key identifies the notification for deduplication: the UpgradeConfig's
+// UID, the generation, the version and the event. It is the service log's
+// idempotency key.
+func (n Notification) Key(uid string) string {
+	return fmt.Sprintf("%s/%d/%s/%s", uid, n.Generation, n.Version, n.Event)
+}
+
+// notice builds the notification of event for the current attempt: the
+// texts are MUO's (its event manager's descriptions and service log
+// summaries).
+func (p *planner) notice(event string) *Notification {
+	n := &Notification{Event: event, Version: p.target, Generation: p.uc.Generation}
+	v := p.target
+	switch event {
+	case EventStarted:
+		n.PolicyState, n.Description = "started", fmt.Sprintf("Cluster is currently being upgraded to version %s", v)
+	case EventDelayed:
+		n.PolicyState, n.Description = "delayed", fmt.Sprintf("Cluster upgrade to version %s is experiencing a delay whilst it performs necessary pre-upgrade procedures", v)
+	case EventFailed:
+		n.PolicyState, n.Description = "failed", fmt.Sprintf("Cluster upgrade to version %s was cancelled as the cluster did not pass its pre-upgrade verification checks; the upgrade must be rescheduled", v)
+	case EventCompleted:
+		n.PolicyState, n.Description = "completed", fmt.Sprintf("Cluster has been successfully upgraded to version %s", v)
+	case EventControlPlaneStartedSL:
+		n.ServiceLog, n.ServiceLogSummary = true, "Cluster is starting with control and worker plane upgrade"
+	case EventControlPlaneFinishedSL:
+		n.ServiceLog, n.ServiceLogSummary = true, "Cluster has finished control plane upgrade"
+	case EventWorkerPlaneFinishedSL:
+		n.ServiceLog, n.ServiceLogSummary = true, "Cluster has finished with worker plane upgrade"
+	}
+	if n.ServiceLog {
+		n.ServiceLogDescription = fmt.Sprintf("%s to version %s.", n.ServiceLogSummary, v)
+	}
+	return n
+}
+
+// NotificationDue is the pure decision behind every notification: event is
+// to be sent for (generation, version) when a notifier is configured, the
+// event is enabled (service logs need the ServiceLogNotification gate) and
+// no record of it exists. The record, written before the upgrade moves on, is
+// what makes a notification go out once.
+func NotificationDue(records []upgradev1alpha1.NotificationRecord, notifier bool, gates map[string]bool, generation int64, version, event string) bool {
+	if !notifier {
+		return false
+	}
+	if isServiceLog(event) && !gates[config.FeatureGateServiceLogNotification] {
+		return false
+	}
+	for _, r := range records {
+		if r.Generation == generation && r.Version == version && r.Event == event {
+			return false
+		}
+	}
+	return true
+}
+
+func isServiceLog(event string) bool {
+	switch event {
+	case EventControlPlaneStartedSL, EventControlPlaneFinishedSL, EventWorkerPlaneFinishedSL:
+		return true
+	}
+	return false
+}
+
+func (p *planner) due(event string) bool {
+	return NotificationDue(p.st.Notifications, p.in.Integrations.Notifications, p.cfg.FeatureGates, p.uc.Generation, p.target, event)
+}
+
+// notifyAction is the side effect that delivers event.
+func (p *planner) notifyAction(event string) *Action {
+	return &Action{Kind: Notify, Notification: p.notice(event)}
+}
+
+// RecordNotification returns status with the delivery of n recorded, for
+// the reconciler to write after a delivery that succeeded (in whatever way:
+// sent, found already sent, not allowed, policy gone). The oldest records
+// go first when the list is full.
+func RecordNotification(st upgradev1alpha1.UpgradeConfigStatus, n *Notification, outcome string, now time.Time) upgradev1alpha1.UpgradeConfigStatus {
+	out := *st.DeepCopy()
+	out.Notifications = append(out.Notifications, upgradev1alpha1.NotificationRecord{
+		Event: n.Event, Version: n.Version, Generation: n.Generation, Outcome: outcome, Time: metav1.NewTime(now)})
+	if over := len(out.Notifications) - maxNotificationRecords; over > 0 {
+		out.Notifications = out.Notifications[over:]
+	}
+	return out
+}
+
+// maxNotificationRecords is the API's limit on status.notifications.
+const maxNotificationRecords = 64
+
+// notify is the step of a policy-state notification (started, completed):
+// done once recorded, or at once without a notifier.
+func notify(event string) func(*planner) result {
+	return func(p *planner) result {
+		if !p.in.Integrations.Notifications {
+			return result{done: true, message: "no notifier configured: the " + event + " notification was not sent"}
+		}
+		if !p.due(event) {
+			return result{done: true, message: event + " notification sent"}
+		}
+		return result{message: "sending the " + event + " notification", action: p.notifyAction(event)}
+	}
+}
+
+// noticeBefore runs step only once event is delivered (MUO posts the
+// control-plane-started service log before it points ClusterVersion at the
+// target). Once the upgrade has commenced it is too late for the notice: it
+// is not sent (as MUO, whose step returns at once when commenced).
+func noticeBefore(event string, step func(*planner) result) func(*planner) result {
+	return func(p *planner) result {
+		// Only when the step would act now: not while no maintenance
+		// window is open (the step then says so and waits).
+		if sched, err := p.schedule(); err == nil && !sched.Open(p.now) {
+			return step(p)
+		}
+		if !p.commenced() && p.due(event) {
+			return result{message: "sending the " + event + " notification", action: p.notifyAction(event)}
+		}
+		return step(p)
+	}
+}
+
+// noticeAfter completes step only once event is delivered (MUO posts the
+// control-plane-finished and worker-plane-finished service logs when those
+// steps complete).
+func noticeAfter(event string, step func(*planner) result) func(*planner) result {
+	return func(p *planner) result {
+		r := step(p)
+		if r.done && p.due(event) {
+			return result{message: "sending the " + event + " notification", action: p.notifyAction(event), events: r.events}
+		}
+		return r
+	}
+}

@@ -1,0 +1,243 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+)
+
+func TestNotificationDue(t *testing.T) {
+	rec := func(gen int64, v, e string) upgradev1alpha1.NotificationRecord {
+		return upgradev1alpha1.NotificationRecord{Generation: gen, Version: v, Event: e, Outcome: "Sent"}
+	}
+	sl := map[string]bool{"ServiceLogNotification": true}
+	for _, tc := range []struct {
+		name     string
+		records  []upgradev1alpha1.NotificationRecord
+		notifier bool
+		gates    map[string]bool
+		event    string
+		want     bool
+	}{
+		{"no notifier, nothing is sent", nil, false, sl, EventStarted, false},
+		{"not yet sent", nil, true, nil, EventStarted, true},
+		{"sent for this generation and version", []upgradev1alpha1.NotificationRecord{rec(2, "4.16.2", EventStarted)}, true, nil, EventStarted, false},
+		{"sent for an older generation only", []upgradev1alpha1.NotificationRecord{rec(1, "4.16.2", EventStarted)}, true, nil, EventStarted, true},
+		{"sent for another version only", []upgradev1alpha1.NotificationRecord{rec(2, "4.16.1", EventStarted)}, true, nil, EventStarted, true},
+		{"another event sent", []upgradev1alpha1.NotificationRecord{rec(2, "4.16.2", EventCompleted)}, true, nil, EventStarted, true},
+		{"service log without the gate", nil, true, nil, EventControlPlaneStartedSL, false},
+		{"service log with the gate", nil, true, sl, EventControlPlaneStartedSL, true},
+		{"service log sent", []upgradev1alpha1.NotificationRecord{rec(2, "4.16.2", EventWorkerPlaneFinishedSL)}, true, sl, EventWorkerPlaneFinishedSL, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NotificationDue(tc.records, tc.notifier, tc.gates, 2, "4.16.2", tc.event); got != tc.want {
+				t.Fatalf("NotificationDue = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// notifyWorld is an OSD upgrade with OCM notifications on.
+func notifyWorld(t *testing.T, serviceLogs bool) *world {
+	w := newWorld(t)
+	if serviceLogs {
+		w.cfg = mustConfig(t, "featureGate:\n  enabled: [ServiceLogNotification]\n")
+	}
+	w.integrations = Integrations{Notifications: true}
+	w.uc.Spec.CapacityReservation = false
+	w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+	return w
+}
+
+func (w *world) runToUpgraded() {
+	w.t.Helper()
+	w.settle()
+	w.now = w.now.Add(10 * time.Minute)
+	w.cvo()
+	w.settle()
+	w.mco()
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseUpgraded {
+		w.t.Fatalf("phase %s at %s", w.phase(), w.uc.Status.CurrentStep)
+	}
+}
+
+func TestNotificationsOncePerEventInOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		serviceLogs bool
+		want        []string
+	}{
+		{"policy states only", false, []string{EventStarted, EventCompleted}},
+		{"with service logs", true, []string{EventStarted, EventControlPlaneStartedSL, EventControlPlaneFinishedSL, EventWorkerPlaneFinishedSL, EventCompleted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := notifyWorld(t, tc.serviceLogs)
+			w.runToUpgraded()
+			if strings.Join(w.notified, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("notified %v, want %v", w.notified, tc.want)
+			}
+			if len(w.uc.Status.Notifications) != len(tc.want) {
+				t.Fatalf("records %+v", w.uc.Status.Notifications)
+			}
+			// More plans (a resync, a restart) send nothing more.
+			w.now = w.now.Add(time.Hour)
+			w.settle()
+			if len(w.notified) != len(tc.want) {
+				t.Fatalf("resent: %v", w.notified)
+			}
+			for _, step := range []upgradev1alpha1.UpgradeConditionType{StepStartedNotificationSent, StepCompletedNotificationSent} {
+				if c := w.stepCondition(step); c.Status != corev1.ConditionTrue || c.Attempts != 1 {
+					t.Fatalf("%s: %+v", step, c)
+				}
+			}
+		})
+	}
+}
+
+func TestNotificationRecordedBeforeTheStepMovesOn(t *testing.T) {
+	w := notifyWorld(t, true)
+	out := w.plan()
+	if out.Action == nil || out.Action.Kind != Notify || out.Action.Notification.Event != EventStarted || out.Action.Step != StepStartedNotificationSent {
+		t.Fatalf("first action %+v", out.Action)
+	}
+	n := out.Action.Notification
+	if n.PolicyState != "started" || n.Generation != 1 || n.Version != "4.14.15" || !strings.Contains(n.Description, "4.14.15") {
+		t.Fatalf("notification %+v", n)
+	}
+	// The planned status does not claim it sent: only the delivery records it.
+	if c := w.stepCondition(StepStartedNotificationSent); c.Status != corev1.ConditionFalse {
+		t.Fatalf("step done before the record: %+v", c)
+	}
+	// The control-plane-started service log goes before the ClusterVersion patch.
+	for range 10 {
+		out = w.plan()
+		if out.Action != nil && out.Action.Kind == PatchClusterVersion {
+			break
+		}
+	}
+	if w.desiredPatches != 0 && strings.Join(w.notified, ",") != EventStarted+","+EventControlPlaneStartedSL {
+		t.Fatalf("patched before the service log: %v", w.notified)
+	}
+	if out.Action == nil || out.Action.Kind != PatchClusterVersion {
+		t.Fatalf("no commence: %+v", out.Action)
+	}
+}
+
+func TestNotificationResentWhenTheRecordIsLost(t *testing.T) {
+	// The scheduler stops after delivering and before writing the record:
+	// the planner asks again (the OCM client then reads back and writes
+	// nothing; see ocm.Client.Deliver), and nothing moves on meanwhile.
+	w := notifyWorld(t, false)
+	w.loseNotificationRecord = true
+	out := w.plan()
+	if out.Action.Kind != Notify {
+		t.Fatalf("%+v", out.Action)
+	}
+	out = w.plan()
+	if out.Action == nil || out.Action.Kind != Notify || out.Action.Notification.Event != EventStarted {
+		t.Fatalf("after a lost record: %+v", out.Action)
+	}
+	w.runToUpgraded()
+	if strings.Join(w.notified, ",") != "StateStarted,StateStarted,StateCompleted" {
+		t.Fatalf("notified %v", w.notified)
+	}
+}
+
+func TestDelayedAndFailedNotifications(t *testing.T) {
+	w := notifyWorld(t, false)
+	w.uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Start: &upgradev1alpha1.Deadline{Policy: upgradev1alpha1.DeadlineFail}}
+	w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2)) // blocks the pre-upgrade health check
+	w.settle()
+	if strings.Join(w.notified, ",") != EventStarted {
+		t.Fatalf("before the delay trigger: %v", w.notified)
+	}
+	w.now = t0.Add(31 * time.Minute)
+	w.settle()
+	if strings.Join(w.notified, ",") != EventStarted+","+EventDelayed {
+		t.Fatalf("after the delay trigger: %v", w.notified)
+	}
+	w.now = t0.Add(121 * time.Minute)
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseFailed {
+		t.Fatalf("phase %s", w.phase())
+	}
+	if strings.Join(w.notified, ",") != EventStarted+","+EventDelayed+","+EventFailed {
+		t.Fatalf("after failing: %v", w.notified)
+	}
+	if c := w.stepCondition(ConditionFailedNotificationSent); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("%+v", c)
+	}
+	w.now = w.now.Add(time.Hour)
+	w.settle()
+	if len(w.notified) != 3 {
+		t.Fatalf("resent %v", w.notified)
+	}
+}
+
+func TestNoNotifierSendsNothing(t *testing.T) {
+	w := notifyWorld(t, true)
+	w.integrations = Integrations{}
+	w.runToUpgraded()
+	if len(w.notified) != 0 || len(w.uc.Status.Notifications) != 0 {
+		t.Fatalf("notified %v", w.notified)
+	}
+}
+
+func TestNewGenerationNotifiesAgain(t *testing.T) {
+	// A rescheduled policy (spec updated in place) is a new attempt for OCM:
+	// its started notification is due again (MUO's stale-metric bug, PR #348,
+	// skipped it).
+	w := notifyWorld(t, false)
+	w.uc.Spec.UpgradeAt = t0.Add(time.Hour).Format(time.RFC3339)
+	w.settle()
+	w.now = t0.Add(time.Hour)
+	w.plan()
+	w.plan()
+	if strings.Join(w.notified, ",") != EventStarted {
+		t.Fatalf("%v", w.notified)
+	}
+	w.uc.Spec.Desired = upgradev1alpha1.Update{Version: "4.14.16", Channel: "stable-4.14"}
+	w.uc.Generation = 2
+	w.plan()
+	w.plan()
+	if strings.Join(w.notified, ",") != EventStarted+","+EventStarted {
+		t.Fatalf("%v", w.notified)
+	}
+	if r := w.uc.Status.Notifications; len(r) != 2 || r[1].Generation != 2 || r[1].Version != "4.14.16" {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestDelayedIsOSDOnly(t *testing.T) {
+	w := notifyWorld(t, false)
+	w.uc.Spec.Type = upgradev1alpha1.ARO
+	w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2))
+	w.settle()
+	w.now = t0.Add(31 * time.Minute)
+	w.settle()
+	if strings.Join(w.notified, ",") != EventStarted {
+		t.Fatalf("ARO: %v", w.notified)
+	}
+}
+
+func TestControlPlaneStartedWaitsForTheWindow(t *testing.T) {
+	w := notifyWorld(t, true)
+	// The window opens at 12:00 on the day of t0 (10:00): nothing is sent
+	// before it, not even the started notification.
+	w.uc.Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{Start: "12:00", End: "14:00"}}
+	w.settle()
+	if len(w.notified) != 0 {
+		t.Fatalf("before the window: %v", w.notified)
+	}
+	w.now = t0.Add(2 * time.Hour)
+	w.settle()
+	if strings.Join(w.notified, ",") != EventStarted+","+EventControlPlaneStartedSL || w.desiredPatches != 1 {
+		t.Fatalf("in the window: %v patches %d", w.notified, w.desiredPatches)
+	}
+}
