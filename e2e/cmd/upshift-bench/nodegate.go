@@ -190,7 +190,28 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("node-gate peak RSS (VmHWM):         %s\n", peakRSS(pid))
 	fmt.Printf("node-gate passes (gated update):    %.0f, mean %s each; %.0f write requests\n", passes,
 		(time.Duration(passSeconds / max(passes, 1) * float64(time.Second))).Round(100*time.Microsecond), writes)
+	fmt.Printf("  passes longer than 25/50/100 ms:  %s\n", slowPasses(before, after, "0.025", "0.05", "0.1"))
+	var results []string
+	for _, res := range []string{"success", "requeue", "requeue_after", "error"} {
+		k := `controller_runtime_reconcile_total{controller="nodegate",result="` + res + `"}`
+		results = append(results, fmt.Sprintf("%s %.0f", res, after[k]-before[k]))
+	}
+	fmt.Printf("  by result:                        %s (requeue_after: a status write lost to a newer one)\n", strings.Join(results, ", "))
 	return nil
+}
+
+// slowPasses counts node-gate's passes longer than each bound, from its
+// reconcile time histogram (the bounds must be bucket bounds).
+func slowPasses(before, after map[string]float64, bounds ...string) string {
+	const hist = `controller_runtime_reconcile_time_seconds_bucket{controller="nodegate",le="%s"}`
+	inf := func(m map[string]float64) float64 { return m[fmt.Sprintf(hist, "+Inf")] }
+	total := inf(after) - inf(before)
+	var out []string
+	for _, b := range bounds {
+		k := fmt.Sprintf(hist, b)
+		out = append(out, fmt.Sprintf("%.0f", total-(after[k]-before[k])))
+	}
+	return strings.Join(out, " / ")
 }
 
 func verdict(ok bool) string {
