@@ -73,7 +73,7 @@ demo: testbin build ## Run an update on a local simulated OpenShift cluster and 
 	$(BIN)/upshift-demo --bin-dir $(BIN)
 
 .PHONY: bench
-bench: testbin build ## Measure the update-status-controller on a 5,000-node simulated cluster (BENCH_FLAGS=--sweep=10,30,100 for the time-scale sweep; BENCH_FLAGS=--component=mcp-tracker measures the mcp-tracker).
+bench: testbin build ## Measure the update-status-controller on a 5,000-node simulated cluster (BENCH_FLAGS=--sweep=10,30,100 for the time-scale sweep; BENCH_FLAGS=--component=mcp-tracker measures the mcp-tracker, --component=node-gate node-gate on 500 workers).
 	go build -o $(BIN)/upshift-bench ./e2e/cmd/upshift-bench
 	$(BIN)/upshift-bench --bin-dir $(BIN) $(BENCH_FLAGS)
 

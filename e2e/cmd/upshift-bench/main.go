@@ -8,7 +8,8 @@
 // transition and the wall time of `kubectl upshift status`; with --sweep it
 // runs one more update per time scale and reports the highest at which the
 // insight latency p99 stays within a second. With --component=mcp-tracker it
-// measures the mcp-tracker instead (see mcptracker.go).
+// measures the mcp-tracker instead (see mcptracker.go), and with
+// --component=node-gate node-gate (see nodegate.go).
 package main
 
 import (
@@ -63,20 +64,22 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.component, "component", "update-status-controller", "What to measure: update-status-controller or mcp-tracker.")
+	flag.StringVar(&o.component, "component", "update-status-controller", "What to measure: update-status-controller, mcp-tracker or node-gate.")
 	flag.IntVar(&o.infra, "infra-nodes", 500, "mcp-tracker: how many of --workers form the custom infra pool.")
-	flag.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "mcp-tracker: report what was measured if the update has not finished by then.")
+	flag.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "mcp-tracker, node-gate: report what was measured (mcp-tracker) or fail (node-gate) if an update has not finished by then.")
 	flag.DurationVar(&o.minWriteInterval, "min-write-interval", 5*time.Second, "mcp-tracker: its --min-write-interval (5s is the chart's default).")
 	flag.StringVar(&o.binDir, "bin-dir", "bin", "Folder with the built update-status-controller and kubectl-upshift.")
-	flag.IntVar(&o.workers, "workers", 5000, "Worker nodes (plus 3 control-plane nodes).")
+	flag.IntVar(&o.workers, "workers", 5000, "Worker nodes (plus 3 control-plane nodes); node-gate: default 500.")
 	flag.StringVar(&o.maxUnavailable, "max-unavailable", "10%", "The worker pool's maxUnavailable.")
-	flag.Float64Var(&o.timeScale, "time-scale", 3000, "Simulated seconds per wall second of the first update.")
+	flag.Float64Var(&o.timeScale, "time-scale", 3000, "Simulated seconds per wall second of the first update; node-gate: of both updates, default 30.")
 	flag.StringVar(&o.sweep, "sweep", "",
 		"Comma-separated time scales, e.g. 10,30,100,300: after the first update, one more update at each, "+
 			"to find the highest time scale at which insight latency p99 stays within 1 s.")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "Give up after this long.")
-	flag.IntVar(&o.qps, "controller-qps", 0, "The controller's --kube-api-qps (burst: twice that); 0 means its chart's default (150 for update-status-controller, 50 for mcp-tracker).")
+	flag.IntVar(&o.qps, "controller-qps", 0, "The controller's --kube-api-qps (burst: twice that); 0 means its chart's default (150 for update-status-controller, 50 for mcp-tracker and node-gate).")
 	flag.Parse()
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	var err error
@@ -95,8 +98,23 @@ func main() {
 			o.qps = 50
 		}
 		err = runTracker(ctx, o)
+	case "node-gate":
+		if o.sweep != "" {
+			err = fmt.Errorf("--sweep measures the update-status-controller only")
+			break
+		}
+		if !set["workers"] {
+			o.workers = 500
+		}
+		if !set["time-scale"] {
+			o.timeScale = 30
+		}
+		if o.qps == 0 {
+			o.qps = 50
+		}
+		err = runNodeGate(ctx, o)
 	default:
-		err = fmt.Errorf("--component: %q is neither update-status-controller nor mcp-tracker", o.component)
+		err = fmt.Errorf("--component: %q is none of update-status-controller, mcp-tracker, node-gate", o.component)
 	}
 	cancel()
 	stop()

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"strings"
 	"testing"
 	"time"
@@ -264,22 +265,54 @@ func countPhase(w *world, ph nodegatev1alpha1.NodePhase) int {
 
 func TestMaxUnavailable(t *testing.T) {
 	for _, tc := range []struct {
-		mu   intstr.IntOrString
-		want int
+		workers int
+		mu      intstr.IntOrString
+		want    int
 	}{
-		{intstr.FromInt32(1), 1},
-		{intstr.FromInt32(3), 3},
-		{intstr.FromString("50%"), 2}, // of 5, rounded down
-		{intstr.FromString("10%"), 1}, // never below 1
+		{5, intstr.FromInt32(1), 1},
+		{5, intstr.FromInt32(3), 3},
+		{5, intstr.FromString("50%"), 2},   // of 5, rounded down
+		{5, intstr.FromString("10%"), 1},   // never below 1
+		{40, intstr.FromString("25%"), 10}, // the gate pool then holds 10 nodes
+		{50, intstr.FromString("10%"), 5},
 	} {
-		w := readyRound(t, 5, func(w *world) { w.run.Spec.MaxUnavailable = ptr.To(tc.mu) })
-		if got := countPhase(w, nodegatev1alpha1.NodePreHooks); got != tc.want {
-			t.Errorf("maxUnavailable %s: %d nodes started, want %d", tc.mu.String(), got, tc.want)
+		w := readyRound(t, tc.workers, func(w *world) { w.run.Spec.MaxUnavailable = ptr.To(tc.mu) })
+		got := countPhase(w, nodegatev1alpha1.NodePreHooks)
+		if got != tc.want {
+			t.Errorf("%d workers, maxUnavailable %s: %d nodes started, want %d", tc.workers, tc.mu.String(), got, tc.want)
 		}
-		if mu := w.pools["worker-gate"].Spec.MaxUnavailable; mu == nil || *mu != tc.mu {
-			t.Errorf("gate pool maxUnavailable %v, want %v", mu, tc.mu)
+		// The MCO applies the gate pool's maxUnavailable to the gate pool's
+		// members, which are only the released nodes: it must let every
+		// one of them update at once, or the MCO, not the run, sets the pace.
+		// Every pre-update hook of the started nodes done (the rule runs
+		// them one at a time).
+		for i := 0; i < 10 && len(w.runningJobs()) > 0; i++ {
+			w.completeAll()
+			w.reconcile()
+		}
+		released := countPhase(w, nodegatev1alpha1.NodeReleased)
+		if released != tc.want {
+			t.Fatalf("%d workers, maxUnavailable %s: %d nodes released, want %d", tc.workers, tc.mu.String(), released, tc.want)
+		}
+		if mcoLimit := mcoMaxUnavailable(w.pools["worker-gate"], released); mcoLimit < released {
+			t.Errorf("%d workers, maxUnavailable %s: the MCO updates %d of the %d nodes in the gate pool at once (gate pool maxUnavailable %v)",
+				tc.workers, tc.mu.String(), mcoLimit, released, w.pools["worker-gate"].Spec.MaxUnavailable)
 		}
 	}
+}
+
+// mcoMaxUnavailable is how many of a pool's members the MCO updates at once:
+// spec.maxUnavailable, a percentage of the members rounded down, at least 1,
+// default 1 (the machine-config operator's getMaxUnavailable).
+func mcoMaxUnavailable(pool *mcfgv1.MachineConfigPool, members int) int {
+	if pool.Spec.MaxUnavailable == nil {
+		return 1
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(pool.Spec.MaxUnavailable, members, false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }
 
 func firstJob(t *testing.T, w *world, node string) string {

@@ -1092,23 +1092,26 @@ func (p *planner) restore() bool {
 		src := p.pools[rec.Name]
 		if src != nil && rec.OriginalNodeSelector != nil {
 			want := rec.OriginalNodeSelector
-			if !sameSelector(src.Spec.NodeSelector, want) {
+			if _, sel := p.willBe(src); !sameSelector(sel, want) {
 				p.act(Action{Kind: SetPoolSelector, Pool: rec.Name, NodeSelector: want.DeepCopy()})
 				done = false
 			}
 		}
-		if src != nil && rec.OriginalPaused != nil && src.Spec.Paused != *rec.OriginalPaused {
-			p.act(Action{Kind: SetPoolPaused, Pool: rec.Name, Paused: *rec.OriginalPaused})
-			p.event(OnPool, rec.Name, corev1.EventTypeNormal, "PoolRestored", "restored pool %s to paused=%v", rec.Name, *rec.OriginalPaused)
-			done = false
+		if src != nil && rec.OriginalPaused != nil {
+			if paused, _ := p.willBe(src); paused != *rec.OriginalPaused {
+				p.act(Action{Kind: SetPoolPaused, Pool: rec.Name, Paused: *rec.OriginalPaused})
+				p.event(OnPool, rec.Name, corev1.EventTypeNormal, "PoolRestored", "restored pool %s to paused=%v", rec.Name, *rec.OriginalPaused)
+				done = false
+			}
 		}
 		gate := p.pools[rec.GatePool]
 		if gate != nil && rec.OriginalGateNodeSelector != nil {
-			if !sameSelector(gate.Spec.NodeSelector, rec.OriginalGateNodeSelector) {
+			gatePaused, gateSel := p.willBe(gate)
+			if !sameSelector(gateSel, rec.OriginalGateNodeSelector) {
 				p.act(Action{Kind: SetPoolSelector, Pool: gate.Name, NodeSelector: rec.OriginalGateNodeSelector.DeepCopy()})
 				done = false
 			}
-			if rec.OriginalGatePaused != nil && gate.Spec.Paused != *rec.OriginalGatePaused {
+			if rec.OriginalGatePaused != nil && gatePaused != *rec.OriginalGatePaused {
 				p.act(Action{Kind: SetPoolPaused, Pool: gate.Name, Paused: *rec.OriginalGatePaused})
 				done = false
 			}
@@ -1131,6 +1134,28 @@ func (p *planner) restore() bool {
 		}
 	}
 	return done
+}
+
+// willBe is a pool's paused value and node selector once the actions this
+// pass already decided are performed. restore compares the originals with
+// that, not with the cache: a pass that arms (pauses a pool a user had
+// unpaused, or whose pause was lost to a restart) and then finishes the
+// round must not clear the originals while its own pause is on the way, or
+// the pool stays paused for good.
+func (p *planner) willBe(pool *mcfgv1.MachineConfigPool) (bool, *metav1.LabelSelector) {
+	paused, sel := pool.Spec.Paused, pool.Spec.NodeSelector
+	for _, a := range p.res.Actions {
+		if a.Pool != pool.Name {
+			continue
+		}
+		switch a.Kind {
+		case SetPoolPaused:
+			paused = a.Paused
+		case SetPoolSelector:
+			sel = a.NodeSelector
+		}
+	}
+	return paused, sel
 }
 
 // finishStatus derives the summary, progress and conditions.

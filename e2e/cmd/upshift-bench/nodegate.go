@@ -1,0 +1,602 @@
+package main
+
+// The node-gate bench (--component=node-gate): a simulated cluster of 3
+// masters and --workers workers (maxUnavailable --max-unavailable on both
+// the worker pool and the run) on a control plane with
+// kube-controller-manager, kube-scheduler and kwok, so hook Jobs really run;
+// node-gate runs as its chart's ServiceAccount. Two cluster updates at the
+// same ocpsim time scale: the first (4.16.1 -> 4.16.2) with no
+// MutexRunConfig, the MCO rolling the worker pool on its own; the second
+// (4.16.2 -> 4.16.3) gated by a run whose one rule has a no-op pre-update
+// hook (a Job that kwok completes at once).
+//
+// Every time is when the bench's own informers saw the write. The reaction
+// is measured slot by slot: a gated node turning Done (MCD state Done,
+// current == desired, Ready, schedulable) frees a slot; node-gate then
+// starts the next node (creates its hook Job), the Job runs, and node-gate
+// releases the node (the nodegate.upshift.io/released-from label, which
+// moves it into the gate pool for the MCO). The k-th Done is paired with
+// the k-th start after the initial fill. node-gate's share is the two hops
+// it owns (Done -> Job created, Job Complete -> release label); the Job's
+// run between them is the Job controller's, the scheduler's and kwok's.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/services/nodegate/plan"
+	"github.com/upshift-io/upshift/tools/ocpsim"
+)
+
+const (
+	gateNamespace = "upshift-gate"
+	workerRole    = "node-role.kubernetes.io/worker"
+	// reactionTarget is node-gate's share of the Done -> next release
+	// reaction the bench checks p99 against.
+	reactionTarget = 100 * time.Millisecond
+)
+
+func runNodeGate(ctx context.Context, o options) (err error) {
+	start := time.Now()
+	ctrl.SetLogger(logr.Discard())
+	binary, err := filepath.Abs(filepath.Join(o.binDir, "node-gate"))
+	if err != nil {
+		return err
+	}
+	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := env.Stop(); err == nil {
+			err = stopErr
+		}
+	}()
+	step(start, "control plane up (with kube-controller-manager, kube-scheduler, kwok)")
+
+	graph := []string{"4.16.1", "4.16.2", "4.16.3"}
+	if _, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{
+		Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers, WorkerMaxUnavailable: o.maxUnavailable, Graph: graph,
+	}); err != nil {
+		return err
+	}
+	step(start, "seeded %d nodes (3 master, %d worker)", o.workers+3, o.workers)
+	sim := &simulator{cfg: env.Config, graph: graph}
+	if err := sim.start(ctx, o.timeScale); err != nil {
+		return err
+	}
+	defer sim.stop()
+
+	id, err := framework.InstallChartIdentity(ctx, env, "node-gate", "ngate", gateNamespace)
+	if err != nil {
+		return err
+	}
+	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
+		return err
+	}
+	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
+	if err != nil {
+		return err
+	}
+
+	watchCache, err := cache.New(env.Config, cache.Options{Scheme: env.Client.Scheme(), ByObject: map[client.Object]cache.ByObject{
+		&batchv1.Job{}: {Namespaces: map[string]cache.Config{gateNamespace: {}}},
+	}})
+	if err != nil {
+		return err
+	}
+	obs := &gateObserver{}
+	if err := obs.watch(ctx, watchCache); err != nil {
+		return err
+	}
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+	go func() { _ = watchCache.Start(watchCtx) }()
+	if !watchCache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("bench watches did not sync")
+	}
+
+	gate, err := framework.StartAsIdentity(binary, id, gateNamespace, true, "--job-namespaces="+gateNamespace,
+		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = gate.Stop(10 * time.Second) }()
+	pid := gate.Pid()
+	m := endpoint{scraper: scraper, url: gate.MetricsURL}
+
+	// The same update, twice: no gate, then gated.
+	ungated, err := obs.update(ctx, env.Client, watchCache, o, start, graph[1], false, pid)
+	if err != nil {
+		return fmt.Errorf("ungated update: %w", err)
+	}
+
+	if err := createGateRun(ctx, env.Client, o.maxUnavailable); err != nil {
+		return err
+	}
+	if err := framework.WaitFor(ctx, 5*time.Minute, func() bool { return obs.runPhase() == nodegatev1alpha1.RunIdle }); err != nil {
+		return fmt.Errorf("waiting for the run to be Idle (node-gate up and caches synced): %w", err)
+	}
+	step(start, "MutexRunConfig Idle (RSS %s)", rss(pid))
+	before, err := trackerGauges(m)
+	if err != nil {
+		return err
+	}
+	gated, err := obs.update(ctx, env.Client, watchCache, o, start, graph[2], true, pid)
+	if err != nil {
+		return fmt.Errorf("gated update: %w", err)
+	}
+	after, err := trackerGauges(m)
+	if err != nil {
+		return err
+	}
+	passes := sumPrefix(after, `controller_runtime_reconcile_total{controller="nodegate",`) - sumPrefix(before, `controller_runtime_reconcile_total{controller="nodegate",`)
+	passSeconds := after[`controller_runtime_reconcile_time_seconds_sum{controller="nodegate"}`] - before[`controller_runtime_reconcile_time_seconds_sum{controller="nodegate"}`]
+	writes := sumWrites(after) - sumWrites(before)
+
+	r := obs.reactions()
+	limit := gated.initialStarts
+	fmt.Println()
+	fmt.Printf("nodes:                              %d (3 master, %d worker), maxUnavailable %s (pool and run), time scale %.0f, node-gate QPS %d\n",
+		o.workers+3, o.workers, o.maxUnavailable, o.timeScale, o.qps)
+	fmt.Printf("gated run:                          one rule, one no-op pre-update hook Job per node; %d nodes started at once, %d reactions paired\n", limit, r.n)
+	fmt.Printf("Done -> next release (end to end):  p50 %s  p99 %s  max %s\n", r.total[0], r.total[1], r.total[2])
+	fmt.Printf("  node-gate share (both hops):      p50 %s  p99 %s  max %s  (target p99 <= %s: %s)\n", r.gate[0], r.gate[1], r.gate[2], reactionTarget, verdict(r.gate[1] <= reactionTarget && r.n > 0))
+	fmt.Printf("    Done -> hook Job created:       p50 %s  p99 %s  max %s\n", r.start[0], r.start[1], r.start[2])
+	fmt.Printf("    Job Complete -> release label:  p50 %s  p99 %s  max %s\n", r.release[0], r.release[1], r.release[2])
+	fmt.Printf("  hook Job, created -> Complete:    p50 %s  p99 %s  max %s  (Job controller, scheduler, kwok)\n", r.job[0], r.job[1], r.job[2])
+	fmt.Printf("update wall time, ungated:          %s  (workers %s, first worker targeted %s after the request)\n",
+		ungated.whole.Round(time.Second), ungated.workers.Round(time.Second), ungated.firstMoved.Round(time.Second))
+	fmt.Printf("update wall time, gated:            %s  (workers %s, first worker targeted %s after the request; run Completed at %s)\n",
+		gated.whole.Round(time.Second), gated.workers.Round(time.Second), gated.firstMoved.Round(time.Second), gated.runCompleted.Round(time.Second))
+	fmt.Printf("gated / ungated:                    whole update %.3f (target <= 1.05: %s), worker rollout %.3f\n",
+		ratio(gated.whole, ungated.whole), verdict(ratio(gated.whole, ungated.whole) <= 1.05), ratio(gated.workers, ungated.workers))
+	extra := gated.whole - ungated.whole
+	cpWait := gated.firstMoved - ungated.firstMoved
+	tail := (gated.whole - gated.firstMoved - gated.workers) - (ungated.whole - ungated.firstMoved - ungated.workers)
+	cycles := 0.0
+	if limit > 0 {
+		cycles = float64(o.workers) / float64(limit)
+	}
+	perCycle := r.meanJob + r.meanGate
+	fmt.Printf("the gated update's extra %s:\n", extra.Round(time.Second))
+	fmt.Printf("  workers held until the control plane finished: %s\n", cpWait.Round(time.Second))
+	fmt.Printf("  worker rollout longer by:                      %s, of which ~%.0f cycles per slot x (hook Job %s + node-gate %s) = %s\n",
+		(gated.workers - ungated.workers).Round(time.Second), cycles, r.meanJob.Round(time.Millisecond), r.meanGate.Round(time.Millisecond),
+		time.Duration(cycles*float64(perCycle)).Round(time.Second))
+	fmt.Printf("  after the last worker was Done:                %s longer (restore, then the MCO's rebootless move of every worker out of the gate pool)\n", tail.Round(time.Second))
+	fmt.Printf("node-gate peak RSS (VmHWM):         %s\n", peakRSS(pid))
+	fmt.Printf("node-gate passes (gated update):    %.0f, mean %s each; %.0f write requests\n", passes,
+		(time.Duration(passSeconds / max(passes, 1) * float64(time.Second))).Round(100*time.Microsecond), writes)
+	fmt.Printf("  passes longer than 25/50/100 ms:  %s\n", slowPasses(before, after, "0.025", "0.05", "0.1"))
+	var results []string
+	for _, res := range []string{"success", "requeue", "requeue_after", "error"} {
+		k := `controller_runtime_reconcile_total{controller="nodegate",result="` + res + `"}`
+		results = append(results, fmt.Sprintf("%s %.0f", res, after[k]-before[k]))
+	}
+	fmt.Printf("  by result:                        %s (requeue_after: a status write lost to a newer one)\n", strings.Join(results, ", "))
+	return nil
+}
+
+// slowPasses counts node-gate's passes longer than each bound, from its
+// reconcile time histogram (the bounds must be bucket bounds).
+func slowPasses(before, after map[string]float64, bounds ...string) string {
+	const hist = `controller_runtime_reconcile_time_seconds_bucket{controller="nodegate",le="%s"}`
+	inf := func(m map[string]float64) float64 { return m[fmt.Sprintf(hist, "+Inf")] }
+	total := inf(after) - inf(before)
+	var out []string
+	for _, b := range bounds {
+		k := fmt.Sprintf(hist, b)
+		out = append(out, fmt.Sprintf("%.0f", total-(after[k]-before[k])))
+	}
+	return strings.Join(out, " / ")
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// sumWrites adds the client-go requests that write.
+func sumWrites(samples map[string]float64) float64 {
+	total := 0.0
+	for k, v := range samples {
+		if !strings.HasPrefix(k, "rest_client_requests_total{") {
+			continue
+		}
+		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
+			if strings.Contains(k, m) {
+				total += v
+			}
+		}
+	}
+	return total
+}
+
+// createGateRun creates a rule with one no-op pre-update hook, a target on
+// the worker pool and the run.
+func createGateRun(ctx context.Context, c client.Client, maxUnavailable string) error {
+	mu := intstr.Parse(maxUnavailable)
+	objs := []client.Object{
+		&nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "noop", Namespace: gateNamespace},
+			Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "noop", JobNamespace: gateNamespace, Type: nodegatev1alpha1.RuleTypeKubernetes,
+				JobSpec: &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "noop", Image: "registry.example.com/noop:1"}},
+				}}}}},
+		&nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: gateNamespace},
+			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}},
+		&nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: gateNamespace},
+			Spec: nodegatev1alpha1.MutexRunConfigSpec{
+				MutexRules:     []nodegatev1alpha1.ObjectReference{{Name: "noop"}},
+				MutexTargets:   []nodegatev1alpha1.ObjectReference{{Name: "workers"}},
+				MaxUnavailable: &mu,
+			}},
+	}
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gateObserver is the bench's record of one update at a time, from its own
+// informers: worker MCO annotations and release labels, hook Jobs, the run
+// and the ClusterVersion.
+type gateObserver struct {
+	mu sync.Mutex
+	c  cache.Cache
+
+	// Per update; reset by begin.
+	initialDesired map[string]string
+	moved, done    map[string]time.Time
+	released       map[string]time.Time
+	jobCreated     map[string]time.Time // node -> its pre-hook Job's creation
+	jobComplete    map[string]time.Time
+	phase          nodegatev1alpha1.RunPhase
+	completedAt    time.Time
+}
+
+func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
+	g.c = c
+	g.begin(nil)
+	ni, err := c.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return err
+	}
+	if _, err := ni.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+		now := time.Now()
+		o, n := oldObj.(*corev1.Node), newObj.(*corev1.Node)
+		if _, worker := n.Labels[workerRole]; !worker {
+			return
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.initialDesired == nil {
+			return
+		}
+		if o.Labels[plan.ReleaseLabel] == "" && n.Labels[plan.ReleaseLabel] != "" {
+			if _, seen := g.released[n.Name]; !seen {
+				g.released[n.Name] = now
+			}
+		}
+		desired := n.Annotations[mcostate.DesiredConfig]
+		if desired == g.initialDesired[n.Name] {
+			return
+		}
+		if _, seen := g.moved[n.Name]; !seen {
+			g.moved[n.Name] = now
+		}
+		if _, seen := g.done[n.Name]; !seen && mcostate.UpdatedTo(n, desired) {
+			g.done[n.Name] = now
+		}
+	}}); err != nil {
+		return err
+	}
+	ji, err := c.GetInformer(ctx, &batchv1.Job{})
+	if err != nil {
+		return err
+	}
+	jobNode := func(j *batchv1.Job) string {
+		if j.Labels[plan.RunLabel] == "" || len(j.Spec.Template.Spec.Containers) == 0 {
+			return ""
+		}
+		for _, e := range j.Spec.Template.Spec.Containers[0].Env {
+			if e.Name == plan.EnvNodeName {
+				return e.Value
+			}
+		}
+		return ""
+	}
+	if _, err := ji.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			now := time.Now()
+			node := jobNode(obj.(*batchv1.Job))
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if _, seen := g.jobCreated[node]; node != "" && !seen && g.initialDesired != nil {
+				g.jobCreated[node] = now
+			}
+		},
+		UpdateFunc: func(_, newObj any) {
+			now := time.Now()
+			j := newObj.(*batchv1.Job)
+			if jobEnd(j) != string(batchv1.JobComplete) {
+				return
+			}
+			node := jobNode(j)
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if _, seen := g.jobComplete[node]; node != "" && !seen && g.initialDesired != nil {
+				g.jobComplete[node] = now
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	ri, err := c.GetInformer(ctx, &nodegatev1alpha1.MutexRunConfig{})
+	if err != nil {
+		return err
+	}
+	record := func(obj any) {
+		now := time.Now()
+		run := obj.(*nodegatev1alpha1.MutexRunConfig)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if run.Status.Phase == nodegatev1alpha1.RunCompleted && g.phase != nodegatev1alpha1.RunCompleted && g.completedAt.IsZero() {
+			g.completedAt = now
+		}
+		g.phase = run.Status.Phase
+	}
+	if _, err := ri.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, n any) { record(n) }}); err != nil {
+		return err
+	}
+	for _, obj := range []client.Object{&mcfgv1.MachineConfigPool{}, &configv1.ClusterVersion{}} {
+		if _, err := c.GetInformer(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func jobEnd(j *batchv1.Job) string {
+	for _, c := range j.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+			return string(c.Type)
+		}
+	}
+	return ""
+}
+
+// begin starts recording an update from the workers' current desired
+// configs (nil: record nothing).
+func (g *gateObserver) begin(initial map[string]string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.initialDesired = initial
+	g.moved, g.done, g.released = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	g.jobCreated, g.jobComplete = map[string]time.Time{}, map[string]time.Time{}
+	g.completedAt = time.Time{}
+}
+
+func (g *gateObserver) runPhase() nodegatev1alpha1.RunPhase {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.phase
+}
+
+// updateTimes is what one update measured, every time from the request.
+type updateTimes struct {
+	// whole: until the ClusterVersion completed and every worker is Done on
+	// its pool's target (and, gated, the run Completed).
+	whole time.Duration
+	// firstMoved: the first worker the MCO targeted; workers: from then to
+	// the last worker's first Done on its new config.
+	firstMoved, workers time.Duration
+	runCompleted        time.Duration
+	initialStarts       int
+}
+
+// update requests target and waits until it is done.
+func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cache, o options, start time.Time, target string, gated bool, pid int) (updateTimes, error) {
+	var r updateTimes
+	var nodes corev1.NodeList
+	if err := cc.List(ctx, &nodes, client.HasLabels{workerRole}); err != nil {
+		return r, err
+	}
+	initial := map[string]string{}
+	for _, n := range nodes.Items {
+		initial[n.Name] = n.Annotations[mcostate.DesiredConfig]
+	}
+	g.begin(initial)
+	cv := &configv1.ClusterVersion{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
+		return r, err
+	}
+	patch := client.MergeFrom(cv.DeepCopy())
+	cv.Spec.DesiredUpdate = &configv1.Update{Version: target}
+	if err := c.Patch(ctx, cv, patch); err != nil {
+		return r, err
+	}
+	requested := time.Now()
+	kind := "ungated"
+	if gated {
+		kind = "gated"
+	}
+	step(start, "%s update to %s requested", kind, target)
+	lastReport := time.Now()
+	if err := framework.WaitFor(ctx, o.updateTimeout, func() bool {
+		if time.Since(lastReport) > 15*time.Second {
+			lastReport = time.Now()
+			moved, done, released := g.counts()
+			step(start, "%d workers targeted, %d Done, %d released by node-gate; node-gate RSS %s", moved, done, released, rss(pid))
+		}
+		return updateSettled(ctx, cc, target, len(initial)) && (!gated || g.runPhase() == nodegatev1alpha1.RunCompleted)
+	}); err != nil {
+		return r, err
+	}
+	r.whole = time.Since(requested)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var first, last time.Time
+	for _, t := range g.moved {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	for _, t := range g.done {
+		if t.After(last) {
+			last = t
+		}
+	}
+	r.firstMoved, r.workers = first.Sub(requested), last.Sub(first)
+	if !g.completedAt.IsZero() {
+		r.runCompleted = g.completedAt.Sub(requested)
+	}
+	firstDone := last
+	for _, t := range g.done {
+		if t.Before(firstDone) {
+			firstDone = t
+		}
+	}
+	for _, t := range g.jobCreated {
+		if t.Before(firstDone) {
+			r.initialStarts++
+		}
+	}
+	step(start, "%s update to %s done in %s", kind, target, r.whole.Round(time.Second))
+	return r, nil
+}
+
+func (g *gateObserver) counts() (moved, done, released int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.moved), len(g.done), len(g.released)
+}
+
+// updateSettled: the ClusterVersion completed target, and every pool is
+// Updated with every node Done on its target.
+func updateSettled(ctx context.Context, c cache.Cache, target string, workers int) bool {
+	cv := &configv1.ClusterVersion{}
+	if c.Get(ctx, client.ObjectKey{Name: "version"}, cv) != nil || len(cv.Status.History) == 0 ||
+		cv.Status.History[0].Version != target || cv.Status.History[0].State != configv1.CompletedUpdate {
+		return false
+	}
+	var pools mcfgv1.MachineConfigPoolList
+	if c.List(ctx, &pools) != nil {
+		return false
+	}
+	var nodes corev1.NodeList
+	if c.List(ctx, &nodes) != nil {
+		return false
+	}
+	seen := 0
+	for _, p := range pools.Items {
+		if strings.HasSuffix(p.Name, plan.GatePoolSuffix) || !poolUpdated(&p) || p.Spec.Paused {
+			return false
+		}
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+		if err != nil {
+			return false
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			if !sel.Matches(labels.Set(n.Labels)) || (p.Name == "worker" && n.Labels[masterRole] != "") {
+				continue
+			}
+			if !mcostate.UpdatedTo(n, p.Spec.Configuration.Name) {
+				return false
+			}
+			if p.Name == "worker" {
+				seen++
+			}
+		}
+	}
+	return seen == workers
+}
+
+// reactionStats are the paired Done -> next release reactions.
+type reactionStats struct {
+	n                                int
+	total, gate, start, release, job [3]time.Duration
+	meanGate, meanJob                time.Duration
+}
+
+// reactions pairs the k-th Done with the k-th node started after the
+// initial fill (the nodes started before any node was Done).
+func (g *gateObserver) reactions() reactionStats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var dones []time.Time
+	for _, t := range g.done {
+		dones = append(dones, t)
+	}
+	sort.Slice(dones, func(i, j int) bool { return dones[i].Before(dones[j]) })
+	type started struct {
+		node string
+		at   time.Time
+	}
+	var starts []started
+	for n, t := range g.jobCreated {
+		if len(dones) == 0 || t.Before(dones[0]) {
+			continue
+		}
+		starts = append(starts, started{n, t})
+	}
+	sort.Slice(starts, func(i, j int) bool { return starts[i].at.Before(starts[j].at) })
+	var total, gate, hop1, hop2, job []time.Duration
+	for k := 0; k < len(starts) && k < len(dones); k++ {
+		b := starts[k]
+		rel, ok1 := g.released[b.node]
+		done, ok2 := g.jobComplete[b.node]
+		if !ok1 || !ok2 {
+			continue
+		}
+		h1, h2 := b.at.Sub(dones[k]), rel.Sub(done)
+		total = append(total, rel.Sub(dones[k]))
+		hop1, hop2 = append(hop1, h1), append(hop2, h2)
+		gate = append(gate, h1+h2)
+		job = append(job, done.Sub(b.at))
+	}
+	mean := func(s []time.Duration) time.Duration {
+		var sum time.Duration
+		for _, d := range s {
+			sum += d
+		}
+		return sum / time.Duration(max(len(s), 1))
+	}
+	return reactionStats{n: len(total), total: percentiles(total), gate: percentiles(gate), start: percentiles(hop1),
+		release: percentiles(hop2), job: percentiles(job), meanGate: mean(gate), meanJob: mean(job)}
+}
