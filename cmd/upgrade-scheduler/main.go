@@ -25,7 +25,7 @@ import (
 
 func main() {
 	namespace := os.Getenv("POD_NAMESPACE")
-	var am alerts.Config
+	var am, prom alerts.Config
 	silenceTTL := silence.DefaultTTL
 	var ocmEnabled bool
 	ocmTimeout, ocmSyncInterval := 30*time.Second, time.Duration(0)
@@ -42,6 +42,14 @@ func main() {
 				"File whose content is sent as a bearer token to Alertmanager, read at every request (in a pod: /var/run/secrets/kubernetes.io/serviceaccount/token).")
 			fs.StringVar(&am.CAFile, "alertmanager-ca-file", "",
 				"PEM file of the CAs that sign Alertmanager's certificate (on OpenShift: /var/run/secrets/kubernetes.io/serviceaccount/service-ca.crt); empty: the system's.")
+			fs.StringVar(&prom.URL, "alerts-url", "",
+				"Base URL of Prometheus's alerts API (in front of /api/v1/alerts), e.g. https://thanos-querier.openshift-monitoring.svc:9091: "+
+					"the critical-alerts health check reads the firing alerts there instead of from Alertmanager (silences still need --alertmanager-url).")
+			fs.DurationVar(&prom.Timeout, "alerts-timeout", alerts.DefaultTimeout, "Bound of one read of --alerts-url.")
+			fs.StringVar(&prom.BearerTokenFile, "alerts-bearer-token-file", "",
+				"File whose content is sent as a bearer token to --alerts-url, read at every request (the Thanos querier wants the ServiceAccount's token).")
+			fs.StringVar(&prom.CAFile, "alerts-ca-file", "",
+				"PEM file of the CAs that sign the certificate of --alerts-url; empty: the system's.")
 			fs.BoolVar(&ocmEnabled, "ocm", false,
 				"Talk to OCM when the configuration's configManager.source is OCM: sync the managed UpgradeConfig from the cluster's upgrade policies "+
 					"and report policy states and service logs. Needs get on Secret openshift-config/pull-secret. Off: OCM is never contacted.")
@@ -85,6 +93,18 @@ func main() {
 				}
 				r.Alerts, r.Silences, r.Integrations = ac, sc, plan.Integrations{Silences: true}
 				log.Info("Alertmanager configured", "url", am.URL)
+			}
+			if prom.URL != "" {
+				// Prometheus (or the Thanos querier) sees every alert
+				// rule's result, silenced or not, as MUO's health query
+				// does; Alertmanager, when also set, keeps the silences.
+				prom.API = alerts.Prometheus
+				ac, err := alerts.New(prom)
+				if err != nil {
+					return err
+				}
+				r.Alerts = ac
+				log.Info("critical alerts read from Prometheus's alerts API", "url", prom.URL)
 			}
 			if ocmEnabled {
 				r.OCM = &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: ocmTimeout}
