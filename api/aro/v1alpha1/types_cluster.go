@@ -331,6 +331,11 @@ type SubnetStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
 	Remediations []metav1.Time `json:"remediations,omitempty"`
+	// lastRemediationFailed says the latest re-association reached Azure
+	// Resource Manager but failed. It still counts against the budget, but
+	// drift seen again is the same drift, not a tug-of-war.
+	// +optional
+	LastRemediationFailed bool `json:"lastRemediationFailed,omitempty"`
 	// suppressedUntil is set while remediation is stopped for this subnet.
 	// +optional
 	SuppressedUntil *metav1.Time `json:"suppressedUntil,omitempty"`
