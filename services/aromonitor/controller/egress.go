@@ -35,7 +35,8 @@ type ProbeReconciler struct {
 	Client client.Client
 	Clock  clock.PassiveClock
 	Prober *probe.Prober
-	// Role and Name are the vantage point: master, or worker and the subnet.
+	// Role and Name are the vantage point: master, or worker and the subnet
+	// (in any case: it is keyed by its canonical, lower-case name).
 	Role arov1alpha1.Role
 	Name string
 	// Node is the node this process runs on, for the record.
@@ -49,7 +50,7 @@ func ProbeFieldManager(role arov1alpha1.Role, name string) string {
 	if role == arov1alpha1.RoleMaster {
 		return "aro-monitor-egress-master"
 	}
-	return "aro-monitor-egress-worker-" + strings.ToLower(name)
+	return "aro-monitor-egress-worker-" + subnets.Canonical(name)
 }
 
 // SetupWithManager: a spec change (new URLs) or a MonitorConfig change
@@ -76,7 +77,13 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	}
 	s := snap.settings
 	now := r.Clock.Now()
-	prev := findVantagePoint(snap.cluster.Status.VantagePoints, r.Name)
+	name := r.Name
+	if r.Role == arov1alpha1.RoleWorker {
+		// Two agents spelling one subnet differently must write one entry,
+		// or each apply would delete the other's.
+		name = subnets.Canonical(name)
+	}
+	prev := findVantagePoint(snap.cluster.Status.VantagePoints, name)
 	condType := arov1alpha1.InternetReachableFromWorker
 	if r.Role == arov1alpha1.RoleMaster {
 		condType = arov1alpha1.InternetReachableFromMaster
@@ -87,7 +94,7 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 		}
 		// ARO writes Unknown without a reason when its checker is off.
 		c := unknown(condType, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
-		return reconcile.Result{}, applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, r.Name), arov1alpha1.ClusterStatus{
+		return reconcile.Result{}, applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), arov1alpha1.ClusterStatus{
 			Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, c, now)}})
 	}
 	// A round is due an interval after the last one, whoever ran it: a
@@ -101,7 +108,7 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	prober.Timeout = s.InternetTimeout
 	results := egress.Round(ctx, &prober, s.URLs)
 	now = r.Clock.Now()
-	vp := egress.Record(prev, r.Name, r.Role, r.Node, results, now, s.Thresholds)
+	vp := egress.Record(prev, name, r.Role, r.Node, results, now, s.Thresholds)
 	if r.Observe != nil {
 		r.Observe(vp, results)
 	}
@@ -117,7 +124,7 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 		}
 		st.Checks = []arov1alpha1.CheckStatus{check}
 	}
-	if err := applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, r.Name), st); err != nil {
+	if err := applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), st); err != nil {
 		return reconcile.Result{}, fmt.Errorf("recording the egress round: %w", err)
 	}
 	return reconcile.Result{RequeueAfter: wait.Jitter(s.InternetInterval, 0.1)}, nil

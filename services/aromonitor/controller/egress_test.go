@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -172,5 +173,21 @@ var _ = Describe("egress", Ordered, func() {
 		Expect(managers).To(HaveKey("aro-monitor-egress-master"))
 		Expect(managers).To(HaveKey("aro-monitor-egress-worker-worker-eastus2"))
 		Expect(managers).To(HaveKey(controller.WorkerConditionFieldManager))
+	})
+
+	It("keys a worker subnet by its canonical name, however an agent spells it", func(ctx context.Context) {
+		for _, name := range []string{"Worker-EastUS3", "worker-eastus3"} {
+			clock.Step(6 * time.Minute)
+			r := &controller.ProbeReconciler{Client: env.Client, Clock: clock, Prober: prober(false), Role: arov1alpha1.RoleWorker, Name: name, Node: "n"}
+			_, err := r.Reconcile(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+			var names []string
+			for _, vp := range cluster(ctx).Status.VantagePoints {
+				if strings.EqualFold(vp.Name, "worker-eastus3") {
+					names = append(names, vp.Name)
+				}
+			}
+			Expect(names).To(Equal([]string{"worker-eastus3"}), "written as %q", name)
+		}
 	})
 })
