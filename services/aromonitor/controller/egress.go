@@ -161,10 +161,21 @@ func (r *WorkerConditionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile recomputes the condition; it requeues to notice results going stale.
 func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	snap, err := load(ctx, r.Client)
-	if err != nil || snap == nil || !snap.settings.InternetChecks {
+	if err != nil || snap == nil {
 		return reconcile.Result{}, err
 	}
 	now := r.Clock.Now()
+	if !snap.settings.InternetChecks {
+		// As the master's condition: Unknown, not the last answer kept.
+		c := unknown(arov1alpha1.InternetReachableFromWorker, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
+		if old := conditionByType(snap.cluster.Status.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, applyStatus(ctx, r.Client, WorkerConditionFieldManager, arov1alpha1.ClusterStatus{
+			Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, c, now)},
+			Checks:     []arov1alpha1.CheckStatus{findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)},
+		})
+	}
 	var sets machinev1beta1.MachineSetList
 	if err := r.Client.List(ctx, &sets, client.InNamespace(r.MachineNamespace)); err != nil {
 		return reconcile.Result{}, err

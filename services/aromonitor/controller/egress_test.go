@@ -190,4 +190,28 @@ var _ = Describe("egress", Ordered, func() {
 			Expect(names).To(Equal([]string{"worker-eastus3"}), "written as %q", name)
 		}
 	})
+
+	It("says Unknown (CheckDisabled) for the workers when the checker is off, as for the master", func(ctx context.Context) {
+		agg := &controller.WorkerConditionReconciler{Client: env.Client, Clock: clock, MachineNamespace: machNS}
+		_, err := agg.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromWorker).Reason).NotTo(Equal(controller.ReasonCheckDisabled))
+
+		c := cluster(ctx)
+		c.Spec.OperatorFlags = map[string]string{"aro.checker.enabled": "false"}
+		Expect(env.Client.Update(ctx, c)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			c := cluster(ctx)
+			c.Spec.OperatorFlags = nil
+			Expect(env.Client.Update(ctx, c)).To(Succeed())
+		})
+		clock.Step(time.Minute)
+		_, err = agg.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		w := conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromWorker)
+		Expect(w.Status).To(Equal(operatorv1.ConditionUnknown))
+		Expect(w.Reason).To(Equal(controller.ReasonCheckDisabled))
+		_, mc := masterPass(ctx)
+		Expect(mc.Reason).To(Equal(controller.ReasonCheckDisabled))
+	})
 })
