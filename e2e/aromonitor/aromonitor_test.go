@@ -110,7 +110,7 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		Expect(worker.Role).To(Equal(arov1alpha1.RoleWorker))
 		Expect(worker.Node).To(Equal(framework.AROWorkerNode), "the agent found its subnet through its Node and Machine")
 		for _, vp := range []arov1alpha1.VantagePoint{master, worker} {
-			Expect(vp.Path).To(Equal(arov1alpha1.PathProxy), "%s probes through its HTTPS_PROXY", vp.Name)
+			Expect(vp.Path).To(Equal(arov1alpha1.PathProxy), "%s probes through its --probe-https-proxy", vp.Name)
 			Expect(vp.Targets).To(HaveLen(len(framework.AROEgressHosts)), "the Cluster's four URLs")
 		}
 		for _, lease := range []string{"upshift-aro-monitor", subnets.AgentLeaseName("worker-subnet")} {

@@ -180,7 +180,7 @@ func StartAROCluster(ctx context.Context, env *testenv.Env, binary, namespace, d
 }
 
 // StartRole runs one role of aro-monitor with the flags and environment its
-// chart's Deployment gives it (NODE_NAME from the downward API, the proxy),
+// chart's Deployment gives it (NODE_NAME from the downward API, the probes' proxy),
 // as its ServiceAccount, pointed at the local ARM and AAD.
 func (a *AROCluster) StartRole(role, node string, proxy *egresssim.Proxy) (*Running, error) {
 	metricsAddr, err := testenv.FreeAddr()
@@ -202,8 +202,11 @@ func (a *AROCluster) StartRole(role, node string, proxy *egresssim.Proxy) (*Runn
 		args = append(args, "--credentials-secret="+AROCredentialsNamespace+"/"+AROCredentialsName,
 			"--arm-endpoint="+a.ARM.URL(), "--aad-authority-host="+a.ARM.URL())
 	}
+	// The proxy as the chart gives it: flags for the prober alone. The
+	// environment's proxy variables are cleared so nothing else picks one.
+	args = append(args, "--probe-https-proxy="+proxy.URL, "--probe-http-proxy="+proxy.URL)
 	env := []string{"NODE_NAME=" + node, "SSL_CERT_FILE=" + filepath.Join(a.dir, "ca-bundle.pem"),
-		"HTTPS_PROXY=" + proxy.URL, "HTTP_PROXY=" + proxy.URL, "NO_PROXY=", "https_proxy=", "http_proxy=", "no_proxy="}
+		"HTTPS_PROXY=", "HTTP_PROXY=", "NO_PROXY=", "https_proxy=", "http_proxy=", "no_proxy="}
 	c, err := StartComponentEnv(env, a.binary, args...)
 	if err != nil {
 		return nil, err
