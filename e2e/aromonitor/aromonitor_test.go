@@ -113,9 +113,10 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 			Expect(vp.Path).To(Equal(arov1alpha1.PathProxy), "%s probes through its --probe-https-proxy", vp.Name)
 			Expect(vp.Targets).To(HaveLen(len(framework.AROEgressHosts)), "the Cluster's four URLs")
 		}
-		for _, lease := range []string{"upshift-aro-monitor", subnets.AgentLeaseName("worker-subnet")} {
+		for _, lease := range []client.ObjectKey{{Namespace: namespace, Name: "upshift-aro-monitor"},
+			{Namespace: aro.WorkerLeaseNamespace, Name: subnets.AgentLeaseName("worker-subnet")}} {
 			l := &coordinationv1.Lease{}
-			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lease}, l)).To(Succeed(), lease)
+			Expect(env.Client.Get(ctx, lease, l)).To(Succeed(), lease.String())
 			Expect(l.Spec.HolderIdentity).NotTo(BeNil())
 		}
 		Expect(aro.TargetHits.Load()).To(BeNumerically(">=", 2*len(framework.AROEgressHosts)))

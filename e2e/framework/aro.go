@@ -70,11 +70,13 @@ var AROEgressHosts = []string{"arosvc.azurecr.io", "login.microsoftonline.com", 
 // hosts, and aro-monitor's two roles running as their chart's
 // ServiceAccounts.
 type AROCluster struct {
-	Env     *testenv.Env
-	Chart   *Chart
-	ARM     *azuresim.Server
-	DNS     *egresssim.DNS
-	Targets *httptest.Server
+	Env   *testenv.Env
+	Chart *Chart
+	// WorkerLeaseNamespace holds the worker agents' Leases (the chart's).
+	WorkerLeaseNamespace string
+	ARM                  *azuresim.Server
+	DNS                  *egresssim.DNS
+	Targets              *httptest.Server
 	// TargetHits counts the probes that reached the targets.
 	TargetHits *atomic.Int64
 	// MasterProxy and WorkerProxy are each role's HTTPS_PROXY.
@@ -103,6 +105,17 @@ func StartAROCluster(ctx context.Context, env *testenv.Env, binary, namespace, d
 	var err error
 	if a.Chart, err = RenderChart("aro-monitor", "aro", namespace); err != nil {
 		return nil, err
+	}
+	// The worker agents elect in a namespace of their own, which the chart
+	// creates with the release.
+	for _, ns := range a.Chart.Kinds("Namespace") {
+		a.WorkerLeaseNamespace = ns.GetName()
+		if err := env.CreateNamespace(ctx, ns.GetName()); err != nil {
+			return nil, err
+		}
+	}
+	if a.WorkerLeaseNamespace == "" {
+		return nil, errors.New("the aro-monitor chart renders no Namespace for the worker Leases")
 	}
 	if err := a.Chart.InstallIdentity(ctx, env.Client); err != nil {
 		return nil, err
@@ -195,8 +208,12 @@ func (a *AROCluster) StartRole(role, node string, proxy *egresssim.Proxy) (*Runn
 	if role == "worker" {
 		kubeconfig = a.workerKubeconfig
 	}
+	leaseNS := a.Namespace
+	if role == "worker" {
+		leaseNS = a.WorkerLeaseNamespace
+	}
 	args := []string{"--role=" + role, "--kubeconfig=" + kubeconfig, "--leader-elect=true",
-		"--leader-election-namespace=" + a.Namespace,
+		"--leader-election-namespace=" + leaseNS,
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}
 	if role == "master" {
 		args = append(args, "--credentials-secret="+AROCredentialsNamespace+"/"+AROCredentialsName,

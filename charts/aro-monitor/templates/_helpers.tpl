@@ -98,3 +98,8 @@ readinessProbe:
     port: probes
   periodSeconds: 10
 {{- end -}}
+
+{{- /* The worker agents' Lease namespace: apart from the master's Lease. */ -}}
+{{- define "aromon.workerLeaseNamespace" -}}
+{{- .Values.workers.leaseNamespace | default (printf "%s-worker-leases" .Release.Namespace) -}}
+{{- end -}}
