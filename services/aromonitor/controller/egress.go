@@ -114,7 +114,7 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	}
 	st := arov1alpha1.ClusterStatus{VantagePoints: []arov1alpha1.VantagePoint{vp}}
 	if r.Role == arov1alpha1.RoleMaster {
-		c := egress.ForRole(arov1alpha1.RoleMaster, []arov1alpha1.VantagePoint{vp}, nil, now, 3*s.InternetInterval)
+		c := egress.ForRole(arov1alpha1.RoleMaster, []arov1alpha1.VantagePoint{vp}, nil, now, 3*s.InternetInterval, s.Thresholds.Failures)
 		cond := operatorv1.OperatorCondition{Type: condType, Status: operatorv1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message}
 		st.Conditions = []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, cond, now)}
 		check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetMaster)
@@ -186,7 +186,7 @@ func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.R
 		expected = append(expected, s.Name)
 	}
 	staleAfter := 3 * snap.settings.InternetInterval
-	c := egress.ForRole(arov1alpha1.RoleWorker, snap.cluster.Status.VantagePoints, expected, now, staleAfter)
+	c := egress.ForRole(arov1alpha1.RoleWorker, snap.cluster.Status.VantagePoints, expected, now, staleAfter, snap.settings.Thresholds.Failures)
 	cond := operatorv1.OperatorCondition{Type: arov1alpha1.InternetReachableFromWorker, Status: operatorv1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message}
 	var last *arov1alpha1.VantagePoint
 	for i, vp := range snap.cluster.Status.VantagePoints {
