@@ -119,7 +119,9 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 		st.Conditions = []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, cond, now)}
 		check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetMaster)
 		check.LastCheckTime = vp.LastCheckTime
-		if vp.Reachable == "True" {
+		// This round's result: a failed round while the hysteresis still
+		// holds True is no success.
+		if egress.Passed(vp) {
 			check.LastSuccessTime = vp.LastCheckTime
 		}
 		st.Checks = []arov1alpha1.CheckStatus{check}
@@ -189,15 +191,23 @@ func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.R
 	c := egress.ForRole(arov1alpha1.RoleWorker, snap.cluster.Status.VantagePoints, expected, now, staleAfter, snap.settings.Thresholds.Failures)
 	cond := operatorv1.OperatorCondition{Type: arov1alpha1.InternetReachableFromWorker, Status: operatorv1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message}
 	var last *arov1alpha1.VantagePoint
+	allPassed := true
 	for i, vp := range snap.cluster.Status.VantagePoints {
-		if vp.Role == arov1alpha1.RoleWorker && vp.LastCheckTime != nil && (last == nil || vp.LastCheckTime.After(last.LastCheckTime.Time)) {
+		if vp.Role != arov1alpha1.RoleWorker || vp.LastCheckTime == nil || now.Sub(vp.LastCheckTime.Time) > staleAfter {
+			continue
+		}
+		allPassed = allPassed && egress.Passed(vp)
+		if last == nil || vp.LastCheckTime.After(last.LastCheckTime.Time) {
 			last = &snap.cluster.Status.VantagePoints[i]
 		}
 	}
 	check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)
 	if last != nil {
 		check.LastCheckTime = last.LastCheckTime
-		if c.Status == "True" {
+		// Every subnet's latest round passed, not the hysteresis-held
+		// status: a failing round while the condition is still True is
+		// no success.
+		if allPassed {
 			check.LastSuccessTime = last.LastCheckTime
 		}
 	}

@@ -105,10 +105,21 @@ var _ = Describe("egress", Ordered, func() {
 	})
 
 	It("turns False after three failed rounds, naming the DNS phase, and True after two good ones", func(ctx context.Context) {
+		lastSuccess := func() *metav1.Time {
+			for _, ch := range cluster(ctx).Status.Checks {
+				if ch.Name == arov1alpha1.CheckInternetMaster {
+					return ch.LastSuccessTime
+				}
+			}
+			return nil
+		}
+		succeeded := lastSuccess()
+		Expect(succeeded).NotTo(BeNil())
 		dns.Fail("example.com", true)
 		for i := 1; i <= 3; i++ {
 			clock.Step(5 * time.Minute)
 			_, c := masterPass(ctx)
+			Expect(lastSuccess()).To(Equal(succeeded), "round %d failed: no success recorded", i)
 			if i < 3 {
 				Expect(c.Status).To(Equal(operatorv1.ConditionTrue), "round %d", i)
 			} else {

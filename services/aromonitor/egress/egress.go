@@ -61,6 +61,20 @@ func Record(prev arov1alpha1.VantagePoint, name string, role arov1alpha1.Role, n
 	return vp
 }
 
+// Passed says whether a vantage point's latest round reached every URL: the
+// round itself, not the hysteresis-held status.
+func Passed(vp arov1alpha1.VantagePoint) bool {
+	if len(vp.Targets) == 0 {
+		return false
+	}
+	for _, t := range vp.Targets {
+		if t.FailedPhase != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // Condition is a role's ARO condition (InternetReachableFromMaster or
 // ...FromWorker) from its vantage points. A vantage point with no round for
 // staleAfter counts as unknown; expected names vantage points that should
