@@ -377,6 +377,29 @@ var _ = Describe("NSG status writes", Ordered, func() {
 		Expect(subnetRecord(cluster(ctx), "worker").Remediations).To(HaveLen(1))
 	})
 
+	It("keeps the records and retries after the interval when the Machines cannot be listed", func(ctx context.Context) {
+		before := subnetRecord(cluster(ctx), "worker")
+		Expect(before.Remediations).To(HaveLen(1))
+		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		r := a.reconciler()
+		r.Client = interceptor.NewClient(wc, interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if _, ok := list.(*machinev1beta1.MachineList); ok {
+					return errors.New("injected: machines unavailable")
+				}
+				return c.List(ctx, list, opts...)
+			},
+		})
+		a.clock.Step(time.Minute)
+		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(BeNumerically(">=", 13*time.Minute), "retried after the interval, not never")
+		c := cluster(ctx)
+		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonConfigurationInvalid))
+		Expect(subnetRecord(c, "worker").Remediations).To(Equal(before.Remediations))
+	})
+
 	It("does not retry at once when the record of a PUT cannot be stored", func(ctx context.Context) {
 		a.clock.Step(2 * time.Hour)
 		a.arm.SetSubnetNSG(vnetPath+"worker", "")
