@@ -243,14 +243,15 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		// The suite runs with the window off, so the budget spec above is
 		// about the budget alone; here a window of an hour covers the
 		// master subnet's re-association earlier in the suite.
-		setWindow := func(w string) {
+		// Takes its own context: a cleanup runs after the spec's is done.
+		setWindow := func(ctx context.Context, w string) {
 			mc := &amv1alpha1.MonitorConfig{}
 			Expect(env.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc)).To(Succeed())
 			mc.Spec.NSG.TugOfWarWindow = w
 			Expect(env.Client.Update(ctx, mc)).To(Succeed())
 		}
 		updated := time.Now()
-		setWindow("1h")
+		setWindow(ctx, "1h")
 		DeferCleanup(setWindow, settings.NSG.TugOfWarWindow)
 		// A pass that began after the change: the window is in force.
 		Eventually(func() bool {
