@@ -63,6 +63,9 @@ type options struct {
 	kubeconfig   *flag.Flag
 	workerSubnet string
 	resolveErr   error
+	// The egress probes' proxy: given to the prober alone, so the
+	// Kubernetes client (and the Azure clients) never go through it.
+	probeHTTPSProxy, probeHTTPProxy, probeNoProxy string
 }
 
 func main() {
@@ -80,6 +83,10 @@ func main() {
 				"Azure Resource Manager URL for a private cloud or a test endpoint; empty: the cloud of the Cluster's spec.azEnvironment. Set with --aad-authority-host.")
 			fs.StringVar(&o.armAudience, "arm-audience", "https://management.core.windows.net/", "Token audience of --arm-endpoint.")
 			fs.StringVar(&o.aadAuthority, "aad-authority-host", "", "Azure AD authority URL for --arm-endpoint's cloud.")
+			fs.StringVar(&o.probeHTTPSProxy, "probe-https-proxy", "",
+				"Proxy for the egress probes of https URLs (the cluster-wide proxy's httpsProxy). Only the probes use it; the Kubernetes and Azure clients do not. Empty: direct.")
+			fs.StringVar(&o.probeHTTPProxy, "probe-http-proxy", "", "Proxy for the egress probes of http URLs (the cluster-wide proxy's httpProxy).")
+			fs.StringVar(&o.probeNoProxy, "probe-no-proxy", "", "Hosts, domains and CIDRs the egress probes reach directly (the cluster-wide proxy's noProxy).")
 			// Read back after parsing: the worker's Lease name depends on
 			// the cluster, before the manager exists.
 			o.kubeconfig = fs.Lookup("kubeconfig")
@@ -99,7 +106,7 @@ func main() {
 				return err
 			}
 			m := metrics.New(ctrlmetrics.Registry)
-			prober := &probe.Prober{Proxy: proxyFromEnvironment()}
+			prober := &probe.Prober{Proxy: o.probeProxy()}
 			if o.role == string(arov1alpha1.RoleWorker) {
 				if o.resolveErr != nil {
 					return o.resolveErr
@@ -189,13 +196,15 @@ func observeRound(m *metrics.Metrics, check arov1alpha1.CheckName) func(arov1alp
 	}
 }
 
-// proxyFromEnvironment is the cluster-wide proxy as OpenShift hands it to
-// pods: HTTPS_PROXY, HTTP_PROXY and NO_PROXY, read once at start.
-func proxyFromEnvironment() func(*url.URL) (*url.URL, error) {
-	cfg := httpproxy.FromEnvironment()
-	if cfg.HTTPProxy == "" && cfg.HTTPSProxy == "" {
+// probeProxy is the proxy the egress probes take, from the --probe-*
+// flags; nil when none is set. It is not read from HTTPS_PROXY and friends:
+// client-go honours those too, and would send the apiserver's traffic
+// through the proxy.
+func (o *options) probeProxy() func(*url.URL) (*url.URL, error) {
+	if o.probeHTTPSProxy == "" && o.probeHTTPProxy == "" {
 		return nil
 	}
+	cfg := httpproxy.Config{HTTPSProxy: o.probeHTTPSProxy, HTTPProxy: o.probeHTTPProxy, NoProxy: o.probeNoProxy}
 	return cfg.ProxyFunc()
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -49,4 +50,36 @@ func TestCacheOptionsPerRole(t *testing.T) {
 			t.Errorf("%T is cached cluster-wide, unfiltered", obj)
 		}
 	}
+}
+
+func TestProbeProxyComesFromTheFlagsOnly(t *testing.T) {
+	t.Setenv("HTTPS_PROXY", "http://env-proxy:3128")
+	t.Setenv("NO_PROXY", "")
+	if (&options{}).probeProxy() != nil {
+		t.Fatal("no --probe-* flag: the probes go direct, whatever the environment says")
+	}
+	o := &options{probeHTTPSProxy: "http://proxy.corp:3128", probeNoProxy: "internal.corp,10.0.0.0/8"}
+	proxy := o.probeProxy()
+	for target, want := range map[string]string{
+		"https://management.azure.com/":   "http://proxy.corp:3128",
+		"https://registry.internal.corp/": "",
+		"https://10.1.2.3/":               "",
+		"http://plain.example/":           "", // no --probe-http-proxy
+	} {
+		u, _ := url.Parse(target)
+		got, err := proxy(u)
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		if g := urlString(got); g != want {
+			t.Errorf("%s: proxy %q, want %q", target, g, want)
+		}
+	}
+}
+
+func urlString(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return u.String()
 }

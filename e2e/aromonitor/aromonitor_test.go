@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/services/aromonitor/probe"
 	"github.com/upshift-io/upshift/services/aromonitor/subnets"
@@ -110,12 +111,13 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		Expect(worker.Role).To(Equal(arov1alpha1.RoleWorker))
 		Expect(worker.Node).To(Equal(framework.AROWorkerNode), "the agent found its subnet through its Node and Machine")
 		for _, vp := range []arov1alpha1.VantagePoint{master, worker} {
-			Expect(vp.Path).To(Equal(arov1alpha1.PathProxy), "%s probes through its HTTPS_PROXY", vp.Name)
+			Expect(vp.Path).To(Equal(arov1alpha1.PathProxy), "%s probes through its --probe-https-proxy", vp.Name)
 			Expect(vp.Targets).To(HaveLen(len(framework.AROEgressHosts)), "the Cluster's four URLs")
 		}
-		for _, lease := range []string{"upshift-aro-monitor", subnets.AgentLeaseName("worker-subnet")} {
+		for _, lease := range []client.ObjectKey{{Namespace: namespace, Name: "upshift-aro-monitor"},
+			{Namespace: aro.WorkerLeaseNamespace, Name: subnets.AgentLeaseName("worker-subnet")}} {
 			l := &coordinationv1.Lease{}
-			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: lease}, l)).To(Succeed(), lease)
+			Expect(env.Client.Get(ctx, lease, l)).To(Succeed(), lease.String())
 			Expect(l.Spec.HolderIdentity).NotTo(BeNil())
 		}
 		Expect(aro.TargetHits.Load()).To(BeNumerically(">=", 2*len(framework.AROEgressHosts)))
@@ -220,7 +222,7 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		}).Should(BeEquivalentTo(2))
 		Eventually(func() []eventsv1.Event { return clusterEvents(ctx, "RemediationSuppressed") }).ShouldNot(BeEmpty())
 		Expect(clusterEvents(ctx, "RemediationSuppressed")[0].Type).To(Equal(corev1.EventTypeWarning))
-		Expect(clusterEvents(ctx, "RemediationSuppressed")[0].Note).To(ContainSubstring("budget of 2 re-associations per hour is spent"))
+		Expect(clusterEvents(ctx, "RemediationSuppressed")[0].Note).To(ContainSubstring("budget of 2 re-association attempts per hour is spent"))
 		// Suppressed: the next full pass reads the subnet and leaves it alone.
 		reads := func() int {
 			n := 0
@@ -235,6 +237,55 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		Eventually(reads).Should(BeNumerically(">", before))
 		Expect(putsOn(framework.AROWorkerSubnet)).To(Equal(2))
 		Expect(conditionOf(cluster(ctx), arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse))
+	})
+
+	It("stops at a tug-of-war: drift back within the window after its re-association, with a Warning", func(ctx SpecContext) {
+		// The suite runs with the window off, so the budget spec above is
+		// about the budget alone; here a window of an hour covers the
+		// master subnet's re-association earlier in the suite.
+		// Takes its own context: a cleanup runs after the spec's is done.
+		setWindow := func(ctx context.Context, w string) {
+			mc := &amv1alpha1.MonitorConfig{}
+			Expect(env.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc)).To(Succeed())
+			mc.Spec.NSG.TugOfWarWindow = w
+			Expect(env.Client.Update(ctx, mc)).To(Succeed())
+		}
+		updated := time.Now()
+		setWindow(ctx, "1h")
+		DeferCleanup(setWindow, settings.NSG.TugOfWarWindow)
+		// A pass that began after the change: the window is in force.
+		Eventually(func() bool {
+			for _, ch := range cluster(ctx).Status.Checks {
+				if ch.Name == arov1alpha1.CheckNSG && ch.LastCheckTime != nil {
+					return ch.LastCheckTime.After(updated)
+				}
+			}
+			return false
+		}).Should(BeTrue())
+		DeferCleanup(aro.ARM.SetSubnetNSG, framework.AROMasterSubnet, framework.ARONSG)
+		Expect(putsOn(framework.AROMasterSubnet)).To(Equal(1), "re-associated once, earlier in the suite")
+		// Another actor detaches the group again.
+		aro.ARM.SetSubnetNSG(framework.AROMasterSubnet, "")
+		Eventually(func(g Gomega) {
+			c := cluster(ctx)
+			sup := conditionOf(c, arov1alpha1.RemediationSuppressed)
+			g.Expect(sup.Status).To(Equal(operatorv1.ConditionTrue))
+			g.Expect(sup.Reason).To(Equal("TugOfWar"), "a tug-of-war outranks the worker subnet's spent budget")
+			g.Expect(sup.Message).To(ContainSubstring("master-subnet"))
+			g.Expect(sup.Message).To(ContainSubstring("something else is changing this subnet"))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var found bool
+			for _, e := range clusterEvents(ctx, "RemediationSuppressed") {
+				if strings.Contains(e.Note, "master-subnet") && strings.Contains(e.Note, "something else is changing this subnet") {
+					found = true
+					g.Expect(e.Type).To(Equal(corev1.EventTypeWarning))
+				}
+			}
+			g.Expect(found).To(BeTrue())
+		}).Should(Succeed())
+		Expect(putsOn(framework.AROMasterSubnet)).To(Equal(1), "a tug-of-war is not fought")
+		Expect(aro.ARM.SubnetNSG(framework.AROMasterSubnet)).To(BeEmpty())
 	})
 
 	It("reports an expired client secret as ServicePrincipalValid=False with AAD's code, and recovers after the rotation", func(ctx SpecContext) {

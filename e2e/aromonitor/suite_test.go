@@ -34,7 +34,8 @@ const namespace = "aro-monitor"
 // The suite's MonitorConfig: rounds every 5 s, two in a row to turn a
 // condition either way; the NSG read every 10 s with a budget of two
 // re-associations per hour and the tug-of-war window off, so the budget is
-// what stops a persistent actor.
+// what stops a persistent actor (the tug-of-war spec sets a window of its
+// own).
 var settings = amv1alpha1.MonitorConfigSpec{
 	Internet:    amv1alpha1.InternetConfig{Interval: "5s", Timeout: "2s", FailureThreshold: 2, SuccessThreshold: 2},
 	Credentials: amv1alpha1.CredentialsConfig{Interval: "10s", ExpiryWarning: "720h"},

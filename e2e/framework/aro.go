@@ -70,11 +70,13 @@ var AROEgressHosts = []string{"arosvc.azurecr.io", "login.microsoftonline.com", 
 // hosts, and aro-monitor's two roles running as their chart's
 // ServiceAccounts.
 type AROCluster struct {
-	Env     *testenv.Env
-	Chart   *Chart
-	ARM     *azuresim.Server
-	DNS     *egresssim.DNS
-	Targets *httptest.Server
+	Env   *testenv.Env
+	Chart *Chart
+	// WorkerLeaseNamespace holds the worker agents' Leases (the chart's).
+	WorkerLeaseNamespace string
+	ARM                  *azuresim.Server
+	DNS                  *egresssim.DNS
+	Targets              *httptest.Server
 	// TargetHits counts the probes that reached the targets.
 	TargetHits *atomic.Int64
 	// MasterProxy and WorkerProxy are each role's HTTPS_PROXY.
@@ -103,6 +105,17 @@ func StartAROCluster(ctx context.Context, env *testenv.Env, binary, namespace, d
 	var err error
 	if a.Chart, err = RenderChart("aro-monitor", "aro", namespace); err != nil {
 		return nil, err
+	}
+	// The worker agents elect in a namespace of their own, which the chart
+	// creates with the release.
+	for _, ns := range a.Chart.Kinds("Namespace") {
+		a.WorkerLeaseNamespace = ns.GetName()
+		if err := env.CreateNamespace(ctx, ns.GetName()); err != nil {
+			return nil, err
+		}
+	}
+	if a.WorkerLeaseNamespace == "" {
+		return nil, errors.New("the aro-monitor chart renders no Namespace for the worker Leases")
 	}
 	if err := a.Chart.InstallIdentity(ctx, env.Client); err != nil {
 		return nil, err
@@ -180,7 +193,7 @@ func StartAROCluster(ctx context.Context, env *testenv.Env, binary, namespace, d
 }
 
 // StartRole runs one role of aro-monitor with the flags and environment its
-// chart's Deployment gives it (NODE_NAME from the downward API, the proxy),
+// chart's Deployment gives it (NODE_NAME from the downward API, the probes' proxy),
 // as its ServiceAccount, pointed at the local ARM and AAD.
 func (a *AROCluster) StartRole(role, node string, proxy *egresssim.Proxy) (*Running, error) {
 	metricsAddr, err := testenv.FreeAddr()
@@ -195,15 +208,22 @@ func (a *AROCluster) StartRole(role, node string, proxy *egresssim.Proxy) (*Runn
 	if role == "worker" {
 		kubeconfig = a.workerKubeconfig
 	}
+	leaseNS := a.Namespace
+	if role == "worker" {
+		leaseNS = a.WorkerLeaseNamespace
+	}
 	args := []string{"--role=" + role, "--kubeconfig=" + kubeconfig, "--leader-elect=true",
-		"--leader-election-namespace=" + a.Namespace,
+		"--leader-election-namespace=" + leaseNS,
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}
 	if role == "master" {
 		args = append(args, "--credentials-secret="+AROCredentialsNamespace+"/"+AROCredentialsName,
 			"--arm-endpoint="+a.ARM.URL(), "--aad-authority-host="+a.ARM.URL())
 	}
+	// The proxy as the chart gives it: flags for the prober alone. The
+	// environment's proxy variables are cleared so nothing else picks one.
+	args = append(args, "--probe-https-proxy="+proxy.URL, "--probe-http-proxy="+proxy.URL)
 	env := []string{"NODE_NAME=" + node, "SSL_CERT_FILE=" + filepath.Join(a.dir, "ca-bundle.pem"),
-		"HTTPS_PROXY=" + proxy.URL, "HTTP_PROXY=" + proxy.URL, "NO_PROXY=", "https_proxy=", "http_proxy=", "no_proxy="}
+		"HTTPS_PROXY=", "HTTP_PROXY=", "NO_PROXY=", "https_proxy=", "http_proxy=", "no_proxy="}
 	c, err := StartComponentEnv(env, a.binary, args...)
 	if err != nil {
 		return nil, err

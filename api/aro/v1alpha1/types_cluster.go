@@ -331,6 +331,11 @@ type SubnetStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
 	Remediations []metav1.Time `json:"remediations,omitempty"`
+	// lastRemediationFailed says the latest re-association reached Azure
+	// Resource Manager but failed. It still counts against the budget, but
+	// drift seen again is the same drift, not a tug-of-war.
+	// +optional
+	LastRemediationFailed bool `json:"lastRemediationFailed,omitempty"`
 	// suppressedUntil is set while remediation is stopped for this subnet.
 	// +optional
 	SuppressedUntil *metav1.Time `json:"suppressedUntil,omitempty"`
@@ -357,9 +362,20 @@ type CredentialStatus struct {
 	// aadErrorCode is the AADSTS code of the last failure, if any.
 	// +optional
 	AADErrorCode string `json:"aadErrorCode,omitempty"`
-	// secretAge is how old the credential material is, where it is known.
+	// secretUpdatedTime is when aro-monitor first saw the credentials
+	// Secret's current version (secretResourceVersion): an upper bound of
+	// the credential material's age, not the time it was written.
 	// +optional
 	SecretUpdatedTime *metav1.Time `json:"secretUpdatedTime,omitempty"`
+	// secretResourceVersion is the credentials Secret's resourceVersion
+	// secretUpdatedTime belongs to.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	SecretResourceVersion string `json:"secretResourceVersion,omitempty"`
+	// expiryWarnedFor is the expiry the CredentialsExpiring Warning Event
+	// was recorded for, so it is recorded once per expiry.
+	// +optional
+	ExpiryWarnedFor *metav1.Time `json:"expiryWarnedFor,omitempty"`
 	// expiresTime is when the secret expires, where it is known.
 	// +optional
 	ExpiresTime *metav1.Time `json:"expiresTime,omitempty"`

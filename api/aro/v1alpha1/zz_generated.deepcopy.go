@@ -214,6 +214,10 @@ func (in *CredentialStatus) DeepCopyInto(out *CredentialStatus) {
 		in, out := &in.SecretUpdatedTime, &out.SecretUpdatedTime
 		*out = (*in).DeepCopy()
 	}
+	if in.ExpiryWarnedFor != nil {
+		in, out := &in.ExpiryWarnedFor, &out.ExpiryWarnedFor
+		*out = (*in).DeepCopy()
+	}
 	if in.ExpiresTime != nil {
 		in, out := &in.ExpiresTime, &out.ExpiresTime
 		*out = (*in).DeepCopy()

@@ -48,10 +48,21 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - --log-format={{ .Values.logFormat }}
 - --kube-api-qps={{ .Values.kubeAPI.qps }}
 - --kube-api-burst={{ .Values.kubeAPI.burst }}
+{{- with .Values.proxy.httpsProxy }}
+- --probe-https-proxy={{ . }}
+{{- end }}
+{{- with .Values.proxy.httpProxy }}
+- --probe-http-proxy={{ . }}
+{{- end }}
+{{- with .Values.proxy.noProxy }}
+- --probe-no-proxy={{ . }}
+{{- end }}
 {{- end -}}
 
 {{- /* Environment both roles take: the Lease namespace, the node (the worker
-  agent's subnet is its node's), the proxy. */ -}}
+  agent's subnet is its node's). The proxy is not here: HTTPS_PROXY would
+  route the apiserver's traffic through it too (client-go honours it); it
+  goes to the prober alone, as flags (aromon.commonArgs). */ -}}
 {{- define "aromon.env" -}}
 - name: POD_NAMESPACE
   valueFrom:
@@ -61,18 +72,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   valueFrom:
     fieldRef:
       fieldPath: spec.nodeName
-{{- with .Values.proxy.httpsProxy }}
-- name: HTTPS_PROXY
-  value: {{ . | quote }}
-{{- end }}
-{{- with .Values.proxy.httpProxy }}
-- name: HTTP_PROXY
-  value: {{ . | quote }}
-{{- end }}
-{{- with .Values.proxy.noProxy }}
-- name: NO_PROXY
-  value: {{ . | quote }}
-{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
@@ -98,4 +97,9 @@ readinessProbe:
     path: /readyz
     port: probes
   periodSeconds: 10
+{{- end -}}
+
+{{- /* The worker agents' Lease namespace: apart from the master's Lease. */ -}}
+{{- define "aromon.workerLeaseNamespace" -}}
+{{- .Values.workers.leaseNamespace | default (printf "%s-worker-leases" .Release.Namespace) -}}
 {{- end -}}

@@ -36,8 +36,9 @@ type Identity struct {
 	// Version identifies the Secret's content (its resourceVersion): a new
 	// version means a new credential.
 	Version string
-	// Updated is when the Secret last changed, as far as can be told.
-	Updated time.Time
+	// (When it changed is not in the object as the cache holds it: managed
+	// fields are stripped. The credential check records when it first sees
+	// each version instead.)
 	// Expires is the client secret's expiry, when the Secret says it.
 	Expires *time.Time
 }
@@ -56,12 +57,7 @@ func IdentityFromSecret(s *corev1.Secret) (Identity, error) {
 	id := Identity{
 		TenantID: get(KeyTenantID), ClientID: get(KeyClientID), SubscriptionID: get(KeySubscriptionID),
 		ClientSecret: get(KeyClientSecret), FederatedTokenFile: get(KeyFederatedTokenFile),
-		Version: s.ResourceVersion, Updated: s.CreationTimestamp.Time,
-	}
-	for _, mf := range s.ManagedFields {
-		if mf.Time != nil && mf.Time.After(id.Updated) {
-			id.Updated = mf.Time.Time
-		}
+		Version: s.ResourceVersion,
 	}
 	var missing []string
 	for k, v := range map[string]string{KeyTenantID: id.TenantID, KeyClientID: id.ClientID} {

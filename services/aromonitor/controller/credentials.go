@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -86,14 +85,29 @@ func (r *CredentialsReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 		var id azure.Identity
 		out, id = r.check(ctx, snap.cluster.Spec)
 		if id.ClientID != "" {
-			st.Credentials = &arov1alpha1.CredentialStatus{Kind: id.Kind(), ClientID: id.ClientID, AADErrorCode: out.Code}
-			if !id.Updated.IsZero() {
-				st.Credentials.SecretUpdatedTime = ptrTime(id.Updated)
+			prev := snap.cluster.Status.Credentials
+			if prev == nil {
+				prev = &arov1alpha1.CredentialStatus{}
+			}
+			st.Credentials = &arov1alpha1.CredentialStatus{Kind: id.Kind(), ClientID: id.ClientID, AADErrorCode: out.Code,
+				SecretResourceVersion: id.Version, SecretUpdatedTime: prev.SecretUpdatedTime, ExpiryWarnedFor: prev.ExpiryWarnedFor}
+			// The cache strips managed fields, and the Secret holds no other
+			// time of change: a version is dated when first seen.
+			if id.Version != prev.SecretResourceVersion || prev.SecretUpdatedTime == nil {
+				st.Credentials.SecretUpdatedTime = ptrTime(now)
 			}
 			if id.Expires != nil {
 				st.Credentials.ExpiresTime = ptrTime(*id.Expires)
 			}
 			expiring = credentials.Expiry(id.Expires, now, snap.settings.ExpiryWarning)
+			// Once per expiry, whatever the condition's message says.
+			if expiring != "" {
+				at := ptrTime(*id.Expires)
+				if prev.ExpiryWarnedFor == nil || !prev.ExpiryWarnedFor.Equal(at) {
+					r.Recorder.Eventf(snap.cluster, nil, corev1.EventTypeWarning, EventCredentialsExpiring, "Validate", "%s", expiring)
+				}
+				st.Credentials.ExpiryWarnedFor = at
+			}
 		}
 	}
 	if out.Status == metav1.ConditionTrue {
@@ -106,7 +120,7 @@ func (r *CredentialsReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 	}
 	cond := operatorv1.OperatorCondition{Type: arov1alpha1.ServicePrincipalValid, Status: operatorv1.ConditionStatus(out.Status),
 		Reason: out.Reason, Message: out.Message}
-	r.events(snap.cluster, cond, expiring)
+	r.events(snap.cluster, cond)
 	if r.Observe != nil {
 		r.Observe(string(out.Status))
 	}
@@ -153,9 +167,10 @@ func (r *CredentialsReconciler) check(ctx context.Context, spec arov1alpha1.Clus
 	return credentials.Classify(nil, roles), id
 }
 
-// events records a Warning when the condition turns False, a Normal when it
-// turns True from False or Unknown (not on the first check), and a Warning when an expiry first comes within the warning.
-func (r *CredentialsReconciler) events(cluster *arov1alpha1.Cluster, cond operatorv1.OperatorCondition, expiring string) {
+// events records a Warning when the condition turns False, and a Normal
+// when it turns True from False or Unknown (not on the first check). The
+// expiry's Warning is recorded by Reconcile, once per expiry.
+func (r *CredentialsReconciler) events(cluster *arov1alpha1.Cluster, cond operatorv1.OperatorCondition) {
 	var prev operatorv1.OperatorCondition
 	for _, c := range cluster.Status.Conditions {
 		if c.Type == cond.Type {
@@ -168,11 +183,4 @@ func (r *CredentialsReconciler) events(cluster *arov1alpha1.Cluster, cond operat
 	case cond.Status == operatorv1.ConditionTrue && prev.Status != "" && prev.Status != operatorv1.ConditionTrue:
 		r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, EventCredentialsValid, "Validate", "%s", cond.Message)
 	}
-	if expiring != "" && !containsExpiry(prev.Message) {
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventCredentialsExpiring, "Validate", "%s", expiring)
-	}
-}
-
-func containsExpiry(msg string) bool {
-	return strings.Contains(msg, "the client secret expires at") || strings.Contains(msg, "the client secret expired at")
 }

@@ -78,6 +78,40 @@ var _ = Describe("credentials", Ordered, func() {
 		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventCredentialsValid) }).Should(HaveLen(1))
 	})
 
+	It("warns once per expiry, also while the condition is not True", func(ctx context.Context) {
+		expiring := func() []eventsv1.Event { return eventsWith(ctx, controller.EventCredentialsExpiring) }
+		Eventually(expiring).Should(HaveLen(1))
+		// AAD unreachable for two passes: the condition is Unknown, its
+		// message without the expiry.
+		secret := &corev1.Secret{}
+		Expect(env.Client.Get(ctx, a.creds, secret)).To(Succeed())
+		Expect(secret.Annotations).To(HaveKey(azure.ExpiresAnnotation))
+		for i := 0; i < 2; i++ {
+			// A new version, so a new credential: azidentity would
+			// otherwise answer from its token cache.
+			a.bumpSecret(ctx, secret.Annotations)
+			a.arm.FailNext("POST", "token", azuresim.Fault{Status: 503}, azuresim.Fault{Status: 503}, azuresim.Fault{Status: 503}, azuresim.Fault{Status: 503})
+			a.clock.Step(15 * time.Minute)
+			Expect(pass(ctx).Status).To(Equal(operatorv1.ConditionUnknown))
+		}
+		// A repeat would be folded into the first Event as its series.
+		Consistently(func() *eventsv1.EventSeries { return expiring()[0].Series }, "500ms").Should(BeNil())
+		Expect(expiring()).To(HaveLen(1))
+	})
+
+	It("dates a Secret version when it first sees it", func(ctx context.Context) {
+		a.clock.Step(time.Hour)
+		a.bumpSecret(ctx, nil)
+		seen := a.clock.Now()
+		pass(ctx)
+		st := cluster(ctx).Status.Credentials
+		Expect(st.SecretUpdatedTime).NotTo(BeNil())
+		Expect(st.SecretUpdatedTime.Time).To(BeTemporally("==", seen.Truncate(time.Second)))
+		a.clock.Step(time.Hour)
+		pass(ctx)
+		Expect(cluster(ctx).Status.Credentials.SecretUpdatedTime.Time).To(BeTemporally("==", seen.Truncate(time.Second)), "the same version keeps its date")
+	})
+
 	It("refuses a principal holding the forbidden Graph role", func(ctx context.Context) {
 		a.arm.UpdateApp(clientID, func(app *azuresim.App) { app.GraphRoles = []string{"Application.ReadWrite.OwnedBy"} })
 		// azidentity caches tokens for their lifetime (an hour), so a role

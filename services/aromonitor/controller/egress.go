@@ -35,7 +35,8 @@ type ProbeReconciler struct {
 	Client client.Client
 	Clock  clock.PassiveClock
 	Prober *probe.Prober
-	// Role and Name are the vantage point: master, or worker and the subnet.
+	// Role and Name are the vantage point: master, or worker and the subnet
+	// (in any case: it is keyed by its canonical, lower-case name).
 	Role arov1alpha1.Role
 	Name string
 	// Node is the node this process runs on, for the record.
@@ -49,7 +50,7 @@ func ProbeFieldManager(role arov1alpha1.Role, name string) string {
 	if role == arov1alpha1.RoleMaster {
 		return "aro-monitor-egress-master"
 	}
-	return "aro-monitor-egress-worker-" + strings.ToLower(name)
+	return "aro-monitor-egress-worker-" + subnets.Canonical(name)
 }
 
 // SetupWithManager: a spec change (new URLs) or a MonitorConfig change
@@ -76,7 +77,13 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	}
 	s := snap.settings
 	now := r.Clock.Now()
-	prev := findVantagePoint(snap.cluster.Status.VantagePoints, r.Name)
+	name := r.Name
+	if r.Role == arov1alpha1.RoleWorker {
+		// Two agents spelling one subnet differently must write one entry,
+		// or each apply would delete the other's.
+		name = subnets.Canonical(name)
+	}
+	prev := findVantagePoint(snap.cluster.Status.VantagePoints, name)
 	condType := arov1alpha1.InternetReachableFromWorker
 	if r.Role == arov1alpha1.RoleMaster {
 		condType = arov1alpha1.InternetReachableFromMaster
@@ -87,7 +94,7 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 		}
 		// ARO writes Unknown without a reason when its checker is off.
 		c := unknown(condType, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
-		return reconcile.Result{}, applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, r.Name), arov1alpha1.ClusterStatus{
+		return reconcile.Result{}, applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), arov1alpha1.ClusterStatus{
 			Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, c, now)}})
 	}
 	// A round is due an interval after the last one, whoever ran it: a
@@ -101,23 +108,25 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	prober.Timeout = s.InternetTimeout
 	results := egress.Round(ctx, &prober, s.URLs)
 	now = r.Clock.Now()
-	vp := egress.Record(prev, r.Name, r.Role, r.Node, results, now, s.Thresholds)
+	vp := egress.Record(prev, name, r.Role, r.Node, results, now, s.Thresholds)
 	if r.Observe != nil {
 		r.Observe(vp, results)
 	}
 	st := arov1alpha1.ClusterStatus{VantagePoints: []arov1alpha1.VantagePoint{vp}}
 	if r.Role == arov1alpha1.RoleMaster {
-		c := egress.ForRole(arov1alpha1.RoleMaster, []arov1alpha1.VantagePoint{vp}, nil, now, 3*s.InternetInterval)
+		c := egress.ForRole(arov1alpha1.RoleMaster, []arov1alpha1.VantagePoint{vp}, nil, now, 3*s.InternetInterval, s.Thresholds.Failures)
 		cond := operatorv1.OperatorCondition{Type: condType, Status: operatorv1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message}
 		st.Conditions = []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, cond, now)}
 		check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetMaster)
 		check.LastCheckTime = vp.LastCheckTime
-		if vp.Reachable == "True" {
+		// This round's result: a failed round while the hysteresis still
+		// holds True is no success.
+		if egress.Passed(vp) {
 			check.LastSuccessTime = vp.LastCheckTime
 		}
 		st.Checks = []arov1alpha1.CheckStatus{check}
 	}
-	if err := applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, r.Name), st); err != nil {
+	if err := applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), st); err != nil {
 		return reconcile.Result{}, fmt.Errorf("recording the egress round: %w", err)
 	}
 	return reconcile.Result{RequeueAfter: wait.Jitter(s.InternetInterval, 0.1)}, nil
@@ -154,10 +163,21 @@ func (r *WorkerConditionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile recomputes the condition; it requeues to notice results going stale.
 func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	snap, err := load(ctx, r.Client)
-	if err != nil || snap == nil || !snap.settings.InternetChecks {
+	if err != nil || snap == nil {
 		return reconcile.Result{}, err
 	}
 	now := r.Clock.Now()
+	if !snap.settings.InternetChecks {
+		// As the master's condition: Unknown, not the last answer kept.
+		c := unknown(arov1alpha1.InternetReachableFromWorker, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
+		if old := conditionByType(snap.cluster.Status.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, applyStatus(ctx, r.Client, WorkerConditionFieldManager, arov1alpha1.ClusterStatus{
+			Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, c, now)},
+			Checks:     []arov1alpha1.CheckStatus{findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)},
+		})
+	}
 	var sets machinev1beta1.MachineSetList
 	if err := r.Client.List(ctx, &sets, client.InNamespace(r.MachineNamespace)); err != nil {
 		return reconcile.Result{}, err
@@ -168,18 +188,26 @@ func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.R
 		expected = append(expected, s.Name)
 	}
 	staleAfter := 3 * snap.settings.InternetInterval
-	c := egress.ForRole(arov1alpha1.RoleWorker, snap.cluster.Status.VantagePoints, expected, now, staleAfter)
+	c := egress.ForRole(arov1alpha1.RoleWorker, snap.cluster.Status.VantagePoints, expected, now, staleAfter, snap.settings.Thresholds.Failures)
 	cond := operatorv1.OperatorCondition{Type: arov1alpha1.InternetReachableFromWorker, Status: operatorv1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message}
 	var last *arov1alpha1.VantagePoint
+	allPassed := true
 	for i, vp := range snap.cluster.Status.VantagePoints {
-		if vp.Role == arov1alpha1.RoleWorker && vp.LastCheckTime != nil && (last == nil || vp.LastCheckTime.After(last.LastCheckTime.Time)) {
+		if vp.Role != arov1alpha1.RoleWorker || vp.LastCheckTime == nil || now.Sub(vp.LastCheckTime.Time) > staleAfter {
+			continue
+		}
+		allPassed = allPassed && egress.Passed(vp)
+		if last == nil || vp.LastCheckTime.After(last.LastCheckTime.Time) {
 			last = &snap.cluster.Status.VantagePoints[i]
 		}
 	}
 	check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)
 	if last != nil {
 		check.LastCheckTime = last.LastCheckTime
-		if c.Status == "True" {
+		// Every subnet's latest round passed, not the hysteresis-held
+		// status: a failing round while the condition is still True is
+		// no success.
+		if allPassed {
 			check.LastSuccessTime = last.LastCheckTime
 		}
 	}

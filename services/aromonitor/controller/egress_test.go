@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -104,10 +105,21 @@ var _ = Describe("egress", Ordered, func() {
 	})
 
 	It("turns False after three failed rounds, naming the DNS phase, and True after two good ones", func(ctx context.Context) {
+		lastSuccess := func() *metav1.Time {
+			for _, ch := range cluster(ctx).Status.Checks {
+				if ch.Name == arov1alpha1.CheckInternetMaster {
+					return ch.LastSuccessTime
+				}
+			}
+			return nil
+		}
+		succeeded := lastSuccess()
+		Expect(succeeded).NotTo(BeNil())
 		dns.Fail("example.com", true)
 		for i := 1; i <= 3; i++ {
 			clock.Step(5 * time.Minute)
 			_, c := masterPass(ctx)
+			Expect(lastSuccess()).To(Equal(succeeded), "round %d failed: no success recorded", i)
 			if i < 3 {
 				Expect(c.Status).To(Equal(operatorv1.ConditionTrue), "round %d", i)
 			} else {
@@ -172,5 +184,45 @@ var _ = Describe("egress", Ordered, func() {
 		Expect(managers).To(HaveKey("aro-monitor-egress-master"))
 		Expect(managers).To(HaveKey("aro-monitor-egress-worker-worker-eastus2"))
 		Expect(managers).To(HaveKey(controller.WorkerConditionFieldManager))
+	})
+
+	It("keys a worker subnet by its canonical name, however an agent spells it", func(ctx context.Context) {
+		for _, name := range []string{"Worker-EastUS3", "worker-eastus3"} {
+			clock.Step(6 * time.Minute)
+			r := &controller.ProbeReconciler{Client: env.Client, Clock: clock, Prober: prober(false), Role: arov1alpha1.RoleWorker, Name: name, Node: "n"}
+			_, err := r.Reconcile(ctx, req)
+			Expect(err).NotTo(HaveOccurred())
+			var names []string
+			for _, vp := range cluster(ctx).Status.VantagePoints {
+				if strings.EqualFold(vp.Name, "worker-eastus3") {
+					names = append(names, vp.Name)
+				}
+			}
+			Expect(names).To(Equal([]string{"worker-eastus3"}), "written as %q", name)
+		}
+	})
+
+	It("says Unknown (CheckDisabled) for the workers when the checker is off, as for the master", func(ctx context.Context) {
+		agg := &controller.WorkerConditionReconciler{Client: env.Client, Clock: clock, MachineNamespace: machNS}
+		_, err := agg.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromWorker).Reason).NotTo(Equal(controller.ReasonCheckDisabled))
+
+		c := cluster(ctx)
+		c.Spec.OperatorFlags = map[string]string{"aro.checker.enabled": "false"}
+		Expect(env.Client.Update(ctx, c)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			c := cluster(ctx)
+			c.Spec.OperatorFlags = nil
+			Expect(env.Client.Update(ctx, c)).To(Succeed())
+		})
+		clock.Step(time.Minute)
+		_, err = agg.Reconcile(ctx, req)
+		Expect(err).NotTo(HaveOccurred())
+		w := conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromWorker)
+		Expect(w.Status).To(Equal(operatorv1.ConditionUnknown))
+		Expect(w.Reason).To(Equal(controller.ReasonCheckDisabled))
+		_, mc := masterPass(ctx)
+		Expect(mc.Reason).To(Equal(controller.ReasonCheckDisabled))
 	})
 })

@@ -47,6 +47,11 @@ func (r *StatusMetricsReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	cluster := &arov1alpha1.Cluster{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: arov1alpha1.SingletonName}, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
+			// No Cluster, no conditions: nothing to alert on.
+			for _, t := range ConditionTypes {
+				r.Metrics.ConditionAbsent(t)
+			}
+			r.Metrics.SecretExpiry(nil)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -54,6 +59,8 @@ func (r *StatusMetricsReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	for _, t := range ConditionTypes {
 		if c := conditionByType(cluster.Status.Conditions, t); c != nil {
 			r.Metrics.Condition(t, string(c.Status))
+		} else {
+			r.Metrics.ConditionAbsent(t)
 		}
 	}
 	for _, name := range []arov1alpha1.CheckName{arov1alpha1.CheckCredentials, arov1alpha1.CheckNSG} {

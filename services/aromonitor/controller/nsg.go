@@ -105,30 +105,60 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 
 	out := nsgStatus{check: findCheck(prev.Checks, arov1alpha1.CheckNSG), read: map[string]bool{}}
 	out.check.LastCheckTime = ptrTime(now)
+	// On the paths that read no subnet, the subnets' records are carried
+	// over as they are: the status is applied, and a list left out would
+	// delete every record this manager owns — the budget spent, a running
+	// suppression — e.g. while the credentials Secret is recreated.
+	keep := func(c operatorv1.OperatorCondition, res reconcile.Result) (reconcile.Result, error) {
+		out.associated, out.subnets = c, prev.Subnets
+		sup := suppression(out.subnets, now)
+		if policy.Mode == nsg.Off && sup.Status != operatorv1.ConditionTrue {
+			sup = operatorv1.OperatorCondition{Type: arov1alpha1.RemediationSuppressed, Status: operatorv1.ConditionFalse,
+				Reason: ReasonCheckDisabled, Message: "the check is off: aro.azuresubnets.enabled is false"}
+		}
+		out.suppressed = &sup
+		return res, r.write(ctx, snap.cluster, out, now)
+	}
 	if policy.Mode == nsg.Off {
-		out.associated = unknown(arov1alpha1.NSGAssociated, ReasonCheckDisabled, "the check is off: aro.azuresubnets.enabled is false")
-		return reconcile.Result{}, r.write(ctx, snap.cluster, out, now)
+		// Requeued all the same: a suppression recorded before the check
+		// was switched off must still be seen to end.
+		return keep(unknown(arov1alpha1.NSGAssociated, ReasonCheckDisabled, "the check is off: aro.azuresubnets.enabled is false"),
+			reconcile.Result{RequeueAfter: wait.Jitter(interval, 0.1)})
 	}
 
 	found, problems, err := r.discover(ctx, snap.cluster.Spec)
 	if err != nil {
-		out.associated = unknown(arov1alpha1.NSGAssociated, ReasonConfigurationInvalid, err.Error())
-		return reconcile.Result{}, r.write(ctx, snap.cluster, out, now)
+		// Not an error for the workqueue: the objects read are as they are
+		// until a watch says otherwise; the interval retries all the same.
+		return keep(unknown(arov1alpha1.NSGAssociated, ReasonConfigurationInvalid, err.Error()),
+			reconcile.Result{RequeueAfter: wait.Jitter(interval, 0.1)})
 	}
 	client, err := r.subnetsClient(ctx, snap.cluster.Spec)
 	if err != nil {
-		out.associated = unknown(arov1alpha1.NSGAssociated, ReasonCredentialsUnavailable, err.Error())
-		return reconcile.Result{RequeueAfter: min(interval, time.Minute)}, r.write(ctx, snap.cluster, out, now)
+		return keep(unknown(arov1alpha1.NSGAssociated, ReasonCredentialsUnavailable, err.Error()),
+			reconcile.Result{RequeueAfter: min(interval, time.Minute)})
 	}
 
 	var armErrs []string
-	for _, sn := range found {
-		st, armErr := r.checkSubnet(ctx, client, sn, findSubnet(prev.Subnets, sn.ID), now, policy)
+	for i, sn := range found {
+		st, armErr, put := r.checkSubnet(ctx, client, sn, findSubnet(prev.Subnets, sn.ID), now, policy)
 		out.subnets = append(out.subnets, st)
 		if armErr != "" {
 			armErrs = append(armErrs, armErr)
 		} else {
 			out.read[st.ID] = true
+		}
+		if !put {
+			continue
+		}
+		// A PUT reached Azure Resource Manager: its record is stored before
+		// anything else is done, so neither a later failure in this pass
+		// nor a crash can forget it and spend the budget again.
+		if err := r.persist(ctx, snap.cluster, out.subnets, found[i+1:], now); err != nil {
+			// Not returned as an error: the workqueue would retry within
+			// seconds, each retry free to PUT again without the record.
+			log.FromContext(ctx).Error(err, "recording a re-association failed; the next pass is after the interval", "subnet", sn.ID)
+			return reconcile.Result{RequeueAfter: wait.Jitter(interval, 0.1)}, nil
 		}
 	}
 	for _, p := range problems {
@@ -138,10 +168,31 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 	if len(armErrs) > 0 {
 		log.FromContext(ctx).Info("NSG check incomplete", "errors", armErrs)
 		// Retry sooner than the interval, but bounded: ARM is the one
-		// throttling us, or it is down.
+		// throttling us, or it is down. A failed re-association is in its
+		// record already, so the budget bounds the retries.
 		interval = min(interval, time.Minute)
 	}
 	return reconcile.Result{RequeueAfter: wait.Jitter(interval, 0.1)}, r.write(ctx, snap.cluster, out, now)
+}
+
+// persist stores the subnets' records mid-pass: the ones done so far, the
+// ones still to do as they were. The conditions and the check's times stay
+// as they were until the pass ends.
+func (r *NSGReconciler) persist(ctx context.Context, cluster *arov1alpha1.Cluster, done []arov1alpha1.SubnetStatus, todo []subnets.Subnet, now time.Time) error {
+	prev := cluster.Status
+	s := nsgStatus{check: findCheck(prev.Checks, arov1alpha1.CheckNSG), subnets: append([]arov1alpha1.SubnetStatus(nil), done...)}
+	for _, sn := range todo {
+		if rec := findSubnet(prev.Subnets, sn.ID); rec.ID != "" {
+			s.subnets = append(s.subnets, rec)
+		}
+	}
+	if c := conditionByType(prev.Conditions, arov1alpha1.NSGAssociated); c != nil {
+		s.associated = *c
+	}
+	if c := conditionByType(prev.Conditions, arov1alpha1.RemediationSuppressed); c != nil {
+		s.suppressed = c
+	}
+	return r.write(ctx, cluster, s, now)
 }
 
 func (r *NSGReconciler) discover(ctx context.Context, spec arov1alpha1.ClusterSpec) ([]subnets.Subnet, []subnets.Problem, error) {
@@ -181,14 +232,15 @@ func (r *NSGReconciler) subnetsClient(ctx context.Context, spec arov1alpha1.Clus
 }
 
 // checkSubnet reads one subnet, decides and acts. It returns the subnet's
-// new status and, when ARM could not be asked, why.
-func (r *NSGReconciler) checkSubnet(ctx context.Context, c *armnetwork.SubnetsClient, sn subnets.Subnet, prev arov1alpha1.SubnetStatus, now time.Time, policy nsg.Policy) (arov1alpha1.SubnetStatus, string) {
+// new status, when ARM could not be asked or refused, why, and whether a
+// re-association reached ARM (its record must be stored at once).
+func (r *NSGReconciler) checkSubnet(ctx context.Context, c *armnetwork.SubnetsClient, sn subnets.Subnet, prev arov1alpha1.SubnetStatus, now time.Time, policy nsg.Policy) (arov1alpha1.SubnetStatus, string, bool) {
 	st := prev
 	st.ID = strings.ToLower(sn.ID)
 	st.ExpectedNSG = sn.ExpectedNSG
 	got, err := c.Get(ctx, sn.ResourceGroup, sn.VNet, sn.Name, nil)
 	if err != nil {
-		return st, fmt.Sprintf("reading subnet %s: %s", sn.ID, armReason(err))
+		return st, fmt.Sprintf("reading subnet %s: %s", sn.ID, armReason(err)), false
 	}
 	st.LastCheckTime = ptrTime(now)
 	st.AttachedNSG = attachedNSG(got.Subnet)
@@ -213,20 +265,39 @@ func (r *NSGReconciler) checkSubnet(ctx context.Context, c *armnetwork.SubnetsCl
 		r.Recorder.Eventf(cluster, related, corev1.EventTypeWarning, EventSuppressed, "Reassociate", "Subnet %s: %s", sn.Name, d.Message)
 		r.observe("suppress", "done")
 	case nsg.Reassociate:
-		if err := r.reassociate(ctx, c, sn, got.Subnet); err != nil {
+		reached, err := r.reassociate(ctx, c, sn, got.Subnet)
+		if err != nil {
 			r.Recorder.Eventf(cluster, related, corev1.EventTypeWarning, EventReassociationFailed, "Reassociate",
 				"Subnet %s: re-associating %s failed: %s", sn.Name, sn.ExpectedNSG, armReason(err))
 			r.observe("reassociate", "error")
-			return st, fmt.Sprintf("re-associating subnet %s: %s", sn.ID, armReason(err))
+			msg := fmt.Sprintf("re-associating subnet %s: %s", sn.ID, armReason(err))
+			if !reached {
+				// Nothing reached ARM (the client's own rate limit, a
+				// connection refused): nothing to count.
+				return st, msg, false
+			}
+			// ARM refused or failed it: the attempt counts against the
+			// budget, or a lasting 403 or 409 would be retried every pass.
+			d.Record.LastFailed = true
+			return fromRecord(st, d.Record), msg, true
 		}
 		st.AttachedNSG = sn.ExpectedNSG
 		r.Recorder.Eventf(cluster, related, corev1.EventTypeNormal, EventReassociated, "Reassociate", "Subnet %s: %s", sn.Name, d.Message)
 		r.observe("reassociate", "success")
+		return fromRecord(st, d.Record), "", true
 	}
-	return fromRecord(st, d.Record), ""
+	return fromRecord(st, d.Record), "", false
 }
 
-func (r *NSGReconciler) reassociate(ctx context.Context, c *armnetwork.SubnetsClient, sn subnets.Subnet, current armnetwork.Subnet) error {
+// ReassociateTimeout bounds one re-association, the PUT and the polling of
+// its long-running operation: ARM may never finish it.
+const ReassociateTimeout = 2 * time.Minute
+
+// reassociate PUTs the subnet with the expected group. reached says the
+// request got an answer from ARM (it may have acted, so it counts).
+func (r *NSGReconciler) reassociate(ctx context.Context, c *armnetwork.SubnetsClient, sn subnets.Subnet, current armnetwork.Subnet) (reached bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, ReassociateTimeout)
+	defer cancel()
 	// The PUT carries the subnet as read, with only the group replaced, so
 	// nothing else on the subnet changes; ARM's etag is not sent, as ARO
 	// does not either, so a concurrent change elsewhere on the subnet wins
@@ -237,10 +308,12 @@ func (r *NSGReconciler) reassociate(ctx context.Context, c *armnetwork.SubnetsCl
 	current.Properties.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: to.Ptr(sn.ExpectedNSG)}
 	poller, err := c.BeginCreateOrUpdate(ctx, sn.ResourceGroup, sn.VNet, sn.Name, current, nil)
 	if err != nil {
-		return err
+		var re *azcore.ResponseError
+		return errors.As(err, &re), err
 	}
+	// Accepted: whatever the polling says, ARM may have acted.
 	_, err = poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 2 * time.Second})
-	return err
+	return true, err
 }
 
 func (r *NSGReconciler) observe(action, result string) {
@@ -262,19 +335,13 @@ type nsgStatus struct {
 
 // summarise sets the conditions from the subnets' records.
 func (s *nsgStatus) summarise(errs []string, now time.Time) {
-	var drifted, suppressed []string
-	reasons := map[string]bool{}
+	var drifted []string
 	for _, sn := range s.subnets {
 		if s.read[sn.ID] && !strings.EqualFold(sn.AttachedNSG, sn.ExpectedNSG) {
 			drifted = append(drifted, fmt.Sprintf("%s is associated with %s", sn.ID, orNone(sn.AttachedNSG)))
 		}
-		if sn.SuppressedUntil != nil && now.Before(sn.SuppressedUntil.Time) {
-			suppressed = append(suppressed, fmt.Sprintf("%s until %s: %s", sn.ID, sn.SuppressedUntil.UTC().Format(time.RFC3339), sn.SuppressedMessage))
-			reasons[sn.SuppressedReason] = true
-		}
 	}
 	sort.Strings(drifted)
-	sort.Strings(suppressed)
 	switch {
 	case len(drifted) > 0:
 		s.associated = operatorv1.OperatorCondition{Type: arov1alpha1.NSGAssociated, Status: operatorv1.ConditionFalse,
@@ -286,25 +353,42 @@ func (s *nsgStatus) summarise(errs []string, now time.Time) {
 			Reason: arov1alpha1.ReasonCheckDone, Message: fmt.Sprintf("All %d cluster subnets are associated with the cluster's network security group", len(s.subnets))}
 		s.check.LastSuccessTime = ptrTime(now)
 	}
-	c := operatorv1.OperatorCondition{Type: arov1alpha1.RemediationSuppressed, Status: operatorv1.ConditionFalse,
-		Reason: ReasonNotSuppressed, Message: "Remediation is running for every subnet"}
-	if len(suppressed) > 0 {
-		// A tug-of-war is the one to act on: it names another actor.
-		reason := nsg.BudgetExhausted
-		if reasons[nsg.TugOfWar] {
-			reason = nsg.TugOfWar
-		}
-		c = operatorv1.OperatorCondition{Type: arov1alpha1.RemediationSuppressed, Status: operatorv1.ConditionTrue,
-			Reason: reason, Message: strings.Join(suppressed, "\n")}
-	}
+	c := suppression(s.subnets, now)
 	s.suppressed = &c
+}
+
+// suppression is RemediationSuppressed as the subnets' records say at now.
+func suppression(list []arov1alpha1.SubnetStatus, now time.Time) operatorv1.OperatorCondition {
+	var suppressed []string
+	reasons := map[string]bool{}
+	for _, sn := range list {
+		if sn.SuppressedUntil != nil && now.Before(sn.SuppressedUntil.Time) {
+			suppressed = append(suppressed, fmt.Sprintf("%s until %s: %s", sn.ID, sn.SuppressedUntil.UTC().Format(time.RFC3339), sn.SuppressedMessage))
+			reasons[sn.SuppressedReason] = true
+		}
+	}
+	if len(suppressed) == 0 {
+		return operatorv1.OperatorCondition{Type: arov1alpha1.RemediationSuppressed, Status: operatorv1.ConditionFalse,
+			Reason: ReasonNotSuppressed, Message: "Remediation is running for every subnet"}
+	}
+	sort.Strings(suppressed)
+	// A tug-of-war is the one to act on: it names another actor.
+	reason := nsg.BudgetExhausted
+	if reasons[nsg.TugOfWar] {
+		reason = nsg.TugOfWar
+	}
+	return operatorv1.OperatorCondition{Type: arov1alpha1.RemediationSuppressed, Status: operatorv1.ConditionTrue,
+		Reason: reason, Message: strings.Join(suppressed, "\n")}
 }
 
 func (r *NSGReconciler) write(ctx context.Context, cluster *arov1alpha1.Cluster, s nsgStatus, now time.Time) error {
 	st := arov1alpha1.ClusterStatus{
-		Conditions: []operatorv1.OperatorCondition{condition(cluster.Status.Conditions, s.associated, now)},
-		Checks:     []arov1alpha1.CheckStatus{s.check},
-		Subnets:    s.subnets,
+		Checks:  []arov1alpha1.CheckStatus{s.check},
+		Subnets: s.subnets,
+	}
+	// Empty only mid-pass before the first pass ever ended.
+	if s.associated.Type != "" {
+		st.Conditions = append(st.Conditions, condition(cluster.Status.Conditions, s.associated, now))
 	}
 	if s.suppressed != nil {
 		st.Conditions = append(st.Conditions, condition(cluster.Status.Conditions, *s.suppressed, now))
@@ -350,7 +434,7 @@ func prevDrifted(s arov1alpha1.SubnetStatus) bool {
 }
 
 func toRecord(s arov1alpha1.SubnetStatus) nsg.Record {
-	rec := nsg.Record{SuppressedKind: s.SuppressedReason, SuppressedWhy: s.SuppressedMessage}
+	rec := nsg.Record{SuppressedKind: s.SuppressedReason, SuppressedWhy: s.SuppressedMessage, LastFailed: s.LastRemediationFailed}
 	for _, t := range s.Remediations {
 		rec.Remediations = append(rec.Remediations, t.Time)
 	}
@@ -366,6 +450,7 @@ func fromRecord(s arov1alpha1.SubnetStatus, rec nsg.Record) arov1alpha1.SubnetSt
 		s.Remediations = append(s.Remediations, metav1.NewTime(t))
 	}
 	s.SuppressedUntil, s.SuppressedReason, s.SuppressedMessage = nil, rec.SuppressedKind, rec.SuppressedWhy
+	s.LastRemediationFailed = rec.LastFailed
 	if rec.SuppressedUntil != nil {
 		s.SuppressedUntil = ptrTime(*rec.SuppressedUntil)
 	}

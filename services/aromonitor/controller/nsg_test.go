@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
@@ -251,5 +253,161 @@ var _ = Describe("NSG association", Ordered, func() {
 		cond := conditionOf(cluster(ctx), arov1alpha1.NSGAssociated)
 		Expect(cond.Status).To(Equal(operatorv1.ConditionTrue), cond.Message)
 		Expect(strings.Count(fmt.Sprint(a.arm.Log()), "oauth2/v2.0/token")).To(BeNumerically(">=", 2))
+	})
+})
+
+func subnetRecord(c *arov1alpha1.Cluster, name string) arov1alpha1.SubnetStatus {
+	for _, s := range c.Status.Subnets {
+		if strings.HasSuffix(s.ID, "/subnets/"+name) {
+			return s
+		}
+	}
+	return arov1alpha1.SubnetStatus{}
+}
+
+var _ = Describe("NSG records across failures", Ordered, func() {
+	var a *azureCluster
+	BeforeAll(func(ctx context.Context) { a = newAzureCluster(ctx) })
+
+	It("credentials unavailable keeps subnet records", func(ctx context.Context) {
+		a.pass(ctx)
+		a.clock.Step(time.Minute)
+		a.arm.SetSubnetNSG(vnetPath+"worker", "")
+		a.pass(ctx)
+		Expect(a.puts()).To(Equal(1))
+		before := subnetRecord(cluster(ctx), "worker")
+		Expect(before.Remediations).To(HaveLen(1))
+		Expect(before.SuppressedReason).To(Equal("TugOfWar"))
+
+		// The Secret is deleted and recreated, as in a rotation.
+		secret := &corev1.Secret{}
+		Expect(env.Client.Get(ctx, a.creds, secret)).To(Succeed())
+		Expect(env.Client.Delete(ctx, secret)).To(Succeed())
+		a.clock.Step(time.Minute)
+		res := a.pass(ctx)
+		Expect(res.RequeueAfter).To(BeNumerically("<=", time.Minute))
+		c := cluster(ctx)
+		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonCredentialsUnavailable))
+		after := subnetRecord(c, "worker")
+		Expect(after.Remediations).To(Equal(before.Remediations), "the budget spent is kept")
+		Expect(after.SuppressedUntil).To(Equal(before.SuppressedUntil), "the suppression is kept")
+		Expect(after.SuppressedReason).To(Equal("TugOfWar"))
+		sup := conditionOf(c, arov1alpha1.RemediationSuppressed)
+		Expect(sup.Status).To(Equal(operatorv1.ConditionTrue))
+		Expect(sup.Reason).To(Equal("TugOfWar"))
+
+		secret.ResourceVersion, secret.UID = "", ""
+		Expect(env.Client.Create(ctx, secret)).To(Succeed())
+		a.clock.Step(time.Minute)
+		a.pass(ctx)
+		Expect(a.puts()).To(Equal(1), "the suppression still holds after the Secret is back")
+		Expect(conditionOf(cluster(ctx), arov1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionTrue))
+	})
+
+	It("keeps the records while the check is off, and ends the suppression in time", func(ctx context.Context) {
+		c := cluster(ctx)
+		c.Spec.OperatorFlags = map[string]string{"aro.azuresubnets.enabled": "false"}
+		Expect(env.Client.Update(ctx, c)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) {
+			c := cluster(ctx)
+			c.Spec.OperatorFlags = nil
+			Expect(env.Client.Update(ctx, c)).To(Succeed())
+		})
+		a.clock.Step(time.Minute)
+		res := a.pass(ctx)
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "requeued to see the suppression end")
+		c = cluster(ctx)
+		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonCheckDisabled))
+		Expect(subnetRecord(c, "worker").Remediations).To(HaveLen(1))
+		Expect(conditionOf(c, arov1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionTrue))
+
+		a.clock.Step(2 * time.Hour)
+		a.pass(ctx)
+		sup := conditionOf(cluster(ctx), arov1alpha1.RemediationSuppressed)
+		Expect(sup.Status).To(Equal(operatorv1.ConditionFalse))
+		Expect(sup.Reason).To(Equal(controller.ReasonCheckDisabled))
+	})
+
+	It("counts a re-association ARM refuses against the budget", func(ctx context.Context) {
+		a.clock.Step(2 * time.Hour)
+		a.arm.SetSubnetNSG(vnetPath+"worker", "")
+		forbidden := azuresim.Fault{Status: 403, Code: "AuthorizationFailed"}
+		a.arm.FailNext("PUT", vnetPath+"worker", forbidden, forbidden, forbidden, forbidden, forbidden, forbidden)
+		start := a.puts()
+		for i := 0; i < 6; i++ {
+			a.pass(ctx)
+			a.clock.Step(time.Minute)
+		}
+		Expect(a.puts()-start).To(Equal(3), "the budget of 3 per hour bounds the failing PUTs")
+		c := cluster(ctx)
+		rec := subnetRecord(c, "worker")
+		Expect(rec.LastRemediationFailed).To(BeTrue())
+		Expect(rec.SuppressedReason).To(Equal("BudgetExhausted"), "a failed repair is no tug-of-war")
+		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventReassociationFailed) }).ShouldNot(BeEmpty())
+	})
+})
+
+var _ = Describe("NSG status writes", Ordered, func() {
+	var a *azureCluster
+	BeforeAll(func(ctx context.Context) { a = newAzureCluster(ctx) })
+
+	// failingApplies is the real client with status applies failing from
+	// the n-th on (counting from 1).
+	failingApplies := func(n int) client.Client {
+		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		count := 0
+		return interceptor.NewClient(wc, interceptor.Funcs{
+			SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+				count++
+				if count >= n {
+					return errors.New("injected: the apiserver is unavailable")
+				}
+				return c.SubResource(sub).Apply(ctx, obj, opts...)
+			},
+		})
+	}
+
+	It("stores a re-association's record before the pass ends", func(ctx context.Context) {
+		r := a.reconciler()
+		r.Client = failingApplies(2) // the record after the PUT lands; the end of the pass does not
+		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}})
+		Expect(err).To(HaveOccurred())
+		Expect(a.puts()).To(Equal(1))
+		Expect(subnetRecord(cluster(ctx), "worker").Remediations).To(HaveLen(1))
+	})
+
+	It("keeps the records and retries after the interval when the Machines cannot be listed", func(ctx context.Context) {
+		before := subnetRecord(cluster(ctx), "worker")
+		Expect(before.Remediations).To(HaveLen(1))
+		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		r := a.reconciler()
+		r.Client = interceptor.NewClient(wc, interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if _, ok := list.(*machinev1beta1.MachineList); ok {
+					return errors.New("injected: machines unavailable")
+				}
+				return c.List(ctx, list, opts...)
+			},
+		})
+		a.clock.Step(time.Minute)
+		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(BeNumerically(">=", 13*time.Minute), "retried after the interval, not never")
+		c := cluster(ctx)
+		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonConfigurationInvalid))
+		Expect(subnetRecord(c, "worker").Remediations).To(Equal(before.Remediations))
+	})
+
+	It("does not retry at once when the record of a PUT cannot be stored", func(ctx context.Context) {
+		a.clock.Step(2 * time.Hour)
+		a.arm.SetSubnetNSG(vnetPath+"worker", "")
+		r := a.reconciler()
+		r.Client = failingApplies(1)
+		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}})
+		Expect(err).NotTo(HaveOccurred(), "an error would be retried within seconds, each retry free to PUT again")
+		Expect(res.RequeueAfter).To(BeNumerically(">=", 13*time.Minute))
+		Expect(a.puts()).To(Equal(2))
 	})
 })

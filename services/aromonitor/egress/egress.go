@@ -61,6 +61,20 @@ func Record(prev arov1alpha1.VantagePoint, name string, role arov1alpha1.Role, n
 	return vp
 }
 
+// Passed says whether a vantage point's latest round reached every URL: the
+// round itself, not the hysteresis-held status.
+func Passed(vp arov1alpha1.VantagePoint) bool {
+	if len(vp.Targets) == 0 {
+		return false
+	}
+	for _, t := range vp.Targets {
+		if t.FailedPhase != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // Condition is a role's ARO condition (InternetReachableFromMaster or
 // ...FromWorker) from its vantage points. A vantage point with no round for
 // staleAfter counts as unknown; expected names vantage points that should
@@ -74,9 +88,11 @@ type Condition struct {
 // ReasonNoVantagePoint: nothing probed from the role yet, or recently.
 const ReasonNoVantagePoint = "NoVantagePoint"
 
-// ForRole computes the condition for role.
-func ForRole(role arov1alpha1.Role, vps []arov1alpha1.VantagePoint, expected []string, now time.Time, staleAfter time.Duration) Condition {
-	var failing, stale, ok []string
+// ForRole computes the condition for role. failureThreshold is the number
+// of failed rounds in a row that turns a vantage point False, for the
+// message about one still short of it.
+func ForRole(role arov1alpha1.Role, vps []arov1alpha1.VantagePoint, expected []string, now time.Time, staleAfter time.Duration, failureThreshold int32) Condition {
+	var failing, pending, stale, ok []string
 	seen := map[string]bool{}
 	for _, vp := range vps {
 		if vp.Role != role {
@@ -90,6 +106,10 @@ func ForRole(role arov1alpha1.Role, vps []arov1alpha1.VantagePoint, expected []s
 			failing = append(failing, describe(vp))
 		case vp.Reachable == metav1.ConditionTrue:
 			ok = append(ok, vp.Name)
+		case vp.ConsecutiveFailures > 0:
+			// Recent rounds, failing, not yet often enough for False: it
+			// has results, and they are failures.
+			pending = append(pending, fmt.Sprintf("%s is failing (%d of %d failed rounds before False)", vp.Name, vp.ConsecutiveFailures, max(failureThreshold, 1)))
 		default:
 			stale = append(stale, vp.Name)
 		}
@@ -101,8 +121,15 @@ func ForRole(role arov1alpha1.Role, vps []arov1alpha1.VantagePoint, expected []s
 		}
 	}
 	sort.Strings(failing)
+	sort.Strings(pending)
 	sort.Strings(stale)
 	sort.Strings(missing)
+	// unsure says what keeps the other vantage points from an answer.
+	var unsure []string
+	if len(stale)+len(missing) > 0 {
+		unsure = append(unsure, "no recent result from "+strings.Join(append(stale, missing...), ", "))
+	}
+	unsure = append(unsure, pending...)
 	switch {
 	case len(failing) > 0:
 		msg := strings.Join(failing, "\n")
@@ -110,15 +137,15 @@ func ForRole(role arov1alpha1.Role, vps []arov1alpha1.VantagePoint, expected []s
 			msg += fmt.Sprintf("\n%d other vantage point(s) reach every URL", n)
 		}
 		return Condition{metav1.ConditionFalse, arov1alpha1.ReasonCheckFailed, msg}
-	case len(ok) > 0 && len(stale)+len(missing) == 0:
+	case len(ok) > 0 && len(unsure) == 0:
 		return Condition{metav1.ConditionTrue, arov1alpha1.ReasonCheckDone, "Outgoing connection successful"}
 	case len(ok) > 0:
 		return Condition{metav1.ConditionTrue, arov1alpha1.ReasonCheckDone, fmt.Sprintf(
-			"Outgoing connection successful from %s; no recent result from %s", strings.Join(ok, ", "), strings.Join(append(stale, missing...), ", "))}
+			"Outgoing connection successful from %s; %s", strings.Join(ok, ", "), strings.Join(unsure, "; "))}
 	}
 	what := "no probe has run from the " + string(role) + " role"
-	if len(stale)+len(missing) > 0 {
-		what = "no recent result from " + strings.Join(append(stale, missing...), ", ")
+	if len(unsure) > 0 {
+		what = strings.Join(unsure, "; ")
 	}
 	return Condition{metav1.ConditionUnknown, ReasonNoVantagePoint, what}
 }

@@ -55,6 +55,8 @@ func TestForRole(t *testing.T) {
 	stale := good("worker-c")
 	stale.LastCheckTime = at(time.Hour)
 	master := arov1alpha1.VantagePoint{Name: "master", Role: arov1alpha1.RoleMaster, Reachable: metav1.ConditionFalse, LastCheckTime: at(time.Minute)}
+	// Failing since start, one round short of False: Unknown, with results.
+	settling := arov1alpha1.VantagePoint{Name: "worker-d", Role: arov1alpha1.RoleWorker, Reachable: metav1.ConditionUnknown, ConsecutiveFailures: 2, LastCheckTime: at(time.Minute)}
 	for _, tc := range []struct {
 		name       string
 		vps        []arov1alpha1.VantagePoint
@@ -69,16 +71,20 @@ func TestForRole(t *testing.T) {
 		{"a subnet with no agent is named", []arov1alpha1.VantagePoint{good("worker-a")}, []string{"worker-a", "worker-z"}, "True", "CheckDone",
 			"Outgoing connection successful from worker-a; no recent result from worker-z"},
 		{"only stale results", []arov1alpha1.VantagePoint{stale}, nil, "Unknown", ReasonNoVantagePoint, "no recent result from worker-c"},
+		{"failing below the threshold is said to be failing, not stale", []arov1alpha1.VantagePoint{settling}, nil, "Unknown", ReasonNoVantagePoint,
+			"worker-d is failing (2 of 3 failed rounds before False)"},
+		{"failing below the threshold next to a good one", []arov1alpha1.VantagePoint{good("worker-a"), settling, stale}, nil, "True", "CheckDone",
+			"Outgoing connection successful from worker-a; no recent result from worker-c; worker-d is failing (2 of 3 failed rounds before False)"},
 		{"nothing at all", nil, nil, "Unknown", ReasonNoVantagePoint, "no probe has run from the worker role"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := ForRole(arov1alpha1.RoleWorker, tc.vps, tc.expected, now, 15*time.Minute)
+			c := ForRole(arov1alpha1.RoleWorker, tc.vps, tc.expected, now, 15*time.Minute, 3)
 			if c.Status != tc.want || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
 				t.Errorf("got %s %s %q\nwant %s %s %q", c.Status, c.Reason, c.Message, tc.want, tc.wantReason, tc.wantMsg)
 			}
 		})
 	}
-	if c := ForRole(arov1alpha1.RoleMaster, []arov1alpha1.VantagePoint{master}, nil, now, time.Hour); c.Status != "False" || !strings.HasPrefix(c.Message, "from master") {
+	if c := ForRole(arov1alpha1.RoleMaster, []arov1alpha1.VantagePoint{master}, nil, now, time.Hour, 3); c.Status != "False" || !strings.HasPrefix(c.Message, "from master") {
 		t.Errorf("master role: %+v", c)
 	}
 }

@@ -75,6 +75,13 @@ func (m *Metrics) Condition(condType, status string) {
 	}
 }
 
+// ConditionAbsent removes a condition's series: a condition no longer in
+// the status (or no Cluster at all) must not keep its last value, or an
+// alert on it would fire forever.
+func (m *Metrics) ConditionAbsent(condType string) {
+	m.condition.DeletePartialMatch(prometheus.Labels{"type": condType})
+}
+
 // Success records a check passing, at t.
 func (m *Metrics) Success(check arov1alpha1.CheckName, vantagePoint string, t time.Time) {
 	m.lastSuccess.WithLabelValues(string(check), vantagePoint).Set(float64(t.Unix()))

@@ -44,6 +44,9 @@ type Record struct {
 	// SuppressedKind is TugOfWar or BudgetExhausted; SuppressedWhy the detail.
 	SuppressedKind string
 	SuppressedWhy  string
+	// LastFailed says the latest re-association failed: drift seen again
+	// is the same drift, not another actor undoing the repair.
+	LastFailed bool
 }
 
 // The kinds of suppression.
@@ -85,10 +88,14 @@ type Decision struct {
 }
 
 // Decide chooses the action for one subnet. The new record counts a
-// re-association as done: the caller stores it only after the PUT succeeded.
-// (Storing it first would make a crash between the two look like a
-// tug-of-war on the next pass; storing it after means a crash at worst
-// under-counts the budget by one, and the PUT itself is idempotent.)
+// re-association attempt against the budget and assumes it took
+// (LastFailed is false). The caller stores it once the PUT reached Azure
+// Resource Manager, whether it succeeded or not — a PUT that keeps failing
+// (403, 409) must not be retried every pass forever — and sets LastFailed
+// when it failed, so the next drift is not mistaken for a tug-of-war. (Storing it before the PUT would
+// make a crash between the two look like a tug-of-war on the next pass;
+// storing it after means a crash at worst under-counts the budget by one,
+// and the PUT itself is idempotent.)
 func Decide(obs Observation, rec Record, now time.Time, p Policy) Decision {
 	rec = prune(rec, now, p)
 	if !obs.Drifted() {
@@ -102,7 +109,8 @@ func Decide(obs Observation, rec Record, now time.Time, p Policy) Decision {
 		return Decision{Action: None, Record: rec,
 			Message: fmt.Sprintf("%s; remediation is suppressed until %s: %s", drift, rec.SuppressedUntil.UTC().Format(time.RFC3339), rec.SuppressedWhy)}
 	}
-	if n := len(rec.Remediations); n > 0 && now.Sub(rec.Remediations[n-1]) < p.TugOfWar {
+	// A tug-of-war is drift back after a repair that took.
+	if n := len(rec.Remediations); n > 0 && now.Sub(rec.Remediations[n-1]) < p.TugOfWar && !rec.LastFailed {
 		last := rec.Remediations[n-1]
 		return suppress(rec, now.Add(p.SuppressFor), TugOfWar, fmt.Sprintf(
 			"drift came back %s after aro-monitor re-associated the group at %s: something else is changing this subnet",
@@ -111,10 +119,11 @@ func Decide(obs Observation, rec Record, now time.Time, p Policy) Decision {
 	if inHour := countSince(rec.Remediations, now.Add(-time.Hour)); inHour >= max(p.MaxPerHour, 1) {
 		oldest := rec.Remediations[len(rec.Remediations)-inHour]
 		return suppress(rec, oldest.Add(time.Hour), BudgetExhausted, fmt.Sprintf(
-			"the budget of %d re-associations per hour is spent", max(p.MaxPerHour, 1)), drift)
+			"the budget of %d re-association attempts per hour is spent", max(p.MaxPerHour, 1)), drift)
 	}
 	rec.Remediations = append(rec.Remediations, now)
 	rec.SuppressedUntil, rec.SuppressedKind, rec.SuppressedWhy = nil, "", ""
+	rec.LastFailed = false
 	return Decision{Action: Reassociate, Record: rec, Message: drift + "; re-associating " + obs.Expected}
 }
 

@@ -34,6 +34,8 @@ func TestDecide(t *testing.T) {
 		{"swapped: re-associate", Observation{want, evil}, Record{}, at(0), policy, Reassociate, 1},
 		{"observe mode only reports", Observation{want, evil}, Record{}, at(0), Policy{Mode: Observe}, Report, 0},
 		{"drift soon after a re-association is a tug-of-war", Observation{want, evil}, Record{Remediations: []time.Time{at(0)}}, at(5), policy, Suppress, 1},
+		{"drift soon after a failed re-association is retried, and counted", Observation{want, evil}, Record{Remediations: []time.Time{at(0)}, LastFailed: true}, at(5), policy, Reassociate, 2},
+		{"failed attempts spend the budget", Observation{want, evil}, Record{Remediations: []time.Time{at(0), at(1), at(2)}, LastFailed: true}, at(3), policy, Suppress, 3},
 		{"drift after the window is remediated again", Observation{want, evil}, Record{Remediations: []time.Time{at(0)}}, at(15), policy, Reassociate, 2},
 		{"budget spent", Observation{want, evil}, Record{Remediations: []time.Time{at(0), at(15), at(30)}}, at(45), policy, Suppress, 3},
 		{"budget frees after the hour", Observation{want, evil}, Record{Remediations: []time.Time{at(0), at(15), at(30)}}, at(61), policy, Reassociate, 3},
@@ -67,7 +69,8 @@ func TestGuardRailsProperty(t *testing.T) {
 		p := Policy{Mode: Remediate, MaxPerHour: 1 + rng.Intn(4),
 			TugOfWar: time.Duration(rng.Intn(20)) * time.Minute, SuppressFor: time.Duration(1+rng.Intn(90)) * time.Minute}
 		var rec Record
-		var done []time.Time // every re-association carried out
+		var done []time.Time // every re-association attempted
+		lastFailed := false  // whether the latest attempt's PUT failed
 		attached := want
 		now := t0
 		for step := 0; step < 200; step++ {
@@ -79,18 +82,27 @@ func TestGuardRailsProperty(t *testing.T) {
 			rec = d.Record
 			switch d.Action {
 			case Reassociate:
-				if n := len(done); n > 0 && now.Sub(done[n-1]) < p.TugOfWar {
+				// Inside the window only a failed repair may be retried:
+				// a repair that took and was undone is a tug-of-war.
+				if n := len(done); n > 0 && now.Sub(done[n-1]) < p.TugOfWar && !lastFailed {
 					t.Fatalf("seed %d: re-associated %s after the previous one, inside the %s tug-of-war window", seed, now.Sub(done[n-1]), p.TugOfWar)
 				}
 				done = append(done, now)
-				attached = want
+				// One PUT in four fails (403, 409): it counts, and the
+				// subnet stays drifted; the reconciler records so.
+				lastFailed = rng.Intn(4) == 0
+				if lastFailed {
+					rec.LastFailed = true
+				} else {
+					attached = want
+				}
 			case None:
 				if attached != want && (rec.SuppressedUntil == nil || !now.Before(*rec.SuppressedUntil)) {
 					t.Fatalf("seed %d: drift left alone without a suppression", seed)
 				}
 			}
 			if n := countSince(done, now.Add(-time.Hour)); n > p.MaxPerHour {
-				t.Fatalf("seed %d: %d re-associations in an hour, budget %d", seed, n, p.MaxPerHour)
+				t.Fatalf("seed %d: %d re-association attempts in an hour, budget %d", seed, n, p.MaxPerHour)
 			}
 		}
 	}

@@ -14,11 +14,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,8 +100,67 @@ func (p *Prober) Probe(ctx context.Context, target string) Result {
 	res.Latency = t.latencies()
 	if err != nil {
 		res.FailedPhase, res.Err = t.failed(), err
+		// Through a proxy the CONNECT's answer is all that is known: the
+		// proxy resolves and dials. It is a DNS failure where the proxy
+		// says so, otherwise the proxy's refusal, as it worded it.
+		var pr *ProxyRefusal
+		if errors.As(err, &pr) {
+			res.FailedPhase, res.Err = pr.Phase, pr
+		}
 	}
 	return res
+}
+
+// ProxyRefusal is a proxy's non-2xx answer to CONNECT.
+type ProxyRefusal struct {
+	Status string
+	// Detail is the start of the proxy's explanation (its body or error
+	// header), as it wrote it.
+	Detail string
+	// Phase is DNS where the proxy says it could not resolve the name,
+	// Connect otherwise.
+	Phase arov1alpha1.ProbePhase
+}
+
+func (e *ProxyRefusal) Error() string {
+	what := "the proxy refused or could not open the connection"
+	if e.Phase == arov1alpha1.PhaseDNS {
+		what = "the proxy could not resolve the name"
+	}
+	if e.Detail == "" {
+		return fmt.Sprintf("%s: CONNECT answered %s", what, e.Status)
+	}
+	return fmt.Sprintf("%s: CONNECT answered %s: %s", what, e.Status, e.Detail)
+}
+
+// dnsSigns are how proxies say a name did not resolve: Squid's error
+// header and page, Go's resolver errors (Go proxies such as goproxy pass
+// them on), and the usual wordings elsewhere.
+var dnsSigns = []string{"err_dns_fail", "no such host", "nxdomain", "could not resolve", "unable to resolve",
+	"cannot resolve", "name resolution", "name or service not known", "server misbehaving"}
+
+// ClassifyProxyRefusal reads a CONNECT refusal: its status, headers and
+// the start of its body.
+func ClassifyProxyRefusal(status string, header http.Header, body []byte) *ProxyRefusal {
+	detail := strings.TrimSpace(header.Get("X-Squid-Error"))
+	if b := strings.TrimSpace(string(body)); b != "" {
+		if detail != "" {
+			detail += ": "
+		}
+		detail += strings.Join(strings.Fields(b), " ")
+	}
+	if len(detail) > 300 {
+		detail = detail[:300] + "..."
+	}
+	e := &ProxyRefusal{Status: status, Detail: detail, Phase: arov1alpha1.PhaseConnect}
+	lower := strings.ToLower(detail)
+	for _, sign := range dnsSigns {
+		if strings.Contains(lower, sign) {
+			e.Phase = arov1alpha1.PhaseDNS
+			break
+		}
+	}
+	return e
 }
 
 func (p *Prober) transport() *http.Transport {
@@ -111,6 +173,18 @@ func (p *Prober) transport() *http.Transport {
 	}
 	if p.Proxy != nil {
 		tr.Proxy = func(r *http.Request) (*url.URL, error) { return p.Proxy(r.URL) }
+		// The transport's own error for a refused CONNECT is the status
+		// text alone; the proxy's explanation is read here.
+		tr.OnProxyConnectResponse = func(_ context.Context, _ *url.URL, _ *http.Request, resp *http.Response) error {
+			if resp.StatusCode/100 == 2 {
+				return nil
+			}
+			var body []byte
+			if resp.Body != nil {
+				body, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
+			}
+			return ClassifyProxyRefusal(resp.Status, resp.Header, body)
+		}
 	}
 	return tr
 }

@@ -154,10 +154,47 @@ func TestThroughProxy(t *testing.T) {
 		t.Errorf("the proxy never saw CONNECT %s: %v", host, proxy.Log())
 	}
 
+	// The proxy cannot resolve the name and says so (a 502 with Go's
+	// resolver error): DNS, not Connect.
+	w.dns.Fail("example.com", true)
+	res = p.Probe(context.Background(), target)
+	if res.OK() || res.FailedPhase != arov1alpha1.PhaseDNS || res.Path != arov1alpha1.PathProxy ||
+		!strings.Contains(res.Err.Error(), "the proxy could not resolve the name: CONNECT answered 502") {
+		t.Errorf("a proxy failing to resolve: phase %q path %s err %v, want DNS through Proxy", res.FailedPhase, res.Path, res.Err)
+	}
+	w.dns.Heal("example.com")
+
 	proxy.Refuse(host)
 	res = p.Probe(context.Background(), target)
-	if res.OK() || res.FailedPhase != arov1alpha1.PhaseConnect || res.Path != arov1alpha1.PathProxy {
-		t.Errorf("a refusing proxy: phase %q path %s err %v, want Connect through Proxy", res.FailedPhase, res.Path, res.Err)
+	if res.OK() || res.FailedPhase != arov1alpha1.PhaseConnect || res.Path != arov1alpha1.PathProxy ||
+		!strings.Contains(res.Err.Error(), "403 Forbidden: destination not allowed by proxy policy") {
+		t.Errorf("a refusing proxy: phase %q path %s err %v, want Connect through Proxy with the proxy's words", res.FailedPhase, res.Path, res.Err)
+	}
+}
+
+func TestClassifyProxyRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status string
+		header http.Header
+		body   string
+		want   arov1alpha1.ProbePhase
+	}{
+		{"Squid's DNS error header", "503 Service Unavailable", http.Header{"X-Squid-Error": {"ERR_DNS_FAIL 0"}}, "<html>...</html>", arov1alpha1.PhaseDNS},
+		{"Go's resolver error in the body", "502 Bad Gateway", nil, "dial tcp: lookup arosvc.azurecr.io on 10.0.0.10:53: no such host", arov1alpha1.PhaseDNS},
+		{"Squid's connect failure", "503 Service Unavailable", http.Header{"X-Squid-Error": {"ERR_CONNECT_FAIL 111"}}, "", arov1alpha1.PhaseConnect},
+		{"a policy refusal", "403 Forbidden", nil, "destination not allowed", arov1alpha1.PhaseConnect},
+		{"no explanation at all", "502 Bad Gateway", nil, "", arov1alpha1.PhaseConnect},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ClassifyProxyRefusal(tc.status, tc.header, []byte(tc.body))
+			if got.Phase != tc.want {
+				t.Errorf("phase %s, want %s (%v)", got.Phase, tc.want, got)
+			}
+			if !strings.Contains(got.Error(), tc.status) {
+				t.Errorf("%q does not give the proxy's status", got.Error())
+			}
+		})
 	}
 }
 

@@ -148,26 +148,31 @@ func OfMachine(m *machinev1beta1.Machine) (string, error) {
 	return spec.Subnet, nil
 }
 
+// Canonical is a subnet's name as aro-monitor keys it: Azure compares
+// subnet names case-insensitively, so Worker-A and worker-a are one subnet
+// and must share one Lease, one vantage point and one field manager.
+func Canonical(subnet string) string { return strings.ToLower(subnet) }
+
 // AgentLeaseName is the Lease the worker agents of one subnet elect their
 // prober with. Azure allows underscores, periods and upper case in subnet
 // names and up to 80 characters; a Lease name is a lower-case DNS subdomain
-// of at most 253. Names that had to change get a hash of the original, so
-// two subnets never share a Lease.
+// of at most 253. The name is made canonical (lower case) first, so every
+// spelling of one subnet gets one Lease; names whose canonical form still
+// had to change get a hash of that form, so two subnets never share one.
 func AgentLeaseName(subnet string) string {
 	const prefix = "upshift-aro-monitor-worker-"
+	canonical := Canonical(subnet)
 	clean := strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
 			return r
-		case r >= 'A' && r <= 'Z':
-			return r + ('a' - 'A')
 		}
 		return '-'
-	}, subnet)
+	}, canonical)
 	clean = strings.Trim(clean, "-.")
-	if clean != subnet {
+	if clean != canonical {
 		h := fnv.New32a()
-		_, _ = h.Write([]byte(subnet))
+		_, _ = h.Write([]byte(canonical))
 		clean = fmt.Sprintf("%s-%08x", clean, h.Sum32())
 		clean = strings.TrimPrefix(clean, "-")
 	}

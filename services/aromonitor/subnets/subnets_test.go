@@ -105,17 +105,24 @@ func TestAgentLeaseName(t *testing.T) {
 			t.Errorf("AgentLeaseName(%q) = %q, want %q", in, got, want)
 		}
 	}
-	// Names Kubernetes would refuse are made valid, and stay distinct.
+	// Names Kubernetes would refuse are made valid; different subnets stay
+	// distinct, and every spelling of one subnet (Azure compares names
+	// case-insensitively) shares one Lease, or two agents would probe it.
 	seen := map[string]string{}
-	for _, in := range []string{"Worker_A", "worker-a", "worker_a", "_x_", "WORKER-A"} {
-		got := AgentLeaseName(in)
-		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
-			t.Errorf("AgentLeaseName(%q) = %q: %v", in, got, errs)
+	for _, spellings := range [][]string{{"Worker_A", "worker_a", "WORKER_A"}, {"worker-a", "Worker-A", "WORKER-A"}, {"_x_", "_X_"}, {"worker.a"}} {
+		first := AgentLeaseName(spellings[0])
+		if errs := validation.IsDNS1123Subdomain(first); len(errs) > 0 {
+			t.Errorf("AgentLeaseName(%q) = %q: %v", spellings[0], first, errs)
 		}
-		if prev, ok := seen[got]; ok {
-			t.Errorf("%q and %q share the Lease %q", prev, in, got)
+		for _, in := range spellings[1:] {
+			if got := AgentLeaseName(in); got != first {
+				t.Errorf("AgentLeaseName(%q) = %q, but AgentLeaseName(%q) = %q: one subnet, two Leases", in, got, spellings[0], first)
+			}
 		}
-		seen[got] = in
+		if prev, ok := seen[first]; ok {
+			t.Errorf("%q and %q share the Lease %q", prev, spellings[0], first)
+		}
+		seen[first] = spellings[0]
 	}
 }
 
