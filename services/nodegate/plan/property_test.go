@@ -234,8 +234,11 @@ func gateMode(w *world, mode int) string {
 // pass's actions after its status was written, pauses and resumes, node churn,
 // new releases mid-run and time, and checks after every reconcile that no
 // more than maxUnavailable nodes are released, no node is released before
-// its pre-hook Jobs completed, no completed node is redone in its round; and
-// at the end that deleting (or finishing) the run restores the originals.
+// its pre-hook Jobs completed, no completed node is redone in its round,
+// and (after every MCO step) that a labelled node the MCO gives new content
+// has completed its current round's pre-hooks; and at the end that deleting
+// (or finishing) the run restores the originals. NODEGATE_PROPERTY_SEEDS
+// sets the number of seeds (default 150; the regression seeds always run).
 func TestPropertyRandomEvents(t *testing.T) {
 	seeds := 150
 	if testing.Short() {
