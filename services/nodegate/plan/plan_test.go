@@ -868,3 +868,77 @@ func TestCompletedHookNeverRecreated(t *testing.T) {
 		}
 	}
 }
+
+// TestNewRoundHoldsNodesStillReleased: the last round's final label removal
+// is lost (a restart after the status write), and a new release starts a
+// new round while that node still sits in the gate pool. The node must not
+// get the new target before the new round's pre-hooks: node-gate removes the
+// label (the node returns to its paused source pool), counts it against
+// maxUnavailable while it carries the label, and gates it once it is gone.
+func TestNewRoundHoldsNodesStillReleased(t *testing.T) {
+	w := newWorld(t, 3)
+	w.startUpdate("4.16.0")
+	w.reconcile()
+	w.renderRelease("4.16.0")
+	w.finishControlPlane()
+	// Drive round one until its last pass, whose label removals are lost.
+	stray := ""
+	for i := 0; i < 500 && stray == ""; i++ {
+		r := Plan(w.input())
+		w.run.Status = *r.Status.DeepCopy()
+		last := w.run.Status.Summary.Succeeded == 3
+		for _, a := range r.Actions {
+			if last && a.Kind == UnlabelNode {
+				stray = a.Node
+				continue
+			}
+			w.apply(a)
+		}
+		w.render()
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+	}
+	if stray == "" || w.nodes[stray].Labels[ReleaseLabel] != "worker" {
+		t.Fatalf("setup: no node left labelled at the end of round one (stray %q)", stray)
+	}
+	oldRound := w.run.Status.RunID
+
+	w.startUpdate("4.16.1")
+	w.reconcile()
+	w.renderRelease("4.16.1")
+	w.finishControlPlane()
+	r := w.reconcile()
+	if w.run.Status.RunID == oldRound {
+		t.Fatalf("no new round started")
+	}
+	// Back in its paused source pool, the MCO leaves it where it is.
+	want := w.nodes[stray].Annotations[mcostate.DesiredConfig]
+	w.mco()
+	if got := w.nodes[stray].Annotations[mcostate.DesiredConfig]; got != want {
+		t.Fatalf("stray %s moved to %s before its pre-hooks", stray, got)
+	}
+	if rec := w.rec(stray); rec == nil || rec.Phase != nodegatev1alpha1.NodePending {
+		t.Fatalf("stray %s: record %+v, want Pending (held)", stray, rec)
+	}
+	unlabelled := false
+	for _, a := range actionsOf(r, UnlabelNode) {
+		unlabelled = unlabelled || a.Node == stray
+	}
+	if !unlabelled || !hasEvent(r, "StrayReleaseLabel") {
+		t.Fatalf("stray %s not unlabelled: %+v", stray, r.Actions)
+	}
+	// The stray counted against maxUnavailable 1: no other node started.
+	if jobs := actionsOf(r, CreateJob); len(jobs) != 0 {
+		t.Fatalf("a node started while the stray still carried the label: %+v", jobs)
+	}
+	// Once the label is gone it is gated like the others: the run completes
+	// and every node of round two ran its pre-hooks before it was released.
+	w.driveToEnd()
+	if s := w.run.Status.Summary; s.Succeeded != 3 {
+		t.Fatalf("round two summary %+v", s)
+	}
+	if rec := w.rec(stray); rec.Hooks[0].Phase != nodegatev1alpha1.HookSucceeded || rec.ReleasedTime == nil {
+		t.Fatalf("stray %s not gated in round two: %+v", stray, rec)
+	}
+}

@@ -833,6 +833,28 @@ func (p *planner) advance() {
 		}
 		return oi < oj
 	})
+	// A node that still carries the release label while its record in this
+	// round has not started is a stray: typically a node of the previous
+	// round whose label removal was lost (a restart between the status write
+	// and the action) when a new rendered target started this round, so its
+	// record restarted as Pending. In the gate pool the MCO would give it
+	// this round's target without this round's pre-update hooks. It is held:
+	// the label is removed (again, every pass) so that it returns to its
+	// paused source pool at the configuration it runs, it counts against
+	// maxUnavailable while it carries the label, and it starts (with its
+	// pre-update hooks) only once the label is gone. Holding is simpler and
+	// safer than finishing the old round for it: its old record is gone,
+	// and whatever put the label there, the new round's hooks must run
+	// before the node moves.
+	strays := 0
+	for i := range p.st.Nodes {
+		r := &p.st.Nodes[i]
+		if n := p.nodes[r.Name]; r.Phase == nodegatev1alpha1.NodePending && n != nil && n.Labels[ReleaseLabel] != "" {
+			strays++
+			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: n.Labels[ReleaseLabel]})
+			p.event(OnNode, r.Name, corev1.EventTypeWarning, "StrayReleaseLabel", "node %s carries %s but has not started this round (run %s): removing the label; it is gated once the label is gone", r.Name, ReleaseLabel, p.st.RunID)
+		}
+	}
 	for i := range p.st.Nodes {
 		r := &p.st.Nodes[i]
 		if r.Phase != nodegatev1alpha1.NodePending && !terminal(r.Phase) {
@@ -854,7 +876,10 @@ func (p *planner) advance() {
 		if r.Phase != nodegatev1alpha1.NodePending {
 			continue
 		}
-		if len(p.inFlight()) >= limit || p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
+		if n := p.nodes[r.Name]; n != nil && n.Labels[ReleaseLabel] != "" {
+			continue // a stray, held above
+		}
+		if len(p.inFlight())+strays >= limit || p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
 			return
 		}
 		r.Phase = nodegatev1alpha1.NodePreHooks
@@ -904,6 +929,14 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if gate == nil || gate.Spec.Configuration.Name == "" {
 				return
 			}
+			if p.labelled(r.Name) >= p.maxUnavailable() {
+				// A node whose record is finished (or a stray) may still
+				// carry the label, its removal not yet seen or lost to a
+				// restart: the MCO still counts it in the gate pool. Hold
+				// this one until the label is gone, so that never more
+				// than maxUnavailable nodes are released at once.
+				return
+			}
 			// The label lands after this pass: the MCO cannot have
 			// finished the node yet.
 			p.release(r)
@@ -944,6 +977,24 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			return
 		}
 	}
+}
+
+// labelled counts the nodes other than except that carry the release label
+// of a gated pool, as the cache shows them (a removal this pass decided is
+// not counted as done: it may be lost) plus the labels this pass adds.
+func (p *planner) labelled(except string) int {
+	seen := map[string]bool{}
+	for _, n := range p.in.Nodes {
+		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) && n.Name != except {
+			seen[n.Name] = true
+		}
+	}
+	for _, a := range p.res.Actions {
+		if a.Kind == LabelNode && a.Node != except {
+			seen[a.Node] = true
+		}
+	}
+	return len(seen)
 }
 
 func (p *planner) release(r *nodegatev1alpha1.NodeRecord) {
