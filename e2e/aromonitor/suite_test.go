@@ -70,7 +70,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		stop(aro.Worker, "worker")
 		aro.Close()
 	})
-	Expect(env.CreateNamespace(ctx, "monitoring")).To(Succeed())
 	scraper, err = framework.InstallMetricsScraper(ctx, env, aro.Chart, "monitoring", "prometheus")
 	Expect(err).NotTo(HaveOccurred())
 	for _, r := range []*framework.Running{aro.Master, aro.Worker} {

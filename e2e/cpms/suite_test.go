@@ -74,7 +74,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 
 	id, err = framework.InstallChartIdentity(ctx, env, chartName, release, namespace)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(env.CreateNamespace(ctx, monitorNS)).To(Succeed())
 	scraper, err = framework.InstallMetricsScraper(ctx, env, id.Chart, monitorNS, "prometheus")
 	Expect(err).NotTo(HaveOccurred())
 

@@ -164,13 +164,16 @@ func (c *Chart) MetricsReaderRole() (string, error) {
 	return found[0], nil
 }
 
-// InstallMetricsScraper creates ServiceAccount namespace/name (the namespace
-// must exist), binds it to the chart's metrics-reader ClusterRole, and
+// InstallMetricsScraper creates ServiceAccount namespace/name (and the
+// namespace when missing), binds it to the chart's metrics-reader ClusterRole, and
 // returns it as a Scraper: the identity Prometheus has once an operator
 // follows the chart's instructions.
 func InstallMetricsScraper(ctx context.Context, env *testenv.Env, chart *Chart, namespace, name string) (*Scraper, error) {
 	role, err := chart.MetricsReaderRole()
 	if err != nil {
+		return nil, err
+	}
+	if err := env.CreateNamespace(ctx, namespace); err != nil {
 		return nil, err
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}

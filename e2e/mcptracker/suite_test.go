@@ -102,7 +102,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Data:       map[string]string{"config.yaml": muoConfig},
 	})).To(Succeed())
 
-	Expect(env.CreateNamespace(ctx, monitorNS)).To(Succeed())
 	scraper, err = framework.InstallMetricsScraper(ctx, env, trackID.Chart, monitorNS, "prometheus")
 	Expect(err).NotTo(HaveOccurred())
 

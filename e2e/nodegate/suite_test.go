@@ -88,7 +88,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Spec: upgradev1alpha1.UpgradeConfigSpec{Desired: upgradev1alpha1.Update{Version: "4.16.2", Channel: "stable-4.16"},
 			UpgradeAt: "2026-01-01T00:00:00Z", PDBForceDrainTimeout: 1, Type: upgradev1alpha1.OSD},
 	})).To(Succeed())
-	Expect(env.CreateNamespace(ctx, "monitoring")).To(Succeed())
 	scraper, err = framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
 	Expect(err).NotTo(HaveOccurred())
 	gate = start()

@@ -74,7 +74,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	chart, saName = id.Chart, id.ServiceAccount
 
-	Expect(env.CreateNamespace(ctx, monitoringNamespace)).To(Succeed())
 	scraper, err = framework.InstallMetricsScraper(ctx, env, chart, monitoringNamespace, "prometheus")
 	Expect(err).NotTo(HaveOccurred())
 	// The same flags the chart's Deployment passes, and its POD_NAMESPACE.

@@ -167,7 +167,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Data:       map[string]string{"config.yaml": muoConfig},
 	})).To(Succeed())
 
-	Expect(env.CreateNamespace(ctx, monitoringNamespace)).To(Succeed())
 	scraper, err = framework.InstallMetricsScraper(ctx, env, chart, monitoringNamespace, "prometheus")
 	Expect(err).NotTo(HaveOccurred())
 	sched = startScheduler(true)

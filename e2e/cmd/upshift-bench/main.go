@@ -197,9 +197,6 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	// Metrics are scraped as Prometheus would: a ServiceAccount bound to the
 	// chart's metrics-reader ClusterRole.
-	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
-		return err
-	}
 	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
 	if err != nil {
 		return err

@@ -93,9 +93,6 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
-		return err
-	}
 	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
 	if err != nil {
 		return err

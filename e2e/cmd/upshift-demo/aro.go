@@ -150,9 +150,6 @@ func runARO(ctx context.Context, o options) (err error) {
 	fmt.Printf("PUTs on the worker subnet: %d (one re-association, then suppressed)\n", puts(aro, framework.AROWorkerSubnet))
 
 	say("aro-monitor's metrics, scraped over HTTPS as a ServiceAccount bound to the chart's metrics-reader ClusterRole")
-	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
-		return err
-	}
 	scraper, err := framework.InstallMetricsScraper(ctx, env, aro.Chart, "monitoring", "prometheus-aro")
 	if err != nil {
 		return err
