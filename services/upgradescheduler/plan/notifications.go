@@ -39,10 +39,12 @@ type Notification struct {
 }
 
 // Key identifies the notification for deduplication: the UpgradeConfig's
-// UID, the generation, the version and the event. It is the service log's
-// idempotency key.
+// UID, the version and the event. It is the service log's idempotency key,
+// read back before posting. The generation is not part of it: any spec edit
+// (a pause toggled, a window added) bumps it, and a service log already
+// posted must not be posted again because of such an edit.
 func (n Notification) Key(uid string) string {
-	return fmt.Sprintf("%s/%d/%s/%s", uid, n.Generation, n.Version, n.Event)
+	return fmt.Sprintf("%s/%s/%s", uid, n.Version, n.Event)
 }
 
 // notice builds the notification of event for the current attempt: the
@@ -93,10 +95,33 @@ func NotificationDue(records []upgradev1alpha1.NotificationRecord, notifier bool
 	return true
 }
 
+// PolicyGoneBlocks says whether a notice that finds its OCM upgrade policy
+// gone must stop the attempt instead of counting as delivered. The started
+// and delayed notices go out before commencement: a policy deleted then is
+// the user (or OCM) withdrawing the upgrade, and going ahead would upgrade a
+// cluster nobody scheduled any more; the step waits while the policy sync
+// cancels or reschedules the attempt. The completed notice comes after
+// commencement (the upgrade ran to its end whatever OCM says), and a failed
+// attempt is over either way: for those a gone policy is recorded as such.
+func PolicyGoneBlocks(event string) bool {
+	return event == EventStarted || event == EventDelayed
+}
+
 func isServiceLog(event string) bool {
 	switch event {
 	case EventControlPlaneStartedSL, EventControlPlaneFinishedSL, EventWorkerPlaneFinishedSL:
 		return true
+	}
+	return false
+}
+
+// recorded says whether event was delivered for the current target in any
+// generation of the spec.
+func (p *planner) recorded(event string) bool {
+	for _, r := range p.st.Notifications {
+		if r.Version == p.target && r.Event == event {
+			return true
+		}
 	}
 	return false
 }

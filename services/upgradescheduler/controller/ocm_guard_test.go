@@ -1,0 +1,100 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/ocm"
+	"github.com/upshift-io/upshift/tools/ocmsim"
+)
+
+// desiredVersion is ClusterVersion's spec.desiredUpdate version ("" for none).
+func desiredVersion(ctx context.Context) string {
+	GinkgoHelper()
+	cv := &configv1.ClusterVersion{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+	if cv.Spec.DesiredUpdate == nil {
+		return ""
+	}
+	return cv.Spec.DesiredUpdate.Version
+}
+
+// ocmGuardSpec: a policy withdrawn in OCM between the last periodic sync and
+// commencement never lets the upgrade commence. The periodic sync is off
+// (watchInterval an hour): only the scheduler's own checks can see it.
+func ocmGuardSpec(ctx context.Context) {
+	sim := ocmsim.Start()
+	DeferCleanup(sim.Close)
+	cv := &configv1.ClusterVersion{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+	sim.AddCluster(ocmsim.Cluster{ID: ocmInternalID, ExternalID: string(cv.Spec.ClusterID), ChannelGroup: "stable", NodeDrainGracePeriodMinutes: 45, Token: ocmToken})
+	Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ocm.PullSecretNamespace}}))).To(Succeed())
+	Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ocm.PullSecretName, Namespace: ocm.PullSecretNamespace},
+		Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(`{"auths":{"cloud.openshift.com":{"auth":"` + ocmToken + `","email":"a@b.c"}}}`)},
+	}))).To(Succeed())
+	before := desiredVersion(ctx)
+	offer(ctx, "4.16.13", "4.16.14", "4.16.15")
+
+	const ns = "scheduler-ocm-guard"
+	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
+		Data: map[string]string{config.ConfigKey: "configManager:\n  source: OCM\n  ocmBaseUrl: " + sim.URL() + "\n  watchInterval: 60\n" +
+			"upgradeType: OSD\nfeatureGate:\n  enabled: [ServiceLogNotification]\n"}})).To(Succeed())
+	syncer, stop := startWithOCM(ctx, ns, 0)
+	defer stop()
+	key := client.ObjectKey{Namespace: ns, Name: ocm.UpgradeConfigName}
+	get := func(g Gomega) *upgradev1alpha1.UpgradeConfig {
+		got := &upgradev1alpha1.UpgradeConfig{}
+		g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+		return got
+	}
+
+	By("a policy deleted before its started notice: the notice finds it gone, the attempt is cancelled, nothing more happens")
+	at := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second)
+	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "g1", Version: "4.16.13", NextRun: at})
+	_, err := syncer.SyncOnce(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	sim.DeletePolicy(ocmInternalID, "g1")
+	Eventually(ucPhase(ctx, key), 30*time.Second).Should(Equal("Cancelled/"))
+	Expect(get(Default).Spec.Cancel).To(BeTrue(), "the removal became spec.cancel through the sync the notice triggered")
+	Expect(desiredVersion(ctx)).To(Equal(before), "never commenced")
+	Expect(sim.ServiceLogs()).To(BeEmpty(), "the control-plane-started service log comes after the started notice: never posted")
+	for _, n := range get(Default).Status.Notifications {
+		Expect(n.Outcome).NotTo(Equal(string(ocm.PolicyGone)), "a gone policy before commencement is not a delivery")
+	}
+
+	By("a policy deleted after its started notice, just before commencement: the last-minute check cancels it")
+	started := make(chan struct{})
+	sim.OnRequest(func(r ocmsim.Request) {
+		if r.Op == ocmsim.OpPatchPolicyState && r.Applied && strings.Contains(r.Path, "/g2/") && strings.Contains(r.Body, "started") {
+			sim.DeletePolicy(ocmInternalID, "g2")
+			close(started)
+		}
+	})
+	DeferCleanup(func() { sim.OnRequest(nil) })
+	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "g2", Version: "4.16.14", NextRun: time.Now().UTC().Truncate(time.Second)})
+	_, err = syncer.SyncOnce(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func(g Gomega) string {
+		uc := get(g)
+		g.Expect(uc.Status.History).NotTo(BeEmpty())
+		return uc.Status.History[0].Version + "/" + string(uc.Status.History[0].Phase)
+	}, 30*time.Second).Should(Equal("4.16.14/Cancelled"))
+	Expect(desiredVersion(ctx)).To(Equal(before), "never commenced")
+	Expect(started).To(BeClosed(), "the policy was there when the attempt started (its started notice went out)")
+	Expect(get(Default).Spec.Cancel).To(BeTrue(), "cancelled by the check before commencement")
+
+	Expect(env.Client.Delete(ctx, get(Default))).To(Succeed())
+}
