@@ -96,5 +96,38 @@ func ocmGuardSpec(ctx context.Context) {
 	Expect(started).To(BeClosed(), "the policy was there when the attempt started (its started notice went out)")
 	Expect(get(Default).Spec.Cancel).To(BeTrue(), "cancelled by the check before commencement")
 
+	sim.OnRequest(nil)
+
+	By("the cluster's drain grace period changed in OCM: the next sync reads it")
+	sim.AddCluster(ocmsim.Cluster{ID: ocmInternalID, ExternalID: string(cv.Spec.ClusterID), ChannelGroup: "stable", NodeDrainGracePeriodMinutes: 30, Token: ocmToken})
+	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "g3", Version: "4.16.15", NextRun: time.Now().Add(time.Hour).UTC().Truncate(time.Second)})
+	_, err = syncer.SyncOnce(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(get(Default).Spec.PDBForceDrainTimeout).To(Equal(int32(30)))
+
+	By("OCM down when the started notice is due: retried with backoff, not on every reconcile")
+	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "g3", Version: "4.16.15", NextRun: time.Now().Add(3 * time.Second).UTC().Truncate(time.Second)})
+	_, err = syncer.SyncOnce(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	sim.FailRandomly(1, 1, ocmsim.Fault{Status: 503})
+	DeferCleanup(func() { sim.FailRandomly(0, 0) })
+	Eventually(func(g Gomega) string {
+		uc := get(g)
+		for _, c := range uc.Status.History[0].Conditions {
+			if c.Type == "StartedNotificationSent" {
+				return c.LastError
+			}
+		}
+		return ""
+	}, 30*time.Second).ShouldNot(BeEmpty())
+	base := len(sim.Requests())
+	// The first retry is due 10 s after the failure, the next 20 s after
+	// that: over 12 s, one or two requests at most (one per attempt). An
+	// unthrottled retry makes one per reconcile, many per second.
+	Consistently(func() int { return len(sim.Requests()) - base }, 12*time.Second, 200*time.Millisecond).Should(BeNumerically("<=", 2))
+	Expect(len(sim.Requests()) - base).To(BeNumerically(">=", 1), "it is retried")
+	GinkgoWriter.Printf("OCM requests in 12 s of outage: %d\n", len(sim.Requests())-base)
+	sim.FailRandomly(0, 0)
+
 	Expect(env.Client.Delete(ctx, get(Default))).To(Succeed())
 }

@@ -36,18 +36,21 @@ type PolicySyncer struct {
 // NeedLeaderElection: only the leader writes.
 func (s *PolicySyncer) NeedLeaderElection() bool { return true }
 
-// retryAfterError is how soon a failed sync is tried again (MUO backs off
-// from one minute); capped by the interval.
-const retryAfterError = time.Minute
-
 // Start syncs until ctx ends. OCM has no watch: polling is the protocol.
+// A failed sync is retried with MUO's exponential backoff (from a minute,
+// or the interval when that is shorter, doubling up to an hour), so that
+// an OCM outage is not polled every minute for as long as it lasts.
 func (s *PolicySyncer) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("policy-sync")
+	failures := 0
 	for {
 		interval, err := s.SyncOnce(ctx)
 		if err != nil {
-			logger.Info("OCM policy sync failed", "error", err.Error())
-			interval = min(interval, retryAfterError)
+			failures++
+			interval = ocm.SyncRetryAfter(failures, min(interval, time.Minute))
+			logger.Info("OCM policy sync failed", "error", err.Error(), "failures", failures, "retryIn", interval.String())
+		} else {
+			failures = 0
 		}
 		// MUO's ±10% jitter, so that a fleet does not sync in step.
 		wait := time.Duration(float64(interval) * (0.9 + 0.2*rand.Float64()))
@@ -84,7 +87,7 @@ func (s *PolicySyncer) sync(ctx context.Context) (time.Duration, ocm.SyncAction,
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
 		return interval, "", err
 	}
-	c, cl, err := r.OCM.client(ctx, cfg, cv)
+	c, cl, err := r.OCM.client(ctx, cfg, cv, true)
 	if err != nil {
 		return interval, "", err
 	}
@@ -93,13 +96,6 @@ func (s *PolicySyncer) sync(ctx context.Context) (time.Duration, ocm.SyncAction,
 		return interval, "", err
 	}
 	in := ocm.SyncInput{Policies: policies}
-	if p, ok := ocm.Pick(policies); ok {
-		spec, err := ocm.Spec(cl, p, cfg.UpgradeType)
-		if err != nil {
-			return interval, "", err
-		}
-		in.Picked, in.Spec = &p, &spec
-	}
 	key := client.ObjectKey{Namespace: r.Namespace, Name: ocm.UpgradeConfigName}
 	existing := &upgradev1alpha1.UpgradeConfig{}
 	switch err := r.Client.Get(ctx, key, existing); {
@@ -113,6 +109,17 @@ func (s *PolicySyncer) sync(ctx context.Context) (time.Duration, ocm.SyncAction,
 			in.Commenced = (existing.Spec.Desired.Version != "" && d.Version == existing.Spec.Desired.Version) ||
 				(existing.Spec.Desired.Image != "" && d.Image == existing.Spec.Desired.Image)
 		}
+	}
+	current := ""
+	if existing != nil {
+		current = existing.Annotations[ocm.PolicyAnnotation]
+	}
+	if p, ok := ocm.Pick(policies, current); ok {
+		spec, err := ocm.Spec(cl, p, cfg.UpgradeType)
+		if err != nil {
+			return interval, "", err
+		}
+		in.Picked, in.Spec = &p, &spec
 	}
 	d := ocm.DecideSync(in)
 	if err := s.apply(ctx, key, existing, d); err != nil {

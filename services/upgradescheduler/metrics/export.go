@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
 
 // gauges are every gauge of Samples, with their help and label names.
@@ -44,6 +46,23 @@ func ObserveOCMRequest(op, code string) { ocmRequests.WithLabelValues(op, code).
 func ObserveNotification(name, event, result string) {
 	notifications.WithLabelValues(event, result).Inc()
 	notificationFailed.WithLabelValues(name, event).Set(boolValue(result == "failed"))
+}
+
+// ClearNotificationFailed deletes the upgrade_notification_failed series
+// of UpgradeConfig name whose event is no longer wanted (the attempt was
+// cancelled or ended, the UpgradeConfig deleted): a notice nobody will send
+// again must not keep its alert firing. wanted nil deletes them all.
+func ClearNotificationFailed(name string, wanted func(event string) bool) {
+	for _, event := range notificationEvents() {
+		if wanted == nil || !wanted(event) {
+			notificationFailed.DeleteLabelValues(name, event)
+		}
+	}
+}
+
+func notificationEvents() []string {
+	return []string{plan.EventStarted, plan.EventDelayed, plan.EventFailed, plan.EventCompleted,
+		plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL}
 }
 
 // ObserveSync records a successful policy sync.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -251,5 +253,39 @@ func TestExporterDeletesSeriesThatGoAway(t *testing.T) {
 	e.Forget("ns/b")
 	if got := gathered(t, UpgradeStateTimestamp); len(got) != 0 {
 		t.Errorf("state timestamps after both forgotten = %v", got)
+	}
+}
+
+func TestClearNotificationFailed(t *testing.T) {
+	ObserveNotification("uc-clear", plan.EventStarted, "failed")
+	ObserveNotification("uc-clear", plan.EventFailed, "failed")
+	count := func() int {
+		ch := make(chan prometheus.Metric, 64)
+		notificationFailed.Collect(ch)
+		close(ch)
+		n := 0
+		for m := range ch {
+			if strings.Contains(m.Desc().String(), NotificationFailed) {
+				var d dto.Metric
+				_ = m.Write(&d)
+				for _, l := range d.Label {
+					if l.GetName() == LabelUpgradeConfig && l.GetValue() == "uc-clear" {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	if count() != 2 {
+		t.Fatalf("setup: %d series", count())
+	}
+	ClearNotificationFailed("uc-clear", func(e string) bool { return e == plan.EventFailed })
+	if count() != 1 {
+		t.Fatalf("after clearing all but the failed notice: %d series", count())
+	}
+	ClearNotificationFailed("uc-clear", nil)
+	if count() != 0 {
+		t.Fatalf("after the UpgradeConfig is gone: %d series", count())
 	}
 }

@@ -1,6 +1,8 @@
 package ocm
 
 import (
+	"time"
+
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 )
 
@@ -153,4 +155,18 @@ func target(uc *upgradev1alpha1.UpgradeConfig) string {
 		return uc.Spec.Desired.Version
 	}
 	return uc.Spec.Desired.Image
+}
+
+// syncRetryMax is MUO's longest wait between failed syncs.
+const syncRetryMax = time.Hour
+
+// SyncRetryAfter is how long to wait after the failures-th failed sync in a
+// row: base, doubling with each further failure, at most an hour (MUO's
+// backoff: one minute, factor 2, one hour).
+func SyncRetryAfter(failures int, base time.Duration) time.Duration {
+	d := base
+	for i := 1; i < failures && d < syncRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, syncRetryMax)
 }

@@ -2,6 +2,7 @@ package ocm
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -94,5 +95,25 @@ func TestDecideSync(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSyncRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		failures int
+		base     time.Duration
+		want     time.Duration
+	}{
+		{1, time.Minute, time.Minute},
+		{2, time.Minute, 2 * time.Minute},
+		{3, time.Minute, 4 * time.Minute},
+		{6, time.Minute, 32 * time.Minute},
+		{7, time.Minute, time.Hour},
+		{1000, time.Minute, time.Hour},
+		{3, time.Second, 4 * time.Second},
+	} {
+		if got := SyncRetryAfter(tc.failures, tc.base); got != tc.want {
+			t.Errorf("SyncRetryAfter(%d, %v) = %v, want %v", tc.failures, tc.base, got, tc.want)
+		}
 	}
 }

@@ -130,6 +130,42 @@ func (p *planner) due(event string) bool {
 	return NotificationDue(p.st.Notifications, p.in.Integrations.Notifications, p.cfg.FeatureGates, p.uc.Generation, p.target, event)
 }
 
+// Notification retry backoff: a delivery that failed is tried again after
+// notifyRetryBase, doubling with each attempt up to notifyRetryMax. Without
+// it an OCM outage would be retried on every reconcile, and each failure's
+// status write is itself a watch event that reconciles at once.
+const (
+	notifyRetryBase = 10 * time.Second
+	notifyRetryMax  = 10 * time.Minute
+)
+
+// NotifyRetryAfter is how long after the failure of its attempts-th attempt
+// a notification is tried again.
+func NotifyRetryAfter(attempts int32) time.Duration {
+	d := notifyRetryBase
+	for i := int32(1); i < attempts && d < notifyRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, notifyRetryMax)
+}
+
+// holdNotifyRetry says whether the notification of step, whose last
+// attempt failed, must wait before it is tried again; it then asks to be
+// woken when it may. The step's condition is left as the failure wrote it,
+// so that waiting writes no status (no watch event, no reconcile).
+func (p *planner) holdNotifyRetry(step upgradev1alpha1.UpgradeConditionType) bool {
+	c := findStepCondition(p.history().Conditions, step)
+	if c == nil || c.LastError == "" || c.Attempts == 0 || c.Status == "True" {
+		return false
+	}
+	until := c.LastProbeTime.Add(NotifyRetryAfter(c.Attempts))
+	if !p.now.Before(until) {
+		return false
+	}
+	p.wake(until)
+	return true
+}
+
 // notifyAction is the side effect that delivers event.
 func (p *planner) notifyAction(event string) *Action {
 	return &Action{Kind: Notify, Notification: p.notice(event)}
@@ -195,4 +231,21 @@ func noticeAfter(event string, step func(*planner) result) func(*planner) result
 		}
 		return r
 	}
+}
+
+// NotificationWanted says whether event may still be delivered for the
+// attempt in st: any notice while the attempt is under way, only the
+// failed notice once it failed, none once it was cancelled or upgraded
+// (their notices were sent or will never be).
+func NotificationWanted(st upgradev1alpha1.UpgradeConfigStatus, event string) bool {
+	if len(st.History) == 0 {
+		return false
+	}
+	switch st.History[0].Phase {
+	case upgradev1alpha1.UpgradePhaseCancelled, upgradev1alpha1.UpgradePhaseUpgraded:
+		return false
+	case upgradev1alpha1.UpgradePhaseFailed:
+		return event == EventFailed
+	}
+	return true
 }

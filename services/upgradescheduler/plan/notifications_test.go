@@ -298,3 +298,26 @@ func TestDelayedAfterASpecEdit(t *testing.T) {
 		t.Fatalf("after the delay trigger: %v", w.notified)
 	}
 }
+
+func TestNotificationWanted(t *testing.T) {
+	st := func(ph upgradev1alpha1.UpgradePhase) upgradev1alpha1.UpgradeConfigStatus {
+		return upgradev1alpha1.UpgradeConfigStatus{History: upgradev1alpha1.UpgradeHistories{{Version: "4.14.15", Phase: ph}}}
+	}
+	for _, tc := range []struct {
+		st    upgradev1alpha1.UpgradeConfigStatus
+		event string
+		want  bool
+	}{
+		{upgradev1alpha1.UpgradeConfigStatus{}, EventStarted, false},
+		{st(upgradev1alpha1.UpgradePhaseUpgrading), EventStarted, true},
+		{st(upgradev1alpha1.UpgradePhasePending), EventStarted, true},
+		{st(upgradev1alpha1.UpgradePhaseCancelled), EventStarted, false},
+		{st(upgradev1alpha1.UpgradePhaseUpgraded), EventCompleted, false},
+		{st(upgradev1alpha1.UpgradePhaseFailed), EventFailed, true},
+		{st(upgradev1alpha1.UpgradePhaseFailed), EventStarted, false},
+	} {
+		if got := NotificationWanted(tc.st, tc.event); got != tc.want {
+			t.Errorf("NotificationWanted(%v, %s) = %v, want %v", tc.st.History, tc.event, got, tc.want)
+		}
+	}
+}

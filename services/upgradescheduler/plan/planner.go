@@ -111,10 +111,12 @@ func (p *planner) run() {
 		h = p.history()
 	}
 	if terminal(h.Phase) {
-		if p.failedNotice() {
-			return
-		}
+		// The temporary capacity goes first: a failed notice that cannot
+		// be delivered (OCM down) must not keep extra machines running.
 		p.cleanupTerminal()
+		if p.action == nil {
+			p.failedNotice()
+		}
 		return
 	}
 	if p.spec.Cancel {
@@ -359,6 +361,11 @@ func (p *planner) upgrading() {
 		default:
 			r = s.run(p)
 		}
+		if r.action != nil && r.action.Kind == Notify && p.holdNotifyRetry(s.name) {
+			// An earlier delivery failed: wait out the backoff, the
+			// status as it is.
+			return
+		}
 		p.events = append(p.events, r.events...)
 		if r.done {
 			msg := string(s.name) + " is completed"
@@ -460,8 +467,9 @@ func truncate(s string) string {
 }
 
 // failedNotice sends the failed notification of an attempt that failed
-// before commencement (MUO's OSD failure: its window passed), once, before
-// the cleanup; true when that is this plan's action. After commencement MUO
+// before commencement (MUO's OSD failure: its window passed), once, after
+// the cleanup's side effects; true when that is this plan's action (or it
+// waits out the retry backoff). After commencement MUO
 // never fails an upgrade, and OCM has no state for a scheduler that stopped
 // managing one; cancelled attempts are not reported either (MUO never writes
 // cancelled).
@@ -476,6 +484,9 @@ func (p *planner) failedNotice() bool {
 				string(ConditionFailedNotificationSent)+" done", string(ConditionFailedNotificationSent)+" is completed", p.now)
 		}
 		return false
+	}
+	if p.holdNotifyRetry(ConditionFailedNotificationSent) {
+		return true
 	}
 	c := setStepCondition(&h.Conditions, ConditionFailedNotificationSent, corev1.ConditionFalse,
 		string(ConditionFailedNotificationSent)+" not done", "sending the "+EventFailed+" notification", p.now)
