@@ -125,7 +125,7 @@ func ocmGuardSpec(ctx context.Context) {
 	// that: over 12 s, one or two requests at most (one per attempt). An
 	// unthrottled retry makes one per reconcile, many per second.
 	Consistently(func() int { return len(sim.Requests()) - base }, 12*time.Second, 200*time.Millisecond).Should(BeNumerically("<=", 2))
-	Expect(len(sim.Requests()) - base).To(BeNumerically(">=", 1), "it is retried")
+	Expect(len(sim.Requests())-base).To(BeNumerically(">=", 1), "it is retried")
 	GinkgoWriter.Printf("OCM requests in 12 s of outage: %d\n", len(sim.Requests())-base)
 	sim.FailRandomly(0, 0)
 
