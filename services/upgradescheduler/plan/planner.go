@@ -361,9 +361,10 @@ func (p *planner) upgrading() {
 		default:
 			r = s.run(p)
 		}
-		if r.action != nil && r.action.Kind == Notify && p.holdNotifyRetry(s.name) {
-			// An earlier delivery failed: wait out the backoff, the
-			// status as it is.
+		if p.talksToOCM(s.name, r.action) && p.holdNotifyRetry(s.name) {
+			// An earlier attempt failed: wait out the backoff, the status
+			// as it is (the deadline still counts).
+			p.checkDeadline(s.deadline, string(s.name)+": "+findStepCondition(p.history().Conditions, s.name).LastError)
 			return
 		}
 		p.events = append(p.events, r.events...)
@@ -419,6 +420,16 @@ func (p *planner) upgrading() {
 	}
 	p.st.CurrentStep = ""
 	p.setPhase(upgradev1alpha1.UpgradePhaseUpgraded)
+}
+
+// talksToOCM: action a of step calls OCM: a notification, or (with OCM
+// notifications on) the commencement, which checks the policy first. Their
+// retries after a failure back off (holdNotifyRetry).
+func (p *planner) talksToOCM(step upgradev1alpha1.UpgradeConditionType, a *Action) bool {
+	if a == nil {
+		return false
+	}
+	return a.Kind == Notify || (a.Kind == PatchClusterVersion && step == StepUpgradeCommenced && p.in.Integrations.Notifications)
 }
 
 // watchDelay is MUO's UpgradeDelayedCheck: before commencement, an upgrade

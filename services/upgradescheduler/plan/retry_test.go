@@ -97,3 +97,22 @@ func equalJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// With OCM on, commencement checks the policy in OCM first: while that
+// fails, it is retried with the same backoff.
+func TestFailingCommencementBacksOffWithOCM(t *testing.T) {
+	w := notifyWorld(t, false)
+	w.failing = map[ActionKind]bool{PatchClusterVersion: true}
+	w.settle()
+	c := w.stepCondition(StepUpgradeCommenced)
+	if c == nil || c.Attempts != 1 {
+		t.Fatalf("after the first failure: %+v", c)
+	}
+	for end := w.now.Add(time.Minute); w.now.Before(end); w.now = w.now.Add(time.Second) {
+		w.plan()
+	}
+	// Attempts at 0, 10 and 30 s.
+	if n := w.stepCondition(StepUpgradeCommenced).Attempts; n != 3 {
+		t.Fatalf("%d attempts in a minute, want 3", n)
+	}
+}
