@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -259,33 +260,37 @@ func TestExporterDeletesSeriesThatGoAway(t *testing.T) {
 func TestClearNotificationFailed(t *testing.T) {
 	ObserveNotification("uc-clear", plan.EventStarted, "failed")
 	ObserveNotification("uc-clear", plan.EventFailed, "failed")
-	count := func() int {
+	ObserveNotification("uc-clear", plan.EventCompleted, "sent")
+	values := func() map[string]float64 {
 		ch := make(chan prometheus.Metric, 64)
 		notificationFailed.Collect(ch)
 		close(ch)
-		n := 0
+		out := map[string]float64{}
 		for m := range ch {
-			if strings.Contains(m.Desc().String(), NotificationFailed) {
-				var d dto.Metric
-				_ = m.Write(&d)
-				for _, l := range d.Label {
-					if l.GetName() == LabelUpgradeConfig && l.GetValue() == "uc-clear" {
-						n++
-					}
+			var d dto.Metric
+			_ = m.Write(&d)
+			var uc, event string
+			for _, l := range d.Label {
+				switch l.GetName() {
+				case LabelUpgradeConfig:
+					uc = l.GetValue()
+				case LabelEvent:
+					event = l.GetValue()
 				}
 			}
+			if uc == "uc-clear" {
+				out[event] = d.GetGauge().GetValue()
+			}
 		}
-		return n
-	}
-	if count() != 2 {
-		t.Fatalf("setup: %d series", count())
+		return out
 	}
 	ClearNotificationFailed("uc-clear", func(e string) bool { return e == plan.EventFailed })
-	if count() != 1 {
-		t.Fatalf("after clearing all but the failed notice: %d series", count())
+	want := map[string]float64{plan.EventStarted: 0, plan.EventFailed: 1, plan.EventCompleted: 0}
+	if got := values(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the started notice stopped being wanted: %v, want %v", got, want)
 	}
 	ClearNotificationFailed("uc-clear", nil)
-	if count() != 0 {
-		t.Fatalf("after the UpgradeConfig is gone: %d series", count())
+	if got := values(); len(got) != 0 {
+		t.Fatalf("after the UpgradeConfig is gone: %v", got)
 	}
 }
