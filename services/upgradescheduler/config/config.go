@@ -56,6 +56,10 @@ const (
 	FeatureGateServiceLogNotification = "ServiceLogNotification"
 )
 
+// OCMAgentHost is the in-cluster ocm-agent service MUO talks to instead of
+// OCM when ocmBaseUrl names it.
+const OCMAgentHost = "ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081"
+
 // Config is the validated configuration, every default applied.
 type Config struct {
 	// UpgradeType is the type the OCM provider gives UpgradeConfigs (ARO when
@@ -233,6 +237,12 @@ func Parse(data []byte) (*Config, error) {
 	if c.Source == "OCM" || c.OCMBaseURL != "" {
 		if u, err := url.Parse(c.OCMBaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			bad("configManager.ocmBaseUrl", "must be an http(s) URL, got %q", c.OCMBaseURL)
+		} else if u.Host == OCMAgentHost {
+			// MUO switches to the in-cluster ocm-agent on this URL: its
+			// cluster endpoint is GET / with a different shape, which the
+			// scheduler does not speak. Refused here rather than failing
+			// on every OCM call.
+			bad("configManager.ocmBaseUrl", "the ocm-agent (%s) is not supported: point at OCM directly (for example https://api.openshift.com)", OCMAgentHost)
 		}
 	}
 	c.LocalConfigName = deref(f.ConfigManager.LocalConfigName)

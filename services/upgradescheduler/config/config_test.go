@@ -125,6 +125,8 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		{"upgradeType: GKE\n", []string{"upgradeType: must be OSD or ARO, got \"GKE\""}},
 		{"configManager:\n  source: S3\n", []string{"configManager.source: must be OCM or LOCAL, got \"S3\""}},
 		{"configManager:\n  source: ocm\n", []string{"configManager.ocmBaseUrl: must be an http(s) URL, got \"\""}},
+		{"configManager:\n  source: OCM\n  ocmBaseUrl: http://ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081\n",
+			[]string{"configManager.ocmBaseUrl: the ocm-agent (ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081) is not supported"}},
 		{"configManager:\n  source: LOCAL\n", []string{"configManager.localConfigName: must name the UpgradeConfig"}},
 		{"configManager:\n  watchInterval: 0\n", []string{"configManager.watchInterval: must be at least 1 minute(s), got 0"}},
 		{"featureGate:\n  enabled: [PreHealthChecks]\n", []string{"featureGate.enabled[0]: unknown feature gate \"PreHealthChecks\""}},

@@ -57,6 +57,11 @@ const cacheWait = 10 * time.Second
 func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, a *plan.Action, cfg *config.Config, cv *configv1.ClusterVersion, status *upgradev1alpha1.UpgradeConfigStatus) error {
 	switch a.Kind {
 	case plan.PatchClusterVersion:
+		if a.ClusterVersion.DesiredUpdate != nil && r.OCM != nil && ocmSource(cfg) && uc.Name == ocm.UpgradeConfigName {
+			if err := r.recheckPolicy(ctx); err != nil {
+				return err
+			}
+		}
 		cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}}
 		if err := r.Client.Patch(ctx, cv, client.RawPatch(types.MergePatchType, a.ClusterVersion.MergePatch())); err != nil {
 			return err
@@ -110,6 +115,13 @@ func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig,
 		if err != nil {
 			metrics.ObserveNotification(uc.Name, n.Event, "failed")
 			return err
+		}
+		if outcome == ocm.PolicyGone && plan.PolicyGoneBlocks(n.Event) {
+			// Not recorded: the step stays blocked. A sync now turns the
+			// removal into a cancellation (or the new policy into a
+			// reschedule) without waiting for the next watchInterval.
+			metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
+			return r.policyGone(ctx, n.Event)
 		}
 		metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
 		// The record goes into the status written next; the step moves on

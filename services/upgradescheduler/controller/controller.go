@@ -150,6 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, uc); err != nil {
 		if apierrors.IsNotFound(err) {
 			metrics.Default.Forget(req.String())
+			metrics.ClearNotificationFailed(req.Name, nil)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -227,6 +228,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		metrics.ObserveSteps(done)
 	}
 	metrics.Default.Update(req.String(), metrics.Samples(uc, clusterOf(snap)))
+	metrics.ClearNotificationFailed(uc.Name, func(event string) bool { return plan.NotificationWanted(uc.Status, event) })
 	if r.Recorder != nil {
 		// The events library folds Events with the same object, reason and
 		// action into one series that keeps the first message only: when one

@@ -410,6 +410,8 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 
 	It("gates on critical alerts from Alertmanager and holds its silences as leases, none left at the end", silencesSpec, NodeTimeout(4*time.Minute))
 	It("syncs the managed UpgradeConfig from OCM policies in place and notifies OCM exactly once per event, also when OCM fails", ocmSpec, NodeTimeout(5*time.Minute))
+
+	It("never commences an upgrade whose OCM policy was withdrawn before commencement, however late", ocmGuardSpec, NodeTimeout(3*time.Minute))
 })
 
 type counts struct{ cvPatches, msCreates, msDeletes int }

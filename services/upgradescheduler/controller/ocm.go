@@ -22,8 +22,10 @@ import (
 // configManager.source is OCM: the policy syncer reads the upgrade policies
 // through it and the reconciler delivers notifications. The connection is
 // built from the pull secret and ClusterVersion's cluster ID, and rebuilt
-// when the URL or the token change; the cluster's OCM ID is looked up once
-// per connection.
+// when the URL or the token change. The cluster is read again on every
+// policy sync (its channel group and node drain grace period feed the spec,
+// and change in OCM); notifications only need its internal ID, which is
+// kept from the last read.
 type OCM struct {
 	// Reader reads the pull secret, by name and uncached: a Secret informer
 	// would need list and watch on the Secrets of openshift-config.
@@ -42,8 +44,10 @@ func ocmSource(cfg *config.Config) bool {
 	return cfg != nil && strings.EqualFold(cfg.Source, "OCM")
 }
 
-// client returns the connection for cfg's base URL and the cluster's token.
-func (o *OCM) client(ctx context.Context, cfg *config.Config, cv *configv1.ClusterVersion) (*ocm.Client, ocm.Cluster, error) {
+// client returns the connection for cfg's base URL and the cluster's token,
+// and the cluster: read from OCM when fresh (or not known yet), else as last
+// read.
+func (o *OCM) client(ctx context.Context, cfg *config.Config, cv *configv1.ClusterVersion, fresh bool) (*ocm.Client, ocm.Cluster, error) {
 	if cv == nil {
 		return nil, ocm.Cluster{}, fmt.Errorf("clusterversion/version cannot be read")
 	}
@@ -68,7 +72,7 @@ func (o *OCM) client(ctx context.Context, cfg *config.Config, cv *configv1.Clust
 		}
 		o.conn, o.connKey, o.cluster = c, key, nil
 	}
-	if o.cluster == nil || o.cluster.ExternalID != externalID {
+	if fresh || o.cluster == nil || o.cluster.ExternalID != externalID {
 		cl, err := o.conn.FindCluster(ctx, externalID)
 		if err != nil {
 			return nil, ocm.Cluster{}, err
@@ -82,7 +86,7 @@ func (o *OCM) client(ctx context.Context, cfg *config.Config, cv *configv1.Clust
 // recorded on uc, or (an UpgradeConfig written by hand) to MUO's match by
 // version and next run.
 func (o *OCM) deliver(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, cfg *config.Config, cv *configv1.ClusterVersion, n *plan.Notification) (ocm.Outcome, error) {
-	c, cl, err := o.client(ctx, cfg, cv)
+	c, cl, err := o.client(ctx, cfg, cv, false)
 	if err != nil {
 		return "", err
 	}

@@ -36,18 +36,21 @@ type PolicySyncer struct {
 // NeedLeaderElection: only the leader writes.
 func (s *PolicySyncer) NeedLeaderElection() bool { return true }
 
-// retryAfterError is how soon a failed sync is tried again (MUO backs off
-// from one minute); capped by the interval.
-const retryAfterError = time.Minute
-
 // Start syncs until ctx ends. OCM has no watch: polling is the protocol.
+// A failed sync is retried with MUO's exponential backoff (from a minute,
+// or the interval when that is shorter, doubling up to an hour), so that
+// an OCM outage is not polled every minute for as long as it lasts.
 func (s *PolicySyncer) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("policy-sync")
+	failures := 0
 	for {
 		interval, err := s.SyncOnce(ctx)
 		if err != nil {
-			logger.Info("OCM policy sync failed", "error", err.Error())
-			interval = min(interval, retryAfterError)
+			failures++
+			interval = ocm.SyncRetryAfter(failures, min(interval, time.Minute))
+			logger.Info("OCM policy sync failed", "error", err.Error(), "failures", failures, "retryIn", interval.String())
+		} else {
+			failures = 0
 		}
 		// MUO's ±10% jitter, so that a fleet does not sync in step.
 		wait := time.Duration(float64(interval) * (0.9 + 0.2*rand.Float64()))
@@ -61,6 +64,13 @@ func (s *PolicySyncer) Start(ctx context.Context) error {
 
 // SyncOnce syncs once and returns the interval until the next sync.
 func (s *PolicySyncer) SyncOnce(ctx context.Context) (time.Duration, error) {
+	interval, _, err := s.sync(ctx)
+	return interval, err
+}
+
+// sync syncs once and returns the interval until the next sync and the
+// action it carried out (None when OCM is not the source).
+func (s *PolicySyncer) sync(ctx context.Context) (time.Duration, ocm.SyncAction, error) {
 	r := s.R
 	cfg, _ := r.config(ctx, r.Namespace)
 	interval := s.Interval
@@ -71,35 +81,28 @@ func (s *PolicySyncer) SyncOnce(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	if r.OCM == nil || !ocmSource(cfg) {
-		return interval, nil
+		return interval, ocm.SyncNone, nil
 	}
 	cv := &configv1.ClusterVersion{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
-		return interval, err
+		return interval, "", err
 	}
-	c, cl, err := r.OCM.client(ctx, cfg, cv)
+	c, cl, err := r.OCM.client(ctx, cfg, cv, true)
 	if err != nil {
-		return interval, err
+		return interval, "", err
 	}
 	policies, err := c.Policies(ctx, cl.ID)
 	if err != nil {
-		return interval, err
+		return interval, "", err
 	}
 	in := ocm.SyncInput{Policies: policies}
-	if p, ok := ocm.Pick(policies); ok {
-		spec, err := ocm.Spec(cl, p, cfg.UpgradeType)
-		if err != nil {
-			return interval, err
-		}
-		in.Picked, in.Spec = &p, &spec
-	}
 	key := client.ObjectKey{Namespace: r.Namespace, Name: ocm.UpgradeConfigName}
 	existing := &upgradev1alpha1.UpgradeConfig{}
 	switch err := r.Client.Get(ctx, key, existing); {
 	case apierrors.IsNotFound(err):
 		existing = nil
 	case err != nil:
-		return interval, err
+		return interval, "", err
 	default:
 		in.Existing = existing
 		if d := cv.Spec.DesiredUpdate; d != nil {
@@ -107,12 +110,23 @@ func (s *PolicySyncer) SyncOnce(ctx context.Context) (time.Duration, error) {
 				(existing.Spec.Desired.Image != "" && d.Image == existing.Spec.Desired.Image)
 		}
 	}
+	current := ""
+	if existing != nil {
+		current = existing.Annotations[ocm.PolicyAnnotation]
+	}
+	if p, ok := ocm.Pick(policies, current); ok {
+		spec, err := ocm.Spec(cl, p, cfg.UpgradeType)
+		if err != nil {
+			return interval, "", err
+		}
+		in.Picked, in.Spec = &p, &spec
+	}
 	d := ocm.DecideSync(in)
 	if err := s.apply(ctx, key, existing, d); err != nil {
-		return interval, err
+		return interval, "", err
 	}
 	metrics.ObserveSync(ocm.UpgradeConfigName, r.Clock.Now())
-	return interval, nil
+	return interval, d.Action, nil
 }
 
 // apply carries the decision out. Updates are patches with the object's
@@ -140,6 +154,9 @@ func (s *PolicySyncer) apply(ctx context.Context, key client.ObjectKey, existing
 		}
 		uc.Annotations[ocm.PolicyAnnotation] = d.PolicyID
 		delete(uc.Annotations, ocm.PolicyRemovedAnnotation)
+		if !uc.Spec.Cancel {
+			delete(uc.Annotations, ocm.CancelledBySyncAnnotation)
+		}
 		if err := r.Client.Patch(ctx, uc, patch); err != nil {
 			return err
 		}
@@ -149,6 +166,11 @@ func (s *PolicySyncer) apply(ctx context.Context, key client.ObjectKey, existing
 		uc := existing.DeepCopy()
 		patch := client.MergeFromWithOptions(existing.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		uc.Spec.Cancel = true
+		if uc.Annotations == nil {
+			uc.Annotations = map[string]string{}
+		}
+		// Marked as the syncer's own, so that it alone withdraws it.
+		uc.Annotations[ocm.CancelledBySyncAnnotation] = r.Clock.Now().UTC().Format(time.RFC3339)
 		if err := r.Client.Patch(ctx, uc, patch); err != nil {
 			return err
 		}
@@ -172,4 +194,33 @@ func (s *PolicySyncer) event(uc *upgradev1alpha1.UpgradeConfig, typ, reason, for
 	if s.R.Recorder != nil {
 		s.R.Recorder.Eventf(uc, nil, typ, reason, "PolicySync", "%s", fmt.Sprintf(format, args...))
 	}
+}
+
+// recheckPolicy is MUO's refresh when an upgrade leaves Pending, done here
+// at the last moment it can matter: right before ClusterVersion is pointed
+// at the target. The policy is read once, synchronously, so that a policy
+// removed or rescheduled since the last periodic sync (up to watchInterval
+// ago) is not missed. It fails closed: when OCM cannot be read, or the sync
+// changed the UpgradeConfig, nothing is commenced; the step records why and
+// is retried with the controller's backoff, bounded by the start deadline.
+func (r *Reconciler) recheckPolicy(ctx context.Context) error {
+	_, action, err := (&PolicySyncer{R: r}).sync(ctx)
+	if err != nil {
+		return fmt.Errorf("the OCM upgrade policy could not be checked before commencing (not commencing): %w", err)
+	}
+	if action != ocm.SyncNone {
+		return fmt.Errorf("the OCM upgrade policy changed right before commencement (%s): not commencing", action)
+	}
+	return nil
+}
+
+// policyGone handles a notice sent before commencement that found the
+// upgrade policy gone: the policy is synced at once (the removal becomes
+// spec.cancel, a replacement policy a reschedule) and the step reports it.
+func (r *Reconciler) policyGone(ctx context.Context, event string) error {
+	_, action, err := (&PolicySyncer{R: r}).sync(ctx)
+	if err != nil {
+		return fmt.Errorf("the OCM upgrade policy is gone (notice %s not delivered) and could not be synced: %w", event, err)
+	}
+	return fmt.Errorf("the OCM upgrade policy is gone before commencement (notice %s not delivered; policy sync: %s): not going ahead", event, action)
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
 
 // gauges are every gauge of Samples, with their help and label names.
@@ -43,7 +45,43 @@ func ObserveOCMRequest(op, code string) { ocmRequests.WithLabelValues(op, code).
 // UpgradeConfig name; result is a lower-case outcome, or "failed".
 func ObserveNotification(name, event, result string) {
 	notifications.WithLabelValues(event, result).Inc()
+	failingMu.Lock()
+	defer failingMu.Unlock()
 	notificationFailed.WithLabelValues(name, event).Set(boolValue(result == "failed"))
+	failing[[2]string{name, event}] = result == "failed"
+}
+
+// failing are the (UpgradeConfig, event) pairs whose
+// upgrade_notification_failed is 1.
+var (
+	failingMu sync.Mutex
+	failing   = map[[2]string]bool{}
+)
+
+// ClearNotificationFailed resets to 0 the upgrade_notification_failed
+// series of UpgradeConfig name whose event is failing but no longer wanted
+// (the attempt was cancelled or ended): a notice nobody will send again
+// must not keep its alert firing. wanted nil (the UpgradeConfig is gone)
+// deletes all its series.
+func ClearNotificationFailed(name string, wanted func(event string) bool) {
+	failingMu.Lock()
+	defer failingMu.Unlock()
+	for _, event := range notificationEvents() {
+		if wanted == nil {
+			notificationFailed.DeleteLabelValues(name, event)
+			delete(failing, [2]string{name, event})
+			continue
+		}
+		if k := [2]string{name, event}; failing[k] && !wanted(event) {
+			notificationFailed.WithLabelValues(name, event).Set(0)
+			delete(failing, k)
+		}
+	}
+}
+
+func notificationEvents() []string {
+	return []string{plan.EventStarted, plan.EventDelayed, plan.EventFailed, plan.EventCompleted,
+		plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL}
 }
 
 // ObserveSync records a successful policy sync.

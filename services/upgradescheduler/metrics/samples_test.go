@@ -1,11 +1,14 @@
 package metrics
 
 import (
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -251,5 +254,43 @@ func TestExporterDeletesSeriesThatGoAway(t *testing.T) {
 	e.Forget("ns/b")
 	if got := gathered(t, UpgradeStateTimestamp); len(got) != 0 {
 		t.Errorf("state timestamps after both forgotten = %v", got)
+	}
+}
+
+func TestClearNotificationFailed(t *testing.T) {
+	ObserveNotification("uc-clear", plan.EventStarted, "failed")
+	ObserveNotification("uc-clear", plan.EventFailed, "failed")
+	ObserveNotification("uc-clear", plan.EventCompleted, "sent")
+	values := func() map[string]float64 {
+		ch := make(chan prometheus.Metric, 64)
+		notificationFailed.Collect(ch)
+		close(ch)
+		out := map[string]float64{}
+		for m := range ch {
+			var d dto.Metric
+			_ = m.Write(&d)
+			var uc, event string
+			for _, l := range d.Label {
+				switch l.GetName() {
+				case LabelUpgradeConfig:
+					uc = l.GetValue()
+				case LabelEvent:
+					event = l.GetValue()
+				}
+			}
+			if uc == "uc-clear" {
+				out[event] = d.GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	ClearNotificationFailed("uc-clear", func(e string) bool { return e == plan.EventFailed })
+	want := map[string]float64{plan.EventStarted: 0, plan.EventFailed: 1, plan.EventCompleted: 0}
+	if got := values(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the started notice stopped being wanted: %v, want %v", got, want)
+	}
+	ClearNotificationFailed("uc-clear", nil)
+	if got := values(); len(got) != 0 {
+		t.Fatalf("after the UpgradeConfig is gone: %v", got)
 	}
 }

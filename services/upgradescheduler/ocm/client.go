@@ -188,6 +188,12 @@ type ServiceLog struct {
 	Key string
 }
 
+// ErrReadBackRefused: OCM refused the service-log search (403 or 400). The
+// search by event_stream_id is not something every OCM lets a cluster's
+// pull-secret token do; it is a safeguard against duplicates, not a
+// precondition for posting.
+var ErrReadBackRefused = errors.New("OCM refused the service log read-back")
+
 // ServiceLogPosted reports whether a service log with key was posted for the
 // cluster already.
 func (c *Client) ServiceLogPosted(ctx context.Context, cl Cluster, key string) (bool, error) {
@@ -196,6 +202,9 @@ func (c *Client) ServiceLogPosted(ctx context.Context, cl Cluster, key string) (
 	resp, err := c.conn.ServiceLogs().V1().ClusterLogs().List().
 		Search(fmt.Sprintf("cluster_id = '%s' and event_stream_id = '%s'", cl.ID, key)).Size(1).SendContext(ctx)
 	if err := c.done(OpListServiceLogs, nilSafe(resp, resp == nil), err); err != nil {
+		if resp != nil && (resp.Status() == http.StatusForbidden || resp.Status() == http.StatusBadRequest) {
+			return false, fmt.Errorf("%w: %w", ErrReadBackRefused, err)
+		}
 		return false, err
 	}
 	return resp.Total() > 0, nil

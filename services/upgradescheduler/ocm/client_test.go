@@ -72,7 +72,7 @@ func TestFindClusterAndAllPolicies(t *testing.T) {
 	if len(ps) != pageSize+5 {
 		t.Fatalf("read %d policies, want %d", len(ps), pageSize+5)
 	}
-	p, ok := Pick(ps)
+	p, ok := Pick(ps, "")
 	if !ok || p.ID != "p104" {
 		t.Fatalf("picked %+v", p)
 	}
@@ -173,5 +173,33 @@ func TestMatchPolicy(t *testing.T) {
 		if got.ID != tc.want || ok != (tc.want != "") {
 			t.Errorf("MatchPolicy(%q,%q,%q) = %q", tc.id, tc.version, tc.upgradeAt, got.ID)
 		}
+	}
+}
+
+func TestServiceLogPostedWhenTheReadBackIsRefused(t *testing.T) {
+	for _, code := range []int{403, 400} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			s, c, _ := setup(t)
+			ctx := context.Background()
+			cl, err := c.FindCluster(ctx, externalID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.FailNext(ocmsim.Fault{Status: code}) // the search, first request of the delivery
+			got, err := c.Deliver(ctx, cl, "", Notice{ServiceLog: &ServiceLog{Summary: "s", Description: "d", Key: "k1"}})
+			if err != nil || got != Sent {
+				t.Fatalf("Deliver = %s, %v; want Sent", got, err)
+			}
+			if n := len(s.ServiceLogs()); n != 1 {
+				t.Fatalf("%d service logs", n)
+			}
+		})
+	}
+	// Any other failure of the search still holds the post (retried).
+	s, c, _ := setup(t)
+	cl, _ := c.FindCluster(context.Background(), externalID)
+	s.FailNext(ocmsim.Fault{Status: 503})
+	if _, err := c.Deliver(context.Background(), cl, "", Notice{ServiceLog: &ServiceLog{Summary: "s", Key: "k2"}}); err == nil || len(s.ServiceLogs()) != 0 {
+		t.Fatalf("a 503 on the search: err %v, %d logs", err, len(s.ServiceLogs()))
 	}
 }

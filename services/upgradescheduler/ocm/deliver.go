@@ -37,6 +37,13 @@ const (
 func (c *Client) Deliver(ctx context.Context, cl Cluster, policyID string, n Notice) (Outcome, error) {
 	if l := n.ServiceLog; l != nil {
 		posted, err := c.ServiceLogPosted(ctx, cl, l.Key)
+		if errors.Is(err, ErrReadBackRefused) {
+			// Posted without the read-back rather than never: a refused
+			// search must not hold the upgrade (the notice comes right
+			// before commencement). The cost is a possible duplicate log
+			// after a crash between posting and recording.
+			posted, err = false, nil
+		}
 		if err != nil {
 			return "", err
 		}

@@ -60,12 +60,17 @@ const (
 var actionable = map[string]bool{StateScheduled: true, StateStarted: true, StateDelayed: true, StateFailed: true}
 
 // Pick chooses the policy to act on among all of a cluster's policies: the
-// actionable one (scheduled, started, delayed or failed, with a version) that
-// runs next, ties broken by ID so that the same set always gives the same
-// answer. MUO fetches a single policy and checks its state after choosing, so
-// a completed automatic policy listed first hides a scheduled one; here every
-// policy is read and the ignored ones are dropped before choosing.
-func Pick(policies []Policy) (Policy, bool) {
+// actionable one (scheduled, started, delayed or failed, with a version)
+// that runs next, ties broken by ID so that the same set always gives the
+// same answer. Two preferences come first: the policy the UpgradeConfig
+// already answers to (current, its annotation), unless it failed, so that
+// the attempt under way keeps its policy; then any policy that has not
+// failed, so that a stale failed policy (its run past) does not hide the
+// one scheduled since. MUO fetches a single policy and checks its state
+// after choosing, so a completed automatic policy listed first hides a
+// scheduled one; here every policy is read and the ignored ones are dropped
+// before choosing.
+func Pick(policies []Policy, current string) (Policy, bool) {
 	var c []Policy
 	for _, p := range policies {
 		if actionable[p.State] && p.Version != "" {
@@ -75,7 +80,19 @@ func Pick(policies []Policy) (Policy, bool) {
 	if len(c) == 0 {
 		return Policy{}, false
 	}
+	rank := func(p Policy) int {
+		switch {
+		case p.State == StateFailed:
+			return 2
+		case current != "" && p.ID == current:
+			return 0
+		}
+		return 1
+	}
 	sort.Slice(c, func(i, j int) bool {
+		if ri, rj := rank(c[i]), rank(c[j]); ri != rj {
+			return ri < rj
+		}
 		if !c[i].NextRun.Equal(c[j].NextRun) {
 			return c[i].NextRun.Before(c[j].NextRun)
 		}

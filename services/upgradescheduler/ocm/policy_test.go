@@ -16,36 +16,45 @@ func TestPick(t *testing.T) {
 		name     string
 		policies []Policy
 		want     string // policy ID, "" for none
+		current  string // the policy the UpgradeConfig answers to
 	}{
-		{"none", nil, ""},
-		{"one scheduled", []Policy{{ID: "a", Version: "4.16.2", NextRun: t0, State: StateScheduled}}, "a"},
+		{"none", nil, "", ""},
+		{"one scheduled", []Policy{{ID: "a", Version: "4.16.2", NextRun: t0, State: StateScheduled}}, "a", ""},
 		{"earliest next run wins", []Policy{
 			{ID: "a", Version: "4.16.3", NextRun: t0.Add(time.Hour), State: StateScheduled},
 			{ID: "b", Version: "4.16.2", NextRun: t0, State: StateScheduled},
-		}, "b"},
+		}, "b", ""},
 		{"a completed policy earlier does not hide a scheduled one", []Policy{
 			{ID: "auto", Version: "4.16.1", NextRun: t0.Add(-time.Hour), State: StateCompleted, ScheduleType: "automatic"},
 			{ID: "manual", Version: "4.16.2", NextRun: t0, State: StateScheduled},
-		}, "manual"},
+		}, "manual", ""},
 		{"pending and cancelled are ignored", []Policy{
 			{ID: "p", Version: "4.16.2", NextRun: t0, State: StatePending},
 			{ID: "c", Version: "4.16.2", NextRun: t0, State: StateCancelled},
-		}, ""},
+		}, "", ""},
 		{"automatic policy without a version (cluster up to date) is ignored", []Policy{
 			{ID: "auto", NextRun: t0, State: StateScheduled, ScheduleType: "automatic"},
-		}, ""},
+		}, "", ""},
 		{"started, delayed and failed are acted on", []Policy{
 			{ID: "f", Version: "4.16.2", NextRun: t0.Add(2 * time.Hour), State: StateFailed},
 			{ID: "d", Version: "4.16.2", NextRun: t0.Add(time.Hour), State: StateDelayed},
 			{ID: "s", Version: "4.16.2", NextRun: t0.Add(3 * time.Hour), State: StateStarted},
-		}, "d"},
+		}, "d", ""},
+		{"a stale failed policy does not hide a scheduled one", []Policy{
+			{ID: "old", Version: "4.16.2", NextRun: t0.Add(-time.Hour), State: StateFailed},
+			{ID: "new", Version: "4.16.2", NextRun: t0.Add(time.Hour), State: StateScheduled},
+		}, "new", "old"},
+		{"the policy the UpgradeConfig answers to is kept", []Policy{
+			{ID: "other", Version: "4.16.3", NextRun: t0, State: StateScheduled},
+			{ID: "mine", Version: "4.16.2", NextRun: t0.Add(time.Hour), State: StateStarted},
+		}, "mine", "mine"},
 		{"tie broken by ID, whatever the order", []Policy{
 			{ID: "z", Version: "4.16.2", NextRun: t0, State: StateScheduled},
 			{ID: "m", Version: "4.16.2", NextRun: t0, State: StateScheduled},
-		}, "m"},
+		}, "m", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := Pick(tc.policies)
+			got, ok := Pick(tc.policies, tc.current)
 			if !ok && tc.want != "" || ok && got.ID != tc.want {
 				t.Fatalf("Pick = %q (%v), want %q", got.ID, ok, tc.want)
 			}
@@ -54,7 +63,7 @@ func TestPick(t *testing.T) {
 			for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
 				rev[i], rev[j] = rev[j], rev[i]
 			}
-			if again, _ := Pick(rev); again.ID != got.ID {
+			if again, _ := Pick(rev, tc.current); again.ID != got.ID {
 				t.Fatalf("order-dependent: %q then %q", got.ID, again.ID)
 			}
 		})

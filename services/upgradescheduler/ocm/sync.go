@@ -1,6 +1,8 @@
 package ocm
 
 import (
+	"time"
+
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 )
 
@@ -16,6 +18,11 @@ const (
 	// PolicyRemovedAnnotation records, once, that the policy was removed in
 	// OCM after the upgrade commenced (the upgrade runs to its end).
 	PolicyRemovedAnnotation = "upgrade.managed.openshift.io/ocm-upgrade-policy-removed"
+	// CancelledBySyncAnnotation marks a spec.cancel the syncer set itself
+	// (the policy was removed before commencement). Only such a cancel is
+	// withdrawn when a policy is there again: a cancel a person set is
+	// theirs, and the syncer never clears it.
+	CancelledBySyncAnnotation = "upgrade.managed.openshift.io/ocm-cancelled-by-sync"
 )
 
 // SyncAction is what the policy syncer does to the managed UpgradeConfig.
@@ -72,14 +79,22 @@ func DecideSync(in SyncInput) SyncDecision {
 		if uc == nil {
 			return SyncDecision{Action: SyncCreate, Spec: *in.Spec, PolicyID: in.Picked.ID, Reason: "upgrade policy " + in.Picked.ID + " scheduled"}
 		}
-		want := merge(uc.Spec, *in.Spec)
+		_, syncCancelled := uc.Annotations[CancelledBySyncAnnotation]
+		want := merge(uc.Spec, *in.Spec, syncCancelled)
 		if equalOwned(uc.Spec, want) && uc.Annotations[PolicyAnnotation] == in.Picked.ID {
 			return SyncDecision{Action: SyncNone}
 		}
-		if in.Commenced && !terminal(uc) && uc.Spec.Desired != want.Desired {
+		if in.Commenced && !terminal(uc) {
 			// An attempt under way is not superseded by a policy for another
-			// release: the control plane is already moving. The new policy
-			// is taken once this attempt has ended.
+			// release (the control plane is already moving; the new policy
+			// is taken once this attempt has ended), and its spec is not
+			// edited either: upgradeAt, type or the drain timeout changed
+			// mid-upgrade mean nothing any more, and each edit would bump
+			// the generation. Only the record of which policy it answers
+			// to follows OCM.
+			if uc.Spec.Desired == want.Desired && uc.Annotations[PolicyAnnotation] != in.Picked.ID {
+				return SyncDecision{Action: SyncUpdate, Spec: uc.Spec, PolicyID: in.Picked.ID, Reason: "upgrade policy " + in.Picked.ID + " now carries the upgrade under way"}
+			}
 			return SyncDecision{Action: SyncNone, Reason: "an upgrade is under way"}
 		}
 		return SyncDecision{Action: SyncUpdate, Spec: want, PolicyID: in.Picked.ID, Reason: "upgrade policy " + in.Picked.ID + " changed"}
@@ -89,9 +104,11 @@ func DecideSync(in SyncInput) SyncDecision {
 	}
 	id := uc.Annotations[PolicyAnnotation]
 	for _, p := range in.Policies {
-		if p.ID == id && p.State != StateCancelled {
-			// Still there, not actionable any more (completed by our own
-			// notification, or pending again): nothing was removed.
+		if p.ID == id && p.State == StateCompleted {
+			// Still there and completed (by our own notification): it
+			// moved on, nothing was removed. A policy cancelled, or back in
+			// pending (MUO ignores pending policies: not confirmed to run),
+			// is no upgrade to run: as good as removed.
 			return SyncDecision{Action: SyncNone}
 		}
 	}
@@ -104,13 +121,16 @@ func DecideSync(in SyncInput) SyncDecision {
 	return SyncDecision{Action: SyncCancel, Reason: "upgrade policy " + id + " removed or cancelled in OCM before the upgrade commenced"}
 }
 
-// merge returns have with the fields OCM owns taken from want, and the
-// cancellation cleared (a policy is there again).
-func merge(have, want upgradev1alpha1.UpgradeConfigSpec) upgradev1alpha1.UpgradeConfigSpec {
+// merge returns have with the fields OCM owns taken from want, and a
+// cancellation the syncer set itself cleared (a policy is there again); a
+// cancellation someone else set stays.
+func merge(have, want upgradev1alpha1.UpgradeConfigSpec, syncCancelled bool) upgradev1alpha1.UpgradeConfigSpec {
 	out := *have.DeepCopy()
 	out.Desired, out.UpgradeAt, out.PDBForceDrainTimeout, out.Type, out.CapacityReservation =
 		want.Desired, want.UpgradeAt, want.PDBForceDrainTimeout, want.Type, want.CapacityReservation
-	out.Cancel = false
+	if syncCancelled {
+		out.Cancel = false
+	}
 	return out
 }
 
@@ -135,4 +155,18 @@ func target(uc *upgradev1alpha1.UpgradeConfig) string {
 		return uc.Spec.Desired.Version
 	}
 	return uc.Spec.Desired.Image
+}
+
+// syncRetryMax is MUO's longest wait between failed syncs.
+const syncRetryMax = time.Hour
+
+// SyncRetryAfter is how long to wait after the failures-th failed sync in a
+// row: base, doubling with each further failure, at most an hour (MUO's
+// backoff: one minute, factor 2, one hour).
+func SyncRetryAfter(failures int, base time.Duration) time.Duration {
+	d := base
+	for i := 1; i < failures && d < syncRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, syncRetryMax)
 }

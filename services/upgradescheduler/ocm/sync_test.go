@@ -2,6 +2,7 @@ package ocm
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -48,6 +49,27 @@ func TestDecideSync(t *testing.T) {
 			Policies: []Policy{{ID: "p1", State: StateCancelled}}}, SyncCancel},
 		{"policy removed after commencement: record", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading), Commenced: true}, SyncRecordRemoved},
 		{"removal recorded already", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading, PolicyRemovedAnnotation), Commenced: true}, SyncNone},
+		{"policy back in pending before commencement: cancel (MUO ignores pending policies)", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhasePending),
+			Policies: []Policy{{ID: "p1", State: StatePending}}}, SyncCancel},
+		{"rescheduled while Upgrading but not commenced: update", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading), Picked: p1, Spec: later}, SyncUpdate},
+		{"rescheduled after commencement: the spec is left alone", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading), Picked: p1, Spec: later, Commenced: true}, SyncNone},
+		{"drain timeout changed after commencement: the spec is left alone", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading), Picked: p1, Commenced: true,
+			Spec: func() *upgradev1alpha1.UpgradeConfigSpec { o := *s1; o.PDBForceDrainTimeout = 5; return &o }()}, SyncNone},
+		{"user's cancel with the policy still there: kept", SyncInput{Existing: func() *upgradev1alpha1.UpgradeConfig {
+			o := uc(s1, "p1", upgradev1alpha1.UpgradePhaseCancelled)
+			o.Spec.Cancel = true
+			return o
+		}(), Picked: p1, Spec: s1}, SyncNone},
+		{"user's cancel, policy rescheduled: OCM's fields follow, the cancel stays", SyncInput{Existing: func() *upgradev1alpha1.UpgradeConfig {
+			o := uc(s1, "p1", upgradev1alpha1.UpgradePhaseCancelled)
+			o.Spec.Cancel = true
+			return o
+		}(), Picked: p1, Spec: later}, SyncUpdate},
+		{"syncer's own cancel, policy back: withdrawn", SyncInput{Existing: func() *upgradev1alpha1.UpgradeConfig {
+			o := uc(s1, "p1", upgradev1alpha1.UpgradePhaseCancelled, CancelledBySyncAnnotation)
+			o.Spec.Cancel = true
+			return o
+		}(), Picked: p1, Spec: s1}, SyncUpdate},
 		{"policy completed by our notification: nothing", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgrading), Commenced: true,
 			Policies: []Policy{{ID: "p1", State: StateCompleted}}}, SyncNone},
 		{"attempt ended, policy gone: nothing (never deleted)", SyncInput{Existing: uc(s1, "p1", upgradev1alpha1.UpgradePhaseUpgraded)}, SyncNone},
@@ -63,13 +85,35 @@ func TestDecideSync(t *testing.T) {
 				t.Fatalf("DecideSync = %s (%s), want %s", got.Action, got.Reason, tc.want)
 			}
 			if got.Action == SyncUpdate {
-				if got.Spec.Desired != tc.in.Spec.Desired || got.Spec.UpgradeAt != tc.in.Spec.UpgradeAt || got.Spec.Cancel {
-					t.Fatalf("update spec %+v", got.Spec)
+				_, ours := tc.in.Existing.Annotations[CancelledBySyncAnnotation]
+				wantCancel := tc.in.Existing.Spec.Cancel && !ours
+				if got.Spec.Desired != tc.in.Spec.Desired || got.Spec.UpgradeAt != tc.in.Spec.UpgradeAt || got.Spec.Cancel != wantCancel {
+					t.Fatalf("update spec %+v, want cancel %v", got.Spec, wantCancel)
 				}
 				if got.Spec.Paused != tc.in.Existing.Spec.Paused {
 					t.Fatal("the user's own fields were overwritten")
 				}
 			}
 		})
+	}
+}
+
+func TestSyncRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		failures int
+		base     time.Duration
+		want     time.Duration
+	}{
+		{1, time.Minute, time.Minute},
+		{2, time.Minute, 2 * time.Minute},
+		{3, time.Minute, 4 * time.Minute},
+		{6, time.Minute, 32 * time.Minute},
+		{7, time.Minute, time.Hour},
+		{1000, time.Minute, time.Hour},
+		{3, time.Second, 4 * time.Second},
+	} {
+		if got := SyncRetryAfter(tc.failures, tc.base); got != tc.want {
+			t.Errorf("SyncRetryAfter(%d, %v) = %v, want %v", tc.failures, tc.base, got, tc.want)
+		}
 	}
 }

@@ -39,10 +39,12 @@ type Notification struct {
 }
 
 // Key identifies the notification for deduplication: the UpgradeConfig's
-// UID, the generation, the version and the event. It is the service log's
-// idempotency key.
+// UID, the version and the event. It is the service log's idempotency key,
+// read back before posting. The generation is not part of it: any spec edit
+// (a pause toggled, a window added) bumps it, and a service log already
+// posted must not be posted again because of such an edit.
 func (n Notification) Key(uid string) string {
-	return fmt.Sprintf("%s/%d/%s/%s", uid, n.Generation, n.Version, n.Event)
+	return fmt.Sprintf("%s/%s/%s", uid, n.Version, n.Event)
 }
 
 // notice builds the notification of event for the current attempt: the
@@ -93,6 +95,18 @@ func NotificationDue(records []upgradev1alpha1.NotificationRecord, notifier bool
 	return true
 }
 
+// PolicyGoneBlocks says whether a notice that finds its OCM upgrade policy
+// gone must stop the attempt instead of counting as delivered. The started
+// and delayed notices go out before commencement: a policy deleted then is
+// the user (or OCM) withdrawing the upgrade, and going ahead would upgrade a
+// cluster nobody scheduled any more; the step waits while the policy sync
+// cancels or reschedules the attempt. The completed notice comes after
+// commencement (the upgrade ran to its end whatever OCM says), and a failed
+// attempt is over either way: for those a gone policy is recorded as such.
+func PolicyGoneBlocks(event string) bool {
+	return event == EventStarted || event == EventDelayed
+}
+
 func isServiceLog(event string) bool {
 	switch event {
 	case EventControlPlaneStartedSL, EventControlPlaneFinishedSL, EventWorkerPlaneFinishedSL:
@@ -101,8 +115,55 @@ func isServiceLog(event string) bool {
 	return false
 }
 
+// recorded says whether event was delivered for the current target in any
+// generation of the spec.
+func (p *planner) recorded(event string) bool {
+	for _, r := range p.st.Notifications {
+		if r.Version == p.target && r.Event == event {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *planner) due(event string) bool {
 	return NotificationDue(p.st.Notifications, p.in.Integrations.Notifications, p.cfg.FeatureGates, p.uc.Generation, p.target, event)
+}
+
+// Notification retry backoff: a delivery that failed is tried again after
+// notifyRetryBase, doubling with each attempt up to notifyRetryMax. Without
+// it an OCM outage would be retried on every reconcile, and each failure's
+// status write is itself a watch event that reconciles at once.
+const (
+	notifyRetryBase = 10 * time.Second
+	notifyRetryMax  = 10 * time.Minute
+)
+
+// NotifyRetryAfter is how long after the failure of its attempts-th attempt
+// a notification is tried again.
+func NotifyRetryAfter(attempts int32) time.Duration {
+	d := notifyRetryBase
+	for i := int32(1); i < attempts && d < notifyRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, notifyRetryMax)
+}
+
+// holdNotifyRetry says whether the notification of step, whose last
+// attempt failed, must wait before it is tried again; it then asks to be
+// woken when it may. The step's condition is left as the failure wrote it,
+// so that waiting writes no status (no watch event, no reconcile).
+func (p *planner) holdNotifyRetry(step upgradev1alpha1.UpgradeConditionType) bool {
+	c := findStepCondition(p.history().Conditions, step)
+	if c == nil || c.LastError == "" || c.Attempts == 0 || c.Status == "True" {
+		return false
+	}
+	until := c.LastProbeTime.Add(NotifyRetryAfter(c.Attempts))
+	if !p.now.Before(until) {
+		return false
+	}
+	p.wake(until)
+	return true
 }
 
 // notifyAction is the side effect that delivers event.
@@ -170,4 +231,21 @@ func noticeAfter(event string, step func(*planner) result) func(*planner) result
 		}
 		return r
 	}
+}
+
+// NotificationWanted says whether event may still be delivered for the
+// attempt in st: any notice while the attempt is under way, only the
+// failed notice once it failed, none once it was cancelled or upgraded
+// (their notices were sent or will never be).
+func NotificationWanted(st upgradev1alpha1.UpgradeConfigStatus, event string) bool {
+	if len(st.History) == 0 {
+		return false
+	}
+	switch st.History[0].Phase {
+	case upgradev1alpha1.UpgradePhaseCancelled, upgradev1alpha1.UpgradePhaseUpgraded:
+		return false
+	case upgradev1alpha1.UpgradePhaseFailed:
+		return event == EventFailed
+	}
+	return true
 }

@@ -241,3 +241,83 @@ func TestControlPlaneStartedWaitsForTheWindow(t *testing.T) {
 		t.Fatalf("in the window: %v patches %d", w.notified, w.desiredPatches)
 	}
 }
+
+func TestPolicyGoneBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		event string
+		want  bool
+	}{
+		{EventStarted, true},
+		{EventDelayed, true},
+		{EventFailed, false},
+		{EventCompleted, false},
+		{EventControlPlaneStartedSL, false},
+		{EventWorkerPlaneFinishedSL, false},
+	} {
+		if got := PolicyGoneBlocks(tc.event); got != tc.want {
+			t.Errorf("PolicyGoneBlocks(%s) = %v, want %v", tc.event, got, tc.want)
+		}
+	}
+}
+
+func TestServiceLogKeyIgnoresTheGeneration(t *testing.T) {
+	a := Notification{Event: EventControlPlaneStartedSL, Version: "4.14.15", Generation: 1}
+	b := a
+	b.Generation = 2
+	if a.Key("u") != b.Key("u") {
+		t.Fatalf("a spec edit changes the service log key: %s vs %s", a.Key("u"), b.Key("u"))
+	}
+	for _, other := range []Notification{{Event: EventControlPlaneStartedSL, Version: "4.14.16"}, {Event: EventWorkerPlaneFinishedSL, Version: "4.14.15"}} {
+		if other.Key("u") == a.Key("u") {
+			t.Fatalf("%+v shares the key of %+v", other, a)
+		}
+	}
+	if a.Key("u") == a.Key("v") {
+		t.Fatal("another UpgradeConfig shares the key")
+	}
+}
+
+func TestDelayedAfterASpecEdit(t *testing.T) {
+	// started went out under generation 1; a spec edit (pause toggled)
+	// must not suppress the delayed notice.
+	w := notifyWorld(t, false)
+	w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2)) // blocks the pre-upgrade health check
+	w.settle()
+	if strings.Join(w.notified, ",") != EventStarted {
+		t.Fatalf("before the edit: %v", w.notified)
+	}
+	w.uc.Spec.Paused = true
+	w.uc.Generation++
+	w.settle()
+	w.uc.Spec.Paused = false
+	w.uc.Generation++
+	w.settle()
+	w.now = t0.Add(31 * time.Minute)
+	w.settle()
+	if !strings.Contains(strings.Join(w.notified, ","), EventDelayed) {
+		t.Fatalf("after the delay trigger: %v", w.notified)
+	}
+}
+
+func TestNotificationWanted(t *testing.T) {
+	st := func(ph upgradev1alpha1.UpgradePhase) upgradev1alpha1.UpgradeConfigStatus {
+		return upgradev1alpha1.UpgradeConfigStatus{History: upgradev1alpha1.UpgradeHistories{{Version: "4.14.15", Phase: ph}}}
+	}
+	for _, tc := range []struct {
+		st    upgradev1alpha1.UpgradeConfigStatus
+		event string
+		want  bool
+	}{
+		{upgradev1alpha1.UpgradeConfigStatus{}, EventStarted, false},
+		{st(upgradev1alpha1.UpgradePhaseUpgrading), EventStarted, true},
+		{st(upgradev1alpha1.UpgradePhasePending), EventStarted, true},
+		{st(upgradev1alpha1.UpgradePhaseCancelled), EventStarted, false},
+		{st(upgradev1alpha1.UpgradePhaseUpgraded), EventCompleted, false},
+		{st(upgradev1alpha1.UpgradePhaseFailed), EventFailed, true},
+		{st(upgradev1alpha1.UpgradePhaseFailed), EventStarted, false},
+	} {
+		if got := NotificationWanted(tc.st, tc.event); got != tc.want {
+			t.Errorf("NotificationWanted(%v, %s) = %v, want %v", tc.st.History, tc.event, got, tc.want)
+		}
+	}
+}

@@ -111,10 +111,12 @@ func (p *planner) run() {
 		h = p.history()
 	}
 	if terminal(h.Phase) {
-		if p.failedNotice() {
-			return
-		}
+		// The temporary capacity goes first: a failed notice that cannot
+		// be delivered (OCM down) must not keep extra machines running.
 		p.cleanupTerminal()
+		if p.action == nil {
+			p.failedNotice()
+		}
 		return
 	}
 	if p.spec.Cancel {
@@ -132,6 +134,9 @@ func (p *planner) run() {
 
 	if h.Phase == upgradev1alpha1.UpgradePhaseNew {
 		p.setPhase(upgradev1alpha1.UpgradePhasePending)
+	}
+	if p.history().Phase == upgradev1alpha1.UpgradePhaseUpgrading && !p.commenced() && p.rescheduledLater() {
+		p.backToPending()
 	}
 	// ClusterVersion already points at the target although the status says
 	// the attempt has not started (someone else set it, or the status write
@@ -343,9 +348,11 @@ func (p *planner) upgrading() {
 		switch {
 		case s.preCommence && commenced:
 			r = result{done: true, message: "the upgrade has already commenced"}
-		case delayed && !commenced && p.in.Integrations.Notifications && p.due(EventStarted):
+		case delayed && !commenced && p.in.Integrations.Notifications && !p.recorded(EventStarted):
 			// The delayed notice follows the started one (MUO's allowed
-			// transitions): the step sends started first.
+			// transitions): the step sends started first. Started sent
+			// under an earlier generation of the spec counts: the started
+			// step is done and will not send it again.
 			r = s.run(p)
 		case delayed && !commenced && p.spec.Type != upgradev1alpha1.ARO && p.due(EventDelayed):
 			// MUO's delayed check (OSD only): reported once, ahead of
@@ -353,6 +360,12 @@ func (p *planner) upgrading() {
 			r = result{message: "sending the " + EventDelayed + " notification", action: p.notifyAction(EventDelayed)}
 		default:
 			r = s.run(p)
+		}
+		if p.talksToOCM(s.name, r.action) && p.holdNotifyRetry(s.name) {
+			// An earlier attempt failed: wait out the backoff, the status
+			// as it is (the deadline still counts).
+			p.checkDeadline(s.deadline, string(s.name)+": "+findStepCondition(p.history().Conditions, s.name).LastError)
+			return
 		}
 		p.events = append(p.events, r.events...)
 		if r.done {
@@ -409,6 +422,16 @@ func (p *planner) upgrading() {
 	p.setPhase(upgradev1alpha1.UpgradePhaseUpgraded)
 }
 
+// talksToOCM: action a of step calls OCM: a notification, or (with OCM
+// notifications on) the commencement, which checks the policy first. Their
+// retries after a failure back off (holdNotifyRetry).
+func (p *planner) talksToOCM(step upgradev1alpha1.UpgradeConditionType, a *Action) bool {
+	if a == nil {
+		return false
+	}
+	return a.Kind == Notify || (a.Kind == PatchClusterVersion && step == StepUpgradeCommenced && p.in.Integrations.Notifications)
+}
+
 // watchDelay is MUO's UpgradeDelayedCheck: before commencement, an upgrade
 // not commenced delayTrigger after its start is reported as delayed (once).
 // MUO re-runs the check on every reconcile under the notification's
@@ -455,8 +478,9 @@ func truncate(s string) string {
 }
 
 // failedNotice sends the failed notification of an attempt that failed
-// before commencement (MUO's OSD failure: its window passed), once, before
-// the cleanup; true when that is this plan's action. After commencement MUO
+// before commencement (MUO's OSD failure: its window passed), once, after
+// the cleanup's side effects; true when that is this plan's action (or it
+// waits out the retry backoff). After commencement MUO
 // never fails an upgrade, and OCM has no state for a scheduler that stopped
 // managing one; cancelled attempts are not reported either (MUO never writes
 // cancelled).
@@ -472,6 +496,9 @@ func (p *planner) failedNotice() bool {
 		}
 		return false
 	}
+	if p.holdNotifyRetry(ConditionFailedNotificationSent) {
+		return true
+	}
 	c := setStepCondition(&h.Conditions, ConditionFailedNotificationSent, corev1.ConditionFalse,
 		string(ConditionFailedNotificationSent)+" not done", "sending the "+EventFailed+" notification", p.now)
 	c.Attempts++
@@ -480,17 +507,53 @@ func (p *planner) failedNotice() bool {
 	return true
 }
 
+// rescheduledLater: spec.upgradeAt is in the future. An attempt reaches
+// Upgrading only once upgradeAt has passed, so for an attempt that is
+// Upgrading this means the spec was rescheduled (an OCM policy moved to a
+// later run) after the attempt started.
+func (p *planner) rescheduledLater() bool {
+	at, err := time.Parse(time.RFC3339, p.spec.UpgradeAt)
+	return err == nil && p.now.Before(at)
+}
+
+// backToPending returns an attempt that started but has not commenced to
+// Pending, because it was rescheduled: it starts again at the new time,
+// every step from the first (the pre-upgrade checks are run again then).
+// The history entry is kept. After commencement a new time means nothing
+// (the control plane is already moving) and this is never called.
+func (p *planner) backToPending() {
+	h := p.history()
+	p.event(false, "UpgradeRescheduled", "upgrade to %s rescheduled for %s before it commenced: back to Pending", p.target, p.spec.UpgradeAt)
+	h.Phase, h.StartTime, h.Conditions = upgradev1alpha1.UpgradePhasePending, nil, nil
+	p.st.CurrentStep = ""
+}
+
 // reopen starts the attempt again when it was cancelled through spec.cancel
 // and a later spec generation withdrew the cancellation (an OCM policy
 // removed and scheduled again for the same release; a person who changed
 // their mind). The history entry is replaced, as MUO replaces the entry of
 // a version it sees again; true when it was.
 func (p *planner) reopen(h *upgradev1alpha1.UpgradeHistory) bool {
-	if h.Phase != upgradev1alpha1.UpgradePhaseCancelled || p.spec.Cancel {
+	if p.spec.Cancel {
 		return false
 	}
-	c := meta.FindStatusCondition(p.st.Conditions, "Cancelled")
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "SpecCancel" || c.ObservedGeneration >= p.uc.Generation {
+	why := "spec.cancel was withdrawn"
+	wasCancelled := h.Phase == upgradev1alpha1.UpgradePhaseCancelled
+	switch h.Phase {
+	case upgradev1alpha1.UpgradePhaseCancelled:
+		c := meta.FindStatusCondition(p.st.Conditions, "Cancelled")
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != "SpecCancel" || c.ObservedGeneration >= p.uc.Generation {
+			return false
+		}
+	case upgradev1alpha1.UpgradePhaseFailed:
+		// A failure before commencement (a passed start deadline) ends the
+		// attempt "to be rescheduled": rescheduled, for the same release,
+		// is a spec whose upgradeAt is later than the failure.
+		if p.commenced() || !p.rescheduledAfterFailure(h) {
+			return false
+		}
+		why = "it was rescheduled for " + p.spec.UpgradeAt + " after it failed"
+	default:
 		return false
 	}
 	if len(p.surgeMachineSets()) > 0 {
@@ -501,7 +564,20 @@ func (p *planner) reopen(h *upgradev1alpha1.UpgradeHistory) bool {
 		PrecedingVersion: precedingVersion(p.in.Snapshot.ClusterVersion, p.target)}
 	p.st.CapacityReservation = nil
 	p.st.CurrentStep = ""
-	p.setCondition("Cancelled", metav1.ConditionFalse, "CancelWithdrawn", "spec.cancel was withdrawn: the upgrade is scheduled again")
-	p.event(false, "UpgradeRescheduled", "upgrade to %s scheduled again: spec.cancel was withdrawn", p.target)
+	if wasCancelled {
+		p.setCondition("Cancelled", metav1.ConditionFalse, "CancelWithdrawn", "spec.cancel was withdrawn: the upgrade is scheduled again")
+	}
+	p.event(false, "UpgradeRescheduled", "upgrade to %s scheduled again: %s", p.target, why)
 	return true
+}
+
+// rescheduledAfterFailure: the failed attempt h's spec.upgradeAt is later
+// than the time it failed, so the spec was rescheduled after the failure.
+func (p *planner) rescheduledAfterFailure(h *upgradev1alpha1.UpgradeHistory) bool {
+	c := findStepCondition(h.Conditions, ConditionFailedUpgrade)
+	if c == nil || c.CompleteTime == nil {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339, p.spec.UpgradeAt)
+	return err == nil && at.After(c.CompleteTime.Time)
 }

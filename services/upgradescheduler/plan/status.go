@@ -121,6 +121,9 @@ func RecordActionError(st upgradev1alpha1.UpgradeConfigStatus, step upgradev1alp
 	msg := fmt.Sprintf("%s still in progress: %v", step, err)
 	c := setStepCondition(&out.History[0].Conditions, step, corev1.ConditionFalse, string(step)+" not done", msg, now)
 	c.LastError = truncate(err.Error())
+	// The time of the failure, whatever its text: the retry backoff of a
+	// notification counts from it.
+	c.LastProbeTime = metav1.NewTime(now)
 	return out
 }
 
