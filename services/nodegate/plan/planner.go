@@ -60,6 +60,7 @@ const (
 	ReasonWaitingForGatePool = "WaitingForGatePool"
 	ReasonJobNamespace       = "JobNamespaceNotAllowed"
 	ReasonPoolNotGated       = "PoolNotGated"
+	ReasonStrayReleaseLabel  = "StrayReleaseLabel"
 )
 
 // Plan decides the run's next step. See the package documentation.
@@ -92,6 +93,11 @@ type planner struct {
 	waitReason, waitMessage string
 	blockReason, blockMsg   string
 	degraded                []string
+	// held are the nodes that carry the release label without having been
+	// released in this round: node-gate removes the label and holds them.
+	held []string
+	// members are the gated nodes by source pool.
+	members map[string][]string
 
 	res     Result
 	requeue time.Duration
@@ -211,6 +217,8 @@ func (p *planner) plan() {
 		}
 	}
 
+	p.members = members
+
 	cvUpdating, cvMsg := controlPlaneUpdating(p.in.ClusterVersion)
 	pending := p.pendingNodes(members)
 
@@ -250,6 +258,13 @@ func (p *planner) plan() {
 	}
 	p.arm()
 	if !active {
+		// No round is active, so no node is released: every release label
+		// left over (a removal of the last round lost to a restart) must go
+		// now, and the gate pools stay paused, before the pools render the
+		// new release. Otherwise the MCO moves such a node in the gate pool
+		// to the new target without this round's pre-update hooks.
+		p.unlabelStrays()
+		p.holdGates()
 		p.st.Phase = nodegatev1alpha1.RunWaiting
 		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg
 		return
@@ -262,6 +277,7 @@ func (p *planner) plan() {
 	p.resumeIfChanged()
 	p.gates(cvUpdating, cvMsg)
 	p.advance()
+	p.holdGates()
 	if !p.hasOpenRecords() {
 		if p.restore() {
 			p.st.Phase = nodegatev1alpha1.RunCompleted
@@ -497,6 +513,16 @@ func (p *planner) upToDate(n *corev1.Node, source string) bool {
 	return false
 }
 
+// atSourceTarget: the node runs its source pool's own target. A node on the
+// gate pool's target that this round did not release got there without this
+// round's hooks (a gate pool that moved a leftover node): it is not skipped,
+// it is gated (its hooks run) like the others.
+func (p *planner) atSourceTarget(n *corev1.Node, source string) bool {
+	pool := p.pools[source]
+	cur := n.Annotations[mcostate.CurrentConfig]
+	return pool != nil && cur != "" && cur == pool.Spec.Configuration.Name
+}
+
 func (p *planner) gateIsOurs(gate *mcfgv1.MachineConfigPool) bool {
 	return p.canary != "" || gate.Labels[GatePoolLabel] != ""
 }
@@ -555,6 +581,73 @@ func (p *planner) arm() {
 	}
 }
 
+// unlabelStrays removes the release label of a gated pool from every node
+// that carries one while no round is active (so none is released).
+func (p *planner) unlabelStrays() {
+	for _, n := range p.in.Nodes {
+		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
+			p.act(Action{Kind: UnlabelNode, Node: n.Name, Pool: v})
+			p.held = append(p.held, n.Name)
+			p.event(OnNode, n.Name, corev1.EventTypeWarning, "StrayReleaseLabel", "node %s carries %s while no round is active: removing the label so that the gate pool cannot move it", n.Name, ReleaseLabel)
+		}
+	}
+}
+
+// releasedPhase: the node is released in this round (it may carry the label).
+func releasedPhase(r *nodegatev1alpha1.NodeRecord) bool {
+	switch r.Phase {
+	case nodegatev1alpha1.NodeReleased, nodegatev1alpha1.NodeUpdated, nodegatev1alpha1.NodePostHooks:
+		return true
+	case nodegatev1alpha1.NodeFailed:
+		return r.ReleasedTime != nil
+	}
+	return false
+}
+
+// holdGates keeps each gate pool node-gate owns paused unless a node is
+// Released into it (waiting for the MCO) and no node sits in it that was not
+// released in this round. A paused gate pool moves nobody: a label left over
+// from the last round, or a removal not yet seen, cannot let the MCO give a
+// node the new target without its pre-update hooks, even when the pools
+// render a new release before node-gate sees it.
+func (p *planner) holdGates() {
+	done := map[string]bool{}
+	for _, s := range p.sources {
+		name := p.gatePoolName(s)
+		gate := p.pools[name]
+		if gate == nil || done[name] {
+			continue
+		}
+		done[name] = true
+		rec := p.poolRecord(s)
+		if p.canary != "" && (rec == nil || rec.OriginalGatePaused == nil) {
+			continue // not taken over: nothing recorded to restore
+		}
+		if p.canary == "" && gate.Labels[GatePoolLabel] != s {
+			continue
+		}
+		run := false
+		for i := range p.st.Nodes {
+			r := &p.st.Nodes[i]
+			if r.Phase == nodegatev1alpha1.NodeReleased && p.gatePoolName(r.Pool) == name {
+				run = true
+			}
+		}
+		for _, n := range p.in.Nodes {
+			v := n.Labels[ReleaseLabel]
+			if v == "" || !p.isSource(v) || p.gatePoolName(v) != name {
+				continue
+			}
+			if r := p.record(n.Name); r == nil || !releasedPhase(r) {
+				run = false
+			}
+		}
+		if paused, _ := p.willBe(gate); paused == run {
+			p.act(Action{Kind: SetPoolPaused, Pool: name, Paused: !run})
+		}
+	}
+}
+
 // setUpGates creates the gate pools (or takes over the canary) and keeps
 // custom source pools from selecting released nodes. It reports whether
 // every gate pool exists with a rendered target.
@@ -587,9 +680,6 @@ func (p *planner) setUpGates() bool {
 			}
 			if want := p.releaseSelector(s); !sameSelector(gate.Spec.NodeSelector, want) {
 				p.act(Action{Kind: SetPoolSelector, Pool: gate.Name, NodeSelector: want})
-			}
-			if gate.Spec.Paused {
-				p.act(Action{Kind: SetPoolPaused, Pool: gate.Name, Paused: false})
 			}
 		} else if gate == nil {
 			rec.GatePoolCreated = true
@@ -648,7 +738,7 @@ func (p *planner) syncRecords(members map[string][]string) {
 				continue
 			}
 			rec := nodegatev1alpha1.NodeRecord{Name: n, Pool: s, Phase: nodegatev1alpha1.NodePending}
-			if p.upToDate(p.nodes[n], s) && p.nodes[n].Labels[ReleaseLabel] == "" {
+			if p.atSourceTarget(p.nodes[n], s) && p.nodes[n].Labels[ReleaseLabel] == "" {
 				rec.Phase = nodegatev1alpha1.NodeSkipped
 				rec.LastError = "already runs the target configuration"
 			} else {
@@ -678,7 +768,7 @@ func (p *planner) syncRecords(members map[string][]string) {
 		case r.Phase == nodegatev1alpha1.NodePending && inPool[r.Name] != r.Pool:
 			r.Phase = nodegatev1alpha1.NodeSkipped
 			r.LastError = "the node left pool " + r.Pool
-		case r.Phase == nodegatev1alpha1.NodePending && p.upToDate(n, r.Pool) && n.Labels[ReleaseLabel] == "":
+		case r.Phase == nodegatev1alpha1.NodePending && p.atSourceTarget(n, r.Pool) && n.Labels[ReleaseLabel] == "":
 			r.Phase = nodegatev1alpha1.NodeSkipped
 			r.LastError = "already runs the target configuration"
 		}
@@ -851,6 +941,7 @@ func (p *planner) advance() {
 		r := &p.st.Nodes[i]
 		if n := p.nodes[r.Name]; r.Phase == nodegatev1alpha1.NodePending && n != nil && n.Labels[ReleaseLabel] != "" {
 			strays++
+			p.held = append(p.held, r.Name)
 			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: n.Labels[ReleaseLabel]})
 			p.event(OnNode, r.Name, corev1.EventTypeWarning, "StrayReleaseLabel", "node %s carries %s but has not started this round (run %s): removing the label; it is gated once the label is gone", r.Name, ReleaseLabel, p.st.RunID)
 		}
@@ -1169,6 +1260,11 @@ func (p *planner) restore() bool {
 		}
 		if gate != nil && rec.GatePoolCreated && gate.Labels[GatePoolLabel] == rec.Name {
 			done = false
+			// Paused until it is gone: a node still labelled must not be
+			// moved by a render that comes first.
+			if paused, _ := p.willBe(gate); !paused {
+				p.act(Action{Kind: SetPoolPaused, Pool: gate.Name, Paused: true})
+			}
 			// Delete the gate pool once no node is released into it: a pool
 			// deleted under its nodes leaves them without a target.
 			if !released[rec.Name] {
@@ -1269,10 +1365,18 @@ func (p *planner) finishStatus() {
 			failed = append(failed, fmt.Sprintf("node %s: %s", r.Name, r.LastError))
 		}
 	}
-	if bad := append(failed, p.degraded...); len(bad) > 0 {
+	var held []string
+	for _, n := range p.held {
+		held = append(held, fmt.Sprintf("node %s carries %s without being released in this round: node-gate removes the label and holds the node until it is gone (something that puts it back holds the run)", n, ReleaseLabel))
+	}
+	if bad := append(append(failed, p.degraded...), held...); len(bad) > 0 {
 		reason := ReasonHookFailed
-		if len(failed) == 0 {
+		switch {
+		case len(failed) > 0:
+		case len(p.degraded) > 0:
 			reason = ReasonNodeDegraded
+		default:
+			reason = ReasonStrayReleaseLabel
 		}
 		set(CondDegraded, metav1.ConditionTrue, reason, strings.Join(bad, "; "))
 	} else {

@@ -158,8 +158,8 @@ func sourceSelector(orig *metav1.LabelSelector) *metav1.LabelSelector {
 
 // newGatePool is the gate pool node-gate creates for source: the source's
 // MachineConfig selector (so the rendered content is the same), selecting
-// released nodes, unpaused, allowing as many nodes at once as the run.
-// newGatePool is source's gate pool. Its maxUnavailable is 100%: node-gate
+// released nodes, created paused (holdGates unpauses it while a node is
+// Released into it). Its maxUnavailable is 100%: node-gate
 // alone limits how many nodes update at once (it releases at most the run's
 // maxUnavailable), and every node in the gate pool is one it released. The
 // run's own value would be wrong there: the MCO takes a percentage of the
@@ -177,6 +177,7 @@ func (p *planner) newGatePool(source *mcfgv1.MachineConfigPool) *mcfgv1.MachineC
 			MachineConfigSelector: source.Spec.MachineConfigSelector.DeepCopy(),
 			NodeSelector:          p.releaseSelector(source.Name),
 			MaxUnavailable:        &mu,
+			Paused:                true,
 		},
 	}
 }
