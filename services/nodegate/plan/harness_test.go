@@ -222,26 +222,28 @@ func (w *world) primary(n *corev1.Node) string {
 	return p
 }
 
-// mco advances every node of every unpaused pool by one MCO step: target
-// it, then finish it. It returns the nodes it touched.
+// mco advances every node by one MCO step: the MCD finishes a node it was
+// targeted at (whether or not its pool is paused now: pausing a pool stops
+// new targets, not an update under way), and the controller targets nodes
+// of unpaused pools. It returns the nodes it touched.
 func (w *world) mco() []string {
 	var touched []string
 	for _, name := range sortedKeys(w.nodes) {
 		n := w.nodes[name]
+		a := n.Annotations
+		if a[mcostate.DesiredConfig] != a[mcostate.CurrentConfig] {
+			a[mcostate.CurrentConfig] = a[mcostate.DesiredConfig]
+			a[mcostate.State] = mcostate.StateDone
+			touched = append(touched, name)
+			continue
+		}
 		pool := w.pools[w.primary(n)]
 		if pool == nil || pool.Spec.Paused {
 			continue
 		}
-		target := pool.Spec.Configuration.Name
-		a := n.Annotations
-		switch {
-		case a[mcostate.DesiredConfig] != target:
+		if target := pool.Spec.Configuration.Name; a[mcostate.DesiredConfig] != target {
 			a[mcostate.DesiredConfig] = target
 			a[mcostate.State] = mcostate.StateWorking
-			touched = append(touched, name)
-		case a[mcostate.CurrentConfig] != target:
-			a[mcostate.CurrentConfig] = target
-			a[mcostate.State] = mcostate.StateDone
 			touched = append(touched, name)
 		}
 	}

@@ -968,3 +968,82 @@ func TestNewRoundHoldsNodesStillReleased(t *testing.T) {
 		t.Fatalf("stray %s not gated in round two: %+v", stray, rec)
 	}
 }
+
+// setRec overwrites a node's record in the run's status, as a test's way to
+// reach a state several passes and races away.
+func (w *world) setRec(node string, f func(r *nodegatev1alpha1.NodeRecord)) {
+	r := w.rec(node)
+	if r == nil {
+		w.t.Fatalf("no record for %s", node)
+	}
+	f(r)
+}
+
+// TestUnsettledNodeCountsAgainstMaxUnavailable: a node whose label is gone
+// but whose update the MCD is still applying (desiredConfig != currentConfig)
+// is unavailable as the MCO counts it: no new node starts while it is.
+func TestUnsettledNodeCountsAgainstMaxUnavailable(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	first := w.run.Status.PlannedOrder[0]
+	w.setRec(first, func(r *nodegatev1alpha1.NodeRecord) {
+		r.Phase = nodegatev1alpha1.NodeCompleted
+		r.ReleasedTime = ptr.To(metav1.NewTime(w.now))
+	})
+	// Unlabelled, but the MCD is still applying the gate's target.
+	delete(w.nodes[first].Labels, ReleaseLabel)
+	w.nodes[first].Annotations[mcostate.DesiredConfig] = rendered("worker-gate", "4.16.0")
+	w.nodes[first].Annotations[mcostate.State] = mcostate.StateWorking
+	w.now = w.now.Add(time.Minute)
+	r := w.reconcile()
+	if hasEvent(r, "GateStarted") || len(actionsOf(r, CreateJob)) != 0 {
+		t.Fatalf("a node started while %s (maxUnavailable 1) is still updating: %+v", first, r.Events)
+	}
+	if c := w.cond(CondProgressing); c == nil || !strings.Contains(c.Message, first) {
+		t.Fatalf("Progressing does not say which node holds the run: %+v", c)
+	}
+	// Once the MCD is done, the next node starts.
+	w.nodes[first].Annotations[mcostate.CurrentConfig] = rendered("worker-gate", "4.16.0")
+	w.nodes[first].Annotations[mcostate.State] = mcostate.StateDone
+	if r := w.reconcile(); !hasEvent(r, "GateStarted") {
+		t.Fatalf("no node started once %s settled: %+v", first, r.Events)
+	}
+}
+
+// TestReleaseLimitCountsReleasedRecords: the release limit counts a node
+// released in an earlier pass whose label the cache does not show yet, even
+// when that node comes later in the planned order.
+func TestReleaseLimitCountsReleasedRecords(t *testing.T) {
+	w := readyRound(t, 3, func(w *world) { w.run.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+	order := w.run.Status.PlannedOrder
+	ready, released, done := order[0], order[1], order[2]
+	w.setRec(ready, func(r *nodegatev1alpha1.NodeRecord) {
+		r.Phase = nodegatev1alpha1.NodePreHooks
+		for i := range r.Hooks {
+			if r.Hooks[i].Stage == nodegatev1alpha1.StagePre {
+				r.Hooks[i].Phase = nodegatev1alpha1.HookSucceeded
+			}
+		}
+	})
+	w.setRec(released, func(r *nodegatev1alpha1.NodeRecord) {
+		r.Phase = nodegatev1alpha1.NodeReleased
+		r.StartTime = ptr.To(metav1.NewTime(w.now))
+		r.ReleasedTime = ptr.To(metav1.NewTime(w.now))
+	})
+	delete(w.nodes[released].Labels, ReleaseLabel) // not in the cache yet
+	w.setRec(done, func(r *nodegatev1alpha1.NodeRecord) {
+		r.Phase = nodegatev1alpha1.NodeCompleted
+		r.StartTime = ptr.To(metav1.NewTime(w.now))
+	})
+	w.nodes[done].Labels[ReleaseLabel] = "worker" // its removal not seen yet
+	// Move the released node after the ready one in the records' order.
+	w.run.Status.PlannedOrder = []string{ready, done, released}
+	r := w.reconcile()
+	for _, a := range actionsOf(r, LabelNode) {
+		if a.Node == ready {
+			t.Fatalf("%s released while %s (Released) and %s (labelled) fill maxUnavailable 2", ready, released, done)
+		}
+	}
+	if rec := w.rec(ready); rec.Phase != nodegatev1alpha1.NodePreHooks {
+		t.Fatalf("%s: %s, want held in PreHooks", ready, rec.Phase)
+	}
+}

@@ -61,6 +61,7 @@ const (
 	ReasonJobNamespace       = "JobNamespaceNotAllowed"
 	ReasonPoolNotGated       = "PoolNotGated"
 	ReasonStrayReleaseLabel  = "StrayReleaseLabel"
+	ReasonNodesUnavailable   = "NodesUnavailable"
 )
 
 // Plan decides the run's next step. See the package documentation.
@@ -970,7 +971,28 @@ func (p *planner) advance() {
 		if n := p.nodes[r.Name]; n != nil && n.Labels[ReleaseLabel] != "" {
 			continue // a stray, held above
 		}
-		if len(p.inFlight())+strays >= limit || p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
+		if p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
+			return
+		}
+		// Starting a node runs its pre-update hooks; its release checks
+		// occupied again. A node whose record finished and whose label
+		// removal is on its way does not hold the start.
+		busy := p.unsettled()
+		for _, n := range p.inFlight() {
+			busy[n] = true
+		}
+		for _, n := range p.held {
+			busy[n] = true
+		}
+		if len(busy) >= limit {
+			if len(p.inFlight()) == 0 && p.waitReason == "" {
+				// Nothing of this round moves on: say what holds it.
+				p.waitReason, p.waitMessage = ReasonNodesUnavailable, "nodes count against maxUnavailable: "+strings.Join(sortedSet(busy), ", ")
+				if strays > 0 {
+					p.waitReason = ReasonStrayReleaseLabel
+					p.waitMessage = "nodes carry the release label without being released in this round (removing it): " + strings.Join(sortedSet(busy), ", ")
+				}
+			}
 			return
 		}
 		r.Phase = nodegatev1alpha1.NodePreHooks
@@ -1020,12 +1042,12 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if gate == nil || gate.Spec.Configuration.Name == "" {
 				return
 			}
-			if p.labelled(r.Name) >= p.maxUnavailable() {
+			if len(p.occupied(r.Name)) >= p.maxUnavailable() {
 				// A node whose record is finished (or a stray) may still
 				// carry the label, its removal not yet seen or lost to a
-				// restart: the MCO still counts it in the gate pool. Hold
-				// this one until the label is gone, so that never more
-				// than maxUnavailable nodes are released at once.
+				// restart, or still be updating: the MCO counts it. Hold
+				// this one until it is gone, so that never more than
+				// maxUnavailable nodes are released at once.
 				return
 			}
 			// The label lands after this pass: the MCO cannot have
@@ -1070,22 +1092,64 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 	}
 }
 
-// labelled counts the nodes other than except that carry the release label
-// of a gated pool, as the cache shows them (a removal this pass decided is
-// not counted as done: it may be lost) plus the labels this pass adds.
-func (p *planner) labelled(except string) int {
+// occupied lists the nodes other than except that are, or may at once be,
+// unavailable as the MCO counts them: those that carry the release label of
+// a gated pool as the cache shows them (a removal this pass decided is not
+// counted as done: it may be lost), those this pass labels, those released
+// in this round (a label added in an earlier pass may not be in the cache
+// yet), and every gated node the MCD has not finished (desiredConfig !=
+// currentConfig, or a state other than Done), labelled or not: a node whose
+// label is gone may still be updating.
+func (p *planner) occupied(except string) map[string]bool {
 	seen := map[string]bool{}
+	add := func(n string) {
+		if n != except {
+			seen[n] = true
+		}
+	}
 	for _, n := range p.in.Nodes {
-		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) && n.Name != except {
-			seen[n.Name] = true
+		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
+			add(n.Name)
 		}
 	}
 	for _, a := range p.res.Actions {
-		if a.Kind == LabelNode && a.Node != except {
-			seen[a.Node] = true
+		if a.Kind == LabelNode {
+			add(a.Node)
 		}
 	}
-	return len(seen)
+	for i := range p.st.Nodes {
+		if releasedPhase(&p.st.Nodes[i]) {
+			add(p.st.Nodes[i].Name)
+		}
+	}
+	for n := range p.unsettled() {
+		add(n)
+	}
+	return seen
+}
+
+// unsettled lists the gated nodes the MCD has not finished: desiredConfig
+// != currentConfig, or a state other than Done.
+func (p *planner) unsettled() map[string]bool {
+	out := map[string]bool{}
+	for _, names := range p.members {
+		for _, n := range names {
+			if a := p.nodes[n].Annotations; a[mcostate.DesiredConfig] != a[mcostate.CurrentConfig] ||
+				(a[mcostate.State] != "" && a[mcostate.State] != mcostate.StateDone) {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (p *planner) release(r *nodegatev1alpha1.NodeRecord) {
