@@ -1047,3 +1047,51 @@ func TestReleaseLimitCountsReleasedRecords(t *testing.T) {
 		t.Fatalf("%s: %s, want held in PreHooks", ready, rec.Phase)
 	}
 }
+
+// TestGateRerenderDuringPostHooks: the gate pool renders a new target while
+// a node runs its post-update hooks. The node does not complete (nor leave
+// the gate pool mid-update): it goes back to Released, is updated to the new
+// target, runs its post-update hooks again, and only then completes.
+func TestGateRerenderDuringPostHooks(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodePostHooks; i++ {
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		w.reconcile()
+	}
+	if ph := w.rec("w00").Phase; ph != nodegatev1alpha1.NodePostHooks {
+		t.Fatalf("setup: w00 %s, want PostHooks", ph)
+	}
+	newTarget := rendered("worker-gate", "4.16.0-mc2")
+	w.pools["worker-gate"].Spec.Configuration.Name = newTarget
+	w.completeAll() // the post-update hooks finish
+	r := w.reconcile()
+	for _, a := range actionsOf(r, UnlabelNode) {
+		if a.Node == "w00" {
+			t.Fatalf("w00 unlabelled although the gate pool targets %s now", newTarget)
+		}
+	}
+	if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodeReleased {
+		t.Fatalf("w00 %s, want back to Released", rec.Phase)
+	}
+	postRuns := 0
+	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		r = w.reconcile()
+		for _, a := range actionsOf(r, CreateJob) {
+			// Only w00 is past its pre-update hooks (maxUnavailable 1).
+			if a.Job.Labels[HookLabel] == "cleanup" {
+				postRuns++
+			}
+		}
+		w.completeAll()
+	}
+	if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodeCompleted || w.nodes["w00"].Annotations[mcostate.CurrentConfig] != newTarget {
+		t.Fatalf("w00 %s on %s, want Completed on %s", rec.Phase, w.nodes["w00"].Annotations[mcostate.CurrentConfig], newTarget)
+	}
+	if postRuns == 0 {
+		t.Fatal("the post-update hooks did not run again after the second update")
+	}
+}

@@ -1077,6 +1077,21 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if !p.runHooks(r, nodegatev1alpha1.StagePost) {
 				return
 			}
+			if gate := p.pools[p.gatePoolName(r.Pool)]; gate == nil || !mcostate.UpdatedTo(p.nodes[r.Name], gate.Spec.Configuration.Name) {
+				// The gate pool rendered a new target meanwhile: the MCO
+				// updates the node again, and removing the label now would
+				// take it out of the gate pool mid-update. It goes back to
+				// Released; its post-update hooks run again after.
+				for i := range r.Hooks {
+					if h := &r.Hooks[i]; h.Stage == nodegatev1alpha1.StagePost {
+						h.Phase = nodegatev1alpha1.HookPending
+						h.AttemptsBefore = h.Attempts
+					}
+				}
+				r.Phase = nodegatev1alpha1.NodeReleased
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "node %s no longer runs its gate pool's target: it is updated again before it passes the gate", r.Name)
+				return
+			}
 			if p.nodes[r.Name].Labels[ReleaseLabel] != "" {
 				p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
 			}
