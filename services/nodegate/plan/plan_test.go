@@ -1095,3 +1095,39 @@ func TestGateRerenderDuringPostHooks(t *testing.T) {
 		t.Fatal("the post-update hooks did not run again after the second update")
 	}
 }
+
+// TestLabelPutBackIsReported: someone keeps putting the release label back
+// on a node that passed the gate. node-gate keeps removing it and holds the
+// next release (the MCO counts the node in the gate pool), and says so in
+// Degraded and in Progressing instead of holding the run silently.
+func TestLabelPutBackIsReported(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		w.reconcile()
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted {
+		t.Fatalf("setup: w00 %s", w.rec("w00").Phase)
+	}
+	for i := 0; i < 6; i++ {
+		w.nodes["w00"].Labels[ReleaseLabel] = "worker" // put back after every removal
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		r := w.reconcile()
+		if u := actionsOf(r, UnlabelNode); len(u) == 0 {
+			t.Fatalf("pass %d: the label on w00 is not removed again", i)
+		}
+	}
+	if w.labelled["w01"] {
+		t.Fatal("w01 released while w00 still sat in the gate pool")
+	}
+	if c := w.cond(CondDegraded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonStrayReleaseLabel || !strings.Contains(c.Message, "w00") {
+		t.Fatalf("Degraded does not report w00: %+v", c)
+	}
+	if c := w.cond(CondProgressing); c == nil || !strings.Contains(c.Message, "w00") {
+		t.Fatalf("Progressing does not say w00 holds the release: %+v", c)
+	}
+}

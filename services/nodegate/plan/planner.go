@@ -909,6 +909,10 @@ func (p *planner) maxUnavailable() int {
 	return n
 }
 
+// strayGrace is how long a finished node may keep the release label (its
+// removal not yet in the cache) before the run reports it as held.
+const strayGrace = time.Minute
+
 // advance moves every in-flight node on, then starts new ones while slots
 // and gates allow.
 func (p *planner) advance() {
@@ -957,6 +961,14 @@ func (p *planner) advance() {
 		// stay in the gate pool: the removal may have been lost to a restart.
 		if n := p.nodes[r.Name]; terminal(r.Phase) && n != nil && n.Labels[ReleaseLabel] == r.Pool {
 			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
+			// The removal of the pass that finished it is normally seen
+			// within seconds; a label still there after strayGrace was
+			// refused or put back, and holds releases: say so.
+			if r.CompletionTime == nil || !p.in.Now.Before(r.CompletionTime.Add(strayGrace)) {
+				p.held = append(p.held, r.Name)
+			} else {
+				p.wake(r.CompletionTime.Add(strayGrace).Sub(p.in.Now))
+			}
 		}
 	}
 	if p.waitReason != "" || p.st.Phase == nodegatev1alpha1.RunAborted {
@@ -1042,7 +1054,10 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if gate == nil || gate.Spec.Configuration.Name == "" {
 				return
 			}
-			if len(p.occupied(r.Name)) >= p.maxUnavailable() {
+			if busy := p.occupied(r.Name); len(busy) >= p.maxUnavailable() {
+				if p.waitReason == "" {
+					p.waitReason, p.waitMessage = ReasonNodesUnavailable, fmt.Sprintf("node %s waits to be released: nodes count against maxUnavailable: %s", r.Name, strings.Join(sortedSet(busy), ", "))
+				}
 				// A node whose record is finished (or a stray) may still
 				// carry the label, its removal not yet seen or lost to a
 				// restart, or still be updating: the MCO counts it. Hold
