@@ -153,6 +153,9 @@ func (w *world) apply(a Action) {
 		w.pools[a.Pool].Spec.Paused = a.Paused
 	case SetPoolSelector:
 		w.pools[a.Pool].Spec.NodeSelector = a.NodeSelector.DeepCopy()
+	case SetPoolMaxUnavailable:
+		mu := *a.MaxUnavailable
+		w.pools[a.Pool].Spec.MaxUnavailable = &mu
 	case CreatePool:
 		if _, ok := w.pools[a.Pool]; !ok {
 			w.pools[a.Pool] = a.NewPool.DeepCopy()

@@ -2,11 +2,11 @@ package plan
 
 import (
 	"errors"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"strings"
 	"testing"
 	"time"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1129,5 +1129,27 @@ func TestLabelPutBackIsReported(t *testing.T) {
 	}
 	if c := w.cond(CondProgressing); c == nil || !strings.Contains(c.Message, "w00") {
 		t.Fatalf("Progressing does not say w00 holds the release: %+v", c)
+	}
+}
+
+// TestGatePoolMaxUnavailableKept: someone changes the gate pool's
+// maxUnavailable; node-gate puts it back to 100% (it alone limits how many
+// nodes are released; a lower value makes the MCO hold released nodes).
+func TestGatePoolMaxUnavailableKept(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	gate := w.pools["worker-gate"]
+	if gate == nil || gate.Spec.MaxUnavailable.String() != "100%" {
+		t.Fatalf("setup: gate pool %+v", gate)
+	}
+	gate.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	r := w.reconcile()
+	if a := actionsOf(r, SetPoolMaxUnavailable); len(a) != 1 || a[0].Pool != "worker-gate" || a[0].MaxUnavailable.String() != "100%" {
+		t.Fatalf("want the gate pool's maxUnavailable set back to 100%%: %+v", r.Actions)
+	}
+	if got := w.pools["worker-gate"].Spec.MaxUnavailable.String(); got != "100%" {
+		t.Fatalf("gate pool maxUnavailable %s", got)
+	}
+	if r := w.reconcile(); len(actionsOf(r, SetPoolMaxUnavailable)) != 0 {
+		t.Fatalf("set again although it is 100%%: %+v", r.Actions)
 	}
 }

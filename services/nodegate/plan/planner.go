@@ -582,6 +582,9 @@ func (p *planner) arm() {
 	}
 }
 
+// gateMaxUnavailable is the maxUnavailable of the gate pools node-gate creates.
+const gateMaxUnavailable = "100%"
+
 // unlabelStrays removes the release label of a gated pool from every node
 // that carries one while no round is active (so none is released).
 func (p *planner) unlabelStrays() {
@@ -690,6 +693,12 @@ func (p *planner) setUpGates() bool {
 			continue
 		} else {
 			rec.GatePoolCreated = true
+			// Created with 100%: node-gate alone limits how many nodes it
+			// releases. A lower value, set by someone since, would have
+			// the MCO hold nodes node-gate released (and counts).
+			if mu := gate.Spec.MaxUnavailable; mu == nil || mu.String() != gateMaxUnavailable {
+				p.act(Action{Kind: SetPoolMaxUnavailable, Pool: gate.Name, MaxUnavailable: ptr.To(intstr.FromString(gateMaxUnavailable))})
+			}
 		}
 		if gate.Spec.Configuration.Name == "" {
 			ready = false
