@@ -59,7 +59,7 @@ func TestArmsOnRequestedUpdate(t *testing.T) {
 	// The MCO renders the new worker config: no node moves in the paused pool.
 	w.renderRelease("4.16.0")
 	w.reconcile()
-	if moved := w.mco(); len(moved) != 3 { // masters only
+	if moved := w.mco(); len(moved) != 1 || moved[0][0] != 'm' { // one master (maxUnavailable 1)
 		t.Fatalf("only masters may move while workers are gated, moved %v", moved)
 	}
 	for _, n := range []string{"w00", "w01", "w02"} {
@@ -1050,8 +1050,9 @@ func TestReleaseLimitCountsReleasedRecords(t *testing.T) {
 
 // TestGateRerenderDuringPostHooks: the gate pool renders a new target while
 // a node runs its post-update hooks. The node does not complete (nor leave
-// the gate pool mid-update): it goes back to Released, is updated to the new
-// target, runs its post-update hooks again, and only then completes.
+// the gate pool mid-update): it goes back to its pre-update hooks (the gate
+// pool paused meanwhile), is updated to the new target, runs its
+// post-update hooks again, and only then completes.
 func TestGateRerenderDuringPostHooks(t *testing.T) {
 	w := readyRound(t, 2, nil)
 	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodePostHooks; i++ {
@@ -1072,18 +1073,30 @@ func TestGateRerenderDuringPostHooks(t *testing.T) {
 			t.Fatalf("w00 unlabelled although the gate pool targets %s now", newTarget)
 		}
 	}
-	if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodeReleased {
-		t.Fatalf("w00 %s, want back to Released", rec.Phase)
+	if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodePreHooks {
+		t.Fatalf("w00 %s, want back to its pre-update hooks", rec.Phase)
 	}
-	postRuns := 0
+	if g := w.pools["worker-gate"]; !g.Spec.Paused {
+		t.Fatal("the gate pool may move w00 to the new target before its pre-update hooks ran again")
+	}
+	if w.mco(); w.nodes["w00"].Annotations[mcostate.DesiredConfig] == newTarget {
+		t.Fatal("w00 given the new target before its pre-update hooks ran again")
+	}
+	postRuns, preRuns := 0, 0
 	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
 		w.mco()
 		w.now = w.now.Add(time.Minute)
 		r = w.reconcile()
 		for _, a := range actionsOf(r, CreateJob) {
 			// Only w00 is past its pre-update hooks (maxUnavailable 1).
-			if a.Job.Labels[HookLabel] == "cleanup" {
+			switch a.Job.Labels[HookLabel] {
+			case "cleanup":
 				postRuns++
+			case "fence":
+				preRuns++
+				if w.nodes["w00"].Annotations[mcostate.DesiredConfig] == newTarget {
+					t.Fatal("w00's pre-update hook started after it was given the new target")
+				}
 			}
 		}
 		w.completeAll()
@@ -1091,8 +1104,8 @@ func TestGateRerenderDuringPostHooks(t *testing.T) {
 	if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodeCompleted || w.nodes["w00"].Annotations[mcostate.CurrentConfig] != newTarget {
 		t.Fatalf("w00 %s on %s, want Completed on %s", rec.Phase, w.nodes["w00"].Annotations[mcostate.CurrentConfig], newTarget)
 	}
-	if postRuns == 0 {
-		t.Fatal("the post-update hooks did not run again after the second update")
+	if postRuns == 0 || preRuns == 0 {
+		t.Fatalf("the hooks did not run again around the second update: pre %d post %d", preRuns, postRuns)
 	}
 }
 
@@ -1151,5 +1164,32 @@ func TestGatePoolMaxUnavailableKept(t *testing.T) {
 	}
 	if r := w.reconcile(); len(actionsOf(r, SetPoolMaxUnavailable)) != 0 {
 		t.Fatalf("set again although it is 100%%: %+v", r.Actions)
+	}
+}
+
+// TestGatePoolHeldDuringNextControlPlaneUpdate: a node is released (its
+// pre-update hooks ran for this round's target) when the next release is
+// requested. Until the control plane is updated the gate pool is paused: the
+// pools may render the next release at any moment, and the node must not be
+// given that one on the strength of hooks that ran for another.
+func TestGatePoolHeldDuringNextControlPlaneUpdate(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	for i := 0; i < 20 && w.rec("w00").Phase != nodegatev1alpha1.NodeReleased; i++ {
+		w.completeAll()
+		w.reconcile()
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || w.pools["worker-gate"].Spec.Paused {
+		t.Fatalf("setup: w00 %s, gate paused %v", w.rec("w00").Phase, w.pools["worker-gate"].Spec.Paused)
+	}
+	w.startUpdate("4.16.1")
+	w.reconcile()
+	if !w.pools["worker-gate"].Spec.Paused {
+		t.Fatal("gate pool left unpaused while the control plane updates")
+	}
+	before := w.nodes["w00"].Annotations[mcostate.DesiredConfig]
+	w.renderRelease("4.16.1")
+	w.mco()
+	if got := w.nodes["w00"].Annotations[mcostate.DesiredConfig]; got != before {
+		t.Fatalf("w00 given %s during the control-plane update", got)
 	}
 }

@@ -265,7 +265,7 @@ func (p *planner) plan() {
 		// new release. Otherwise the MCO moves such a node in the gate pool
 		// to the new target without this round's pre-update hooks.
 		p.unlabelStrays()
-		p.holdGates()
+		p.holdGates(true)
 		p.st.Phase = nodegatev1alpha1.RunWaiting
 		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg
 		return
@@ -278,7 +278,7 @@ func (p *planner) plan() {
 	p.resumeIfChanged()
 	p.gates(cvUpdating, cvMsg)
 	p.advance()
-	p.holdGates()
+	p.holdGates(cvUpdating)
 	if !p.hasOpenRecords() {
 		if p.restore() {
 			p.st.Phase = nodegatev1alpha1.RunCompleted
@@ -613,8 +613,13 @@ func releasedPhase(r *nodegatev1alpha1.NodeRecord) bool {
 // released in this round. A paused gate pool moves nobody: a label left over
 // from the last round, or a removal not yet seen, cannot let the MCO give a
 // node the new target without its pre-update hooks, even when the pools
-// render a new release before node-gate sees it.
-func (p *planner) holdGates() {
+// render a new release before node-gate sees it. While the control plane
+// updates (hold), every gate pool stays paused too: the pools may render the
+// next release at any moment, and a node released for this round's target
+// must not get that one, whose round has not run its pre-update hooks. A
+// node the MCO already started finishes (a pause stops new targets only);
+// one not started waits for the control plane.
+func (p *planner) holdGates(hold bool) {
 	done := map[string]bool{}
 	for _, s := range p.sources {
 		name := p.gatePoolName(s)
@@ -631,7 +636,7 @@ func (p *planner) holdGates() {
 			continue
 		}
 		run := false
-		for i := range p.st.Nodes {
+		for i := 0; i < len(p.st.Nodes) && !hold; i++ {
 			r := &p.st.Nodes[i]
 			if r.Phase == nodegatev1alpha1.NodeReleased && p.gatePoolName(r.Pool) == name {
 				run = true
@@ -1102,18 +1107,19 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 				return
 			}
 			if gate := p.pools[p.gatePoolName(r.Pool)]; gate == nil || !mcostate.UpdatedTo(p.nodes[r.Name], gate.Spec.Configuration.Name) {
-				// The gate pool rendered a new target meanwhile: the MCO
-				// updates the node again, and removing the label now would
-				// take it out of the gate pool mid-update. It goes back to
-				// Released; its post-update hooks run again after.
+				// The gate pool rendered a new target meanwhile: the node
+				// is to be updated (rebooted) again, and removing the label
+				// now would take it out of the gate pool mid-update. It
+				// goes back to its pre-update hooks (it keeps the label;
+				// holdGates keeps the gate pool paused meanwhile), then is
+				// released again, and its post-update hooks run after.
 				for i := range r.Hooks {
-					if h := &r.Hooks[i]; h.Stage == nodegatev1alpha1.StagePost {
-						h.Phase = nodegatev1alpha1.HookPending
-						h.AttemptsBefore = h.Attempts
-					}
+					h := &r.Hooks[i]
+					h.Phase = nodegatev1alpha1.HookPending
+					h.AttemptsBefore = h.Attempts
 				}
-				r.Phase = nodegatev1alpha1.NodeReleased
-				p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "node %s no longer runs its gate pool's target: it is updated again before it passes the gate", r.Name)
+				r.Phase = nodegatev1alpha1.NodePreHooks
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "node %s no longer runs its gate pool's target: its hooks run again before it is updated again", r.Name)
 				return
 			}
 			if p.nodes[r.Name].Labels[ReleaseLabel] != "" {
