@@ -1193,3 +1193,45 @@ func TestGatePoolHeldDuringNextControlPlaneUpdate(t *testing.T) {
 		t.Fatalf("w00 given %s during the control-plane update", got)
 	}
 }
+
+// TestRenderDuringRoundGatedBeforeRestore: the pools render new content (a
+// MachineConfig change, no cluster update) while a round is active. The
+// round ends; unpausing the source pool then would let the MCO give the
+// nodes that passed the gate the new content without hooks. node-gate
+// keeps the pools armed and gates the new content in a new round.
+func TestRenderDuringRoundGatedBeforeRestore(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		w.reconcile()
+	}
+	first := w.run.Status.RunID
+	w.renderRelease("4.16.0-mc2")
+	for i := 0; i < 300 && !(w.run.Status.Phase == nodegatev1alpha1.RunCompleted && w.run.Status.RunID != first); i++ {
+		w.completeAll()
+		before := map[string]string{}
+		for n, node := range w.nodes {
+			before[n] = node.Annotations[mcostate.DesiredConfig]
+		}
+		w.mco()
+		// w00 passed the gate before the render. (w01, released in the
+		// first round, may get the new content on its hooks of that round:
+		// it is updated once, after them.)
+		for _, n := range []string{"w00"} {
+			d := w.nodes[n].Annotations[mcostate.DesiredConfig]
+			if d == before[n] || configVersion(d) == configVersion(w.nodes[n].Annotations[mcostate.CurrentConfig]) {
+				continue
+			}
+			if configVersion(d) == "mc2" && (w.run.Status.RunID == first || w.rec(n).Phase != nodegatev1alpha1.NodeReleased) {
+				t.Fatalf("%s given %s outside a round that gated it (round %s, first %s, record %+v)", n, d, w.run.Status.RunID, first, w.rec(n))
+			}
+		}
+		w.now = w.now.Add(time.Minute)
+		w.reconcile()
+	}
+	if w.run.Status.Phase != nodegatev1alpha1.RunCompleted || w.run.Status.RunID == first {
+		t.Fatalf("no second round completed: %s %s", w.run.Status.Phase, w.run.Status.RunID)
+	}
+}

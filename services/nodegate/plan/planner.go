@@ -279,6 +279,15 @@ func (p *planner) plan() {
 	p.gates(cvUpdating, cvMsg)
 	p.advance()
 	p.holdGates(cvUpdating)
+	if !p.hasOpenRecords() && len(pending) > 0 && p.newTargets() {
+		// The pools rendered newer content during the round. Restoring
+		// now would unpause the source pools and let the MCO give it to
+		// the nodes that passed the gate, without hooks: stay armed; the
+		// next pass gates it in a new round.
+		p.st.Phase = nodegatev1alpha1.RunProgressing
+		p.wake(time.Second)
+		return
+	}
 	if !p.hasOpenRecords() {
 		if p.restore() {
 			p.st.Phase = nodegatev1alpha1.RunCompleted
