@@ -303,6 +303,9 @@ func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
 		// merge matchLabels with what is there.
 		return r.patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}, types.JSONPatchType,
 			[]map[string]any{{"op": "add", "path": "/spec/nodeSelector", "value": a.NodeSelector}})
+	case plan.SetPoolMaxUnavailable:
+		return r.patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}, types.MergePatchType,
+			map[string]any{"spec": map[string]any{"maxUnavailable": a.MaxUnavailable}})
 	case plan.CreatePool:
 		err := r.Client.Create(ctx, a.NewPool.DeepCopy())
 		if apierrors.IsAlreadyExists(err) {

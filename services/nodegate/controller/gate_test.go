@@ -99,6 +99,15 @@ func gatedUpdate(ctx SpecContext) {
 		g.Expect(r.Status.Pools).To(ContainElement(And(HaveField("Name", "worker"), HaveField("OriginalPaused", ptr.To(false)))))
 	}).Should(Succeed())
 
+	By("the gate pool's maxUnavailable, changed by someone, goes back to 100%")
+	Eventually(func(g Gomega) {
+		g.Expect(env.Client.Patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker-gate"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxUnavailable":1}}`)))).To(Succeed())
+	}).Should(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(getPool(ctx, "worker-gate").Spec.MaxUnavailable).To(HaveValue(Equal(intstr.FromString("100%"))))
+	}).Should(Succeed())
+
 	By("restarting node-gate once the first node passed")
 	Eventually(func(g Gomega) {
 		g.Expect(getRun(ctx, key).Status.Summary.Succeeded).To(BeNumerically(">=", 1))

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
@@ -153,6 +154,9 @@ func (w *world) apply(a Action) {
 		w.pools[a.Pool].Spec.Paused = a.Paused
 	case SetPoolSelector:
 		w.pools[a.Pool].Spec.NodeSelector = a.NodeSelector.DeepCopy()
+	case SetPoolMaxUnavailable:
+		mu := *a.MaxUnavailable
+		w.pools[a.Pool].Spec.MaxUnavailable = &mu
 	case CreatePool:
 		if _, ok := w.pools[a.Pool]; !ok {
 			w.pools[a.Pool] = a.NewPool.DeepCopy()
@@ -222,27 +226,55 @@ func (w *world) primary(n *corev1.Node) string {
 	return p
 }
 
-// mco advances every node of every unpaused pool by one MCO step: target
-// it, then finish it. It returns the nodes it touched.
+// mco advances every node by one MCO step: the MCD finishes a node it was
+// targeted at (whether or not its pool is paused now: pausing a pool stops
+// new targets, not an update under way), then the controller targets nodes
+// of unpaused pools, in each no more than the pool's maxUnavailable (nil: 1;
+// a percentage of the pool's members, rounded down, at least 1) updating at
+// once, as the MCO does. It returns the nodes it touched.
 func (w *world) mco() []string {
 	var touched []string
+	members := map[string][]*corev1.Node{}
 	for _, name := range sortedKeys(w.nodes) {
 		n := w.nodes[name]
-		pool := w.pools[w.primary(n)]
+		a := n.Annotations
+		if a[mcostate.DesiredConfig] != a[mcostate.CurrentConfig] {
+			a[mcostate.CurrentConfig] = a[mcostate.DesiredConfig]
+			a[mcostate.State] = mcostate.StateDone
+			touched = append(touched, name)
+		}
+		if p := w.primary(n); p != "" {
+			members[p] = append(members[p], n)
+		}
+	}
+	for _, pname := range sortedKeys(members) {
+		pool := w.pools[pname]
 		if pool == nil || pool.Spec.Paused {
 			continue
 		}
+		limit := 1
+		if mu := pool.Spec.MaxUnavailable; mu != nil {
+			if v, err := intstr.GetScaledValueFromIntOrPercent(mu, len(members[pname]), false); err == nil && v > 1 {
+				limit = v
+			}
+		}
+		busy := 0
+		for _, n := range members[pname] {
+			if n.Annotations[mcostate.DesiredConfig] != n.Annotations[mcostate.CurrentConfig] {
+				busy++
+			}
+		}
 		target := pool.Spec.Configuration.Name
-		a := n.Annotations
-		switch {
-		case a[mcostate.DesiredConfig] != target:
-			a[mcostate.DesiredConfig] = target
-			a[mcostate.State] = mcostate.StateWorking
-			touched = append(touched, name)
-		case a[mcostate.CurrentConfig] != target:
-			a[mcostate.CurrentConfig] = target
-			a[mcostate.State] = mcostate.StateDone
-			touched = append(touched, name)
+		for _, n := range members[pname] {
+			if busy >= limit {
+				break
+			}
+			if a := n.Annotations; a[mcostate.DesiredConfig] != target && a[mcostate.DesiredConfig] == a[mcostate.CurrentConfig] {
+				a[mcostate.DesiredConfig] = target
+				a[mcostate.State] = mcostate.StateWorking
+				touched = append(touched, n.Name)
+				busy++
+			}
 		}
 	}
 	return touched

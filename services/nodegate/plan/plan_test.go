@@ -2,11 +2,11 @@ package plan
 
 import (
 	"errors"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"strings"
 	"testing"
 	"time"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +59,7 @@ func TestArmsOnRequestedUpdate(t *testing.T) {
 	// The MCO renders the new worker config: no node moves in the paused pool.
 	w.renderRelease("4.16.0")
 	w.reconcile()
-	if moved := w.mco(); len(moved) != 3 { // masters only
+	if moved := w.mco(); len(moved) != 1 || moved[0][0] != 'm' { // one master (maxUnavailable 1)
 		t.Fatalf("only masters may move while workers are gated, moved %v", moved)
 	}
 	for _, n := range []string{"w00", "w01", "w02"} {
@@ -905,15 +905,41 @@ func TestNewRoundHoldsNodesStillReleased(t *testing.T) {
 	oldRound := w.run.Status.RunID
 
 	w.startUpdate("4.16.1")
-	w.reconcile()
+	// The pass that arms for the control-plane update removes the stray's
+	// label; that removal is lost too, so the gate pool must hold it.
+	r0 := Plan(w.input())
+	w.run.Status = *r0.Status.DeepCopy()
+	unlabelled := false
+	for _, a := range r0.Actions {
+		if a.Kind == UnlabelNode && a.Node == stray {
+			unlabelled = true
+			continue
+		}
+		w.apply(a)
+	}
+	if !unlabelled || !hasEvent(r0, "StrayReleaseLabel") {
+		t.Fatalf("arming pass: stray %s not unlabelled: %+v", stray, r0.Actions)
+	}
+	if c := w.cond(CondDegraded); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, stray) {
+		t.Fatalf("arming pass: Degraded does not name the stray %s: %+v", stray, c)
+	}
+	// The unfavourable order: the pools render the new release and the MCO
+	// acts on it before node-gate sees the render. The stray must already be
+	// out of the gate pool (or the gate pool paused): it was unlabelled by
+	// the pass that armed for the control-plane update.
+	want := w.nodes[stray].Annotations[mcostate.DesiredConfig]
 	w.renderRelease("4.16.1")
+	w.mco()
+	w.mco()
+	if got := w.nodes[stray].Annotations[mcostate.DesiredConfig]; got != want {
+		t.Fatalf("stray %s moved to %s during the control-plane update, without pre-hooks", stray, got)
+	}
 	w.finishControlPlane()
 	r := w.reconcile()
 	if w.run.Status.RunID == oldRound {
 		t.Fatalf("no new round started")
 	}
 	// Back in its paused source pool, the MCO leaves it where it is.
-	want := w.nodes[stray].Annotations[mcostate.DesiredConfig]
 	w.mco()
 	if got := w.nodes[stray].Annotations[mcostate.DesiredConfig]; got != want {
 		t.Fatalf("stray %s moved to %s before its pre-hooks", stray, got)
@@ -921,7 +947,7 @@ func TestNewRoundHoldsNodesStillReleased(t *testing.T) {
 	if rec := w.rec(stray); rec == nil || rec.Phase != nodegatev1alpha1.NodePending {
 		t.Fatalf("stray %s: record %+v, want Pending (held)", stray, rec)
 	}
-	unlabelled := false
+	unlabelled = false
 	for _, a := range actionsOf(r, UnlabelNode) {
 		unlabelled = unlabelled || a.Node == stray
 	}
@@ -940,5 +966,272 @@ func TestNewRoundHoldsNodesStillReleased(t *testing.T) {
 	}
 	if rec := w.rec(stray); rec.Hooks[0].Phase != nodegatev1alpha1.HookSucceeded || rec.ReleasedTime == nil {
 		t.Fatalf("stray %s not gated in round two: %+v", stray, rec)
+	}
+}
+
+// setRec overwrites a node's record in the run's status, as a test's way to
+// reach a state several passes and races away.
+func (w *world) setRec(node string, f func(r *nodegatev1alpha1.NodeRecord)) {
+	r := w.rec(node)
+	if r == nil {
+		w.t.Fatalf("no record for %s", node)
+	}
+	f(r)
+}
+
+// TestUnsettledNodeCountsAgainstMaxUnavailable: a node whose label is gone
+// but whose update the MCD is still applying (desiredConfig != currentConfig)
+// is unavailable as the MCO counts it: no new node starts while it is.
+func TestUnsettledNodeCountsAgainstMaxUnavailable(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	first := w.run.Status.PlannedOrder[0]
+	w.setRec(first, func(r *nodegatev1alpha1.NodeRecord) {
+		r.Phase = nodegatev1alpha1.NodeCompleted
+		r.ReleasedTime = ptr.To(metav1.NewTime(w.now))
+	})
+	// Unlabelled, but the MCD is still applying the gate's target.
+	delete(w.nodes[first].Labels, ReleaseLabel)
+	w.nodes[first].Annotations[mcostate.DesiredConfig] = rendered("worker-gate", "4.16.0")
+	w.nodes[first].Annotations[mcostate.State] = mcostate.StateWorking
+	w.now = w.now.Add(time.Minute)
+	r := w.reconcile()
+	if hasEvent(r, "GateStarted") || len(actionsOf(r, CreateJob)) != 0 {
+		t.Fatalf("a node started while %s (maxUnavailable 1) is still updating: %+v", first, r.Events)
+	}
+	if c := w.cond(CondProgressing); c == nil || !strings.Contains(c.Message, first) {
+		t.Fatalf("Progressing does not say which node holds the run: %+v", c)
+	}
+	// Once the MCD is done, the next node starts.
+	w.nodes[first].Annotations[mcostate.CurrentConfig] = rendered("worker-gate", "4.16.0")
+	w.nodes[first].Annotations[mcostate.State] = mcostate.StateDone
+	if r := w.reconcile(); !hasEvent(r, "GateStarted") {
+		t.Fatalf("no node started once %s settled: %+v", first, r.Events)
+	}
+}
+
+// TestReleaseLimitCountsReleasedRecords: the release limit counts a node
+// released in an earlier pass whose label the cache does not show yet, even
+// when that node comes later in the planned order.
+func TestReleaseLimitCountsReleasedRecords(t *testing.T) {
+	w := readyRound(t, 3, func(w *world) { w.run.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+	order := w.run.Status.PlannedOrder
+	ready, released, done := order[0], order[1], order[2]
+	w.setRec(ready, func(r *nodegatev1alpha1.NodeRecord) {
+		r.Phase = nodegatev1alpha1.NodePreHooks
+		for i := range r.Hooks {
+			if r.Hooks[i].Stage == nodegatev1alpha1.StagePre {
+				r.Hooks[i].Phase = nodegatev1alpha1.HookSucceeded
+			}
+		}
+	})
+	w.setRec(released, func(r *nodegatev1alpha1.NodeRecord) {
+		r.Phase = nodegatev1alpha1.NodeReleased
+		r.StartTime = ptr.To(metav1.NewTime(w.now))
+		r.ReleasedTime = ptr.To(metav1.NewTime(w.now))
+	})
+	delete(w.nodes[released].Labels, ReleaseLabel) // not in the cache yet
+	w.setRec(done, func(r *nodegatev1alpha1.NodeRecord) {
+		r.Phase = nodegatev1alpha1.NodeCompleted
+		r.StartTime = ptr.To(metav1.NewTime(w.now))
+	})
+	w.nodes[done].Labels[ReleaseLabel] = "worker" // its removal not seen yet
+	// Move the released node after the ready one in the records' order.
+	w.run.Status.PlannedOrder = []string{ready, done, released}
+	r := w.reconcile()
+	for _, a := range actionsOf(r, LabelNode) {
+		if a.Node == ready {
+			t.Fatalf("%s released while %s (Released) and %s (labelled) fill maxUnavailable 2", ready, released, done)
+		}
+	}
+	if rec := w.rec(ready); rec.Phase != nodegatev1alpha1.NodePreHooks {
+		t.Fatalf("%s: %s, want held in PreHooks", ready, rec.Phase)
+	}
+}
+
+// TestGateRerenderDuringPostHooks: the gate pool renders a new target while
+// a node runs its post-update hooks. The node does not complete (nor leave
+// the gate pool mid-update): it goes back to its pre-update hooks (the gate
+// pool paused meanwhile), is updated to the new target, runs its
+// post-update hooks again, and only then completes.
+func TestGateRerenderDuringPostHooks(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodePostHooks; i++ {
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		w.reconcile()
+	}
+	if ph := w.rec("w00").Phase; ph != nodegatev1alpha1.NodePostHooks {
+		t.Fatalf("setup: w00 %s, want PostHooks", ph)
+	}
+	newTarget := rendered("worker-gate", "4.16.0-mc2")
+	w.pools["worker-gate"].Spec.Configuration.Name = newTarget
+	w.completeAll() // the post-update hooks finish
+	r := w.reconcile()
+	for _, a := range actionsOf(r, UnlabelNode) {
+		if a.Node == "w00" {
+			t.Fatalf("w00 unlabelled although the gate pool targets %s now", newTarget)
+		}
+	}
+	if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodePreHooks {
+		t.Fatalf("w00 %s, want back to its pre-update hooks", rec.Phase)
+	}
+	if g := w.pools["worker-gate"]; !g.Spec.Paused {
+		t.Fatal("the gate pool may move w00 to the new target before its pre-update hooks ran again")
+	}
+	if w.mco(); w.nodes["w00"].Annotations[mcostate.DesiredConfig] == newTarget {
+		t.Fatal("w00 given the new target before its pre-update hooks ran again")
+	}
+	postRuns, preRuns := 0, 0
+	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		r = w.reconcile()
+		for _, a := range actionsOf(r, CreateJob) {
+			// Only w00 is past its pre-update hooks (maxUnavailable 1).
+			switch a.Job.Labels[HookLabel] {
+			case "cleanup":
+				postRuns++
+			case "fence":
+				preRuns++
+				if w.nodes["w00"].Annotations[mcostate.DesiredConfig] == newTarget {
+					t.Fatal("w00's pre-update hook started after it was given the new target")
+				}
+			}
+		}
+		w.completeAll()
+	}
+	if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodeCompleted || w.nodes["w00"].Annotations[mcostate.CurrentConfig] != newTarget {
+		t.Fatalf("w00 %s on %s, want Completed on %s", rec.Phase, w.nodes["w00"].Annotations[mcostate.CurrentConfig], newTarget)
+	}
+	if postRuns == 0 || preRuns == 0 {
+		t.Fatalf("the hooks did not run again around the second update: pre %d post %d", preRuns, postRuns)
+	}
+}
+
+// TestLabelPutBackIsReported: someone keeps putting the release label back
+// on a node that passed the gate. node-gate keeps removing it and holds the
+// next release (the MCO counts the node in the gate pool), and says so in
+// Degraded and in Progressing instead of holding the run silently.
+func TestLabelPutBackIsReported(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		w.reconcile()
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted {
+		t.Fatalf("setup: w00 %s", w.rec("w00").Phase)
+	}
+	for i := 0; i < 6; i++ {
+		w.nodes["w00"].Labels[ReleaseLabel] = "worker" // put back after every removal
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		r := w.reconcile()
+		if u := actionsOf(r, UnlabelNode); len(u) == 0 {
+			t.Fatalf("pass %d: the label on w00 is not removed again", i)
+		}
+	}
+	if w.labelled["w01"] {
+		t.Fatal("w01 released while w00 still sat in the gate pool")
+	}
+	if c := w.cond(CondDegraded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonStrayReleaseLabel || !strings.Contains(c.Message, "w00") {
+		t.Fatalf("Degraded does not report w00: %+v", c)
+	}
+	if c := w.cond(CondProgressing); c == nil || !strings.Contains(c.Message, "w00") {
+		t.Fatalf("Progressing does not say w00 holds the release: %+v", c)
+	}
+}
+
+// TestGatePoolMaxUnavailableKept: someone changes the gate pool's
+// maxUnavailable; node-gate puts it back to 100% (it alone limits how many
+// nodes are released; a lower value makes the MCO hold released nodes).
+func TestGatePoolMaxUnavailableKept(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	gate := w.pools["worker-gate"]
+	if gate == nil || gate.Spec.MaxUnavailable.String() != "100%" {
+		t.Fatalf("setup: gate pool %+v", gate)
+	}
+	gate.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	r := w.reconcile()
+	if a := actionsOf(r, SetPoolMaxUnavailable); len(a) != 1 || a[0].Pool != "worker-gate" || a[0].MaxUnavailable.String() != "100%" {
+		t.Fatalf("want the gate pool's maxUnavailable set back to 100%%: %+v", r.Actions)
+	}
+	if got := w.pools["worker-gate"].Spec.MaxUnavailable.String(); got != "100%" {
+		t.Fatalf("gate pool maxUnavailable %s", got)
+	}
+	if r := w.reconcile(); len(actionsOf(r, SetPoolMaxUnavailable)) != 0 {
+		t.Fatalf("set again although it is 100%%: %+v", r.Actions)
+	}
+}
+
+// TestGatePoolHeldDuringNextControlPlaneUpdate: a node is released (its
+// pre-update hooks ran for this round's target) when the next release is
+// requested. Until the control plane is updated the gate pool is paused: the
+// pools may render the next release at any moment, and the node must not be
+// given that one on the strength of hooks that ran for another.
+func TestGatePoolHeldDuringNextControlPlaneUpdate(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	for i := 0; i < 20 && w.rec("w00").Phase != nodegatev1alpha1.NodeReleased; i++ {
+		w.completeAll()
+		w.reconcile()
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || w.pools["worker-gate"].Spec.Paused {
+		t.Fatalf("setup: w00 %s, gate paused %v", w.rec("w00").Phase, w.pools["worker-gate"].Spec.Paused)
+	}
+	w.startUpdate("4.16.1")
+	w.reconcile()
+	if !w.pools["worker-gate"].Spec.Paused {
+		t.Fatal("gate pool left unpaused while the control plane updates")
+	}
+	before := w.nodes["w00"].Annotations[mcostate.DesiredConfig]
+	w.renderRelease("4.16.1")
+	w.mco()
+	if got := w.nodes["w00"].Annotations[mcostate.DesiredConfig]; got != before {
+		t.Fatalf("w00 given %s during the control-plane update", got)
+	}
+}
+
+// TestRenderDuringRoundGatedBeforeRestore: the pools render new content (a
+// MachineConfig change, no cluster update) while a round is active. The
+// round ends; unpausing the source pool then would let the MCO give the
+// nodes that passed the gate the new content without hooks. node-gate
+// keeps the pools armed and gates the new content in a new round.
+func TestRenderDuringRoundGatedBeforeRestore(t *testing.T) {
+	w := readyRound(t, 2, nil)
+	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		w.reconcile()
+	}
+	first := w.run.Status.RunID
+	w.renderRelease("4.16.0-mc2")
+	for i := 0; i < 300 && !(w.run.Status.Phase == nodegatev1alpha1.RunCompleted && w.run.Status.RunID != first); i++ {
+		w.completeAll()
+		before := map[string]string{}
+		for n, node := range w.nodes {
+			before[n] = node.Annotations[mcostate.DesiredConfig]
+		}
+		w.mco()
+		// w00 passed the gate before the render. (w01, released in the
+		// first round, may get the new content on its hooks of that round:
+		// it is updated once, after them.)
+		for _, n := range []string{"w00"} {
+			d := w.nodes[n].Annotations[mcostate.DesiredConfig]
+			if d == before[n] || configVersion(d) == configVersion(w.nodes[n].Annotations[mcostate.CurrentConfig]) {
+				continue
+			}
+			if configVersion(d) == "mc2" && (w.run.Status.RunID == first || w.rec(n).Phase != nodegatev1alpha1.NodeReleased) {
+				t.Fatalf("%s given %s outside a round that gated it (round %s, first %s, record %+v)", n, d, w.run.Status.RunID, first, w.rec(n))
+			}
+		}
+		w.now = w.now.Add(time.Minute)
+		w.reconcile()
+	}
+	if w.run.Status.Phase != nodegatev1alpha1.RunCompleted || w.run.Status.RunID == first {
+		t.Fatalf("no second round completed: %s %s", w.run.Status.Phase, w.run.Status.RunID)
 	}
 }

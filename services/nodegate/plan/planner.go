@@ -60,6 +60,8 @@ const (
 	ReasonWaitingForGatePool = "WaitingForGatePool"
 	ReasonJobNamespace       = "JobNamespaceNotAllowed"
 	ReasonPoolNotGated       = "PoolNotGated"
+	ReasonStrayReleaseLabel  = "StrayReleaseLabel"
+	ReasonNodesUnavailable   = "NodesUnavailable"
 )
 
 // Plan decides the run's next step. See the package documentation.
@@ -92,6 +94,11 @@ type planner struct {
 	waitReason, waitMessage string
 	blockReason, blockMsg   string
 	degraded                []string
+	// held are the nodes that carry the release label without having been
+	// released in this round: node-gate removes the label and holds them.
+	held []string
+	// members are the gated nodes by source pool.
+	members map[string][]string
 
 	res     Result
 	requeue time.Duration
@@ -211,6 +218,8 @@ func (p *planner) plan() {
 		}
 	}
 
+	p.members = members
+
 	cvUpdating, cvMsg := controlPlaneUpdating(p.in.ClusterVersion)
 	pending := p.pendingNodes(members)
 
@@ -250,6 +259,13 @@ func (p *planner) plan() {
 	}
 	p.arm()
 	if !active {
+		// No round is active, so no node is released: every release label
+		// left over (a removal of the last round lost to a restart) must go
+		// now, and the gate pools stay paused, before the pools render the
+		// new release. Otherwise the MCO moves such a node in the gate pool
+		// to the new target without this round's pre-update hooks.
+		p.unlabelStrays()
+		p.holdGates(true)
 		p.st.Phase = nodegatev1alpha1.RunWaiting
 		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg
 		return
@@ -262,6 +278,16 @@ func (p *planner) plan() {
 	p.resumeIfChanged()
 	p.gates(cvUpdating, cvMsg)
 	p.advance()
+	p.holdGates(cvUpdating)
+	if !p.hasOpenRecords() && len(pending) > 0 && p.newTargets() {
+		// The pools rendered newer content during the round. Restoring
+		// now would unpause the source pools and let the MCO give it to
+		// the nodes that passed the gate, without hooks: stay armed; the
+		// next pass gates it in a new round.
+		p.st.Phase = nodegatev1alpha1.RunProgressing
+		p.wake(time.Second)
+		return
+	}
 	if !p.hasOpenRecords() {
 		if p.restore() {
 			p.st.Phase = nodegatev1alpha1.RunCompleted
@@ -497,6 +523,16 @@ func (p *planner) upToDate(n *corev1.Node, source string) bool {
 	return false
 }
 
+// atSourceTarget: the node runs its source pool's own target. A node on the
+// gate pool's target that this round did not release got there without this
+// round's hooks (a gate pool that moved a leftover node): it is not skipped,
+// it is gated (its hooks run) like the others.
+func (p *planner) atSourceTarget(n *corev1.Node, source string) bool {
+	pool := p.pools[source]
+	cur := n.Annotations[mcostate.CurrentConfig]
+	return pool != nil && cur != "" && cur == pool.Spec.Configuration.Name
+}
+
 func (p *planner) gateIsOurs(gate *mcfgv1.MachineConfigPool) bool {
 	return p.canary != "" || gate.Labels[GatePoolLabel] != ""
 }
@@ -555,6 +591,81 @@ func (p *planner) arm() {
 	}
 }
 
+// gateMaxUnavailable is the maxUnavailable of the gate pools node-gate creates.
+const gateMaxUnavailable = "100%"
+
+// unlabelStrays removes the release label of a gated pool from every node
+// that carries one while no round is active (so none is released).
+func (p *planner) unlabelStrays() {
+	for _, n := range p.in.Nodes {
+		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
+			p.act(Action{Kind: UnlabelNode, Node: n.Name, Pool: v})
+			p.held = append(p.held, n.Name)
+			p.event(OnNode, n.Name, corev1.EventTypeWarning, "StrayReleaseLabel", "node %s carries %s while no round is active: removing the label so that the gate pool cannot move it", n.Name, ReleaseLabel)
+		}
+	}
+}
+
+// releasedPhase: the node is released in this round (it may carry the label).
+func releasedPhase(r *nodegatev1alpha1.NodeRecord) bool {
+	switch r.Phase {
+	case nodegatev1alpha1.NodeReleased, nodegatev1alpha1.NodeUpdated, nodegatev1alpha1.NodePostHooks:
+		return true
+	case nodegatev1alpha1.NodeFailed:
+		return r.ReleasedTime != nil
+	}
+	return false
+}
+
+// holdGates keeps each gate pool node-gate owns paused unless a node is
+// Released into it (waiting for the MCO) and no node sits in it that was not
+// released in this round. A paused gate pool moves nobody: a label left over
+// from the last round, or a removal not yet seen, cannot let the MCO give a
+// node the new target without its pre-update hooks, even when the pools
+// render a new release before node-gate sees it. While the control plane
+// updates (hold), every gate pool stays paused too: the pools may render the
+// next release at any moment, and a node released for this round's target
+// must not get that one, whose round has not run its pre-update hooks. A
+// node the MCO already started finishes (a pause stops new targets only);
+// one not started waits for the control plane.
+func (p *planner) holdGates(hold bool) {
+	done := map[string]bool{}
+	for _, s := range p.sources {
+		name := p.gatePoolName(s)
+		gate := p.pools[name]
+		if gate == nil || done[name] {
+			continue
+		}
+		done[name] = true
+		rec := p.poolRecord(s)
+		if p.canary != "" && (rec == nil || rec.OriginalGatePaused == nil) {
+			continue // not taken over: nothing recorded to restore
+		}
+		if p.canary == "" && gate.Labels[GatePoolLabel] != s {
+			continue
+		}
+		run := false
+		for i := 0; i < len(p.st.Nodes) && !hold; i++ {
+			r := &p.st.Nodes[i]
+			if r.Phase == nodegatev1alpha1.NodeReleased && p.gatePoolName(r.Pool) == name {
+				run = true
+			}
+		}
+		for _, n := range p.in.Nodes {
+			v := n.Labels[ReleaseLabel]
+			if v == "" || !p.isSource(v) || p.gatePoolName(v) != name {
+				continue
+			}
+			if r := p.record(n.Name); r == nil || !releasedPhase(r) {
+				run = false
+			}
+		}
+		if paused, _ := p.willBe(gate); paused == run {
+			p.act(Action{Kind: SetPoolPaused, Pool: name, Paused: !run})
+		}
+	}
+}
+
 // setUpGates creates the gate pools (or takes over the canary) and keeps
 // custom source pools from selecting released nodes. It reports whether
 // every gate pool exists with a rendered target.
@@ -588,9 +699,6 @@ func (p *planner) setUpGates() bool {
 			if want := p.releaseSelector(s); !sameSelector(gate.Spec.NodeSelector, want) {
 				p.act(Action{Kind: SetPoolSelector, Pool: gate.Name, NodeSelector: want})
 			}
-			if gate.Spec.Paused {
-				p.act(Action{Kind: SetPoolPaused, Pool: gate.Name, Paused: false})
-			}
 		} else if gate == nil {
 			rec.GatePoolCreated = true
 			p.act(Action{Kind: CreatePool, Pool: rec.GatePool, NewPool: p.newGatePool(src)})
@@ -599,6 +707,12 @@ func (p *planner) setUpGates() bool {
 			continue
 		} else {
 			rec.GatePoolCreated = true
+			// Created with 100%: node-gate alone limits how many nodes it
+			// releases. A lower value, set by someone since, would have
+			// the MCO hold nodes node-gate released (and counts).
+			if mu := gate.Spec.MaxUnavailable; mu == nil || mu.String() != gateMaxUnavailable {
+				p.act(Action{Kind: SetPoolMaxUnavailable, Pool: gate.Name, MaxUnavailable: ptr.To(intstr.FromString(gateMaxUnavailable))})
+			}
 		}
 		if gate.Spec.Configuration.Name == "" {
 			ready = false
@@ -648,7 +762,7 @@ func (p *planner) syncRecords(members map[string][]string) {
 				continue
 			}
 			rec := nodegatev1alpha1.NodeRecord{Name: n, Pool: s, Phase: nodegatev1alpha1.NodePending}
-			if p.upToDate(p.nodes[n], s) && p.nodes[n].Labels[ReleaseLabel] == "" {
+			if p.atSourceTarget(p.nodes[n], s) && p.nodes[n].Labels[ReleaseLabel] == "" {
 				rec.Phase = nodegatev1alpha1.NodeSkipped
 				rec.LastError = "already runs the target configuration"
 			} else {
@@ -678,7 +792,7 @@ func (p *planner) syncRecords(members map[string][]string) {
 		case r.Phase == nodegatev1alpha1.NodePending && inPool[r.Name] != r.Pool:
 			r.Phase = nodegatev1alpha1.NodeSkipped
 			r.LastError = "the node left pool " + r.Pool
-		case r.Phase == nodegatev1alpha1.NodePending && p.upToDate(n, r.Pool) && n.Labels[ReleaseLabel] == "":
+		case r.Phase == nodegatev1alpha1.NodePending && p.atSourceTarget(n, r.Pool) && n.Labels[ReleaseLabel] == "":
 			r.Phase = nodegatev1alpha1.NodeSkipped
 			r.LastError = "already runs the target configuration"
 		}
@@ -818,6 +932,10 @@ func (p *planner) maxUnavailable() int {
 	return n
 }
 
+// strayGrace is how long a finished node may keep the release label (its
+// removal not yet in the cache) before the run reports it as held.
+const strayGrace = time.Minute
+
 // advance moves every in-flight node on, then starts new ones while slots
 // and gates allow.
 func (p *planner) advance() {
@@ -851,6 +969,7 @@ func (p *planner) advance() {
 		r := &p.st.Nodes[i]
 		if n := p.nodes[r.Name]; r.Phase == nodegatev1alpha1.NodePending && n != nil && n.Labels[ReleaseLabel] != "" {
 			strays++
+			p.held = append(p.held, r.Name)
 			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: n.Labels[ReleaseLabel]})
 			p.event(OnNode, r.Name, corev1.EventTypeWarning, "StrayReleaseLabel", "node %s carries %s but has not started this round (run %s): removing the label; it is gated once the label is gone", r.Name, ReleaseLabel, p.st.RunID)
 		}
@@ -865,6 +984,14 @@ func (p *planner) advance() {
 		// stay in the gate pool: the removal may have been lost to a restart.
 		if n := p.nodes[r.Name]; terminal(r.Phase) && n != nil && n.Labels[ReleaseLabel] == r.Pool {
 			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
+			// The removal of the pass that finished it is normally seen
+			// within seconds; a label still there after strayGrace was
+			// refused or put back, and holds releases: say so.
+			if r.CompletionTime == nil || !p.in.Now.Before(r.CompletionTime.Add(strayGrace)) {
+				p.held = append(p.held, r.Name)
+			} else {
+				p.wake(r.CompletionTime.Add(strayGrace).Sub(p.in.Now))
+			}
 		}
 	}
 	if p.waitReason != "" || p.st.Phase == nodegatev1alpha1.RunAborted {
@@ -879,7 +1006,28 @@ func (p *planner) advance() {
 		if n := p.nodes[r.Name]; n != nil && n.Labels[ReleaseLabel] != "" {
 			continue // a stray, held above
 		}
-		if len(p.inFlight())+strays >= limit || p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
+		if p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
+			return
+		}
+		// Starting a node runs its pre-update hooks; its release checks
+		// occupied again. A node whose record finished and whose label
+		// removal is on its way does not hold the start.
+		busy := p.unsettled()
+		for _, n := range p.inFlight() {
+			busy[n] = true
+		}
+		for _, n := range p.held {
+			busy[n] = true
+		}
+		if len(busy) >= limit {
+			if len(p.inFlight()) == 0 && p.waitReason == "" {
+				// Nothing of this round moves on: say what holds it.
+				p.waitReason, p.waitMessage = ReasonNodesUnavailable, "nodes count against maxUnavailable: "+strings.Join(sortedSet(busy), ", ")
+				if strays > 0 {
+					p.waitReason = ReasonStrayReleaseLabel
+					p.waitMessage = "nodes carry the release label without being released in this round (removing it): " + strings.Join(sortedSet(busy), ", ")
+				}
+			}
 			return
 		}
 		r.Phase = nodegatev1alpha1.NodePreHooks
@@ -929,12 +1077,15 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if gate == nil || gate.Spec.Configuration.Name == "" {
 				return
 			}
-			if p.labelled(r.Name) >= p.maxUnavailable() {
+			if busy := p.occupied(r.Name); len(busy) >= p.maxUnavailable() {
+				if p.waitReason == "" {
+					p.waitReason, p.waitMessage = ReasonNodesUnavailable, fmt.Sprintf("node %s waits to be released: nodes count against maxUnavailable: %s", r.Name, strings.Join(sortedSet(busy), ", "))
+				}
 				// A node whose record is finished (or a stray) may still
 				// carry the label, its removal not yet seen or lost to a
-				// restart: the MCO still counts it in the gate pool. Hold
-				// this one until the label is gone, so that never more
-				// than maxUnavailable nodes are released at once.
+				// restart, or still be updating: the MCO counts it. Hold
+				// this one until it is gone, so that never more than
+				// maxUnavailable nodes are released at once.
 				return
 			}
 			// The label lands after this pass: the MCO cannot have
@@ -964,6 +1115,22 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if !p.runHooks(r, nodegatev1alpha1.StagePost) {
 				return
 			}
+			if gate := p.pools[p.gatePoolName(r.Pool)]; gate == nil || !mcostate.UpdatedTo(p.nodes[r.Name], gate.Spec.Configuration.Name) {
+				// The gate pool rendered a new target meanwhile: the node
+				// is to be updated (rebooted) again, and removing the label
+				// now would take it out of the gate pool mid-update. It
+				// goes back to its pre-update hooks (it keeps the label;
+				// holdGates keeps the gate pool paused meanwhile), then is
+				// released again, and its post-update hooks run after.
+				for i := range r.Hooks {
+					h := &r.Hooks[i]
+					h.Phase = nodegatev1alpha1.HookPending
+					h.AttemptsBefore = h.Attempts
+				}
+				r.Phase = nodegatev1alpha1.NodePreHooks
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "node %s no longer runs its gate pool's target: its hooks run again before it is updated again", r.Name)
+				return
+			}
 			if p.nodes[r.Name].Labels[ReleaseLabel] != "" {
 				p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
 			}
@@ -979,22 +1146,64 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 	}
 }
 
-// labelled counts the nodes other than except that carry the release label
-// of a gated pool, as the cache shows them (a removal this pass decided is
-// not counted as done: it may be lost) plus the labels this pass adds.
-func (p *planner) labelled(except string) int {
+// occupied lists the nodes other than except that are, or may at once be,
+// unavailable as the MCO counts them: those that carry the release label of
+// a gated pool as the cache shows them (a removal this pass decided is not
+// counted as done: it may be lost), those this pass labels, those released
+// in this round (a label added in an earlier pass may not be in the cache
+// yet), and every gated node the MCD has not finished (desiredConfig !=
+// currentConfig, or a state other than Done), labelled or not: a node whose
+// label is gone may still be updating.
+func (p *planner) occupied(except string) map[string]bool {
 	seen := map[string]bool{}
+	add := func(n string) {
+		if n != except {
+			seen[n] = true
+		}
+	}
 	for _, n := range p.in.Nodes {
-		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) && n.Name != except {
-			seen[n.Name] = true
+		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
+			add(n.Name)
 		}
 	}
 	for _, a := range p.res.Actions {
-		if a.Kind == LabelNode && a.Node != except {
-			seen[a.Node] = true
+		if a.Kind == LabelNode {
+			add(a.Node)
 		}
 	}
-	return len(seen)
+	for i := range p.st.Nodes {
+		if releasedPhase(&p.st.Nodes[i]) {
+			add(p.st.Nodes[i].Name)
+		}
+	}
+	for n := range p.unsettled() {
+		add(n)
+	}
+	return seen
+}
+
+// unsettled lists the gated nodes the MCD has not finished: desiredConfig
+// != currentConfig, or a state other than Done.
+func (p *planner) unsettled() map[string]bool {
+	out := map[string]bool{}
+	for _, names := range p.members {
+		for _, n := range names {
+			if a := p.nodes[n].Annotations; a[mcostate.DesiredConfig] != a[mcostate.CurrentConfig] ||
+				(a[mcostate.State] != "" && a[mcostate.State] != mcostate.StateDone) {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (p *planner) release(r *nodegatev1alpha1.NodeRecord) {
@@ -1169,6 +1378,11 @@ func (p *planner) restore() bool {
 		}
 		if gate != nil && rec.GatePoolCreated && gate.Labels[GatePoolLabel] == rec.Name {
 			done = false
+			// Paused until it is gone: a node still labelled must not be
+			// moved by a render that comes first.
+			if paused, _ := p.willBe(gate); !paused {
+				p.act(Action{Kind: SetPoolPaused, Pool: gate.Name, Paused: true})
+			}
 			// Delete the gate pool once no node is released into it: a pool
 			// deleted under its nodes leaves them without a target.
 			if !released[rec.Name] {
@@ -1269,10 +1483,18 @@ func (p *planner) finishStatus() {
 			failed = append(failed, fmt.Sprintf("node %s: %s", r.Name, r.LastError))
 		}
 	}
-	if bad := append(failed, p.degraded...); len(bad) > 0 {
+	var held []string
+	for _, n := range p.held {
+		held = append(held, fmt.Sprintf("node %s carries %s without being released in this round: node-gate removes the label and holds the node until it is gone (something that puts it back holds the run)", n, ReleaseLabel))
+	}
+	if bad := append(append(failed, p.degraded...), held...); len(bad) > 0 {
 		reason := ReasonHookFailed
-		if len(failed) == 0 {
+		switch {
+		case len(failed) > 0:
+		case len(p.degraded) > 0:
 			reason = ReasonNodeDegraded
+		default:
+			reason = ReasonStrayReleaseLabel
 		}
 		set(CondDegraded, metav1.ConditionTrue, reason, strings.Join(bad, "; "))
 	} else {

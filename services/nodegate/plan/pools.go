@@ -158,15 +158,15 @@ func sourceSelector(orig *metav1.LabelSelector) *metav1.LabelSelector {
 
 // newGatePool is the gate pool node-gate creates for source: the source's
 // MachineConfig selector (so the rendered content is the same), selecting
-// released nodes, unpaused, allowing as many nodes at once as the run.
-// newGatePool is source's gate pool. Its maxUnavailable is 100%: node-gate
-// alone limits how many nodes update at once (it releases at most the run's
+// released nodes, created paused (holdGates unpauses it while a node is
+// Released into it). Its maxUnavailable is 100%: node-gate alone limits
+// how many nodes update at once (it releases at most the run's
 // maxUnavailable), and every node in the gate pool is one it released. The
 // run's own value would be wrong there: the MCO takes a percentage of the
 // pool's members, and the gate pool holds only the released nodes (10% of
 // the 50 nodes released from a 500-node pool lets the MCO update 5 of them).
 func (p *planner) newGatePool(source *mcfgv1.MachineConfigPool) *mcfgv1.MachineConfigPool {
-	mu := intstr.FromString("100%")
+	mu := intstr.FromString(gateMaxUnavailable)
 	return &mcfgv1.MachineConfigPool{
 		TypeMeta: metav1.TypeMeta{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfigPool"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -177,6 +177,7 @@ func (p *planner) newGatePool(source *mcfgv1.MachineConfigPool) *mcfgv1.MachineC
 			MachineConfigSelector: source.Spec.MachineConfigSelector.DeepCopy(),
 			NodeSelector:          p.releaseSelector(source.Name),
 			MaxUnavailable:        &mu,
+			Paused:                true,
 		},
 	}
 }

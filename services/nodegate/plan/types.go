@@ -24,6 +24,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
@@ -116,6 +117,8 @@ const (
 	SetPoolPaused ActionKind = "SetPoolPaused"
 	// SetPoolSelector sets Pool's spec.nodeSelector to NodeSelector.
 	SetPoolSelector ActionKind = "SetPoolSelector"
+	// SetPoolMaxUnavailable sets Pool's spec.maxUnavailable to MaxUnavailable.
+	SetPoolMaxUnavailable ActionKind = "SetPoolMaxUnavailable"
 	// CreatePool creates NewPool (a gate pool).
 	CreatePool ActionKind = "CreatePool"
 	// DeletePool deletes the gate pool Pool.
@@ -135,8 +138,10 @@ type Action struct {
 	Node         string
 	Paused       bool
 	NodeSelector *metav1.LabelSelector
-	NewPool      *mcfgv1.MachineConfigPool
-	Job          *batchv1.Job
+	// MaxUnavailable is for SetPoolMaxUnavailable.
+	MaxUnavailable *intstr.IntOrString
+	NewPool        *mcfgv1.MachineConfigPool
+	Job            *batchv1.Job
 }
 
 // ObjectKind says which object an Event is about.
