@@ -352,13 +352,7 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 		return r, err
 	}
 	lat.reset()
-	cv := &configv1.ClusterVersion{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
-		return r, err
-	}
-	patch := client.MergeFrom(cv.DeepCopy())
-	cv.Spec.DesiredUpdate = &configv1.Update{Version: target}
-	if err := c.Patch(ctx, cv, patch); err != nil {
+	if err := requestUpdate(ctx, c, target); err != nil {
 		return r, err
 	}
 	updateStart := time.Now()
@@ -393,6 +387,18 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 	r.samples, r.transitions, r.unresolved = lat.count(), lat.transitions(), lat.pendingCount()
 	step(start, "update to %s done in %s: insight p50 %s p99 %s", target, r.took.Round(time.Second), r.p[0], r.p[1])
 	return r, nil
+}
+
+// requestUpdate asks the simulated CVO for target, as an administrator's
+// `oc adm upgrade --to` does: ClusterVersion's spec.desiredUpdate.
+func requestUpdate(ctx context.Context, c client.Client, target string) error {
+	cv := &configv1.ClusterVersion{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(cv.DeepCopy())
+	cv.Spec.DesiredUpdate = &configv1.Update{Version: target}
+	return c.Patch(ctx, cv, patch)
 }
 
 // timeCLI runs `kubectl upshift status` once and returns its wall time.

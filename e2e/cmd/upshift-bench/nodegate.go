@@ -438,13 +438,7 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cac
 		initial[n.Name] = n.Annotations[mcostate.DesiredConfig]
 	}
 	g.begin(initial)
-	cv := &configv1.ClusterVersion{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
-		return r, err
-	}
-	patch := client.MergeFrom(cv.DeepCopy())
-	cv.Spec.DesiredUpdate = &configv1.Update{Version: target}
-	if err := c.Patch(ctx, cv, patch); err != nil {
+	if err := requestUpdate(ctx, c, target); err != nil {
 		return r, err
 	}
 	requested := time.Now()
