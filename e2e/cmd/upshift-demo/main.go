@@ -474,7 +474,8 @@ func getGate(ctx context.Context, c client.Client) (*nodegatev1alpha1.MutexRunCo
 }
 
 // printGate prints the run's phase and progress, then every gated node's
-// phase and hooks, as `kubectl get mutexrunconfig -o yaml` holds them.
+// phase and hooks (or, once it completed, the time it took), as
+// `kubectl get mutexrunconfig -o yaml` holds them.
 func printGate(ctx context.Context, c client.Client, out io.Writer) error {
 	run, err := getGate(ctx, c)
 	if err != nil {
@@ -486,6 +487,10 @@ func printGate(ctx context.Context, c client.Client, out io.Writer) error {
 		var hooks []string
 		for _, h := range n.Hooks {
 			hooks = append(hooks, fmt.Sprintf("%s:%s", h.Name, h.Phase))
+		}
+		// A completed node's record keeps its times, not its hook runs.
+		if len(hooks) == 0 && n.StartTime != nil && n.CompletionTime != nil {
+			hooks = append(hooks, fmt.Sprintf("passed in %s", n.CompletionTime.Sub(n.StartTime.Time).Round(time.Second)))
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", n.Name, n.Phase, strings.Join(hooks, ","), n.LastError)
 	}

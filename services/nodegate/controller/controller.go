@@ -77,6 +77,14 @@ type Reconciler struct {
 	// JobNamespaces and GatedPools bound what runs may use (see
 	// plan.Input); empty: anything.
 	JobNamespaces, GatedPools []string
+
+	written ownWrites
+}
+
+// wrote remembers a run this controller just wrote over resourceVersion
+// prev.
+func (r *Reconciler) wrote(prev string, run *nodegatev1alpha1.MutexRunConfig) {
+	r.written.remember(prev, run)
 }
 
 // SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
@@ -137,15 +145,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	runKey := req.String()
 	run := &nodegatev1alpha1.MutexRunConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
-		if apierrors.IsNotFound(err) && r.Metrics != nil {
-			r.Metrics.Forget(runKey)
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+			if r.Metrics != nil {
+				r.Metrics.Forget(runKey)
+			}
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	run = r.written.newest(run)
 	if run.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(run, Finalizer) {
 		// Before the first change, so a deletion always finds it.
 		controllerutil.AddFinalizer(run, Finalizer)
-		return reconcile.Result{}, r.Client.Update(ctx, run)
+		prev := run.ResourceVersion
+		if err := r.Client.Update(ctx, run); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.wrote(prev, run)
+		return reconcile.Result{}, nil
 	}
 	if run.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(run, Finalizer) {
 		return reconcile.Result{}, nil
@@ -166,9 +183,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	old := run.Status.DeepCopy()
-	if !equality.Semantic.DeepEqual(&run.Status, &res.Status) {
+	if published := plan.Compact(res.Status); !equality.Semantic.DeepEqual(&run.Status, &published) {
 		upd := run.DeepCopy()
-		upd.Status = res.Status
+		upd.Status = published
 		// Update, not patch: the resourceVersion makes a pass on a stale
 		// run fail instead of overwriting what a newer pass recorded.
 		if err := r.Client.Status().Update(ctx, upd); err != nil {
@@ -177,6 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return reconcile.Result{}, err
 		}
+		r.wrote(run.ResourceVersion, upd)
 		run = upd
 	}
 	if r.Metrics != nil {

@@ -141,7 +141,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // actions, as the reconciler does.
 func (w *world) reconcile() Result {
 	w.last = Plan(w.input())
-	w.run.Status = *w.last.Status.DeepCopy()
+	w.run.Status = Compact(w.last.Status)
 	for _, a := range w.last.Actions {
 		w.apply(a)
 	}

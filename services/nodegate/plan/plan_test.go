@@ -964,7 +964,9 @@ func TestNewRoundHoldsNodesStillReleased(t *testing.T) {
 	if s := w.run.Status.Summary; s.Succeeded != 3 {
 		t.Fatalf("round two summary %+v", s)
 	}
-	if rec := w.rec(stray); rec.Hooks[0].Phase != nodegatev1alpha1.HookSucceeded || rec.ReleasedTime == nil {
+	// Its record is compacted (no hook runs) once Completed; the round's
+	// pre-hook start is kept, and came before the release.
+	if rec := w.rec(stray); rec.StartTime == nil || rec.ReleasedTime == nil || rec.ReleasedTime.Before(rec.StartTime) {
 		t.Fatalf("stray %s not gated in round two: %+v", stray, rec)
 	}
 }
@@ -1233,5 +1235,32 @@ func TestRenderDuringRoundGatedBeforeRestore(t *testing.T) {
 	}
 	if w.run.Status.Phase != nodegatev1alpha1.RunCompleted || w.run.Status.RunID == first {
 		t.Fatalf("no second round completed: %s %s", w.run.Status.Phase, w.run.Status.RunID)
+	}
+}
+
+// Compact drops the hook runs and blocking pods of completed records only, and
+// leaves the status it was given alone.
+func TestCompact(t *testing.T) {
+	now := metav1.Now()
+	hooks := []nodegatev1alpha1.HookRecord{{Rule: "ns/r", Name: "job", Stage: nodegatev1alpha1.StagePre, Phase: nodegatev1alpha1.HookSucceeded, Attempts: 2, JobName: "j-2"}}
+	drain := &nodegatev1alpha1.DrainRecord{Request: "drain-1", StartTime: now, CompletionTime: &now, ForcedPods: 1,
+		BlockingPods: []nodegatev1alpha1.BlockingPod{{Namespace: "db", Name: "db-0"}}}
+	in := nodegatev1alpha1.MutexRunConfigStatus{Nodes: []nodegatev1alpha1.NodeRecord{
+		{Name: "done", Phase: nodegatev1alpha1.NodeCompleted, Hooks: hooks, Drain: drain, StartTime: &now, CompletionTime: &now, LastError: "ignored: exit 1"},
+		{Name: "post", Phase: nodegatev1alpha1.NodePostHooks, Hooks: hooks, Drain: drain},
+		{Name: "failed", Phase: nodegatev1alpha1.NodeFailed, Hooks: hooks},
+	}}
+	out := Compact(in)
+	if d := out.Nodes[0]; d.Hooks != nil || d.Drain == nil || d.Drain.BlockingPods != nil || d.Drain.ForcedPods != 1 || d.Drain.CompletionTime == nil ||
+		d.StartTime == nil || d.CompletionTime == nil || d.LastError == "" {
+		t.Errorf("completed record: %+v", d)
+	}
+	for _, r := range out.Nodes[1:] {
+		if len(r.Hooks) != 1 {
+			t.Errorf("record %s lost its hooks: %+v", r.Name, r)
+		}
+	}
+	if len(out.Nodes[1].Drain.BlockingPods) != 1 || in.Nodes[0].Hooks == nil || len(in.Nodes[0].Drain.BlockingPods) != 1 {
+		t.Errorf("in-flight drain dropped or input changed: %+v / %+v", out.Nodes[1], in.Nodes[0])
 	}
 }
