@@ -1,3 +1,8 @@
+//go:build linux
+
+// The measurement reads /proc (peak RSS) and uses Linux-only process
+// attributes.
+
 package controller_test
 
 import (
