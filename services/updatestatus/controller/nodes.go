@@ -79,7 +79,8 @@ func trimNode(obj any) (any, error) {
 			ResourceVersion:   n.ResourceVersion,
 			CreationTimestamp: n.CreationTimestamp,
 			DeletionTimestamp: n.DeletionTimestamp,
-			Labels:            n.Labels,
+			// Shared strings: most labels are the same on every node.
+			Labels: internMap(n.Labels, n.Name),
 		},
 		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
 	}
@@ -88,12 +89,16 @@ func trimNode(obj any) (any, error) {
 			if t.Annotations == nil {
 				t.Annotations = make(map[string]string, len(assess.NodeAnnotations))
 			}
-			t.Annotations[k] = v
+			// k is the package's own string; the values (rendered
+			// configs, states) are those of the pool's other nodes.
+			t.Annotations[k] = intern(v)
 		}
 	}
 	for _, c := range n.Status.Conditions {
 		if slices.Contains(assess.NodeConditions, c.Type) {
 			c.LastHeartbeatTime = metav1.Time{}
+			c.Type, c.Status = corev1.NodeConditionType(intern(string(c.Type))), corev1.ConditionStatus(intern(string(c.Status)))
+			c.Reason, c.Message = intern(c.Reason), intern(c.Message)
 			t.Status.Conditions = append(t.Status.Conditions, c)
 		}
 	}
