@@ -21,10 +21,14 @@ package main
 // run between them is the Job controller's, the scheduler's and kwok's.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +40,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -141,10 +146,17 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
+	probe, err := startWriteProbe(ctx, env.Client, gateNamespace, 250*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	cpuBefore, gatedStart := cpuSeconds(pid), time.Now()
 	gated, err := obs.update(ctx, env.Client, watchCache, o, start, graph[2], true, pid)
 	if err != nil {
 		return fmt.Errorf("gated update: %w", err)
 	}
+	cpuUsed, gatedWall := cpuSeconds(pid)-cpuBefore, time.Since(gatedStart)
+	floor := probe.finish()
 	after, err := trackerGauges(m)
 	if err != nil {
 		return err
@@ -163,6 +175,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("  node-gate share (both hops):      p50 %s  p99 %s  max %s  (target p99 <= %s: %s)\n", r.gate[0], r.gate[1], r.gate[2], reactionTarget, verdict(r.gate[1] <= reactionTarget && r.n > 0))
 	fmt.Printf("    Done -> hook Job created:       p50 %s  p99 %s  max %s\n", r.start[0], r.start[1], r.start[2])
 	fmt.Printf("    Job Complete -> release label:  p50 %s  p99 %s  max %s\n", r.release[0], r.release[1], r.release[2])
+	fmt.Printf("  one API write meanwhile:          p50 %s  p99 %s  max %s  (a ConfigMap patch every 250ms: each hop is a status write, then a Job create or a label patch)\n", floor[0], floor[1], floor[2])
 	fmt.Printf("  hook Job, created -> Complete:    p50 %s  p99 %s  max %s  (Job controller, scheduler, kwok)\n", r.job[0], r.job[1], r.job[2])
 	fmt.Printf("update wall time, ungated:          %s  (workers %s, first worker targeted %s after the request)\n",
 		ungated.whole.Round(time.Second), ungated.workers.Round(time.Second), ungated.firstMoved.Round(time.Second))
@@ -185,6 +198,8 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		time.Duration(cycles*float64(perCycle)).Round(time.Second))
 	fmt.Printf("  after the last worker was Done:                %s longer (restore, then the MCO's rebootless move of every worker out of the gate pool)\n", tail.Round(time.Second))
 	fmt.Printf("node-gate peak RSS (VmHWM):         %s\n", peakRSS(pid))
+	fmt.Printf("node-gate CPU (gated update):       %.1f s in %s of wall time (%.0f%% of one core; the machine has %d)\n",
+		cpuUsed, gatedWall.Round(time.Second), 100*cpuUsed/gatedWall.Seconds(), runtime.NumCPU())
 	fmt.Printf("node-gate passes (gated update):    %.0f, mean %s each; %.0f write requests\n", passes,
 		(time.Duration(passSeconds / max(passes, 1) * float64(time.Second))).Round(100*time.Microsecond), writes)
 	fmt.Printf("  passes longer than 25/50/100 ms:  %s\n", slowPasses(before, after, "0.025", "0.05", "0.1"))
@@ -590,4 +605,63 @@ func (g *gateObserver) reactions() reactionStats {
 	}
 	return reactionStats{n: len(total), total: percentiles(total), gate: percentiles(gate), start: percentiles(hop1),
 		release: percentiles(hop2), job: percentiles(job), meanGate: mean(gate), meanJob: mean(job)}
+}
+
+// writeProbe times one small write (a merge patch of a ConfigMap) every
+// interval until stopped: the floor under any write node-gate makes on this
+// cluster at that moment, which every hop of the reaction contains twice
+// (the status, then the Job or the label).
+type writeProbe struct {
+	stop chan struct{}
+	done chan []time.Duration
+}
+
+func startWriteProbe(ctx context.Context, c client.Client, namespace string, every time.Duration) (*writeProbe, error) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bench-write-probe", Namespace: namespace}}
+	if err := c.Create(ctx, cm); err != nil {
+		return nil, err
+	}
+	p := &writeProbe{stop: make(chan struct{}), done: make(chan []time.Duration, 1)}
+	go func() {
+		var samples []time.Duration
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				p.done <- samples
+				return
+			case <-ctx.Done():
+				p.done <- samples
+				return
+			case <-time.After(every):
+			}
+			body := fmt.Appendf(nil, `{"data":{"tick":"%d"}}`, i)
+			t := time.Now()
+			if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, body)); err == nil {
+				samples = append(samples, time.Since(t))
+			}
+		}
+	}()
+	return p, nil
+}
+
+func (p *writeProbe) finish() [3]time.Duration {
+	close(p.stop)
+	return percentiles(<-p.done)
+}
+
+// cpuSeconds is the user+system CPU time the process used so far, from
+// /proc/<pid>/stat (clock ticks of 10 ms).
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces: fields count from after its ")".
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100
 }

@@ -15,10 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"golang.org/x/sync/errgroup"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -37,10 +39,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
@@ -79,6 +79,7 @@ type Reconciler struct {
 	JobNamespaces, GatedPools []string
 
 	written ownWrites
+	pools   poolWrites
 }
 
 // wrote remembers a run this controller just wrote over resourceVersion
@@ -101,11 +102,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(Name).
 		// Other runs' creation and deletion change which pools this run
 		// may claim.
-		Watches(&nodegatev1alpha1.MutexRunConfig{}, all).
+		Watches(&nodegatev1alpha1.MutexRunConfig{}, all, builder.WithPredicates(runChanged)).
 		Watches(&nodegatev1alpha1.MutexRule{}, all).
 		Watches(&nodegatev1alpha1.MutexTarget{}, all).
-		Watches(&mcfgv1.MachineConfigPool{}, all).
-		Watches(&configv1.ClusterVersion{}, all).
+		Watches(&mcfgv1.MachineConfigPool{}, all, builder.WithPredicates(poolChanged)).
+		Watches(&configv1.ClusterVersion{}, all, builder.WithPredicates(clusterVersionChanged)).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.runOfJob), builder.WithPredicates(jobEnded)).
 		Complete(r)
@@ -201,12 +202,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Metrics.Observe(runKey, old, &res.Status, blockedReason(&res.Status), dr.blocked, dr.stuck)
 	}
 
-	var errs []error
-	for _, a := range res.Actions {
-		if err := r.execute(ctx, a); err != nil {
-			errs = append(errs, fmt.Errorf("%s %s%s: %w", a.Kind, a.Pool, a.Node, err))
-		}
-	}
+	errs := r.executeAll(ctx, res.Actions)
 	for _, a := range dr.actions {
 		if err := r.force(ctx, a.Action); err != nil {
 			errs = append(errs, fmt.Errorf("%s pod %s/%s: %w", a.Step, a.Namespace, a.Name, err))
@@ -264,16 +260,34 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	if err := r.Client.List(ctx, &pools); err != nil {
 		return in, err
 	}
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	// Nodes and Jobs are the large lists, read on every pass: they are read
+	// without a copy (the planner and the drain remediation never write to
+	// their inputs, and the cache's objects are replaced, not changed, by
+	// events).
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return in, err
 	}
-	if err := r.Client.List(ctx, &jobs, client.MatchingLabels{plan.RunLabel: plan.RunKey(run.Namespace, run.Name)}); err != nil {
+	if err := r.Client.List(ctx, &jobs, client.UnsafeDisableDeepCopy, client.MatchingLabels{plan.RunLabel: plan.RunKey(run.Namespace, run.Name)}); err != nil {
 		return in, err
 	}
 	if err := r.Client.List(ctx, &runs); err != nil {
 		return in, err
 	}
-	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes.Items, jobs.Items
+	fresh, err := r.pools.fresh(pools.Items, func(name string) (*mcfgv1.MachineConfigPool, error) {
+		// A list by name: the chart grants list (for the cache), not get.
+		var live mcfgv1.MachineConfigPoolList
+		if err := r.APIReader.List(ctx, &live, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)}); err != nil {
+			return nil, err
+		}
+		if len(live.Items) == 0 {
+			return nil, nil
+		}
+		return &live.Items[0], nil
+	})
+	if err != nil {
+		return in, err
+	}
+	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, fresh, nodes.Items, jobs.Items
 	cv := &configv1.ClusterVersion{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); {
 	case err == nil:
@@ -309,28 +323,78 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	return in, nil
 }
 
+// parallelWrites bounds the node labels and Job creations of one pass that
+// are in flight at once.
+const parallelWrites = 8
+
+// executeAll carries out the planner's actions in its order, except that
+// each run of consecutive node labels and Job creations, which are
+// independent of each other, goes out at once: a pass that starts or
+// releases many nodes (the first pass of a round starts maxUnavailable of
+// them) waits for one write, not for each in turn. Pool actions stay in
+// order with everything around them (a restore unlabels the nodes before it
+// unpauses their pool). Every action is tried; the failures are returned.
+func (r *Reconciler) executeAll(ctx context.Context, actions []plan.Action) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	do := func(a plan.Action) {
+		if err := r.execute(ctx, a); err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("%s %s%s: %w", a.Kind, a.Pool, a.Node, err))
+			mu.Unlock()
+		}
+	}
+	independent := func(k plan.ActionKind) bool {
+		return k == plan.LabelNode || k == plan.UnlabelNode || k == plan.CreateJob
+	}
+	for i := 0; i < len(actions); {
+		j := i
+		for j < len(actions) && independent(actions[j].Kind) {
+			j++
+		}
+		if j-i < 2 {
+			do(actions[i])
+			i++
+			continue
+		}
+		var g errgroup.Group
+		g.SetLimit(parallelWrites)
+		for _, a := range actions[i:j] {
+			g.Go(func() error { do(a); return nil })
+		}
+		_ = g.Wait()
+		i = j
+	}
+	return errs
+}
+
 // execute carries out one planner action. Creating what exists and
 // deleting what is gone count as done: every action is idempotent.
 func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
 	switch a.Kind {
 	case plan.SetPoolPaused:
-		return r.patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}, types.MergePatchType,
-			map[string]any{"spec": map[string]any{"paused": a.Paused}})
+		return r.patchPool(ctx, a.Pool, types.MergePatchType, map[string]any{"spec": map[string]any{"paused": a.Paused}})
 	case plan.SetPoolSelector:
 		// A JSON patch replaces the selector exactly; a merge patch would
 		// merge matchLabels with what is there.
-		return r.patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}, types.JSONPatchType,
-			[]map[string]any{{"op": "add", "path": "/spec/nodeSelector", "value": a.NodeSelector}})
+		return r.patchPool(ctx, a.Pool, types.JSONPatchType, []map[string]any{{"op": "add", "path": "/spec/nodeSelector", "value": a.NodeSelector}})
 	case plan.SetPoolMaxUnavailable:
-		return r.patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}, types.MergePatchType,
-			map[string]any{"spec": map[string]any{"maxUnavailable": a.MaxUnavailable}})
+		return r.patchPool(ctx, a.Pool, types.MergePatchType, map[string]any{"spec": map[string]any{"maxUnavailable": a.MaxUnavailable}})
 	case plan.CreatePool:
-		err := r.Client.Create(ctx, a.NewPool.DeepCopy())
-		if apierrors.IsAlreadyExists(err) {
+		pool := a.NewPool.DeepCopy()
+		err := r.Client.Create(ctx, pool)
+		switch {
+		case apierrors.IsAlreadyExists(err):
 			return nil
+		case err != nil:
+			return err
 		}
-		return err
+		r.pools.wrote(pool.Name, pool.ResourceVersion)
+		return nil
 	case plan.DeletePool:
+		r.pools.deleted(a.Pool)
 		return client.IgnoreNotFound(r.Client.Delete(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}))
 	case plan.LabelNode:
 		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType,
@@ -346,6 +410,17 @@ func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
 		return err
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// patchPool patches a pool and has the next passes read it back (see
+// poolWrites).
+func (r *Reconciler) patchPool(ctx context.Context, name string, pt types.PatchType, body any) error {
+	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := r.patch(ctx, pool, pt, body); err != nil {
+		return err
+	}
+	r.pools.wrote(name, pool.ResourceVersion)
+	return nil
 }
 
 func (r *Reconciler) patch(ctx context.Context, obj client.Object, pt types.PatchType, body any) error {
@@ -601,40 +676,6 @@ func (r *Reconciler) eventOnPodAndNode(_ context.Context, a nodeAction) {
 	reason := "Drain" + string(a.Step)
 	r.Recorder.Eventf(pod, node, corev1.EventTypeWarning, reason, "ForceDrain", "%s", a.Message)
 	r.Recorder.Eventf(node, pod, corev1.EventTypeWarning, reason, "ForceDrain", "%s", a.Message)
-}
-
-// nodeChanged drops node updates the planner does not read (heartbeats,
-// other annotations, images...).
-var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*corev1.Node)
-	n, ok2 := e.ObjectNew.(*corev1.Node)
-	if !ok1 || !ok2 {
-		return true
-	}
-	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || mcostate.Ready(o) != mcostate.Ready(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
-		!equality.Semantic.DeepEqual(mcostate.Annotations(o.Annotations), mcostate.Annotations(n.Annotations))
-}}
-
-// jobEnded passes a Job's creation, deletion and the updates that change
-// its Complete or Failed condition: that is all the planner reads of it
-// (not SuccessCriteriaMet or FailureTarget, which come while pods still
-// terminate).
-var jobEnded = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*batchv1.Job)
-	n, ok2 := e.ObjectNew.(*batchv1.Job)
-	if !ok1 || !ok2 {
-		return true
-	}
-	return jobEnd(o) != jobEnd(n)
-}}
-
-func jobEnd(j *batchv1.Job) string {
-	for _, c := range j.Status.Conditions {
-		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
-			return string(c.Type)
-		}
-	}
-	return ""
 }
 
 // CacheByObject is the cache configuration node-gate's manager needs:

@@ -238,7 +238,7 @@ func TestNodeLifecycle(t *testing.T) {
 
 // readyRound brings a world to the point where the gate pool exists and the
 // first nodes are in their pre-hooks.
-func readyRound(t *testing.T, workers int, mutate func(*world)) *world {
+func readyRound(t testing.TB, workers int, mutate func(*world)) *world {
 	w := newWorld(t, workers)
 	if mutate != nil {
 		mutate(w)

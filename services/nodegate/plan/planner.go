@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -456,9 +457,10 @@ func (p *planner) mastersSelected() []string {
 	if master == nil {
 		return nil
 	}
+	sel := poolSelector(master.Spec.NodeSelector)
 	var out []string
 	for _, n := range p.in.Nodes {
-		if !selects(master.Spec.NodeSelector, withoutRelease(n.Labels)) {
+		if !sel.Matches(labels.Set(withoutRelease(n.Labels))) {
 			continue
 		}
 		if p.isSource(n.Labels[ReleaseLabel]) || p.selectedBySource(&n) {
@@ -754,13 +756,18 @@ func (p *planner) record(name string) *nodegatev1alpha1.NodeRecord {
 // included) and closes records of nodes that went away.
 func (p *planner) syncRecords(members map[string][]string) {
 	var fresh []string
+	recorded := make(map[string]bool, len(p.st.Nodes))
+	for _, r := range p.st.Nodes {
+		recorded[r.Name] = true
+	}
 	for _, s := range p.sources {
 		names := append([]string(nil), members[s]...)
 		p.sortNodes(names)
 		for _, n := range names {
-			if p.record(n) != nil {
+			if recorded[n] {
 				continue
 			}
+			recorded[n] = true
 			rec := nodegatev1alpha1.NodeRecord{Name: n, Pool: s, Phase: nodegatev1alpha1.NodePending}
 			if p.atSourceTarget(p.nodes[n], s) && p.nodes[n].Labels[ReleaseLabel] == "" {
 				rec.Phase = nodegatev1alpha1.NodeSkipped
@@ -1088,15 +1095,15 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 				// maxUnavailable nodes are released at once.
 				return
 			}
-			// The label lands after this pass: the MCO cannot have
-			// finished the node yet.
 			p.release(r)
-			return
 		case nodegatev1alpha1.NodeReleased:
 			n := p.nodes[r.Name]
 			if n.Labels[ReleaseLabel] != r.Pool {
-				// Someone removed the label: put it back, the node is ours
-				// until its post-hooks are done.
+				// Released in this pass, or someone removed the label:
+				// (re)label; the node is ours until its post-hooks are
+				// done. A node that already runs the gate pool's target
+				// (it was in the gate pool in an earlier round) is
+				// updated at once; any other waits for the MCO.
 				p.act(Action{Kind: LabelNode, Node: r.Name, Pool: r.Pool})
 			}
 			gate := p.pools[p.gatePoolName(r.Pool)]
@@ -1129,7 +1136,7 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 				}
 				r.Phase = nodegatev1alpha1.NodePreHooks
 				p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "node %s no longer runs its gate pool's target: its hooks run again before it is updated again", r.Name)
-				return
+				continue
 			}
 			if p.nodes[r.Name].Labels[ReleaseLabel] != "" {
 				p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
@@ -1206,11 +1213,9 @@ func sortedSet(m map[string]bool) []string {
 	return out
 }
 
+// release hands the node to the MCO; the Released step labels it.
 func (p *planner) release(r *nodegatev1alpha1.NodeRecord) {
 	n := p.nodes[r.Name]
-	if n.Labels[ReleaseLabel] != r.Pool {
-		p.act(Action{Kind: LabelNode, Node: r.Name, Pool: r.Pool})
-	}
 	r.Phase = nodegatev1alpha1.NodeReleased
 	r.ReleasedTime = ptr.To(p.now)
 	msg := fmt.Sprintf("released node %s into pool %s for the machine-config operator", r.Name, p.gatePoolName(r.Pool))

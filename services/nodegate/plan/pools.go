@@ -13,17 +13,25 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// selects reports whether a pool's node selector selects the node. As in the
-// MCO, a nil or empty selector selects nothing.
-func selects(sel *metav1.LabelSelector, nodeLabels map[string]string) bool {
+// poolSelector is a pool's node selector to match nodes with. As in the
+// MCO, a nil or empty selector (or an invalid one) selects nothing. A pass
+// converts each pool's selector once: converting validates every label,
+// which costs more than matching.
+func poolSelector(sel *metav1.LabelSelector) labels.Selector {
 	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
-		return false
+		return labels.Nothing()
 	}
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
-		return false
+		return labels.Nothing()
 	}
-	return s.Matches(labels.Set(nodeLabels))
+	return s
+}
+
+// selects: a pool's node selector selects the node (one-off; a pass matching
+// many nodes converts the selector once).
+func selects(sel *metav1.LabelSelector, nodeLabels map[string]string) bool {
+	return poolSelector(sel).Matches(labels.Set(nodeLabels))
 }
 
 func isCustom(pool string) bool {
@@ -82,10 +90,11 @@ func (p *planner) userPoolSelectors() map[string]*metav1.LabelSelector {
 // membership returns, for every node, the user pool the MCO puts it in
 // without node-gate's changes, and the nodes the MCO cannot place.
 func (p *planner) membership() (map[string]string, map[string]error) {
-	sels := p.userPoolSelectors()
+	sels := map[string]labels.Selector{}
 	names := make([]string, 0, len(sels))
-	for n := range sels {
+	for n, sel := range p.userPoolSelectors() {
 		names = append(names, n)
+		sels[n] = poolSelector(sel)
 	}
 	sort.Strings(names)
 	member := map[string]string{}
@@ -95,7 +104,7 @@ func (p *planner) membership() (map[string]string, map[string]error) {
 		lbls := withoutRelease(n.Labels)
 		var selecting []string
 		for _, name := range names {
-			if selects(sels[name], lbls) {
+			if sels[name].Matches(labels.Set(lbls)) {
 				selecting = append(selecting, name)
 			}
 		}
@@ -210,6 +219,10 @@ func PoolMembers(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, names []
 	for _, n := range names {
 		want[n] = true
 	}
+	sels := make([]labels.Selector, len(pools))
+	for j := range pools {
+		sels[j] = poolSelector(pools[j].Spec.NodeSelector)
+	}
 	var out []string
 	for i := range nodes {
 		lbls := withoutRelease(nodes[i].Labels)
@@ -218,7 +231,7 @@ func PoolMembers(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, names []
 			if pools[j].Labels[GatePoolLabel] != "" {
 				continue
 			}
-			if selects(pools[j].Spec.NodeSelector, lbls) {
+			if sels[j].Matches(labels.Set(lbls)) {
 				selecting = append(selecting, pools[j].Name)
 			}
 		}
