@@ -346,7 +346,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 		w.startUpdate("4.16.0")
 		hidden := false
 		extra := 0
-		var prev Input // what the last reconcile saw: a lagging cache may still show it
+		var prev Input               // what the last reconcile saw: a lagging cache may still show it
 		var ownPools map[string]bool // the pools the last reconcile wrote
 		// seen: node-gate made a whole pass since the last update was
 		// requested. The MCO renders a release only after the control
