@@ -152,6 +152,7 @@ func (w *world) reconcile() Result {
 	if again := Compact(Plan(w.input()).Status); (w.last.RequeueAfter == 0 || w.last.RequeueAfter > time.Second) && !equality.Semantic.DeepEqual(again, w.run.Status) {
 		w.t.Fatalf("a second pass on the same inputs changed the status:\n%s", cmp.Diff(w.run.Status, again))
 	}
+	checkNoLabelOnFinished(w.t, w.last)
 	for _, a := range w.last.Actions {
 		w.apply(a)
 	}
@@ -366,4 +367,20 @@ func (w *world) driveToEnd() {
 		w.now = w.now.Add(time.Minute)
 	}
 	w.t.Fatalf("run did not complete: phase %s, status %+v", w.run.Status.Phase, w.run.Status.Summary)
+}
+
+// checkNoLabelOnFinished: a pass never labels a node whose record it leaves
+// finished; the label would outlive the record (a stray in the gate pool).
+func checkNoLabelOnFinished(t testing.TB, r Result) {
+	t.Helper()
+	for _, a := range r.Actions {
+		if a.Kind != LabelNode {
+			continue
+		}
+		for _, rec := range r.Status.Nodes {
+			if rec.Name == a.Node && terminal(rec.Phase) {
+				t.Fatalf("node %s labelled in the pass that left its record %s", a.Node, rec.Phase)
+			}
+		}
+	}
 }

@@ -1098,21 +1098,23 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			p.release(r)
 		case nodegatev1alpha1.NodeReleased:
 			n := p.nodes[r.Name]
-			if n.Labels[ReleaseLabel] != r.Pool {
-				// Released in this pass, or someone removed the label:
-				// (re)label; the node is ours until its post-hooks are
-				// done. A node that already runs the gate pool's target
-				// (it was in the gate pool in an earlier round) is
-				// updated at once; any other waits for the MCO.
-				p.act(Action{Kind: LabelNode, Node: r.Name, Pool: r.Pool})
-			}
 			gate := p.pools[p.gatePoolName(r.Pool)]
 			if gate == nil || !mcostate.UpdatedTo(n, gate.Spec.Configuration.Name) {
+				if n.Labels[ReleaseLabel] != r.Pool {
+					// Released in this pass, or someone removed the label:
+					// (re)label; the node is ours until the MCO updated it.
+					p.act(Action{Kind: LabelNode, Node: r.Name, Pool: r.Pool})
+				}
 				if mcostate.Failing(n.Annotations) {
 					p.degraded = append(p.degraded, fmt.Sprintf("node %s: %s", r.Name, n.Annotations[mcostate.Reason]))
 				}
 				return
 			}
+			// Updated. A node released while it already ran the gate
+			// pool's target (it was in the gate pool in an earlier round)
+			// gets here in the pass that released it, unlabelled: it needs
+			// no label for an update it has, and a label added now would
+			// outlive its record (the removal below reads the cache).
 			r.Phase = nodegatev1alpha1.NodeUpdated
 			r.UpdatedTime = ptr.To(p.now)
 			p.event(OnNode, r.Name, corev1.EventTypeNormal, "NodeUpdated", "node %s runs %s, is Ready and schedulable", r.Name, gate.Spec.Configuration.Name)

@@ -369,6 +369,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 				}
 				prev = w.input()
 				r := Plan(in)
+				checkNoLabelOnFinished(t, r)
 				w.last = r
 				w.run.Status = *r.Status.DeepCopy()
 				acts := r.Actions
