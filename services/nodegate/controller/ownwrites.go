@@ -6,7 +6,6 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
@@ -133,56 +132,52 @@ func (w *poolWrites) fresh(cached []mcfgv1.MachineConfigPool, get func(name stri
 		return cached, nil
 	}
 	out := make([]mcfgv1.MachineConfigPool, 0, len(cached)+len(w.reach))
+	// readLive reads a pending pool from the API server in place of its
+	// cached copy (old; nil: not in the cache yet).
+	readLive := func(name string, old *mcfgv1.MachineConfigPool) error {
+		live, err := get(name)
+		if err != nil {
+			return err
+		}
+		if live == nil {
+			// Gone meanwhile: nothing to read back.
+			delete(w.reach, name)
+			return nil
+		}
+		w.reach[name] = live.ResourceVersion
+		if old != nil && !poolViewChanged(old, live) {
+			// The cache shows what the planner reads of the live pool
+			// (only, say, the MCO's counters moved since): it has the
+			// write, whatever version it is at.
+			delete(w.reach, name)
+		}
+		out = append(out, *live)
+		return nil
+	}
 	seen := map[string]bool{}
-	for _, p := range cached {
+	for i := range cached {
+		p := &cached[i]
 		seen[p.Name] = true
 		rv, pending := w.reach[p.Name]
 		switch {
 		case !pending:
-			out = append(out, p)
+			out = append(out, *p)
 		case p.ResourceVersion == rv:
 			delete(w.reach, p.Name)
-			out = append(out, p)
+			out = append(out, *p)
 		default:
-			live, err := get(p.Name)
-			if err != nil {
+			if err := readLive(p.Name, p); err != nil {
 				return nil, err
 			}
-			if live == nil {
-				delete(w.reach, p.Name)
-				continue
-			}
-			w.reach[p.Name] = live.ResourceVersion
-			if samePlannerView(&p, live) {
-				// The cache shows what the planner reads of the live pool
-				// (only, say, the MCO's counters moved since): it has the
-				// write, whatever version it is at.
-				delete(w.reach, p.Name)
-			}
-			out = append(out, *live)
 		}
 	}
 	for name := range w.reach {
-		if seen[name] {
-			continue
+		if !seen[name] {
+			if err := readLive(name, nil); err != nil {
+				return nil, err
+			}
 		}
-		live, err := get(name)
-		if err != nil {
-			return nil, err
-		}
-		if live == nil {
-			delete(w.reach, name)
-			continue
-		}
-		w.reach[name] = live.ResourceVersion
-		out = append(out, *live)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// samePlannerView: two copies of a pool agree on everything the planner
-// reads (the spec, labels and deletion; not the status).
-func samePlannerView(a, b *mcfgv1.MachineConfigPool) bool {
-	return !poolChanged.Update(event.UpdateEvent{ObjectOld: a, ObjectNew: b})
 }

@@ -42,13 +42,17 @@ var runChanged = updated(func(o, n *nodegatev1alpha1.MutexRunConfig) bool {
 		!o.DeletionTimestamp.Equal(n.DeletionTimestamp) || !equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers)
 })
 
-// poolChanged: a pool's spec (rendered target, paused, selectors,
-// maxUnavailable), labels or deletion; not the status counters the MCO
-// rewrites on every node's step.
-var poolChanged = updated(func(o, n *mcfgv1.MachineConfigPool) bool {
+// poolChanged passes the updates of what the planner reads of a pool (see
+// poolViewChanged).
+var poolChanged = updated(poolViewChanged)
+
+// poolViewChanged: two copies of a pool differ in what the planner reads:
+// the spec (rendered target, paused, selectors, maxUnavailable), labels or
+// deletion; not the status counters the MCO rewrites on every node's step.
+func poolViewChanged(o, n *mcfgv1.MachineConfigPool) bool {
 	return !equality.Semantic.DeepEqual(&o.Spec, &n.Spec) || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 		!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
-})
+}
 
 // clusterVersionChanged: the requested update, the desired version and the
 // newest history entry; not the CVO's progress conditions.
