@@ -152,7 +152,10 @@ func (p Permission) usedBy(e testenv.AuditEvent) bool {
 		return false
 	}
 	streamingList := e.Verb == "watch" && strings.Contains(e.RequestURI, "sendInitialEvents=true")
-	if e.Verb != p.Verb && !(p.Verb == "list" && streamingList) {
+	// A server-side apply of a missing object is a patch request that the
+	// apiserver also authorizes as create; it answers 201 Created.
+	appliedCreate := e.Verb == "patch" && e.ResponseStatus != nil && e.ResponseStatus.Code == 201
+	if e.Verb != p.Verb && !(p.Verb == "list" && streamingList) && !(p.Verb == "create" && appliedCreate) {
 		return false
 	}
 	res := ref.Resource

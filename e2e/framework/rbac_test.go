@@ -134,3 +134,17 @@ func splitDocs(s string) []string {
 }
 
 var regexpDocSep = regexp.MustCompile(`(?m)^---$`)
+
+func TestAnApplyThatCreatesUsesCreate(t *testing.T) {
+	perms := []Permission{{APIGroup: "update.upshift.io", Resource: "nodeprogressinsights", Verb: "create"}}
+	apply := func(code int) testenv.AuditEvent {
+		return testenv.AuditEvent{Verb: "patch", ResponseStatus: &testenv.AuditStatus{Code: code},
+			ObjectRef: &testenv.AuditObjectRef{APIGroup: "update.upshift.io", Resource: "nodeprogressinsights", Name: "n"}}
+	}
+	if got := Unused(perms, []testenv.AuditEvent{apply(200)}); len(got) != 1 {
+		t.Errorf("an apply that updated used create: unused %v", got)
+	}
+	if got := Unused(perms, []testenv.AuditEvent{apply(201)}); len(got) != 0 {
+		t.Errorf("an apply that created left create unused: %v", got)
+	}
+}

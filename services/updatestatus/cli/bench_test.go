@@ -130,12 +130,7 @@ func BenchmarkClusterStatus5000Nodes(b *testing.B) {
 	g.SetLimit(8)
 	for _, n := range r.Nodes {
 		g.Go(func() error {
-			npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
-			if err := env.Client.Create(ctx, npi); err != nil {
-				return err
-			}
-			npi.Status = n
-			return env.Client.Status().Update(ctx, npi)
+			return env.Client.Create(ctx, &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Status: n})
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -143,10 +143,8 @@ func publish(ctx context.Context, env *testenv.Env, result assess.Result) {
 		g.Expect(list.Items).To(BeEmpty())
 	}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
 	for _, n := range result.Nodes {
-		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}
+		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Status: n}
 		Expect(env.Client.Create(ctx, npi)).To(Succeed())
-		npi.Status = n
-		Expect(env.Client.Status().Update(ctx, npi)).To(Succeed())
 	}
 }
 
@@ -245,7 +243,7 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		var npi updatev1alpha1.NodeProgressInsight
 		Expect(env.Client.Get(ctx, keyOf(drain.Nodes[0].Name), &npi)).To(Succeed())
 		npi.Status.Version = "9.9.9"
-		Expect(env.Client.Status().Update(ctx, &npi)).To(Succeed())
+		Expect(env.Client.Update(ctx, &npi)).To(Succeed())
 		Eventually(out.String).WithTimeout(10 * time.Second).Should(ContainSubstring("9.9.9"))
 
 		cancel()

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -152,21 +153,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		publishedNodes: published.nodeStates(), desiredNodes: result.Nodes, owners: nodeOwners(snap.Nodes),
 	})
 
-	// The status first, then its Events, then the nodes: a failed node
-	// write cannot lose the Events of a status already written.
+	// The node insights are written while the status is: a node's insight
+	// should not wait a round trip for the cluster's. The Events follow the
+	// status write alone, so a failed node write cannot lose them.
+	nodesDone := make(chan error, 1)
+	go func() { nodesDone <- r.publishNodes(ctx, p.nodes) }()
 	if p.status != nil {
 		if err := r.publishStatus(ctx, us, p.status); err != nil {
-			return reconcile.Result{}, err
+			return reconcile.Result{}, errors.Join(err, <-nodesDone)
 		}
 	}
 	emitEvents(r.Recorder, us, p.events)
+	if err := <-nodesDone; err != nil {
+		return reconcile.Result{}, err
+	}
 	if assessErr != nil {
 		return reconcile.Result{}, nil
 	}
 	observe(&result)
-	if err := r.publishNodes(ctx, p.nodes); err != nil {
-		return reconcile.Result{}, err
-	}
 	if err := r.publishPrototype(ctx, result.Status.ControlPlane); err != nil {
 		return reconcile.Result{}, err
 	}

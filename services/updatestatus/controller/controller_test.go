@@ -196,6 +196,16 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			g.Expect(env.Client.List(ctx, npis, client.MatchingLabels{updatev1alpha1.LabelPhase: "Pending"})).To(Succeed())
 			g.Expect(npis.Items).To(ConsistOf(HaveField("Name", "worker-1"), HaveField("Name", "master-0")))
 		}).WithTimeout(20 * time.Second).Should(Succeed())
+
+		// Labels, owner and status come from one apply each time, never from
+		// a separate create, status write or label patch: worker-0 went
+		// through two phases and is still one applier's alone.
+		npis := &updatev1alpha1.NodeProgressInsightList{}
+		Expect(env.Client.List(ctx, npis)).To(Succeed())
+		for _, npi := range npis.Items {
+			Expect(npi.ManagedFields).To(ConsistOf(And(HaveField("Manager", controller.FieldManager),
+				HaveField("Operation", metav1.ManagedFieldsOperationApply), HaveField("Subresource", ""))), npi.Name)
+		}
 	})
 
 	It("records a transition's Event exactly once even when a node insight write fails", func(ctx SpecContext) {

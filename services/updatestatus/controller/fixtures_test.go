@@ -187,7 +187,7 @@ func refuseInsightWrites(ctx context.Context, name string) func() {
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{updatev1alpha1.GroupVersion.Group},
 						APIVersions: []string{updatev1alpha1.GroupVersion.Version},
-						Resources:   []string{"nodeprogressinsights", "nodeprogressinsights/status"}},
+						Resources:   []string{"nodeprogressinsights"}},
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{

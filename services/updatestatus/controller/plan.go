@@ -19,10 +19,10 @@ import (
 //
 // Events tell how the published status moved: they are derived from the
 // published and the desired UpgradeStatus status, and emitted right after the
-// status write that makes that move succeeds, before any node write. A failed
-// status write emits nothing, and the next recomputation derives the same
-// Events again from the same published status; a failed node write cannot
-// lose them, since they are out by then. The one window left is a crash
+// status write that makes that move succeeds, whatever the node writes that
+// run alongside it do. A failed status write emits nothing, and the next
+// recomputation derives the same Events again from the same published
+// status; a failed node write cannot lose them. The one window left is a crash
 // between the status write and the emission, which loses that transition's
 // Events (never repeats them).
 
@@ -201,26 +201,25 @@ func isUpdating(s *updatev1alpha1.UpgradeStatusStatus) bool {
 	return false
 }
 
-// nodeWrite is what to do to one NodeProgressInsight.
+// nodeWrite is what to do to one NodeProgressInsight: apply it whole, or
+// delete it.
 type nodeWrite struct {
 	name string
-	// create: the insight does not exist; create it with labels and owner.
-	create bool
+	// owner, labels and status are the insight as the controller wants it.
+	// One server-side apply sets all three, creating the insight when it is
+	// missing: the insight has no status subresource, so a change of phase
+	// is one write, not a status write and a label patch.
 	owner  metav1.OwnerReference
 	labels map[string]string
-	// labelPatch sets (non-nil value) or removes (nil) labels of an
-	// existing insight; empty when its labels are current.
-	labelPatch map[string]*string
-	// status to apply; nil when unchanged.
 	status *updatev1alpha1.NodeStatusInsight
 	// remove: the node has no insight any more.
 	remove bool
 }
 
 // planNodes compares the published NodeProgressInsights with the desired
-// ones: it creates the missing (only for Nodes that still exist), applies the
-// status of those that changed, patches labels only when a label changes, and
-// deletes those of nodes without an insight.
+// ones: it applies those that are missing (only for Nodes that still exist)
+// or whose status or controller labels changed, and deletes those of nodes
+// without an insight.
 func planNodes(published map[string]publishedNode, desired []updatev1alpha1.NodeStatusInsight,
 	owners map[string]metav1.OwnerReference) []nodeWrite {
 	var out []nodeWrite
@@ -230,21 +229,16 @@ func planNodes(published map[string]publishedNode, desired []updatev1alpha1.Node
 		keep[in.Name] = true
 		labels := nodeLabels(in)
 		pub, exists := published[in.Name]
-		if !exists {
-			owner, ok := owners[in.Name]
-			if !ok {
-				continue // the node went away since the snapshot
-			}
-			out = append(out, nodeWrite{name: in.Name, create: true, owner: owner, labels: labels, status: in})
+		if exists && ownLabelsEqual(pub.labels, labels) && equality.Semantic.DeepEqual(&pub.status, in) {
 			continue
 		}
-		w := nodeWrite{name: in.Name, labelPatch: labelPatch(pub.labels, labels)}
-		if !equality.Semantic.DeepEqual(&pub.status, in) {
-			w.status = in
+		// An apply states the owner too; without the Node there is none to
+		// state, and the Node's garbage collection removes its insight.
+		owner, ok := owners[in.Name]
+		if !ok {
+			continue
 		}
-		if w.status != nil || len(w.labelPatch) > 0 {
-			out = append(out, w)
-		}
+		out = append(out, nodeWrite{name: in.Name, owner: owner, labels: labels, status: in})
 	}
 	for name := range published {
 		if !keep[name] {
@@ -272,18 +266,15 @@ func nodeLabels(in *updatev1alpha1.NodeStatusInsight) map[string]string {
 // ownLabels are the label keys the controller manages; others are left alone.
 var ownLabels = []string{updatev1alpha1.LabelPool, updatev1alpha1.LabelPhase, updatev1alpha1.LabelDegraded}
 
-// labelPatch is the change from have to want of the controller's labels.
-func labelPatch(have, want map[string]string) map[string]*string {
-	patch := map[string]*string{}
+// ownLabelsEqual says whether have carries exactly the controller's labels
+// of want; labels others set are not compared.
+func ownLabelsEqual(have, want map[string]string) bool {
 	for _, k := range ownLabels {
 		hv, hok := have[k]
 		wv, wok := want[k]
-		switch {
-		case wok && (!hok || hv != wv):
-			patch[k] = &wv
-		case !wok && hok:
-			patch[k] = nil
+		if hok != wok || hv != wv {
+			return false
 		}
 	}
-	return patch
+	return true
 }

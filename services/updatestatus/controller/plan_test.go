@@ -2,10 +2,13 @@ package controller
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -231,26 +234,44 @@ func TestPlanNodes(t *testing.T) {
 		nodeInsight("e", long, "Pending", false), // moved to a pool whose name is no label value
 		nodeInsight("new-but-gone", "worker", "Pending", false), // its Node went away
 	}
+	// A node insight that exists but whose labels someone else changed.
+	fLabels := pubNode(nodeInsight("f", "worker", "Pending", false))
+	fLabels.labels = map[string]string{updatev1alpha1.LabelPool: "worker", updatev1alpha1.LabelPhase: "Completed",
+		updatev1alpha1.LabelDegraded: "false", "team": "blue"}
+	published["f"] = fLabels
+	owners["f"] = metav1.OwnerReference{Name: "f"}
+	desired = append(desired, nodeInsight("f", "worker", "Pending", false))
+	// Labels others set are not the controller's to compare.
+	gTeam := pubNode(nodeInsight("g", "worker", "Pending", false))
+	gTeam.labels["team"] = "green"
+	published["g"] = gTeam
+	owners["g"] = metav1.OwnerReference{Name: "g"}
+	desired = append(desired, nodeInsight("g", "worker", "Pending", false))
+
 	ws := map[string]nodeWrite{}
 	for _, w := range planNodes(published, desired, owners) {
 		ws[w.name] = w
 	}
-	if len(ws) != 5 {
-		t.Errorf("writes for %d insights, want 5 (a, c, d, e, gone): %v", len(ws), ws)
+	if len(ws) != 6 {
+		t.Errorf("writes for %d insights, want 6 (a, c, d, e, f, gone): %v", len(ws), ws)
 	}
-	if w := ws["a"]; !w.create || w.status == nil || w.owner.Name != "a" ||
-		w.labels[updatev1alpha1.LabelPhase] != "Pending" || w.labels[updatev1alpha1.LabelPool] != "worker" || w.labels[updatev1alpha1.LabelDegraded] != "false" {
-		t.Errorf("a: %+v, want a create with labels and status", w)
+	// Every write but a delete is the whole insight: owner, labels, status.
+	for _, name := range []string{"a", "c", "d", "e", "f"} {
+		w := ws[name]
+		want := desired[slices.IndexFunc(desired, func(n updatev1alpha1.NodeStatusInsight) bool { return n.Name == name })]
+		if w.remove || w.status == nil || !equality.Semantic.DeepEqual(*w.status, want) || w.owner.Name != name ||
+			!maps.Equal(w.labels, nodeLabels(&want)) {
+			t.Errorf("%s: %+v, want an apply of the whole insight", name, w)
+		}
 	}
-	if w := ws["c"]; w.create || w.status == nil || len(w.labelPatch) != 2 ||
-		*w.labelPatch[updatev1alpha1.LabelPhase] != "Draining" || *w.labelPatch[updatev1alpha1.LabelDegraded] != "true" {
-		t.Errorf("c: %+v, want a status write and a patch of phase and degraded", w)
+	if l := ws["c"].labels; l[updatev1alpha1.LabelPhase] != "Draining" || l[updatev1alpha1.LabelDegraded] != "true" {
+		t.Errorf("c: labels %v, want phase Draining and degraded true", l)
 	}
-	if w := ws["d"]; w.status == nil || len(w.labelPatch) != 0 {
-		t.Errorf("d: %+v, want a status write only", w)
+	if _, ok := ws["e"].labels[updatev1alpha1.LabelPool]; ok {
+		t.Errorf("e: labels %v, want no pool label for a pool name that is no label value", ws["e"].labels)
 	}
-	if w := ws["e"]; len(w.labelPatch) != 1 || w.labelPatch[updatev1alpha1.LabelPool] != nil {
-		t.Errorf("e: %+v, want the pool label removed", w)
+	if _, ok := ws["g"]; ok {
+		t.Errorf("g differs only in a label the controller does not own, but is written")
 	}
 	if _, ok := ws["b"]; ok {
 		t.Errorf("b is unchanged but written")

@@ -85,6 +85,9 @@ func dryRunStatus(ctx context.Context, obj client.Object) error {
 	// The controller's own field manager, so that the applied status
 	// replaces whatever the controller specs published before instead of
 	// being merged with it: what is validated is exactly the assessment.
+	if _, insight := obj.(*updatev1alpha1.NodeProgressInsight); insight { // no status subresource
+		return env.Client.Apply(ctx, ac, client.FieldOwner(controller.FieldManager), client.ForceOwnership, client.DryRunAll)
+	}
 	return env.Client.Status().Apply(ctx, ac, client.FieldOwner(controller.FieldManager), client.ForceOwnership, client.DryRunAll)
 }
 
