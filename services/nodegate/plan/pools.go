@@ -90,9 +90,10 @@ func (p *planner) userPoolSelectors() map[string]*metav1.LabelSelector {
 // membership returns, for every node, the user pool the MCO puts it in
 // without node-gate's changes, and the nodes the MCO cannot place.
 func (p *planner) membership() (map[string]string, map[string]error) {
-	sels := map[string]labels.Selector{}
-	names := make([]string, 0, len(sels))
-	for n, sel := range p.userPoolSelectors() {
+	user := p.userPoolSelectors()
+	sels := make(map[string]labels.Selector, len(user))
+	names := make([]string, 0, len(user))
+	for n, sel := range user {
 		names = append(names, n)
 		sels[n] = poolSelector(sel)
 	}
