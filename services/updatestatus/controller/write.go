@@ -18,24 +18,29 @@ import (
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 )
 
-// applyStatus server-side applies obj's status as FieldManager.
-func applyStatus(ctx context.Context, c client.Client, obj client.Object) error {
-	ac, err := applyConfiguration(obj)
+// applyStatus server-side applies obj's status as FieldManager and returns
+// the resourceVersion the write left.
+func applyStatus(ctx context.Context, c client.Client, obj client.Object) (string, error) {
+	u, err := asUnstructured(obj)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return c.Status().Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
+	// The response is decoded into u.
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return "", err
+	}
+	return u.GetResourceVersion(), nil
 }
 
-// applyConfiguration is obj as an apply configuration. The types have no
-// generated apply configurations, so obj goes through unstructured; it must
-// carry apiVersion, kind and name, and every field the controller owns.
-func applyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
+// asUnstructured is obj to be applied. The types have no generated apply
+// configurations, so obj goes through unstructured; it must carry
+// apiVersion, kind and name, and every field the controller owns.
+func asUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
 	}
-	return client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), nil
+	return &unstructured.Unstructured{Object: u}, nil
 }
 
 // nodeWriters bounds the concurrent NodeProgressInsight writes of one
@@ -93,11 +98,11 @@ func (r *Reconciler) publishNode(ctx context.Context, w *nodeWrite) error {
 		ObjectMeta: metav1.ObjectMeta{Name: w.name, Labels: w.labels, OwnerReferences: []metav1.OwnerReference{w.owner}},
 		Status:     *w.status,
 	}
-	ac, err := applyConfiguration(npi)
+	u, err := asUnstructured(npi)
 	if err != nil {
 		return err
 	}
-	if err := r.Client.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("publishing NodeProgressInsight %s: %w", w.name, err)
 	}
 	writes.WithLabelValues("nodeprogressinsight").Inc()
