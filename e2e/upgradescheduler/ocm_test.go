@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -206,6 +207,7 @@ func ocmChaos(ctx SpecContext, track *tracker) {
 	rng := rand.New(rand.NewSource(2026))
 	var mu sync.Mutex
 	var kills []string
+	var killedLogs strings.Builder // each killed process's output, shown if the spec fails; written holding a process from procs
 	kill := func(where string, chance float64) {
 		mu.Lock()
 		if len(kills) >= wantKills || rng.Float64() >= chance {
@@ -213,9 +215,11 @@ func ocmChaos(ctx SpecContext, track *tracker) {
 			return
 		}
 		kills = append(kills, where)
+		n := len(kills)
 		mu.Unlock()
 		p := <-procs
 		p.Kill()
+		fmt.Fprintf(&killedLogs, "--- upgrade-scheduler process %d, killed %s:\n%s", n, where, p.Logs())
 		procs <- startScheduler(false)
 	}
 	// Every write that took effect is followed by a kill (the window
@@ -237,7 +241,15 @@ func ocmChaos(ctx SpecContext, track *tracker) {
 		ocmSim.OnRequest(nil)
 		ocmSim.FailRandomly(0, 0)
 		setConfig(ctx, muoConfig)
-		stopScheduler(<-procs)
+		p := <-procs // held: no kill is writing killedLogs now
+		if CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {
+			GinkgoWriter.Println("killed upgrade-scheduler processes:\n" + killedLogs.String())
+			GinkgoWriter.Println("OCM requests:")
+			for _, r := range ocmSim.Requests()[since:] {
+				GinkgoWriter.Printf("%s %s %s %s?%s status %d fault %q applied %v %s\n", r.Time.Format(time.StampMilli), r.Op, r.Method, r.Path, r.Query, r.Status, r.Fault, r.Applied, r.Body)
+			}
+		}
+		stopScheduler(p)
 		sched = startScheduler(true)
 		deleteUC(ctx)
 	})
@@ -250,10 +262,24 @@ func ocmChaos(ctx SpecContext, track *tracker) {
 		g.Expect(uc.Spec.Desired.Version).To(Equal(v))
 		created = uc.CreationTimestamp.Time
 	}, time.Minute).Should(Succeed())
-	Eventually(phaseStep(ctx), 8*time.Minute).Should(Equal("Upgraded/"))
+	// The run takes about half a minute, plus whatever the OCM steps wait
+	// out: a step whose attempt failed waits 10 s before the next, doubling
+	// with each failure in a row. An attempt fails about a quarter of the
+	// time here: its write fails 30% of the time and is sent again only
+	// after a 429 (one fault kind in five); its reads are retried within the
+	// attempt. Six failures in a row of one of the five OCM steps, 630 s of
+	// waiting, are rare (5 × 0.27^6 ≈ 0.2%); the timeout covers them. Seven
+	// (1,270 s) it does not (≈ 0.05%).
+	Eventually(phaseStep(ctx), 12*time.Minute).Should(Equal("Upgraded/"))
 	track.setOnMoment(nil)
 	ocmSim.OnRequest(nil)
 	ocmSim.FailRandomly(0, 0)
+	mostAttempts, mostStep := int32(0), ""
+	for _, c := range getUC(ctx).Status.History[0].Conditions {
+		if c.Attempts > mostAttempts {
+			mostAttempts, mostStep = c.Attempts, string(c.Type)
+		}
+	}
 
 	o := ocmSeen(policy, since)
 	mu.Lock()
@@ -272,8 +298,9 @@ func ocmChaos(ctx SpecContext, track *tracker) {
 			afterOCM++
 		}
 	}
-	AddReportEntry("OCM chaos", fmt.Sprintf("%d OCM requests, %d failures injected, %d kills (%d right after an OCM write), %d duplicates; started in OCM %s after the UpgradeConfig was created; kills: %s",
-		o.requests, o.injected, len(kills), afterOCM, dups, o.startedAt.Sub(created).Round(time.Millisecond), strings.Join(kills, "; ")))
+	AddReportEntry("OCM chaos", fmt.Sprintf("%d OCM requests, %d failures injected, %d kills (%d right after an OCM write), %d duplicates; started in OCM %s after the UpgradeConfig was created; Upgraded %s after; most attempts of one step %d (%s); kills: %s",
+		o.requests, o.injected, len(kills), afterOCM, dups, o.startedAt.Sub(created).Round(time.Millisecond), time.Since(created).Round(time.Second),
+		mostAttempts, mostStep, strings.Join(kills, "; ")))
 	expectExactlyOnce(o)
 	Expect(dups).To(BeZero())
 	Expect(o.injected).To(BeNumerically(">", 0))

@@ -13,6 +13,7 @@ import (
 	cmv1 "github.com/openshift-online/ocm-sdk-go/clustersmgmt/v1"
 	"github.com/openshift-online/ocm-sdk-go/logging"
 	slv1 "github.com/openshift-online/ocm-sdk-go/servicelogs/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Operations, the op label of the request counter.
@@ -96,6 +97,47 @@ func (c *Client) done(op string, resp statusOf, err error) error {
 	return nil
 }
 
+// Retry is how often and how fast a request is tried again within one call
+// when it failed for a reason that passes. A read is retried after any such
+// failure: it has no side effect, and a blip on one of the two or three reads
+// a notification makes would otherwise fail the whole attempt and cost the
+// step its backoff (10 s, doubling with each failure). A write is retried
+// only when OCM refused it with 429 (throttled: not handled at all). After
+// any other failure it may have taken effect, and it is left to the
+// reconciler, which reads back what OCM has before writing again.
+var Retry = wait.Backoff{Steps: 3, Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.2}
+
+// readAgain says whether a read that got status (0: no answer at all, a
+// timeout or a dropped connection) may succeed if sent again: no answer,
+// throttled or a server error. Any other 4xx will not change.
+func readAgain(status int) bool {
+	return status == 0 || status == http.StatusTooManyRequests || status >= http.StatusInternalServerError
+}
+
+// writeAgain says whether a write that got status certainly had no effect.
+func writeAgain(status int) bool { return status == http.StatusTooManyRequests }
+
+// send sends one request, each try with its own timeout, trying it again by
+// Retry while again(status) and ctx is live, and returns the last try's
+// error. Every try is counted by op and status. (Not client-go's
+// retry.OnError: it reports a last error that wraps a context deadline, a
+// request that timed out, as success.)
+func (c *Client) send(ctx context.Context, op string, again func(status int) bool, req func(context.Context) (statusOf, error)) error {
+	var last error
+	_ = wait.ExponentialBackoffWithContext(ctx, Retry, func(ctx context.Context) (bool, error) {
+		rctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		resp, err := req(rctx)
+		status := 0
+		if resp != nil {
+			status = resp.Status()
+		}
+		last = c.done(op, resp, err)
+		return last == nil || ctx.Err() != nil || !again(status), nil
+	})
+	return last
+}
+
 // nilSafe turns a typed nil response into an untyped nil interface.
 func nilSafe[T statusOf](r T, isNil bool) statusOf {
 	if isNil {
@@ -107,11 +149,13 @@ func nilSafe[T statusOf](r T, isNil bool) statusOf {
 // FindCluster finds the cluster by its external ID, as MUO does (exactly one
 // must match).
 func (c *Client) FindCluster(ctx context.Context, externalID string) (Cluster, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	resp, err := c.conn.ClustersMgmt().V1().Clusters().List().
-		Search(fmt.Sprintf("external_id = '%s'", externalID)).Size(1).SendContext(ctx)
-	if err := c.done(OpSearchClusters, nilSafe(resp, resp == nil), err); err != nil {
+	var resp *cmv1.ClustersListResponse
+	if err := c.send(ctx, OpSearchClusters, readAgain, func(ctx context.Context) (statusOf, error) {
+		var err error
+		resp, err = c.conn.ClustersMgmt().V1().Clusters().List().
+			Search(fmt.Sprintf("external_id = '%s'", externalID)).Size(1).SendContext(ctx)
+		return nilSafe(resp, resp == nil), err
+	}); err != nil {
 		return Cluster{}, err
 	}
 	if resp.Total() != 1 || resp.Items().Len() != 1 {
@@ -127,11 +171,13 @@ func (c *Client) FindCluster(ctx context.Context, externalID string) (Cluster, e
 func (c *Client) Policies(ctx context.Context, clusterID string) ([]Policy, error) {
 	var out []Policy
 	for page := 1; ; page++ {
-		rctx, cancel := context.WithTimeout(ctx, c.timeout)
-		resp, err := c.conn.ClustersMgmt().V1().Clusters().Cluster(clusterID).UpgradePolicies().List().
-			Page(page).Size(pageSize).SendContext(rctx)
-		cancel()
-		if err := c.done(OpListPolicies, nilSafe(resp, resp == nil), err); err != nil {
+		var resp *cmv1.UpgradePoliciesListResponse
+		if err := c.send(ctx, OpListPolicies, readAgain, func(ctx context.Context) (statusOf, error) {
+			var err error
+			resp, err = c.conn.ClustersMgmt().V1().Clusters().Cluster(clusterID).UpgradePolicies().List().
+				Page(page).Size(pageSize).SendContext(ctx)
+			return nilSafe(resp, resp == nil), err
+		}); err != nil {
 			return nil, err
 		}
 		resp.Items().Each(func(p *cmv1.UpgradePolicy) bool {
@@ -158,10 +204,12 @@ func (c *Client) stateResource(clusterID, policyID string) *cmv1.UpgradePolicySt
 
 // PolicyState reads a policy's state and description.
 func (c *Client) PolicyState(ctx context.Context, clusterID, policyID string) (string, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	resp, err := c.stateResource(clusterID, policyID).Get().SendContext(ctx)
-	if err := c.done(OpGetPolicyState, nilSafe(resp, resp == nil), err); err != nil {
+	var resp *cmv1.UpgradePolicyStateGetResponse
+	if err := c.send(ctx, OpGetPolicyState, readAgain, func(ctx context.Context) (statusOf, error) {
+		var err error
+		resp, err = c.stateResource(clusterID, policyID).Get().SendContext(ctx)
+		return nilSafe(resp, resp == nil), err
+	}); err != nil {
 		return "", "", err
 	}
 	return string(resp.Body().Value()), resp.Body().Description(), nil
@@ -169,14 +217,14 @@ func (c *Client) PolicyState(ctx context.Context, clusterID, policyID string) (s
 
 // SetPolicyState patches a policy's state.
 func (c *Client) SetPolicyState(ctx context.Context, clusterID, policyID, value, description string) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
 	body, err := cmv1.NewUpgradePolicyState().Value(cmv1.UpgradePolicyStateValue(value)).Description(description).Build()
 	if err != nil {
 		return err
 	}
-	resp, err := c.stateResource(clusterID, policyID).Update().Body(body).SendContext(ctx)
-	return c.done(OpPatchPolicyState, nilSafe(resp, resp == nil), err)
+	return c.send(ctx, OpPatchPolicyState, writeAgain, func(ctx context.Context) (statusOf, error) {
+		resp, err := c.stateResource(clusterID, policyID).Update().Body(body).SendContext(ctx)
+		return nilSafe(resp, resp == nil), err
+	})
 }
 
 // ServiceLog is one service log to post.
@@ -197,11 +245,13 @@ var ErrReadBackRefused = errors.New("OCM refused the service log read-back")
 // ServiceLogPosted reports whether a service log with key was posted for the
 // cluster already.
 func (c *Client) ServiceLogPosted(ctx context.Context, cl Cluster, key string) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	resp, err := c.conn.ServiceLogs().V1().ClusterLogs().List().
-		Search(fmt.Sprintf("cluster_id = '%s' and event_stream_id = '%s'", cl.ID, key)).Size(1).SendContext(ctx)
-	if err := c.done(OpListServiceLogs, nilSafe(resp, resp == nil), err); err != nil {
+	var resp *slv1.ClusterLogsListResponse
+	if err := c.send(ctx, OpListServiceLogs, readAgain, func(ctx context.Context) (statusOf, error) {
+		var err error
+		resp, err = c.conn.ServiceLogs().V1().ClusterLogs().List().
+			Search(fmt.Sprintf("cluster_id = '%s' and event_stream_id = '%s'", cl.ID, key)).Size(1).SendContext(ctx)
+		return nilSafe(resp, resp == nil), err
+	}); err != nil {
 		if resp != nil && (resp.Status() == http.StatusForbidden || resp.Status() == http.StatusBadRequest) {
 			return false, fmt.Errorf("%w: %w", ErrReadBackRefused, err)
 		}
@@ -213,14 +263,14 @@ func (c *Client) ServiceLogPosted(ctx context.Context, cl Cluster, key string) (
 // AddServiceLog posts a service log as MUO does: severity Info, visible to
 // the customer, MUO's service name and log type.
 func (c *Client) AddServiceLog(ctx context.Context, cl Cluster, l ServiceLog) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
 	entry, err := slv1.NewLogEntry().ClusterID(cl.ID).ClusterUUID(cl.ExternalID).Severity(slv1.SeverityInfo).
 		InternalOnly(false).ServiceName(ServiceName).LogType(slv1.LogType(LogType)).
 		Summary(l.Summary).Description(l.Description).EventStreamID(l.Key).Build()
 	if err != nil {
 		return err
 	}
-	resp, err := c.conn.ServiceLogs().V1().ClusterLogs().Add().Body(entry).SendContext(ctx)
-	return c.done(OpAddServiceLog, nilSafe(resp, resp == nil), err)
+	return c.send(ctx, OpAddServiceLog, writeAgain, func(ctx context.Context) (statusOf, error) {
+		resp, err := c.conn.ServiceLogs().V1().ClusterLogs().Add().Body(entry).SendContext(ctx)
+		return nilSafe(resp, resp == nil), err
+	})
 }

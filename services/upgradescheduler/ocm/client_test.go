@@ -195,11 +195,119 @@ func TestServiceLogPostedWhenTheReadBackIsRefused(t *testing.T) {
 			}
 		})
 	}
-	// Any other failure of the search still holds the post (retried).
+	// A search that keeps failing for any other reason holds the post (the
+	// caller retries the delivery).
 	s, c, _ := setup(t)
 	cl, _ := c.FindCluster(context.Background(), externalID)
-	s.FailNext(ocmsim.Fault{Status: 503})
+	s.FailNext(ocmsim.Fault{Status: 503}, ocmsim.Fault{Status: 503}, ocmsim.Fault{Status: 503})
 	if _, err := c.Deliver(context.Background(), cl, "", Notice{ServiceLog: &ServiceLog{Summary: "s", Key: "k2"}}); err == nil || len(s.ServiceLogs()) != 0 {
-		t.Fatalf("a 503 on the search: err %v, %d logs", err, len(s.ServiceLogs()))
+		t.Fatalf("a 503 on every try of the search: err %v, %d logs", err, len(s.ServiceLogs()))
 	}
+}
+
+// TestRetryWhatPasses: a read that failed for a passing reason is sent again
+// within the call, up to Retry.Steps tries; an answer that will not change
+// (404, 403) is not. A write is sent again only after a 429, the one answer
+// that says it was not handled.
+func TestRetryWhatPasses(t *testing.T) {
+	lost, slow := ocmsim.Fault{LoseResponse: true}, ocmsim.Fault{Delay: 3 * time.Second} // slow: past the 2 s client timeout
+	for _, tc := range []struct {
+		name   string
+		faults []ocmsim.Fault
+		tries  int
+		ok     bool
+	}{
+		{"500 then 429, then an answer", []ocmsim.Fault{{Status: 500}, {Status: 429}}, 3, true},
+		{"no answer, then an answer", []ocmsim.Fault{lost}, 2, true},
+		{"too slow, then an answer", []ocmsim.Fault{slow}, 2, true},
+		{"503 on every try", []ocmsim.Fault{{Status: 503}, {Status: 503}, {Status: 503}, {}}, 3, false},
+		{"403 is final", []ocmsim.Fault{{Status: 403}}, 1, false},
+		{"400 is final", []ocmsim.Fault{{Status: 400}}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, c, _ := setup(t)
+			s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.2", NextRun: time.Now()})
+			base := len(s.Requests())
+			s.FailNext(tc.faults...)
+			st, _, err := c.PolicyState(context.Background(), internalID, "p1")
+			if tc.ok != (err == nil) || (tc.ok && st != StateScheduled) {
+				t.Fatalf("PolicyState = %q, %v; want ok %v", st, err, tc.ok)
+			}
+			if n := len(s.Requests()) - base; n != tc.tries {
+				t.Fatalf("%d requests, want %d", n, tc.tries)
+			}
+		})
+	}
+	t.Run("a write that timed out is an error", func(t *testing.T) {
+		// Its own server: a slow request is logged only once the server
+		// sees the client gone, too late to be counted reliably.
+		s, c, _ := setup(t)
+		s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.2", NextRun: time.Now()})
+		s.FailNext(slow, slow)
+		if err := c.SetPolicyState(context.Background(), internalID, "p1", StateStarted, "d"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a PATCH that timed out: err %v", err)
+		}
+		if err := c.AddServiceLog(context.Background(), Cluster{ID: internalID, ExternalID: externalID}, ServiceLog{Summary: "s", Key: "k"}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a POST that timed out: err %v", err)
+		}
+	})
+	t.Run("too slow on every try is an error", func(t *testing.T) {
+		s, _, _ := setup(t)
+		s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.2", NextRun: time.Now()})
+		c, err := NewClient(s.URL(), externalID+":"+pullToken, 100*time.Millisecond, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		slowest := ocmsim.Fault{Delay: time.Second}
+		s.FailNext(slowest, slowest, slowest)
+		if _, _, err := c.PolicyState(context.Background(), internalID, "p1"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("PolicyState timed out on every try: err %v", err)
+		}
+	})
+	t.Run("404 is final", func(t *testing.T) {
+		s, c, _ := setup(t)
+		base := len(s.Requests())
+		if _, _, err := c.PolicyState(context.Background(), internalID, "gone"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("want ErrNotFound, got %v", err)
+		}
+		if n := len(s.Requests()) - base; n != 1 {
+			t.Fatalf("%d requests", n)
+		}
+	})
+	t.Run("writes are sent again only after a 429", func(t *testing.T) {
+		s, c, _ := setup(t)
+		s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.2", NextRun: time.Now()})
+		cl := Cluster{ID: internalID, ExternalID: externalID}
+		for _, f := range []ocmsim.Fault{{Status: 500}, {Status: 503}, lost} {
+			base := len(s.Requests())
+			s.FailNext(f)
+			if err := c.SetPolicyState(context.Background(), internalID, "p1", StateStarted, "d"); err == nil {
+				t.Fatalf("%+v: PATCH succeeded", f)
+			}
+			s.FailNext(f)
+			if err := c.AddServiceLog(context.Background(), cl, ServiceLog{Summary: "s", Key: "k"}); err == nil {
+				t.Fatalf("%+v: POST succeeded", f)
+			}
+			if n := len(s.Requests()) - base; n != 2 {
+				t.Fatalf("%+v: %d requests for one PATCH and one POST", f, n)
+			}
+		}
+		base, logs := len(s.Requests()), len(s.ServiceLogs())
+		throttled := ocmsim.Fault{Status: 429}
+		s.FailNext(throttled, throttled)
+		if err := c.SetPolicyState(context.Background(), internalID, "p1", StateCompleted, "d"); err != nil {
+			t.Fatalf("PATCH after two 429s: %v", err)
+		}
+		s.FailNext(throttled)
+		if err := c.AddServiceLog(context.Background(), cl, ServiceLog{Summary: "s", Key: "k2"}); err != nil {
+			t.Fatalf("POST after a 429: %v", err)
+		}
+		if n := len(s.Requests()) - base; n != 5 {
+			t.Fatalf("%d requests for a PATCH throttled twice and a POST throttled once, want 5", n)
+		}
+		if n := len(s.ServiceLogs()) - logs; n != 1 {
+			t.Fatalf("%d service logs posted, want 1", n)
+		}
+	})
 }
