@@ -47,6 +47,7 @@ import (
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/ownwrite"
 	"github.com/upshift-io/upshift/services/nodegate/drain"
 	"github.com/upshift-io/upshift/services/nodegate/metrics"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
@@ -78,14 +79,16 @@ type Reconciler struct {
 	// plan.Input); empty: anything.
 	JobNamespaces, GatedPools []string
 
-	written ownWrites
+	// written lets a pass plan from a run as this controller last wrote it
+	// while the cache lags behind that write.
+	written ownwrite.Writes[*nodegatev1alpha1.MutexRunConfig]
 	pools   poolWrites
 }
 
 // wrote remembers a run this controller just wrote over resourceVersion
 // prev.
 func (r *Reconciler) wrote(prev string, run *nodegatev1alpha1.MutexRunConfig) {
-	r.written.remember(prev, run)
+	r.written.Wrote(prev, run)
 }
 
 // SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
@@ -147,14 +150,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	run := &nodegatev1alpha1.MutexRunConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.written.forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 			if r.Metrics != nil {
 				r.Metrics.Forget(runKey)
 			}
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	run = r.written.newest(run)
+	run = r.written.Newest(req.NamespacedName, run)
 	if run.DeletionTimestamp == nil && !controllerutil.ContainsFinalizer(run, Finalizer) {
 		// Before the first change, so a deletion always finds it.
 		controllerutil.AddFinalizer(run, Finalizer)

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/ownwrite"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
 
@@ -53,59 +54,10 @@ type Reconciler struct {
 	prototypeSeen *bool         // last observed presence of the prototype ConfigMap, to log changes once
 	lastMCOImage  *mcoImageRead // see mcoImage
 
-	// lastWrite is the UpgradeStatus as this process last wrote it, while
-	// the cache has not caught up with it (see ownWrite).
-	lastWrite ownWrite
-}
-
-// ownWrite lets a recomputation read the UpgradeStatus as this process last
-// wrote it while the cache lags behind that write. Otherwise a
-// recomputation right after a write would compare against the stale status,
-// write again and repeat its Events.
-//
-// Recomputations can come faster than the watch brings each write back, so
-// the cache may be several own writes behind: the cache's copy is replaced
-// while it carries any resourceVersion one of these writes went over (the
-// API server accepted the write over it, so the write is newer). Remembering
-// only the last write's would take a cache that shows an earlier own write
-// for the truth, and a transition decided after that write would be decided
-// (and its Event emitted) a second time.
-type ownWrite struct {
-	// replaced are the resourceVersions this process's writes went over since
-	// the cache last showed a version none of them replaced.
-	replaced map[string]bool
-	// status is the last write, at the resourceVersion it left.
-	status *updatev1alpha1.UpgradeStatus
-}
-
-// maxReplaced bounds the chain of a cache that never catches up; past it
-// the chain starts again (a recomputation may then compare with a stale
-// status: a repeated write, never a lost one).
-const maxReplaced = 64
-
-// wrote records a write over resourceVersion over that left written.
-func (w *ownWrite) wrote(over string, written *updatev1alpha1.UpgradeStatus) {
-	if w.replaced == nil || len(w.replaced) >= maxReplaced {
-		w.replaced = map[string]bool{}
-	}
-	w.replaced[over] = true
-	w.status = written
-}
-
-// forget drops the chain: the outcome of a write is unknown.
-func (w *ownWrite) forget() { *w = ownWrite{} }
-
-// newest returns this process's last write while cached is a version one of
-// its writes replaced (or not cached yet), else cached, dropping the chain.
-func (w *ownWrite) newest(cached *updatev1alpha1.UpgradeStatus) *updatev1alpha1.UpgradeStatus {
-	if w.status == nil {
-		return cached
-	}
-	if cached == nil || w.replaced[cached.ResourceVersion] {
-		return w.status
-	}
-	w.forget()
-	return cached
+	// written lets a recomputation compare against the UpgradeStatus as this
+	// process last wrote it while the cache lags behind that write;
+	// otherwise it would write again and repeat its Events.
+	written ownwrite.Writes[*updatev1alpha1.UpgradeStatus]
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -164,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	published.status = r.lastWrite.newest(published.status)
+	published.status = r.written.Newest(clusterRequest.NamespacedName, published.status)
 	snap, err := r.snapshot(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -246,13 +198,13 @@ func (r *Reconciler) publishStatus(ctx context.Context, us *updatev1alpha1.Upgra
 	}
 	rv, err := applyStatus(ctx, r.Client, obj)
 	if err != nil {
-		r.lastWrite.forget() // the outcome is unknown: trust the cache again
+		r.written.Forget(clusterRequest.NamespacedName) // the outcome is unknown: trust the cache again
 		return fmt.Errorf("publishing UpgradeStatus status: %w", err)
 	}
 	written := us.DeepCopy()
 	written.Status = *desired
 	written.ResourceVersion = rv
-	r.lastWrite.wrote(us.ResourceVersion, written)
+	r.written.Wrote(us.ResourceVersion, written)
 	writes.WithLabelValues("upgradestatus").Inc()
 	return nil
 }

@@ -1,0 +1,95 @@
+// Package ownwrite lets a controller plan from an object as it last wrote
+// it while its informer cache still shows an older version.
+//
+// A controller's write is followed by events that start its next pass
+// within milliseconds, usually before the watch has brought the write back
+// into the cache. Planning from the older copy decides again what the last
+// pass decided: the write repeats (and loses on the resourceVersion), and
+// an Event of a transition is emitted twice.
+//
+// The substitution is exact, not a guess about resourceVersion order: the
+// cached copy is replaced only while it carries a resourceVersion that one
+// of the controller's own writes went over. The API server accepted that
+// write over it, so the write is newer. Writes come faster than their watch
+// events under load, so the cache may be several own writes behind: every
+// version replaced since the cache last caught up counts, and remembering
+// only the last write's would take a cache showing an earlier own write
+// for the truth. Any other version in the cache (the last write itself, or
+// anything after it) is used as it is, and what was remembered is dropped.
+package ownwrite
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// MaxReplaced bounds what is remembered of a cache that never catches up;
+// past it the chain starts again (a pass may then plan from a stale copy:
+// a repeated write, which loses on the resourceVersion, never a lost one).
+const MaxReplaced = 64
+
+// Writes remembers a controller's own writes, per object. The zero value is
+// ready to use, and safe for concurrent passes.
+type Writes[T interface {
+	comparable
+	client.Object
+}] struct {
+	mu   sync.Mutex
+	objs map[types.NamespacedName]chain[T]
+}
+
+type chain[T client.Object] struct {
+	// replaced are the resourceVersions the writes went over since the
+	// cache last showed a version none of them replaced.
+	replaced map[string]bool
+	// last is the last write, at the resourceVersion it left.
+	last T
+}
+
+// Wrote records a write over resourceVersion over that left written (at the
+// resourceVersion the API server answered). written is copied.
+func (w *Writes[T]) Wrote(over string, written T) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.objs == nil {
+		w.objs = map[types.NamespacedName]chain[T]{}
+	}
+	key := client.ObjectKeyFromObject(written)
+	c, ok := w.objs[key]
+	if !ok || c.last.GetUID() != written.GetUID() || len(c.replaced) >= MaxReplaced {
+		c = chain[T]{replaced: map[string]bool{}}
+	}
+	c.replaced[over] = true
+	c.last = written.DeepCopyObject().(T)
+	w.objs[key] = c
+}
+
+// Newest returns the object to plan from: a copy of the last write while
+// cached is a version one of the writes replaced, or while the object is
+// not cached yet (cached is nil: a write that created it); else cached, and
+// what was remembered of key is dropped.
+func (w *Writes[T]) Newest(key types.NamespacedName, cached T) T {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c, ok := w.objs[key]
+	if !ok {
+		return cached
+	}
+	var none T
+	if cached == none || (c.replaced[cached.GetResourceVersion()] && cached.GetUID() == c.last.GetUID()) {
+		return c.last.DeepCopyObject().(T)
+	}
+	// The cache has the last write or something newer: it is the truth again.
+	delete(w.objs, key)
+	return cached
+}
+
+// Forget drops what is remembered of key: the object is gone, or the
+// outcome of a write to it is unknown.
+func (w *Writes[T]) Forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.objs, key)
+}
