@@ -124,7 +124,7 @@ func writeAgain(status int) bool { return status == http.StatusTooManyRequests }
 // request that timed out, as success.)
 func (c *Client) send(ctx context.Context, op string, again func(status int) bool, req func(context.Context) (statusOf, error)) error {
 	var last error
-	_ = wait.ExponentialBackoffWithContext(ctx, Retry, func(ctx context.Context) (bool, error) {
+	err := wait.ExponentialBackoffWithContext(ctx, Retry, func(ctx context.Context) (bool, error) {
 		rctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 		resp, err := req(rctx)
@@ -135,6 +135,10 @@ func (c *Client) send(ctx context.Context, op string, again func(status int) boo
 		last = c.done(op, resp, err)
 		return last == nil || ctx.Err() != nil || !again(status), nil
 	})
+	if last == nil && err != nil {
+		// ctx ended before the first try: nothing was sent.
+		return fmt.Errorf("OCM %s: %w", op, err)
+	}
 	return last
 }
 

@@ -265,6 +265,21 @@ func TestRetryWhatPasses(t *testing.T) {
 			t.Fatalf("PolicyState timed out on every try: err %v", err)
 		}
 	})
+	t.Run("a context already ended is an error, nothing sent", func(t *testing.T) {
+		s, c, _ := setup(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		base := len(s.Requests())
+		if _, _, err := c.PolicyState(ctx, internalID, "p1"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("PolicyState: err %v", err)
+		}
+		if err := c.SetPolicyState(ctx, internalID, "p1", StateStarted, "d"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("SetPolicyState: err %v", err)
+		}
+		if n := len(s.Requests()) - base; n != 0 {
+			t.Fatalf("%d requests sent", n)
+		}
+	})
 	t.Run("404 is final", func(t *testing.T) {
 		s, c, _ := setup(t)
 		base := len(s.Requests())
