@@ -119,47 +119,43 @@ func writeAgain(status int) bool { return status == http.StatusTooManyRequests }
 
 // send sends one request, each try with its own timeout, trying it again by
 // Retry while again(status) and ctx is live, and returns the last try's
-// error. Every try is counted by op and status. (Not client-go's
-// retry.OnError: it reports a last error that wraps a context deadline, a
-// request that timed out, as success.)
-func (c *Client) send(ctx context.Context, op string, again func(status int) bool, req func(context.Context) (statusOf, error)) error {
+// response (nil without one) and error. Every try is counted by op and
+// status. (Not client-go's retry.OnError: it reports a last error that
+// wraps a context deadline, a request that timed out, as success.)
+func send[R interface {
+	comparable
+	statusOf
+}](ctx context.Context, c *Client, op string, again func(status int) bool, req func(context.Context) (R, error)) (R, error) {
+	var resp, none R
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, Retry, func(ctx context.Context) (bool, error) {
 		rctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
-		resp, err := req(rctx)
+		var err error
+		resp, err = req(rctx)
 		status := 0
-		if resp != nil {
-			status = resp.Status()
+		var answer statusOf // an untyped nil without a response
+		if resp != none {
+			status, answer = resp.Status(), resp
 		}
-		last = c.done(op, resp, err)
+		last = c.done(op, answer, err)
 		return last == nil || ctx.Err() != nil || !again(status), nil
 	})
 	if last == nil && err != nil {
 		// ctx ended before the first try: nothing was sent.
-		return fmt.Errorf("OCM %s: %w", op, err)
+		return none, fmt.Errorf("OCM %s: %w", op, err)
 	}
-	return last
-}
-
-// nilSafe turns a typed nil response into an untyped nil interface.
-func nilSafe[T statusOf](r T, isNil bool) statusOf {
-	if isNil {
-		return nil
-	}
-	return r
+	return resp, last
 }
 
 // FindCluster finds the cluster by its external ID, as MUO does (exactly one
 // must match).
 func (c *Client) FindCluster(ctx context.Context, externalID string) (Cluster, error) {
-	var resp *cmv1.ClustersListResponse
-	if err := c.send(ctx, OpSearchClusters, readAgain, func(ctx context.Context) (statusOf, error) {
-		var err error
-		resp, err = c.conn.ClustersMgmt().V1().Clusters().List().
+	resp, err := send(ctx, c, OpSearchClusters, readAgain, func(ctx context.Context) (*cmv1.ClustersListResponse, error) {
+		return c.conn.ClustersMgmt().V1().Clusters().List().
 			Search(fmt.Sprintf("external_id = '%s'", externalID)).Size(1).SendContext(ctx)
-		return nilSafe(resp, resp == nil), err
-	}); err != nil {
+	})
+	if err != nil {
 		return Cluster{}, err
 	}
 	if resp.Total() != 1 || resp.Items().Len() != 1 {
@@ -175,13 +171,11 @@ func (c *Client) FindCluster(ctx context.Context, externalID string) (Cluster, e
 func (c *Client) Policies(ctx context.Context, clusterID string) ([]Policy, error) {
 	var out []Policy
 	for page := 1; ; page++ {
-		var resp *cmv1.UpgradePoliciesListResponse
-		if err := c.send(ctx, OpListPolicies, readAgain, func(ctx context.Context) (statusOf, error) {
-			var err error
-			resp, err = c.conn.ClustersMgmt().V1().Clusters().Cluster(clusterID).UpgradePolicies().List().
+		resp, err := send(ctx, c, OpListPolicies, readAgain, func(ctx context.Context) (*cmv1.UpgradePoliciesListResponse, error) {
+			return c.conn.ClustersMgmt().V1().Clusters().Cluster(clusterID).UpgradePolicies().List().
 				Page(page).Size(pageSize).SendContext(ctx)
-			return nilSafe(resp, resp == nil), err
-		}); err != nil {
+		})
+		if err != nil {
 			return nil, err
 		}
 		resp.Items().Each(func(p *cmv1.UpgradePolicy) bool {
@@ -208,12 +202,10 @@ func (c *Client) stateResource(clusterID, policyID string) *cmv1.UpgradePolicySt
 
 // PolicyState reads a policy's state and description.
 func (c *Client) PolicyState(ctx context.Context, clusterID, policyID string) (string, string, error) {
-	var resp *cmv1.UpgradePolicyStateGetResponse
-	if err := c.send(ctx, OpGetPolicyState, readAgain, func(ctx context.Context) (statusOf, error) {
-		var err error
-		resp, err = c.stateResource(clusterID, policyID).Get().SendContext(ctx)
-		return nilSafe(resp, resp == nil), err
-	}); err != nil {
+	resp, err := send(ctx, c, OpGetPolicyState, readAgain, func(ctx context.Context) (*cmv1.UpgradePolicyStateGetResponse, error) {
+		return c.stateResource(clusterID, policyID).Get().SendContext(ctx)
+	})
+	if err != nil {
 		return "", "", err
 	}
 	return string(resp.Body().Value()), resp.Body().Description(), nil
@@ -225,10 +217,10 @@ func (c *Client) SetPolicyState(ctx context.Context, clusterID, policyID, value,
 	if err != nil {
 		return err
 	}
-	return c.send(ctx, OpPatchPolicyState, writeAgain, func(ctx context.Context) (statusOf, error) {
-		resp, err := c.stateResource(clusterID, policyID).Update().Body(body).SendContext(ctx)
-		return nilSafe(resp, resp == nil), err
+	_, err = send(ctx, c, OpPatchPolicyState, writeAgain, func(ctx context.Context) (*cmv1.UpgradePolicyStateUpdateResponse, error) {
+		return c.stateResource(clusterID, policyID).Update().Body(body).SendContext(ctx)
 	})
+	return err
 }
 
 // ServiceLog is one service log to post.
@@ -249,13 +241,11 @@ var ErrReadBackRefused = errors.New("OCM refused the service log read-back")
 // ServiceLogPosted reports whether a service log with key was posted for the
 // cluster already.
 func (c *Client) ServiceLogPosted(ctx context.Context, cl Cluster, key string) (bool, error) {
-	var resp *slv1.ClusterLogsListResponse
-	if err := c.send(ctx, OpListServiceLogs, readAgain, func(ctx context.Context) (statusOf, error) {
-		var err error
-		resp, err = c.conn.ServiceLogs().V1().ClusterLogs().List().
+	resp, err := send(ctx, c, OpListServiceLogs, readAgain, func(ctx context.Context) (*slv1.ClusterLogsListResponse, error) {
+		return c.conn.ServiceLogs().V1().ClusterLogs().List().
 			Search(fmt.Sprintf("cluster_id = '%s' and event_stream_id = '%s'", cl.ID, key)).Size(1).SendContext(ctx)
-		return nilSafe(resp, resp == nil), err
-	}); err != nil {
+	})
+	if err != nil {
 		if resp != nil && (resp.Status() == http.StatusForbidden || resp.Status() == http.StatusBadRequest) {
 			return false, fmt.Errorf("%w: %w", ErrReadBackRefused, err)
 		}
@@ -273,8 +263,8 @@ func (c *Client) AddServiceLog(ctx context.Context, cl Cluster, l ServiceLog) er
 	if err != nil {
 		return err
 	}
-	return c.send(ctx, OpAddServiceLog, writeAgain, func(ctx context.Context) (statusOf, error) {
-		resp, err := c.conn.ServiceLogs().V1().ClusterLogs().Add().Body(entry).SendContext(ctx)
-		return nilSafe(resp, resp == nil), err
+	_, err = send(ctx, c, OpAddServiceLog, writeAgain, func(ctx context.Context) (*slv1.ClusterLogsAddResponse, error) {
+		return c.conn.ServiceLogs().V1().ClusterLogs().Add().Body(entry).SendContext(ctx)
 	})
+	return err
 }
