@@ -85,12 +85,6 @@ type Reconciler struct {
 	pools   poolWrites
 }
 
-// wrote remembers a run this controller just wrote over resourceVersion
-// prev.
-func (r *Reconciler) wrote(prev string, run *nodegatev1alpha1.MutexRunConfig) {
-	r.written.Wrote(prev, run)
-}
-
 // SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
 // and the ClusterVersion; every change of a shared object wakes every run.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -165,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.Client.Update(ctx, run); err != nil {
 			return reconcile.Result{}, err
 		}
-		r.wrote(prev, run)
+		r.written.Wrote(prev, run)
 		return reconcile.Result{}, nil
 	}
 	if run.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(run, Finalizer) {
@@ -198,7 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			}
 			return reconcile.Result{}, err
 		}
-		r.wrote(run.ResourceVersion, upd)
+		r.written.Wrote(run.ResourceVersion, upd)
 		run = upd
 	}
 	if r.Metrics != nil {
