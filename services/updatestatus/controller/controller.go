@@ -201,10 +201,11 @@ func (r *Reconciler) publishStatus(ctx context.Context, us *updatev1alpha1.Upgra
 		r.written.Forget(clusterRequest.NamespacedName) // the outcome is unknown: trust the cache again
 		return fmt.Errorf("publishing UpgradeStatus status: %w", err)
 	}
-	written := us.DeepCopy()
+	// Wrote keeps its own deep copy: a shallow one of us is enough here.
+	written := *us
 	written.Status = *desired
 	written.ResourceVersion = rv
-	r.written.Wrote(us.ResourceVersion, written)
+	r.written.Wrote(us.ResourceVersion, &written)
 	writes.WithLabelValues("upgradestatus").Inc()
 	return nil
 }
