@@ -35,6 +35,9 @@ type AuditEvent struct {
 	ObjectRef      *AuditObjectRef `json:"objectRef"`
 	ResponseStatus *AuditStatus    `json:"responseStatus"`
 	RequestURI     string          `json:"requestURI"`
+	// StageTimestamp is when the apiserver finished the request (RFC 3339,
+	// microseconds): a test's failure message can order events with it.
+	StageTimestamp string `json:"stageTimestamp"`
 	// RequestObject and ResponseObject are logged for SubjectAccessReviews only.
 	RequestObject  json.RawMessage `json:"requestObject,omitempty"`
 	ResponseObject json.RawMessage `json:"responseObject,omitempty"`

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -259,10 +260,10 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 
 		By("every side effect happened exactly once (audit log)")
 		c := sideEffects()
-		Expect(c.cvPatches).To(Equal(1), "ClusterVersion patches")
+		Expect(c.cvPatches).To(HaveLen(1), "ClusterVersion patches")
 		// The test created the two worker MachineSets; the scheduler the two copies.
-		Expect(c.msCreates).To(Equal(4), "MachineSet creations")
-		Expect(c.msDeletes).To(Equal(2), "MachineSet deletions")
+		Expect(c.msCreates).To(HaveLen(4), "MachineSet creations")
+		Expect(c.msDeletes).To(HaveLen(2), "MachineSet deletions")
 
 		By("Events tell the story in `kubectl describe`")
 		Eventually(func(g Gomega) []string {
@@ -389,6 +390,12 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		cv.Status.History = append([]configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.16.3", Image: cv.Status.AvailableUpdates[0].Image, StartedTime: metav1.Now(), CompletionTime: ptr.To(metav1.Now()), Verified: true}}, cv.Status.History...)
 		Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
 		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityRemoved"))
+		// The status shows this step once its first deletion is done; the
+		// stop comes once the second temporary MachineSet is gone too, at the
+		// step's wait for the machines. A stop that cuts a deletion off may leave it
+		// done without a success answer in the audit log; the OCM chaos e2e
+		// kills the scheduler at such moments.
+		Eventually(surge(ctx)).Should(BeEmpty())
 		stop()
 		for _, name := range []string{"c1-worker-a-upgrade", "c1-worker-b-upgrade"} {
 			Expect(env.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name + "-m2", Namespace: plan.MachineAPINamespace}})).To(Succeed())
@@ -398,10 +405,10 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Eventually(ucPhase(ctx, key)).Should(Equal("Upgraded/"))
 		Expect(surge(ctx)(Default)).To(BeEmpty())
 
-		after := sideEffects()
-		Expect(after.cvPatches-before.cvPatches).To(Equal(1), "ClusterVersion patches across four restarts")
-		Expect(after.msCreates-before.msCreates).To(Equal(2), "temporary MachineSets created across four restarts")
-		Expect(after.msDeletes-before.msDeletes).To(Equal(2), "temporary MachineSets deleted across four restarts")
+		c := sideEffects().since(before)
+		Expect(c.cvPatches).To(HaveLen(1), "ClusterVersion patches across four restarts")
+		Expect(c.msCreates).To(HaveLen(2), "temporary MachineSets created across four restarts")
+		Expect(c.msDeletes).To(HaveLen(2), "temporary MachineSets deleted across four restarts")
 	})
 
 	It("exports a failing post-upgrade check, failing validation and a passed start deadline, MUO's way and Upshift's", metricsSpec)
@@ -414,26 +421,35 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 	It("never commences an upgrade whose OCM policy was withdrawn before commencement, however late", ocmGuardSpec, NodeTimeout(3*time.Minute))
 })
 
-type counts struct{ cvPatches, msCreates, msDeletes int }
+// sideEffectLog is the scheduler's successful side effects by kind, each a
+// line saying which object and when, so that a failed count shows what
+// happened.
+type sideEffectLog struct{ cvPatches, msCreates, msDeletes []string }
 
-// sideEffects counts, in the audit log, the successful side effects the
+// since is what l holds that before did not.
+func (l sideEffectLog) since(before sideEffectLog) sideEffectLog {
+	return sideEffectLog{l.cvPatches[len(before.cvPatches):], l.msCreates[len(before.msCreates):], l.msDeletes[len(before.msDeletes):]}
+}
+
+// sideEffects reads, from the audit log, the successful side effects the
 // scheduler can cause.
-func sideEffects() counts {
+func sideEffects() sideEffectLog {
 	GinkgoHelper()
 	events, err := env.AuditEvents("upshift-admin")
 	Expect(err).NotTo(HaveOccurred())
-	var c counts
+	var c sideEffectLog
 	for _, e := range events {
 		if e.ObjectRef == nil || e.ResponseStatus == nil || e.ResponseStatus.Code >= 300 {
 			continue
 		}
+		line := fmt.Sprintf("%s %s %s/%s -> %d at %s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name, e.ResponseStatus.Code, e.StageTimestamp)
 		switch {
 		case e.Verb == "patch" && e.ObjectRef.Resource == "clusterversions" && e.ObjectRef.Subresource == "":
-			c.cvPatches++
+			c.cvPatches = append(c.cvPatches, line)
 		case e.Verb == "create" && e.ObjectRef.Resource == "machinesets":
-			c.msCreates++
+			c.msCreates = append(c.msCreates, line)
 		case e.Verb == "delete" && e.ObjectRef.Resource == "machinesets":
-			c.msDeletes++
+			c.msDeletes = append(c.msDeletes, line)
 		}
 	}
 	return c
