@@ -357,13 +357,15 @@ func (w *watcher) lastGone() time.Time {
 
 // The lease timings of the kill spec: a new leader takes over from a killed
 // one within leaseDuration of its last renewal (every retry period). The
-// renew deadline leaves a leader that cannot reach the apiserver 1.5 s
-// before it steps down; client-go wants it above 1.2 retry periods and
+// renew deadline leaves a leader that cannot renew for 3 s before it steps
+// down (and exits): on a loaded machine an apiserver answer can take a
+// second or two, and a leader that steps down on its own stops the rollout
+// the spec follows. client-go wants the deadline above 1.2 retry periods and
 // below the lease duration.
-const leaseDuration = 2 * time.Second
+const leaseDuration = 4 * time.Second
 
 var leaseFlags = []string{"--leader-elect-lease-duration=" + leaseDuration.String(),
-	"--leader-elect-renew-deadline=1500ms", "--leader-elect-retry-period=250ms"}
+	"--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
 
 // leaseHolder is the holder of the binary's Lease ("" when none).
 func leaseHolder(ctx context.Context, g Gomega) string {

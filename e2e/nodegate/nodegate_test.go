@@ -168,6 +168,21 @@ var _ = Describe("node-gate", Ordered, func() {
 		}
 
 		By("ordering from resourceVersions: pre-hook Complete < release < MCO Working; post-hook after Done; next release after the previous Done+Ready")
+		// The timeline's watches may still be behind what the run's status
+		// already shows (the last post-hook Job's Complete): wait for them.
+		Eventually(func(g Gomega) {
+			tl.mu.Lock()
+			defer tl.mu.Unlock()
+			for _, j := range jobs.Items {
+				g.Expect(tl.jobDone).To(HaveKey(j.Name))
+				g.Expect(tl.jobNode).To(HaveKey(j.Name))
+			}
+			for _, n := range r.Status.PlannedOrder {
+				g.Expect(tl.labelled).To(HaveKey(n))
+				g.Expect(tl.working).To(HaveKey(n))
+				g.Expect(tl.done).To(HaveKey(n))
+			}
+		}).Should(Succeed())
 		tl.mu.Lock()
 		defer tl.mu.Unlock()
 		order := r.Status.PlannedOrder

@@ -2,6 +2,7 @@ package upgradescheduler
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -29,6 +30,10 @@ type tracker struct {
 	steps       map[string][]string             // version → step per change of currentStep
 	desired     string                          // ClusterVersion spec.desiredUpdate.version
 	deleting    map[string]bool                 // temporary MachineSets seen deleting
+	// Per temporary MachineSet name, how many times the watch saw it
+	// created, and how many times start deleting: the side effects as they
+	// took effect, whatever the apiserver answered a killed client.
+	added, deleted map[string]int
 	// onMoment is called (outside the lock) at every moment a crash would
 	// hurt most: a step boundary, right after a temporary MachineSet was
 	// created or deleted, and right after ClusterVersion was patched.
@@ -38,7 +43,7 @@ type tracker struct {
 func startTracker(ctx context.Context) *tracker {
 	GinkgoHelper()
 	t := &tracker{cvCompleted: map[string]time.Time{}, stepDone: map[string]map[string]time.Time{}, steps: map[string][]string{},
-		deleting: map[string]bool{}}
+		deleting: map[string]bool{}, added: map[string]int{}, deleted: map[string]int{}}
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	cvs, err := wc.Watch(ctx, &configv1.ClusterVersionList{})
@@ -141,10 +146,12 @@ func (t *tracker) sawMachineSet(typ watch.EventType, ms *machinev1beta1.MachineS
 	switch {
 	case typ == watch.Added:
 		moment = "created " + ms.Name
+		t.added[ms.Name]++
 	case ms.DeletionTimestamp != nil || typ == watch.Deleted:
 		if !t.deleting[ms.Name] {
 			t.deleting[ms.Name] = true
 			moment = "deleting " + ms.Name
+			t.deleted[ms.Name]++
 		}
 	}
 	if typ == watch.Added {
@@ -155,6 +162,14 @@ func (t *tracker) sawMachineSet(typ watch.EventType, ms *machinev1beta1.MachineS
 	if moment != "" && on != nil {
 		on(version, moment)
 	}
+}
+
+// machineSets returns, per temporary MachineSet name, how many times the
+// watch saw it created and deleted.
+func (t *tracker) machineSets() (added, deleted map[string]int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.added), maps.Clone(t.deleted)
 }
 
 // setOnMoment calls f (outside the lock) at every moment listed on onMoment.

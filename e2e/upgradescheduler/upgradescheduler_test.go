@@ -242,7 +242,9 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 
 	It("runs an OSD upgrade with capacity reservation at upgradeAt, New → Upgraded, as MUO records it", func(ctx SpecContext) {
 		before := sideEffects()
-		upgradeAt := time.Now().Add(4 * time.Second).Truncate(time.Second)
+		// Far enough ahead that the scheduler's first plan, however late on
+		// a loaded machine, comes before it and writes Pending.
+		upgradeAt := time.Now().Add(10 * time.Second).Truncate(time.Second)
 		Expect(env.Client.Create(ctx, newUC(upgradev1alpha1.OSD, "4.16.2", upgradeAt))).To(Succeed())
 
 		By("waiting for upgradeAt: Pending, nothing touched")
@@ -400,6 +402,7 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 	It("resumes after a kill at every step boundary and after every side effect, each side effect exactly once", func(ctx SpecContext) {
 		stopScheduler(sched)
 		before := sideEffects()
+		addedBefore, deletedBefore := track.machineSets()
 		// procs holds the running process; whoever takes it owns it.
 		procs := make(chan *framework.Component, 1)
 		var mu sync.Mutex
@@ -436,10 +439,20 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		for _, ms := range withSuffix(workerMS, "-upgrade") {
 			Expect(moments).To(ContainElements("created "+ms, "deleting "+ms))
 		}
+		// What took effect comes from the watch: a kill can cut a request
+		// off after it took effect, and the apiserver then logs a 504, not a
+		// success. The audit log still shows that no request succeeded twice.
+		added, deleted := track.machineSets()
+		Expect(sub(added, addedBefore)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets created across the kills (watch)")
+		Expect(sub(deleted, deletedBefore)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets deleted across the kills (watch)")
 		after := sideEffects()
-		Expect(after.cvPatches-before.cvPatches).To(Equal(1), "ClusterVersion patches across the kills")
-		Expect(sub(after.msCreates, before.msCreates)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets created across the kills")
-		Expect(sub(after.msDeletes, before.msDeletes)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets deleted across the kills")
+		Expect(after.cvPatches-before.cvPatches).To(BeNumerically("<=", 1), "ClusterVersion patches across the kills")
+		for name, n := range sub(after.msCreates, before.msCreates) {
+			Expect(n).To(BeNumerically("<=", 1), "successful creates of MachineSet %s", name)
+		}
+		for name, n := range sub(after.msDeletes, before.msDeletes) {
+			Expect(n).To(BeNumerically("<=", 1), "successful deletes of MachineSet %s", name)
+		}
 		Expect(surgeMachineSets(ctx)(Default)).To(BeEmpty())
 		h := getUC(ctx).Status.History[0]
 		Expect(h.Conditions).To(HaveLen(17))
@@ -448,7 +461,9 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		}
 		d, ok := track.reaction("4.16.4")
 		Expect(ok).To(BeTrue())
-		reactions = append(reactions, d)
+		// Reported, not bounded: the CVO may complete while a killed
+		// scheduler starts again.
+		AddReportEntry("reaction across kills", d.String())
 		deleteUC(ctx)
 	})
 
@@ -562,7 +577,7 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 	})
 
 	It("reports the reaction time from the CVO's Completed to the next step", func() {
-		Expect(reactions).To(HaveLen(3))
+		Expect(reactions).To(HaveLen(2))
 		maxD := time.Duration(0)
 		for _, d := range reactions {
 			Expect(d).To(BeNumerically(">=", 0))

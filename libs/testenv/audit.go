@@ -3,7 +3,9 @@ package testenv
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -84,16 +86,23 @@ func (e *Env) AuditEvents(username string) ([]AuditEvent, error) {
 	}
 	defer f.Close()
 	var out []AuditEvent
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 1024*1024), 16*1024*1024)
-	for scanner.Scan() {
+	r := bufio.NewReaderSize(f, 1024*1024)
+	for {
+		line, err := r.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			// A last line without its newline is still being written by
+			// the apiserver: it is read next time, whole.
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", e.AuditLogPath, err)
+		}
 		var ev AuditEvent
-		if err := json.Unmarshal(scanner.Bytes(), &ev); err != nil {
+		if err := json.Unmarshal(line, &ev); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", e.AuditLogPath, err)
 		}
 		if ev.User.Username == username {
 			out = append(out, ev)
 		}
 	}
-	return out, scanner.Err()
 }

@@ -319,7 +319,11 @@ var _ = Describe("cpms-controller", Ordered, func() {
 			i, _ := platform.IndexFromName(name)
 			perIndex[i] = append(perIndex[i], name)
 		}
-		Expect(perIndex).To(HaveLen(3), "creates %v", ok)
+		// added (the watch) shows the three replacements were made. A stop
+		// can cut a create off after it took effect, leaving a 504 in the
+		// audit log and no success, so an index may have none here; none
+		// may have two.
+		Expect(len(perIndex)).To(BeNumerically("<=", 3), "creates %v", ok)
 		for i, names := range perIndex {
 			Expect(names).To(HaveLen(1), "index %d created %v", i, names)
 		}

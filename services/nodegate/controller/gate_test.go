@@ -180,6 +180,23 @@ func gatedUpdate(ctx SpecContext) {
 	}
 
 	By("ordering, from the watches: pre-hook Jobs complete before the MCO marks the node Working; the next node released after the previous is Done and Ready")
+	// The timeline's watches may still be behind what the run's status
+	// already shows (the last post-hook Job's Complete): wait for them.
+	Eventually(func(g Gomega) {
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		for _, n := range r.Status.PlannedOrder {
+			g.Expect(tl.working).To(HaveKey(n))
+			g.Expect(tl.done).To(HaveKey(n))
+			g.Expect(tl.labelled).To(HaveKey(n))
+			if rec := findNode(r, n); rec != nil {
+				for _, h := range rec.Hooks {
+					g.Expect(tl.jobDone).To(HaveKey(h.JobName))
+					g.Expect(tl.jobNode).To(HaveKey(h.JobName))
+				}
+			}
+		}
+	}).Should(Succeed())
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	order := r.Status.PlannedOrder

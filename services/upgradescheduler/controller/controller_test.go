@@ -361,9 +361,20 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Expect(env.Client.Create(ctx, uc)).To(Succeed())
 		key := client.ObjectKeyFromObject(uc)
 
+		// Each stop comes once the stage's side effects are answered with
+		// success in the audit log: a stop that cuts a request off after it
+		// took effect leaves no success there (the apiserver answers 504), and
+		// the counts below would come out short. The OCM chaos e2e kills the
+		// scheduler at such moments instead.
+		answered := func(effects func(sideEffectLog) []string, n int) {
+			GinkgoHelper()
+			Eventually(func() []string { return effects(sideEffects().since(before)) }).Should(HaveLen(n))
+		}
+
 		stop := startController(ctx, ns)
 		Eventually(surge(ctx)).Should(HaveLen(2))
 		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityReserved"))
+		answered(func(l sideEffectLog) []string { return l.msCreates }, 2)
 		stop()
 		stop = startController(ctx, ns)
 		Consistently(ucPhase(ctx, key), "500ms").Should(Equal("Upgrading/ComputeCapacityReserved"))
@@ -382,6 +393,7 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		}
 		stop = startController(ctx, ns)
 		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ControlPlaneUpgraded"))
+		answered(func(l sideEffectLog) []string { return l.cvPatches }, 1)
 		stop()
 		stop = startController(ctx, ns)
 		Consistently(ucPhase(ctx, key), "500ms").Should(Equal("Upgrading/ControlPlaneUpgraded"))
@@ -391,11 +403,9 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
 		Eventually(ucPhase(ctx, key)).Should(Equal("Upgrading/ComputeCapacityRemoved"))
 		// The status shows this step once its first deletion is done; the
-		// stop comes once the second temporary MachineSet is gone too, at the
-		// step's wait for the machines. A stop that cuts a deletion off may leave it
-		// done without a success answer in the audit log; the OCM chaos e2e
-		// kills the scheduler at such moments.
-		Eventually(surge(ctx)).Should(BeEmpty())
+		// stop comes once the second is answered too, at the step's wait for
+		// the machines.
+		answered(func(l sideEffectLog) []string { return l.msDeletes }, 2)
 		stop()
 		for _, name := range []string{"c1-worker-a-upgrade", "c1-worker-b-upgrade"} {
 			Expect(env.Client.Delete(ctx, &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name + "-m2", Namespace: plan.MachineAPINamespace}})).To(Succeed())
@@ -416,7 +426,7 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 	It("on FedRAMP clusters asks for the file integrity re-initialisation once, keeping other annotations", fedrampSpec)
 
 	It("gates on critical alerts from Alertmanager and holds its silences as leases, none left at the end", silencesSpec, NodeTimeout(4*time.Minute))
-	It("syncs the managed UpgradeConfig from OCM policies in place and notifies OCM exactly once per event, also when OCM fails", ocmSpec, NodeTimeout(5*time.Minute))
+	It("syncs the managed UpgradeConfig from OCM policies in place and notifies OCM exactly once per event, also when OCM fails", ocmSpec, NodeTimeout(12*time.Minute))
 
 	It("never commences an upgrade whose OCM policy was withdrawn before commencement, however late", ocmGuardSpec, NodeTimeout(3*time.Minute))
 })

@@ -95,7 +95,9 @@ func cvoCompletes(ctx context.Context, version string) {
 		cv.Status.History = append([]configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: version, Image: cv.Status.Desired.Image,
 			StartedTime: metav1.Now(), CompletionTime: ptr.To(metav1.Now()), Verified: true}}, cv.Status.History...)
 		g.Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
-	}, time.Minute).Should(Succeed())
+		// Long enough for notifications retried under the injected OCM
+		// faults: a step that fails three times waits 10 + 20 + 40 s.
+	}, 3*time.Minute).Should(Succeed())
 }
 
 func eventReasons(ctx context.Context, ns string) func(Gomega) []string {
@@ -195,11 +197,12 @@ func ocmSpec(ctx context.Context) {
 	By("a new policy for the same release, due now, with OCM failing 30% of requests (some answers lost after taking effect): the cancelled attempt starts again")
 	sim.FailRandomly(0.3, 42, ocmsim.Fault{Status: 500}, ocmsim.Fault{Status: 503}, ocmsim.Fault{Status: 429}, ocmsim.Fault{LoseResponse: true})
 	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "p2", Version: "4.16.11", NextRun: time.Now().UTC().Truncate(time.Second)})
-	Eventually(func(g Gomega) string { return get(g).Annotations[ocm.PolicyAnnotation] }, time.Minute).Should(Equal("p2"))
+	Eventually(func(g Gomega) string { return get(g).Annotations[ocm.PolicyAnnotation] }, 3*time.Minute).Should(Equal("p2"))
 	Expect(get(Default).UID).To(Equal(uid))
 	Expect(get(Default).Spec.Cancel).To(BeFalse())
 	cvoCompletes(ctx, "4.16.11")
-	Eventually(ucPhase(ctx, key), 2*time.Minute).Should(Equal("Upgraded/"))
+	// Three OCM steps remain, each retried with backoff under the faults.
+	Eventually(ucPhase(ctx, key), 5*time.Minute).Should(Equal("Upgraded/"))
 	sim.FailRandomly(0, 0)
 
 	By("each policy state once, in order; each service log once")
