@@ -4,7 +4,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // NodeProgressInsight is the update status of one Node. There is one per Node,
 // with the Node's name, owned by the Node so it is garbage-collected with it.
-// The controller keeps the labels below current, so that
+// The controller keeps its labels (Label*) current, so that
 // `kubectl get nodeprogressinsights -l update.upshift.io/phase=Draining` or
 // `-l update.upshift.io/degraded=true` finds nodes without reading them all.
 //
@@ -95,15 +95,3 @@ type NodeProgressInsightList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NodeProgressInsight `json:"items"`
 }
-
-// Labels the update-status-controller keeps on every NodeProgressInsight.
-const (
-	// LabelPool is the name of the node's MachineConfigPool; absent when the
-	// name is not a valid label value (longer than 63 characters).
-	LabelPool = "update.upshift.io/pool"
-	// LabelPhase is the node's update phase, the reason of its Updating
-	// condition: Draining, Updating, Rebooting, Paused, Pending or Completed.
-	LabelPhase = "update.upshift.io/phase"
-	// LabelDegraded is "true" when the node's Degraded condition is True, else "false".
-	LabelDegraded = "update.upshift.io/degraded"
-)

@@ -57,6 +57,12 @@ const (
 	PhaseUpdated   Phase = updatev1alpha1.ReasonNodeCompleted
 )
 
+// Updating says whether a node in phase p is being updated: its Updating
+// condition is True.
+func (p Phase) Updating() bool {
+	return p == PhaseDraining || p == PhaseUpdating || p == PhaseRebooting
+}
+
 // unavailableReason is one reason a node is unavailable, with the condition
 // behind it (nil for reasons without one).
 type unavailableReason struct {
@@ -251,8 +257,7 @@ func (n nodeState) insight(pool *mcfgv1.MachineConfigPool, now time.Time) update
 	}
 
 	updatingStatus := metav1.ConditionFalse
-	switch n.phase {
-	case PhaseDraining, PhaseUpdating, PhaseRebooting:
+	if n.phase.Updating() {
 		updatingStatus = metav1.ConditionTrue
 	}
 	conds := []metav1.Condition{

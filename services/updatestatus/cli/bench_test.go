@@ -102,7 +102,8 @@ func BenchmarkOfflineStatus5000Nodes(b *testing.B) {
 
 // BenchmarkClusterStatus5000Nodes is `kubectl upshift status` in cluster
 // mode against a real kube-apiserver holding the insights of the 5,000-worker
-// cluster: read the UpgradeStatus, list the node insights in pages, render.
+// cluster, labelled as the controller labels them: read the UpgradeStatus,
+// list the insights' metadata, read the shown ones, render.
 // It needs the test control plane (UPSHIFT_TESTBIN); it is a benchmark, so
 // plain `go test` does not run it.
 func BenchmarkClusterStatus5000Nodes(b *testing.B) {
@@ -130,7 +131,7 @@ func BenchmarkClusterStatus5000Nodes(b *testing.B) {
 	g.SetLimit(8)
 	for _, n := range r.Nodes {
 		g.Go(func() error {
-			return env.Client.Create(ctx, &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Status: n})
+			return env.Client.Create(ctx, &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: updatev1alpha1.NodeInsightLabels(&n)}, Status: n})
 		})
 	}
 	if err := g.Wait(); err != nil {

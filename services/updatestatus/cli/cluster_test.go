@@ -129,7 +129,16 @@ func renderLocally(result assess.Result, details string, now time.Time) string {
 // publish writes result as the controller would: the UpgradeStatus status and
 // one NodeProgressInsight per node; insights of nodes no longer in the result
 // are deleted.
+// publish writes result's objects as the controller does, node insights
+// labelled.
 func publish(ctx context.Context, env *testenv.Env, result assess.Result) {
+	GinkgoHelper()
+	publishNodes(ctx, env, result, true)
+}
+
+// publishNodes writes result's objects; without labelled, the node insights
+// carry no labels, as an older controller's.
+func publishNodes(ctx context.Context, env *testenv.Env, result assess.Result, labelled bool) {
 	GinkgoHelper()
 	us := &updatev1alpha1.UpgradeStatus{}
 	Expect(env.Client.Get(ctx, keyOf(updatev1alpha1.UpgradeStatusName), us)).To(Succeed())
@@ -144,6 +153,9 @@ func publish(ctx context.Context, env *testenv.Env, result assess.Result) {
 	}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
 	for _, n := range result.Nodes {
 		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Status: n}
+		if labelled {
+			npi.Labels = updatev1alpha1.NodeInsightLabels(&n)
+		}
 		Expect(env.Client.Create(ctx, npi)).To(Succeed())
 	}
 }
@@ -160,20 +172,52 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		Expect(env.Client.Create(ctx, us)).To(Succeed())
 	})
 
-	It("lists the node insights in pages", func(ctx SpecContext) {
+	It("lists the node insights in one request", func(ctx SpecContext) {
 		_, result := assessFixture("many-nodes")
 		publish(ctx, env, result)
-		DeferCleanup(func(size int64) { nodePageSize = size }, nodePageSize)
-		nodePageSize = 3
 		lists := &countingReader{Reader: env.Client}
 		Eventually(func(g Gomega, ctx context.Context) {
 			lists.n = 0
 			st, err := read(ctx, lists, env.Config.Host)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(st.nodes).To(HaveLen(len(result.Nodes)))
-			g.Expect(lists.n).To(Equal((len(result.Nodes) + 2) / 3))
+			g.Expect(lists.n).To(Equal(1))
 		}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
-		Expect(len(result.Nodes)).To(BeNumerically(">", 3), "the fixture must need several pages")
+	})
+
+	It("reads in full only the insights the report shows, and all of them when their labels cannot tell", func(ctx SpecContext) {
+		loaded, result := assessFixture("many-nodes")
+		want, err := os.ReadFile(filepath.Join("testdata", "many-nodes.output"))
+		Expect(err).NotTo(HaveOccurred())
+		// The golden report leaves four worker nodes out.
+		Expect(string(want)).To(ContainSubstring("Omitted additional 4 Total"))
+		shown := len(result.Nodes) - 4
+		for _, c := range []struct {
+			labelled    bool
+			maxReads    int
+			gets, lists int
+		}{
+			// The UpgradeStatus, then a metadata list and the shown insights.
+			{labelled: true, maxReads: 64, gets: 1 + shown, lists: 1},
+			// Labels that tell nothing (an older controller): every insight.
+			{labelled: false, maxReads: 64, gets: 1 + len(result.Nodes), lists: 1},
+			// More to read than one by one is worth: one list of them all.
+			{labelled: true, maxReads: 5, gets: 1, lists: 2},
+		} {
+			publishNodes(ctx, env, result, c.labelled)
+			DeferCleanup(func(n int) { maxShownReads = n }, maxShownReads)
+			maxShownReads = c.maxReads
+			reads := &countingReader{Reader: env.Client}
+			Eventually(func(g Gomega, ctx context.Context) {
+				reads.n, reads.gets = 0, 0
+				st, err := readShown(ctx, reads, env.Config.Host, render.DetailsNone)
+				g.Expect(err).NotTo(HaveOccurred())
+				var out bytes.Buffer
+				g.Expect(render.Render(&out, st.input(), render.Options{Details: render.DetailsNone, Now: loaded.Snapshot.Now})).To(Succeed())
+				g.Expect(out.String()).To(Equal(string(want)))
+				g.Expect([]int{reads.gets, reads.n}).To(Equal([]int{c.gets, c.lists}), "gets and lists")
+			}).WithContext(ctx).WithTimeout(10*time.Second).Should(Succeed(), "%+v", c)
+		}
 	})
 
 	It("prints the published objects with -o yaml", func(ctx SpecContext) {
@@ -252,8 +296,9 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 
 	It("warns under --watch, without any change, once the heartbeat turns three minutes old", func(ctx SpecContext) {
 		_, result := assessFixture("stalled") // an updating cluster
-		// On the wall clock, the heartbeat turns stale five seconds from now.
-		beat := time.Now().Add(-staleAfter + 5*time.Second).Truncate(time.Second).Add(time.Second)
+		// On the wall clock, the heartbeat turns stale twelve seconds from
+		// now: time for the publishing and the first draw on a loaded machine.
+		beat := time.Now().Add(-staleAfter + 12*time.Second).Truncate(time.Second).Add(time.Second)
 		result.Status.Conditions = []metav1.Condition{{Type: updatev1alpha1.ConditionHeartbeat, Status: metav1.ConditionTrue, Reason: "Updating",
 			LastTransitionTime: metav1.NewTime(beat)}}
 		publish(ctx, env, result)
@@ -268,21 +313,31 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		}()
 		Eventually(out.String).WithTimeout(10 * time.Second).Should(ContainSubstring("= Control Plane ="))
 		Expect(errOut.String()).To(BeEmpty(), "fresh at first")
-		Eventually(errOut.String).WithTimeout(15 * time.Second).Should(HavePrefix("Warning: the update status was last refreshed 3m"))
+		Eventually(errOut.String).WithTimeout(30 * time.Second).Should(HavePrefix("Warning: the update status was last refreshed 3m"))
 		Expect(strings.Count(out.String(), "= Control Plane =")).To(Equal(2), "one redraw, at the threshold")
 		cancel()
 		Eventually(done).WithTimeout(5 * time.Second).Should(Receive(BeNil()))
 	})
 })
 
-// countingReader counts List calls.
+// countingReader counts List (n) and Get calls.
 type countingReader struct {
 	client.Reader
-	n int
+	mu      sync.Mutex
+	n, gets int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.Reader.Get(ctx, key, obj, opts...)
 }
 
 func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.mu.Lock()
 	c.n++
+	c.mu.Unlock()
 	return c.Reader.List(ctx, list, opts...)
 }
 

@@ -148,13 +148,27 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultRequestTimeout
 	}
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		// The report's reads come in one burst of short requests (a few
+		// dozen at most); client-go's default of 5 a second would hold them
+		// back for seconds.
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	// The client's REST mapper is lazy: creating it contacts nobody, so
 	// every connection problem surfaces (and is explained) at the first read.
 	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 	}
-	st, err := read(ctx, c, cfg.Host)
+	// A one-time report reads in full only the insights it shows; -o and
+	// --watch need them all.
+	readState := read
+	if !o.Watch && o.Output == "" {
+		readState = func(ctx context.Context, c client.Reader, server string) (clusterState, error) {
+			return readShown(ctx, c, server, details)
+		}
+	}
+	st, err := readState(ctx, c, cfg.Host)
 	if err != nil {
 		return err
 	}
@@ -195,12 +209,17 @@ func (s clusterState) sortedNodes() []*updatev1alpha1.NodeProgressInsight {
 	return out
 }
 
-// nodePageSize bounds one list response: a 5,000-node cluster is read in
-// pages rather than in one response of every insight.
-var nodePageSize int64 = 500
-
 // read fetches the UpgradeStatus singleton and every NodeProgressInsight.
 func read(ctx context.Context, c client.Reader, server string) (clusterState, error) {
+	st, err := readStatus(ctx, c, server)
+	if err != nil {
+		return st, err
+	}
+	return readNodes(ctx, c, server, st)
+}
+
+// readStatus fetches the UpgradeStatus singleton.
+func readStatus(ctx context.Context, c client.Reader, server string) (clusterState, error) {
 	var st clusterState
 	status := &updatev1alpha1.UpgradeStatus{}
 	if err := c.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, status); err != nil {
@@ -214,20 +233,27 @@ func read(ctx context.Context, c client.Reader, server string) (clusterState, er
 		return st, err
 	}
 	st.status = status
-	st.nodes = map[string]*updatev1alpha1.NodeProgressInsight{}
-	for cont := ""; ; {
-		var page updatev1alpha1.NodeProgressInsightList
-		if err := c.List(ctx, &page, client.Limit(nodePageSize), client.Continue(cont)); err != nil {
-			return st, explain(err, "NodeProgressInsight", server)
-		}
-		for i := range page.Items {
-			st.nodes[page.Items[i].Name] = &page.Items[i]
-		}
-		st.nodesVersion = page.ResourceVersion
-		if cont = page.Continue; cont == "" {
-			return st, nil
-		}
+	return st, nil
+}
+
+// readNodes fetches every NodeProgressInsight into st.
+//
+// They come in one list, not in pages: an apiserver serves a list without a
+// limit from its watch cache, while each page of a paged list is read from
+// etcd, and ten pages of 500 exceed the client's default burst of requests.
+// Even the largest clusters have a few thousand nodes, so the one response
+// stays a few megabytes.
+func readNodes(ctx context.Context, c client.Reader, server string, st clusterState) (clusterState, error) {
+	var list updatev1alpha1.NodeProgressInsightList
+	if err := c.List(ctx, &list); err != nil {
+		return st, explain(err, "NodeProgressInsight", server)
 	}
+	st.nodes = make(map[string]*updatev1alpha1.NodeProgressInsight, len(list.Items))
+	for i := range list.Items {
+		st.nodes[list.Items[i].Name] = &list.Items[i]
+	}
+	st.nodesVersion = list.ResourceVersion
+	return st, nil
 }
 
 func hasControlPlane(status *updatev1alpha1.UpgradeStatus, server string) error {

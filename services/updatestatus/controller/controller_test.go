@@ -186,11 +186,11 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 	})
 
-	It("labels node insights by pool, phase and degradation", func(ctx SpecContext) {
+	It("labels node insights by pool, phase, degradation and availability", func(ctx SpecContext) {
 		Eventually(func(g Gomega) {
 			npis := &updatev1alpha1.NodeProgressInsightList{}
 			g.Expect(env.Client.List(ctx, npis, client.MatchingLabels{
-				updatev1alpha1.LabelPool: "worker", updatev1alpha1.LabelPhase: "Completed", updatev1alpha1.LabelDegraded: "false",
+				updatev1alpha1.LabelPool: "worker", updatev1alpha1.LabelPhase: "Completed", updatev1alpha1.LabelDegraded: "false", updatev1alpha1.LabelAvailable: "true",
 			})).To(Succeed())
 			g.Expect(npis.Items).To(ConsistOf(HaveField("Name", "worker-0")))
 			g.Expect(env.Client.List(ctx, npis, client.MatchingLabels{updatev1alpha1.LabelPhase: "Pending"})).To(Succeed())

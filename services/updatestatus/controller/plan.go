@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 )
@@ -227,7 +226,7 @@ func planNodes(published map[string]publishedNode, desired []updatev1alpha1.Node
 	for i := range desired {
 		in := &desired[i]
 		keep[in.Name] = true
-		labels := nodeLabels(in)
+		labels := updatev1alpha1.NodeInsightLabels(in)
 		pub, exists := published[in.Name]
 		if exists && ownLabelsEqual(pub.labels, labels) && equality.Semantic.DeepEqual(&pub.status, in) {
 			continue
@@ -248,28 +247,10 @@ func planNodes(published map[string]publishedNode, desired []updatev1alpha1.Node
 	return out
 }
 
-// nodeLabels are the labels a node insight carries (see the API's Label*).
-func nodeLabels(in *updatev1alpha1.NodeStatusInsight) map[string]string {
-	l := map[string]string{updatev1alpha1.LabelDegraded: "false"}
-	if pool := in.PoolResource.Name; len(validation.IsValidLabelValue(pool)) == 0 {
-		l[updatev1alpha1.LabelPool] = pool
-	}
-	if c := meta.FindStatusCondition(in.Conditions, updatev1alpha1.ConditionUpdating); c != nil {
-		l[updatev1alpha1.LabelPhase] = c.Reason
-	}
-	if meta.IsStatusConditionTrue(in.Conditions, updatev1alpha1.ConditionDegraded) {
-		l[updatev1alpha1.LabelDegraded] = "true"
-	}
-	return l
-}
-
-// ownLabels are the label keys the controller manages; others are left alone.
-var ownLabels = []string{updatev1alpha1.LabelPool, updatev1alpha1.LabelPhase, updatev1alpha1.LabelDegraded}
-
 // ownLabelsEqual says whether have carries exactly the controller's labels
 // of want; labels others set are not compared.
 func ownLabelsEqual(have, want map[string]string) bool {
-	for _, k := range ownLabels {
+	for _, k := range updatev1alpha1.NodeInsightLabelKeys {
 		hv, hok := have[k]
 		wv, wok := want[k]
 		if hok != wok || hv != wv {

@@ -211,7 +211,7 @@ func nodeInsight(name, pool, phase string, degraded bool) updatev1alpha1.NodeSta
 }
 
 func pubNode(in updatev1alpha1.NodeStatusInsight) publishedNode {
-	return publishedNode{labels: nodeLabels(&in), status: in}
+	return publishedNode{labels: updatev1alpha1.NodeInsightLabels(&in), status: in}
 }
 
 func TestPlanNodes(t *testing.T) {
@@ -260,7 +260,7 @@ func TestPlanNodes(t *testing.T) {
 		w := ws[name]
 		want := desired[slices.IndexFunc(desired, func(n updatev1alpha1.NodeStatusInsight) bool { return n.Name == name })]
 		if w.remove || w.status == nil || !equality.Semantic.DeepEqual(*w.status, want) || w.owner.Name != name ||
-			!maps.Equal(w.labels, nodeLabels(&want)) {
+			!maps.Equal(w.labels, updatev1alpha1.NodeInsightLabels(&want)) {
 			t.Errorf("%s: %+v, want an apply of the whole insight", name, w)
 		}
 	}
@@ -285,11 +285,16 @@ func TestPlanNodes(t *testing.T) {
 }
 
 func TestLabelsAreFoundBySelectors(t *testing.T) {
-	l := nodeLabels(ptr.To(nodeInsight("n", "infra", "Rebooting", true)))
-	want := map[string]string{updatev1alpha1.LabelPool: "infra", updatev1alpha1.LabelPhase: "Rebooting", updatev1alpha1.LabelDegraded: "true"}
+	l := updatev1alpha1.NodeInsightLabels(ptr.To(nodeInsight("n", "infra", "Rebooting", true)))
+	want := map[string]string{updatev1alpha1.LabelPool: "infra", updatev1alpha1.LabelPhase: "Rebooting", updatev1alpha1.LabelDegraded: "true", updatev1alpha1.LabelAvailable: "true"}
 	for k, v := range want {
 		if l[k] != v {
 			t.Errorf("label %s = %q, want %q", k, l[k], v)
 		}
+	}
+	unavailable := nodeInsight("n", "worker", "Pending", false)
+	unavailable.Conditions = append(unavailable.Conditions, metav1.Condition{Type: updatev1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: updatev1alpha1.ReasonNodeNotReady})
+	if got := updatev1alpha1.NodeInsightLabels(&unavailable)[updatev1alpha1.LabelAvailable]; got != "false" {
+		t.Errorf("an unavailable node's %s label = %q, want \"false\"", updatev1alpha1.LabelAvailable, got)
 	}
 }

@@ -129,8 +129,7 @@ func (r *renderer) nodeTable(rows []nodeRow) {
 	row(tw, "NAME", "ASSESSMENT", "PHASE", "VERSION", "EST", "MESSAGE")
 	var omitted omittedCounts
 	for i, nr := range rows {
-		problem := nr.assessment == assessDegraded || nr.assessment == assessUnavailable
-		if !all && i >= maxNodeRows && !problem {
+		if !all && !rowShown(i, nr) {
 			omitted.add(nr)
 			continue
 		}
@@ -142,6 +141,38 @@ func (r *renderer) nodeTable(rows []nodeRow) {
 			omitted.total, omitted.completed, omitted.available, omitted.progressing, omitted.outdated, omitted.draining, omitted.excluded)
 		r.printf("Pass along --details=nodes to see all information.\n")
 	}
+}
+
+// rowShown says whether a table without --details=nodes shows the row at
+// index i of the sorted rows: the first ten, and every problem row.
+func rowShown(i int, nr nodeRow) bool {
+	return i < maxNodeRows || nr.assessment == assessDegraded || nr.assessment == assessUnavailable
+}
+
+// ShownNodes names the nodes whose rows the report of in shows (with
+// opts.Details), so that a reader can fetch only those in full: the others
+// count in the omitted-nodes lines, and for those only the conditions matter.
+// Every control plane node is named (there are few, and the report may print
+// the first one's version).
+func ShownNodes(in Input, opts Options) map[string]bool {
+	all := opts.show(DetailsNodes)
+	shown := map[string]bool{}
+	byPool := map[string][]updatev1alpha1.NodeStatusInsight{}
+	for _, n := range in.Nodes {
+		if n.ScopeType == updatev1alpha1.ScopeTypeControlPlane {
+			shown[n.Name] = true
+			continue
+		}
+		byPool[n.PoolResource.Name] = append(byPool[n.PoolResource.Name], n)
+	}
+	for _, p := range in.Status.WorkerPools {
+		for i, nr := range nodeRows(byPool[p.Name]) {
+			if all || rowShown(i, nr) {
+				shown[nr.name] = true
+			}
+		}
+	}
+	return shown
 }
 
 type omittedCounts struct {
