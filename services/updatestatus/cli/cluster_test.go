@@ -14,6 +14,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -198,9 +199,9 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 			gets, lists int
 		}{
 			// The UpgradeStatus, then a metadata list and the shown insights.
-			{labelled: true, maxReads: 64, gets: 1 + shown, lists: 1},
+			{labelled: true, maxReads: 64, gets: 1, lists: 1 + shown},
 			// Labels that tell nothing (an older controller): every insight.
-			{labelled: false, maxReads: 64, gets: 1 + len(result.Nodes), lists: 1},
+			{labelled: false, maxReads: 64, gets: 1, lists: 1 + len(result.Nodes)},
 			// More to read than one by one is worth: one list of them all.
 			{labelled: true, maxReads: 5, gets: 1, lists: 2},
 		} {
@@ -218,6 +219,49 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 				g.Expect([]int{reads.gets, reads.n}).To(Equal([]int{c.gets, c.lists}), "gets and lists")
 			}).WithContext(ctx).WithTimeout(10*time.Second).Should(Succeed(), "%+v", c)
 		}
+	})
+
+	It("reads the shown insights as they were at the list, however they change meanwhile", func(ctx SpecContext) {
+		loaded, result := assessFixture("many-nodes")
+		want, err := os.ReadFile(filepath.Join("testdata", "many-nodes.output"))
+		Expect(err).NotTo(HaveOccurred())
+		opts := render.Options{Details: render.DetailsNone, Now: loaded.Snapshot.Now}
+		shown := render.ShownNodes(render.Input{Status: result.Status, Nodes: result.Nodes}, opts)
+		var worker string
+		for _, n := range result.Nodes {
+			if shown[n.Name] && n.ScopeType == updatev1alpha1.ScopeTypeWorkerPool {
+				worker = n.Name
+				break
+			}
+		}
+		Expect(worker).NotTo(BeEmpty(), "the report shows a worker row")
+		publish(ctx, env, result)
+		// Right after the metadata list, before any insight is read in
+		// full, a shown worker turns Degraded, as the controller writes it
+		// (labels and status together): the report must not mix the two
+		// moments (a Degraded row sorts first, and the list's order and
+		// omitted counts would no longer match it).
+		reads := &countingReader{Reader: env.Client, beforeList: func(n int) {
+			if n != 2 {
+				return
+			}
+			defer GinkgoRecover()
+			in := &updatev1alpha1.NodeProgressInsight{}
+			Expect(env.Client.Get(ctx, keyOf(worker), in)).To(Succeed())
+			in.Status.Message = "changed after the list"
+			meta.SetStatusCondition(&in.Status.Conditions, metav1.Condition{Type: updatev1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
+				Reason: updatev1alpha1.ReasonNodeMCDDegraded, Message: in.Status.Message})
+			in.Labels = updatev1alpha1.NodeInsightLabels(&in.Status)
+			Expect(env.Client.Update(ctx, in)).To(Succeed())
+		}}
+		st, err := readShown(ctx, reads, env.Config.Host, render.DetailsNone)
+		Expect(err).NotTo(HaveOccurred())
+		var out bytes.Buffer
+		Expect(render.Render(&out, st.input(), opts)).To(Succeed())
+		Expect(out.String()).To(Equal(string(want)))
+		all, err := read(ctx, env.Client, env.Config.Host)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(all.nodes[worker].Status.Message).To(Equal("changed after the list"), "the change was made")
 	})
 
 	It("prints the published objects with -o yaml", func(ctx SpecContext) {
@@ -320,11 +364,13 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 	})
 })
 
-// countingReader counts List (n) and Get calls.
+// countingReader counts List (n) and Get calls, and calls beforeList (when
+// set) with each List call's number, from 1, before making it.
 type countingReader struct {
 	client.Reader
-	mu      sync.Mutex
-	n, gets int
+	beforeList func(n int)
+	mu         sync.Mutex
+	n, gets    int
 }
 
 func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -337,7 +383,11 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	c.mu.Lock()
 	c.n++
+	n := c.n
 	c.mu.Unlock()
+	if c.beforeList != nil {
+		c.beforeList(n)
+	}
 	return c.Reader.List(ctx, list, opts...)
 }
 

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,58 +29,76 @@ var maxShownReads = 64
 // shownReaders is how many of those reads run at once.
 const shownReaders = 8
 
+// errReadAll: more than maxShownReads insights to read one by one.
+var errReadAll = errors.New("too many insights to read one by one")
+
 // readShown reads what the report shows: the UpgradeStatus, and each node
-// insight in full if the report shows its row, else as its labels tell it
-// (labelled). It falls back to read when the labels cannot tell (insights of
-// an older controller), when the report shows many rows, or when an insight
-// changed between the list and its read.
+// insight in full if the report shows its row or its labels cannot tell
+// (an older controller's), else as its labels tell it (labelled). It reads
+// every insight in one list instead when more than maxShownReads would be
+// read one by one.
 func readShown(ctx context.Context, c client.Reader, server string, details render.Details) (clusterState, error) {
 	st, err := readStatus(ctx, c, server)
 	if err != nil {
 		return st, err
 	}
+	nodes, version, err := readShownNodes(ctx, c, st.status.Status, details)
+	switch {
+	case errors.Is(err, errReadAll), apierrors.IsResourceExpired(err), apierrors.IsGone(err):
+		// Too many, or the list's version compacted away meanwhile.
+		return readNodes(ctx, c, server, st)
+	case err != nil:
+		return st, explain(err, "NodeProgressInsight", server)
+	}
+	st.nodes, st.nodesVersion = nodes, version
+	return st, nil
+}
+
+// readShownNodes lists the insights' metadata, chooses the rows the report
+// of status shows, and reads those insights in full as they were at the
+// list's resourceVersion: the report is then the one a full list would give,
+// however the nodes move meanwhile (during an update the rows shown are the
+// nodes changing phase every few seconds). A list by name at an exact
+// resourceVersion is one key read from etcd at that revision.
+func readShownNodes(ctx context.Context, c client.Reader, status updatev1alpha1.UpgradeStatusStatus, details render.Details) (map[string]*updatev1alpha1.NodeProgressInsight, string, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(updatev1alpha1.GroupVersion.WithKind("NodeProgressInsightList"))
 	if err := c.List(ctx, list); err != nil {
-		return st, explain(err, "NodeProgressInsight", server)
+		return nil, "", err
 	}
-	summaries, full := splitShown(st.status.Status, list.Items, details)
+	summaries, full := splitShown(status, list.Items, details)
 	if len(full) > maxShownReads {
-		return readNodes(ctx, c, server, st)
+		return nil, "", errReadAll
 	}
-	st.nodes = make(map[string]*updatev1alpha1.NodeProgressInsight, len(list.Items))
+	nodes := make(map[string]*updatev1alpha1.NodeProgressInsight, len(list.Items))
 	for _, n := range summaries {
-		st.nodes[n.Name] = &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Status: n}
+		nodes[n.Name] = &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Status: n}
 	}
 	got := make([]*updatev1alpha1.NodeProgressInsight, len(full))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(shownReaders)
 	for i, m := range full {
 		g.Go(func() error {
-			n := &updatev1alpha1.NodeProgressInsight{}
-			if err := c.Get(gctx, client.ObjectKey{Name: m.Name}, n); err != nil {
+			var one updatev1alpha1.NodeProgressInsightList
+			if err := c.List(gctx, &one, client.MatchingFields{"metadata.name": m.Name}, &client.ListOptions{Raw: &metav1.ListOptions{
+				ResourceVersion: list.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact,
+			}}); err != nil {
 				return err
 			}
-			got[i] = n
+			if len(one.Items) != 1 {
+				return fmt.Errorf("NodeProgressInsight %s at resourceVersion %s: %d found", m.Name, list.ResourceVersion, len(one.Items))
+			}
+			got[i] = &one.Items[0]
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		if apierrors.IsNotFound(err) {
-			return readNodes(ctx, c, server, st) // deleted since the list
-		}
-		return st, explain(err, "NodeProgressInsight", server)
+		return nil, "", err
 	}
-	for i, n := range got {
-		if n.ResourceVersion != full[i].ResourceVersion {
-			// Changed since the list: the rows chosen may no longer be the
-			// ones to show. One list gives a consistent view.
-			return readNodes(ctx, c, server, st)
-		}
-		st.nodes[n.Name] = n
+	for _, n := range got {
+		nodes[n.Name] = n
 	}
-	st.nodesVersion = list.ResourceVersion
-	return st, nil
+	return nodes, list.ResourceVersion, nil
 }
 
 // splitShown chooses, from the insights' metadata, those the report of status
