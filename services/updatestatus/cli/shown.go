@@ -19,8 +19,9 @@ import (
 // rows); the other nodes only count in its omitted-nodes lines, and what
 // those count is told by the labels the controller keeps on every insight.
 // So the report reads the insights' metadata (one list), chooses the rows it
-// shows, and reads only those insights in full. At 5,000 nodes that is a
-// small fraction of the bytes the apiserver encodes and the CLI decodes.
+// shows, and reads only those insights in full. At 5,000 nodes on a loaded
+// apiserver that took about a third of the time of reading every insight
+// (the metadata, managedFields included, is what remains).
 
 // maxShownReads bounds the insights read one by one; a report that shows more
 // (many problem rows, or --details=nodes) lists them all at once instead.
