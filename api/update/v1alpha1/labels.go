@@ -5,10 +5,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Labels the update-status-controller keeps on every NodeProgressInsight.
-// Together they say how `kubectl upshift status` classifies the node in its
-// tables, so that the CLI can choose which insights to read in full from a
-// metadata-only list.
+// Labels the update-status-controller keeps on every NodeProgressInsight, so
+// that `kubectl get nodeprogressinsights -l ...` (and any client) can select
+// nodes by pool, phase, degradation and availability without reading them all.
 const (
 	// LabelPool is the name of the node's MachineConfigPool; absent when the
 	// name is not a valid label value (longer than 63 characters).

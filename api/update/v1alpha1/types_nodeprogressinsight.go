@@ -7,6 +7,10 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // The controller keeps its labels (Label*) current, so that
 // `kubectl get nodeprogressinsights -l update.upshift.io/phase=Draining` or
 // `-l update.upshift.io/degraded=true` finds nodes without reading them all.
+// Its printer columns (Degraded and Available with `-o wide`) tell how
+// `kubectl upshift status` classifies a node in its tables: the CLI reads
+// the API server's table of them (a list as=Table, no objects) to choose
+// which insights to read in full.
 //
 // Unlike the other kinds, it has no status subresource: it has no spec and
 // one writer, and without the subresource one server-side apply sets the
@@ -23,6 +27,8 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:printcolumn:name="Est",type=string,JSONPath=`.status.estimatedToComplete`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`,priority=1
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,priority=1
 type NodeProgressInsight struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -243,7 +243,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	step(start, "kubectl upshift status rendered the idle cluster in %s", cliIdle.Round(time.Millisecond))
+	step(start, "kubectl upshift status rendered the idle cluster in %s", cliIdle)
 
 	first, err := runUpdate(ctx, o, env.Client, metricsAt, lat, pid, start, graph[1], nodes, cli, env.KubeconfigPath)
 	if err != nil {
@@ -279,7 +279,7 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Printf("controller write requests:       %d during the update = %.2f per node transition\n",
 		first.writes, float64(first.writes)/float64(max(first.transitions, 1)))
 	fmt.Printf("kubectl upshift status:          %s idle, %s during the update (wall time of the built binary)\n",
-		cliIdle.Round(time.Millisecond), first.cli.Round(time.Millisecond))
+		cliIdle, first.cli)
 	if len(swept) > 0 {
 		fmt.Println()
 		fmt.Println("time scale  update wall time  insight p50  insight p99  writes/transition")
@@ -339,7 +339,7 @@ type updateResult struct {
 	p                                [3]time.Duration
 	samples, transitions, unresolved int
 	writes                           int
-	cli                              time.Duration
+	cli                              cliTimes
 }
 
 // runUpdate requests an update to target and waits until the update status
@@ -365,10 +365,14 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 		}
 		// Mid-update, with nodes in every phase, is when rendering is the
 		// most work.
-		if cli != "" && r.cli == 0 && lat.transitions() > nodes/2 {
-			if d, err := timeCLI(ctx, cli, kubeconfig); err == nil {
+		if cli != "" && r.cli == nil && lat.transitions() > nodes/2 {
+			d, err := timeCLI(ctx, cli, kubeconfig)
+			if err != nil {
+				// Reported, and tried again at the next poll.
+				step(start, "%v", err)
+			} else {
 				r.cli = d
-				step(start, "kubectl upshift status rendered the updating cluster in %s", d.Round(time.Millisecond))
+				step(start, "kubectl upshift status rendered the updating cluster in %s", d)
 			}
 		}
 		return updateDone(ctx, c, target, nodes)
@@ -401,16 +405,36 @@ func requestUpdate(ctx context.Context, c client.Client, target string) error {
 	return c.Patch(ctx, cv, patch)
 }
 
-// timeCLI runs `kubectl upshift status` once and returns its wall time.
-func timeCLI(ctx context.Context, cli, kubeconfig string) (time.Duration, error) {
-	var stderr strings.Builder
-	cmd := exec.CommandContext(ctx, cli, "status", "--kubeconfig="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	began := time.Now()
-	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("kubectl upshift status: %w: %s", err, stderr.String())
+// cliRuns is how many times timeCLI runs the command: one run on a loaded
+// machine says little.
+const cliRuns = 3
+
+// cliTimes are the wall times of the runs of `kubectl upshift status`.
+type cliTimes []time.Duration
+
+func (t cliTimes) String() string {
+	parts := make([]string, len(t))
+	for i, d := range t {
+		parts[i] = d.Round(time.Millisecond).String()
 	}
-	return time.Since(began), nil
+	return strings.Join(parts, " / ")
+}
+
+// timeCLI runs `kubectl upshift status` cliRuns times, one after the other,
+// and returns their wall times.
+func timeCLI(ctx context.Context, cli, kubeconfig string) (cliTimes, error) {
+	var times cliTimes
+	for range cliRuns {
+		var stderr strings.Builder
+		cmd := exec.CommandContext(ctx, cli, "status", "--kubeconfig="+kubeconfig)
+		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+		began := time.Now()
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("kubectl upshift status: %w after %s: %s", err, time.Since(began).Round(time.Millisecond), stderr.String())
+		}
+		times = append(times, time.Since(began))
+	}
+	return times, nil
 }
 
 // latencies pairs each node state change (the machine-config daemon's state

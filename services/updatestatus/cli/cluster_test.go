@@ -14,6 +14,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -132,16 +133,10 @@ func renderInput(in render.Input, details string, now time.Time) string {
 	return out.String()
 }
 
-// publish writes result as the controller would, node insights labelled.
+// publish writes result as the controller would: the UpgradeStatus status
+// and one labelled NodeProgressInsight per node; insights of nodes no longer
+// in the result are deleted.
 func publish(ctx context.Context, env *testenv.Env, result assess.Result) {
-	GinkgoHelper()
-	publishNodes(ctx, env, result, true)
-}
-
-// publishNodes writes the UpgradeStatus status and one NodeProgressInsight
-// per node; insights of nodes no longer in the result are deleted. Without
-// labelled, the insights carry no labels, as an older controller's.
-func publishNodes(ctx context.Context, env *testenv.Env, result assess.Result, labelled bool) {
 	GinkgoHelper()
 	us := &updatev1alpha1.UpgradeStatus{}
 	Expect(env.Client.Get(ctx, keyOf(updatev1alpha1.UpgradeStatusName), us)).To(Succeed())
@@ -155,10 +150,7 @@ func publishNodes(ctx context.Context, env *testenv.Env, result assess.Result, l
 		g.Expect(list.Items).To(BeEmpty())
 	}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
 	for _, n := range result.Nodes {
-		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Status: n}
-		if labelled {
-			npi.Labels = updatev1alpha1.NodeInsightLabels(&n)
-		}
+		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: updatev1alpha1.NodeInsightLabels(&n)}, Status: n}
 		Expect(env.Client.Create(ctx, npi)).To(Succeed())
 	}
 }
@@ -188,38 +180,67 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
-	It("reads in full only the insights the report shows, and all of them when their labels cannot tell", func(ctx SpecContext) {
+	It("reads in full only the insights the report shows, and all of them when the table cannot tell", func(ctx SpecContext) {
 		loaded, result := assessFixture("many-nodes")
 		want, err := os.ReadFile(filepath.Join("testdata", "many-nodes.output"))
 		Expect(err).NotTo(HaveOccurred())
 		// The golden report leaves four worker nodes out.
 		Expect(string(want)).To(ContainSubstring("Omitted additional 4 Total"))
 		shown := len(result.Nodes) - 4
-		// Each way, one get: the UpgradeStatus.
-		for _, c := range []struct {
-			labelled bool
-			maxReads int
-			lists    int
-		}{
-			// A metadata list, then one list by name per shown insight.
-			{labelled: true, maxReads: 64, lists: 1 + shown},
-			// Labels that tell nothing (an older controller): every insight.
-			{labelled: false, maxReads: 64, lists: 1 + len(result.Nodes)},
-			// More to read than one by one is worth: one list of them all.
-			{labelled: true, maxReads: 5, lists: 2},
-		} {
-			publishNodes(ctx, env, result, c.labelled)
+		publish(ctx, env, result)
+		expectReads := func(maxReads, lists int) {
+			GinkgoHelper()
 			DeferCleanup(func(n int) { maxShownReads = n }, maxShownReads)
-			maxShownReads = c.maxReads
+			maxShownReads = maxReads
 			reads := &countingReader{Reader: env.Client}
+			table := reads.table(env.Config)
 			Eventually(func(g Gomega, ctx context.Context) {
-				reads.n, reads.gets = 0, 0
-				st, err := readShown(ctx, reads, env.Config.Host, render.DetailsNone)
+				reads.n, reads.gets, reads.tables = 0, 0, 0
+				st, err := readShown(ctx, reads, table, env.Config.Host, render.DetailsNone)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(renderInput(st.input(), "none", loaded.Snapshot.Now)).To(Equal(string(want)))
-				g.Expect([]int{reads.gets, reads.n}).To(Equal([]int{1, c.lists}), "gets and lists")
-			}).WithContext(ctx).WithTimeout(10*time.Second).Should(Succeed(), "%+v", c)
+				// Each way, one get (the UpgradeStatus) and one table.
+				g.Expect([]int{reads.gets, reads.tables, reads.n}).To(Equal([]int{1, 1, lists}), "gets, tables and lists")
+			}).WithContext(ctx).WithTimeout(10*time.Second).Should(Succeed(), "at most %d read one by one", maxReads)
 		}
+		By("reading one by one the insights shown")
+		expectReads(64, shown)
+		By("reading them all in one list when more would be read one by one")
+		expectReads(5, 1)
+
+		By("reading them all when the CRD has no Degraded and Available columns (an older chart's)")
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(env.Client.Get(ctx, keyOf("nodeprogressinsights."+updatev1alpha1.GroupVersion.Group), crd)).To(Succeed())
+		columns := crd.Spec.Versions[0].AdditionalPrinterColumns
+		Expect(columns).To(ContainElements(HaveField("Name", "Degraded"), HaveField("Name", "Available")))
+		setColumns := func(ctx context.Context, cols []apiextensionsv1.CustomResourceColumnDefinition) {
+			GinkgoHelper()
+			Eventually(func(ctx context.Context) error {
+				crd := &apiextensionsv1.CustomResourceDefinition{}
+				if err := env.Client.Get(ctx, keyOf("nodeprogressinsights."+updatev1alpha1.GroupVersion.Group), crd); err != nil {
+					return err
+				}
+				crd.Spec.Versions[0].AdditionalPrinterColumns = cols
+				return env.Client.Update(ctx, crd)
+			}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+			// The API server serves the new columns once it has rebuilt
+			// the resource's handler.
+			table := (&countingReader{}).table(env.Config)
+			Eventually(func(g Gomega, ctx context.Context) {
+				t, err := table(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(t.ColumnDefinitions).To(HaveLen(1 + len(cols)))
+			}).WithContext(ctx).WithTimeout(20 * time.Second).Should(Succeed())
+		}
+		var older []apiextensionsv1.CustomResourceColumnDefinition
+		for _, c := range columns {
+			if c.Name != "Degraded" && c.Name != "Available" {
+				older = append(older, c)
+			}
+		}
+		setColumns(ctx, older)
+		DeferCleanup(setColumns, columns)
+		expectReads(64, 1)
 	})
 
 	It("reads the shown insights as they were at the list, however they change meanwhile", func(ctx SpecContext) {
@@ -236,16 +257,12 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		}
 		Expect(worker).NotTo(BeEmpty(), "the report shows a worker row")
 		publish(ctx, env, result)
-		// Right after the metadata list, before any insight is read in
+		// Right after the table list, before any insight is read in
 		// full, a shown worker turns Degraded, as the controller writes it
 		// (labels and status together): the report must not mix the two
 		// moments (a Degraded row sorts first, and the list's order and
 		// omitted counts would no longer match it).
-		reads := &countingReader{Reader: env.Client, beforeList: func(n int) {
-			if n != 2 {
-				return
-			}
-			defer GinkgoRecover()
+		reads := &countingReader{Reader: env.Client, afterTable: func() {
 			in := &updatev1alpha1.NodeProgressInsight{}
 			Expect(env.Client.Get(ctx, keyOf(worker), in)).To(Succeed())
 			in.Status.Message = "changed after the list"
@@ -254,8 +271,9 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 			in.Labels = updatev1alpha1.NodeInsightLabels(&in.Status)
 			Expect(env.Client.Update(ctx, in)).To(Succeed())
 		}}
-		st, err := readShown(ctx, reads, env.Config.Host, render.DetailsNone)
+		st, err := readShown(ctx, reads, reads.table(env.Config), env.Config.Host, render.DetailsNone)
 		Expect(err).NotTo(HaveOccurred())
+		Expect(reads.tables).To(Equal(1))
 		Expect(renderInput(st.input(), "none", loaded.Snapshot.Now)).To(Equal(string(want)))
 		all, err := read(ctx, env.Client, env.Config.Host)
 		Expect(err).NotTo(HaveOccurred())
@@ -362,13 +380,13 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 	})
 })
 
-// countingReader counts List (n) and Get calls, and calls beforeList (when
-// set) with each List call's number, from 1, before making it.
+// countingReader counts List (n) and Get calls, and the table lists of its
+// table, and calls afterTable (when set) after each table list.
 type countingReader struct {
 	client.Reader
-	beforeList func(n int)
-	mu         sync.Mutex
-	n, gets    int
+	afterTable      func()
+	mu              sync.Mutex
+	n, gets, tables int
 }
 
 func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -381,12 +399,27 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	c.mu.Lock()
 	c.n++
-	n := c.n
 	c.mu.Unlock()
-	if c.beforeList != nil {
-		c.beforeList(n)
-	}
 	return c.Reader.List(ctx, list, opts...)
+}
+
+// table is the insightTable of the cluster cfg points at, counted.
+func (c *countingReader) table(cfg *rest.Config) insightTable {
+	GinkgoHelper()
+	hc, err := rest.HTTPClientFor(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	table, err := newInsightTable(cfg, hc)
+	Expect(err).NotTo(HaveOccurred())
+	return func(ctx context.Context) (*metav1.Table, error) {
+		c.mu.Lock()
+		c.tables++
+		c.mu.Unlock()
+		t, err := table(ctx)
+		if c.afterTable != nil {
+			c.afterTable()
+		}
+		return t, err
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.

@@ -2,14 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
@@ -20,8 +23,8 @@ import (
 
 // TestShownRendersAsAll is the property readShown rests on: for any set of
 // node insights, the report rendered from the rows it reads in full plus the
-// others as their labels tell them is the report rendered from every insight
-// in full.
+// others as their table rows tell them is the report rendered from every
+// insight in full.
 func TestShownRendersAsAll(t *testing.T) {
 	loaded, err := snapshot.Load(filepath.Join("testdata", "many-nodes-cv.yaml"))
 	if err != nil {
@@ -39,8 +42,8 @@ func TestShownRendersAsAll(t *testing.T) {
 	infra := *status.WorkerPools[0].DeepCopy()
 	infra.Name, infra.Pool.Name = "infra", "infra"
 	status.WorkerPools = append(status.WorkerPools, infra)
-	// The control plane, two worker pools, no pool, and a pool name no label
-	// value can hold.
+	// The control plane, two worker pools, no pool, and a pool the status
+	// does not list.
 	pools := []string{"master", status.WorkerPools[0].Name, "infra", "", strings.Repeat("p", 70)}
 	someSummarized := 0
 	for seed := uint64(0); seed < 400; seed++ {
@@ -50,18 +53,18 @@ func TestShownRendersAsAll(t *testing.T) {
 			want := renderNodes(t, status, nodes, details)
 
 			byName := map[string]updatev1alpha1.NodeStatusInsight{}
-			items := make([]metav1.PartialObjectMetadata, len(nodes))
+			rows := make([]tableRow, len(nodes))
 			for i, n := range nodes {
 				byName[n.Name] = n
-				items[i] = metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: updatev1alpha1.NodeInsightLabels(&n)}}
+				rows[i] = rowOf(n)
 			}
-			summaries, full := splitShown(status, items, details)
+			summaries, full := splitShown(status, rows, details)
 			if len(summaries)+len(full) != len(nodes) {
 				t.Fatalf("seed %d: %d summarized + %d in full, want %d nodes", seed, len(summaries), len(full), len(nodes))
 			}
 			read := append([]updatev1alpha1.NodeStatusInsight(nil), summaries...)
-			for _, m := range full {
-				read = append(read, byName[m.Name])
+			for _, name := range full {
+				read = append(read, byName[name])
 			}
 			if got := renderNodes(t, status, read, details); got != want {
 				t.Fatalf("seed %d, --details=%s: the report from %d insights read in full and %d summarized differs from the report from all:\n--- all\n%s\n--- shown\n%s",
@@ -75,6 +78,73 @@ func TestShownRendersAsAll(t *testing.T) {
 	if someSummarized < 250 {
 		t.Fatalf("only %d of 400 seeds left nodes out of the report: the property was barely exercised", someSummarized)
 	}
+}
+
+// TestTableRows reads the API server's table by column name, whatever the
+// columns' order, and refuses a table it cannot read in full.
+func TestTableRows(t *testing.T) {
+	columns := func(names ...string) []metav1.TableColumnDefinition {
+		out := make([]metav1.TableColumnDefinition, len(names))
+		for i, n := range names {
+			out[i] = metav1.TableColumnDefinition{Name: n}
+		}
+		return out
+	}
+	all := columns("Name", "Pool", "Phase", "Version", "Est", "Message", "Age", "Degraded", "Available")
+	reordered := columns("Available", "Degraded", "Phase", "Pool", "Name")
+	for _, c := range []struct {
+		name    string
+		table   metav1.Table
+		want    []tableRow
+		readAll bool
+	}{
+		{name: "the chart's columns", table: metav1.Table{ColumnDefinitions: all, Rows: []metav1.TableRow{
+			{Cells: []any{"a", "worker", "Draining", "4.18.1", nil, "", "5m", "False", "True"}},
+			// Conditions the insight lacks are null cells.
+			{Cells: []any{"b", "infra", nil, nil, nil, nil, "5m", nil, "Unknown"}},
+		}}, want: []tableRow{{"a", "worker", "Draining", "False", "True"}, {"b", "infra", "", "", "Unknown"}}},
+		{name: "columns in another order", table: metav1.Table{ColumnDefinitions: reordered, Rows: []metav1.TableRow{
+			{Cells: []any{"False", "True", "Updated", "worker", "c"}},
+		}}, want: []tableRow{{"c", "worker", "Updated", "True", "False"}}},
+		{name: "no rows", table: metav1.Table{ColumnDefinitions: all}, want: []tableRow{}},
+		{name: "an older CRD, without Degraded and Available", table: metav1.Table{ColumnDefinitions: all[:7]}, readAll: true},
+		{name: "a short row", table: metav1.Table{ColumnDefinitions: all, Rows: []metav1.TableRow{{Cells: []any{"a", "worker"}}}}, readAll: true},
+		{name: "a cell not a string", table: metav1.Table{ColumnDefinitions: all, Rows: []metav1.TableRow{
+			{Cells: []any{"a", "worker", "Draining", "4.18.1", nil, "", "5m", int64(1), "True"}},
+		}}, readAll: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := tableRows(&c.table)
+			if c.readAll {
+				if !errors.Is(err, errReadAll) {
+					t.Fatalf("got %v, %v; want errReadAll", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// rowOf is n's row in the API server's table, as the CRD's printer columns
+// (JSONPath expressions) give it.
+func rowOf(n updatev1alpha1.NodeStatusInsight) tableRow {
+	r := tableRow{n.Name, n.PoolResource.Name}
+	if c := meta.FindStatusCondition(n.Conditions, updatev1alpha1.ConditionUpdating); c != nil {
+		r[2] = c.Reason
+	}
+	if c := meta.FindStatusCondition(n.Conditions, updatev1alpha1.ConditionDegraded); c != nil {
+		r[3] = string(c.Status)
+	}
+	if c := meta.FindStatusCondition(n.Conditions, updatev1alpha1.ConditionAvailable); c != nil {
+		r[4] = string(c.Status)
+	}
+	return r
 }
 
 func renderNodes(t *testing.T, status updatev1alpha1.UpgradeStatusStatus, nodes []updatev1alpha1.NodeStatusInsight, details render.Details) string {

@@ -156,7 +156,11 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 	}
 	// The client's REST mapper is lazy: creating it contacts nobody, so
 	// every connection problem surfaces (and is explained) at the first read.
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme, HTTPClient: hc})
 	if err != nil {
 		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 	}
@@ -164,8 +168,12 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 	// --watch need them all.
 	readState := read
 	if !o.Watch && o.Output == "" {
+		table, err := newInsightTable(cfg, hc)
+		if err != nil {
+			return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
+		}
 		readState = func(ctx context.Context, c client.Reader, server string) (clusterState, error) {
-			return readShown(ctx, c, server, details)
+			return readShown(ctx, c, table, server, details)
 		}
 	}
 	st, err := readState(ctx, c, cfg.Host)
