@@ -157,14 +157,12 @@ func rowShown(i int, nr nodeRow) bool {
 func ShownNodes(in Input, opts Options) map[string]bool {
 	all := opts.show(DetailsNodes)
 	shown := map[string]bool{}
-	byPool := map[string][]updatev1alpha1.NodeStatusInsight{}
 	for _, n := range in.Nodes {
 		if n.ScopeType == updatev1alpha1.ScopeTypeControlPlane {
 			shown[n.Name] = true
-			continue
 		}
-		byPool[n.PoolResource.Name] = append(byPool[n.PoolResource.Name], n)
 	}
+	byPool := poolNodes(in.Nodes)
 	for _, p := range in.Status.WorkerPools {
 		for i, nr := range nodeRows(byPool[p.Name]) {
 			if all || rowShown(i, nr) {
@@ -173,6 +171,18 @@ func ShownNodes(in Input, opts Options) map[string]bool {
 		}
 	}
 	return shown
+}
+
+// poolNodes groups the nodes not of the control plane by pool name, in
+// their order in nodes: a worker pool's node table lists its group.
+func poolNodes(nodes []updatev1alpha1.NodeStatusInsight) map[string][]updatev1alpha1.NodeStatusInsight {
+	byPool := map[string][]updatev1alpha1.NodeStatusInsight{}
+	for _, n := range nodes {
+		if n.ScopeType != updatev1alpha1.ScopeTypeControlPlane {
+			byPool[n.PoolResource.Name] = append(byPool[n.PoolResource.Name], n)
+		}
+	}
+	return byPool
 }
 
 type omittedCounts struct {

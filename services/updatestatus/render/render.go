@@ -322,13 +322,9 @@ func (r *renderer) workers() {
 	}
 	r.flush(tw)
 
+	byPool := poolNodes(r.in.Nodes)
 	for _, p := range pools {
-		var nodes []updatev1alpha1.NodeStatusInsight
-		for _, n := range r.in.Nodes {
-			if n.ScopeType != updatev1alpha1.ScopeTypeControlPlane && n.PoolResource.Name == p.Name {
-				nodes = append(nodes, n)
-			}
-		}
+		nodes := byPool[p.Name]
 		if len(nodes) == 0 {
 			continue
 		}
