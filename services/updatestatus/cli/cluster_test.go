@@ -209,15 +209,16 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		expectReads(5, 1)
 
 		By("reading them all when the CRD has no Degraded and Available columns (an older chart's)")
+		crdKey := keyOf("nodeprogressinsights." + updatev1alpha1.GroupVersion.Group)
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		Expect(env.Client.Get(ctx, keyOf("nodeprogressinsights."+updatev1alpha1.GroupVersion.Group), crd)).To(Succeed())
+		Expect(env.Client.Get(ctx, crdKey, crd)).To(Succeed())
 		columns := crd.Spec.Versions[0].AdditionalPrinterColumns
 		Expect(columns).To(ContainElements(HaveField("Name", "Degraded"), HaveField("Name", "Available")))
 		setColumns := func(ctx context.Context, cols []apiextensionsv1.CustomResourceColumnDefinition) {
 			GinkgoHelper()
 			Eventually(func(ctx context.Context) error {
 				crd := &apiextensionsv1.CustomResourceDefinition{}
-				if err := env.Client.Get(ctx, keyOf("nodeprogressinsights."+updatev1alpha1.GroupVersion.Group), crd); err != nil {
+				if err := env.Client.Get(ctx, crdKey, crd); err != nil {
 					return err
 				}
 				crd.Spec.Versions[0].AdditionalPrinterColumns = cols
@@ -225,7 +226,7 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 			}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
 			// The API server serves the new columns once it has rebuilt
 			// the resource's handler.
-			table := (&countingReader{}).table(env.Config)
+			table := insightTableOf(env.Config)
 			Eventually(func(g Gomega, ctx context.Context) {
 				t, err := table(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
@@ -406,10 +407,7 @@ func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts 
 // table is the insightTable of the cluster cfg points at, counted.
 func (c *countingReader) table(cfg *rest.Config) insightTable {
 	GinkgoHelper()
-	hc, err := rest.HTTPClientFor(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	table, err := newInsightTable(cfg, hc)
-	Expect(err).NotTo(HaveOccurred())
+	table := insightTableOf(cfg)
 	return func(ctx context.Context) (*metav1.Table, error) {
 		c.mu.Lock()
 		c.tables++
@@ -420,6 +418,16 @@ func (c *countingReader) table(cfg *rest.Config) insightTable {
 		}
 		return t, err
 	}
+}
+
+// insightTableOf is the insightTable of the cluster cfg points at.
+func insightTableOf(cfg *rest.Config) insightTable {
+	GinkgoHelper()
+	hc, err := rest.HTTPClientFor(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	table, err := newInsightTable(cfg, hc)
+	Expect(err).NotTo(HaveOccurred())
+	return table
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
