@@ -144,15 +144,25 @@ type machineState struct {
 }
 
 // watcher follows every Machine and Node event of the cluster and checks,
-// on each, the rollout's invariants: never more than 4 control-plane
-// machines; never fewer than 3 Ready control-plane Nodes whose machine
-// holds an etcd member (Running, its Node Ready, the etcd operator's hook
-// on it); never two indexes in flight. It also notes when each machine was
-// first seen up (Running with a Ready Node), deleting and gone.
+// at each event's revision, the rollout's invariants: never more than 4
+// control-plane machines; never fewer than 3 Ready control-plane Nodes whose
+// machine holds an etcd member (Running, its Node Ready, the etcd operator's
+// hook on it); never two indexes in flight. It also notes when each machine
+// was first seen up (Running with a Ready Node), deleting and gone.
+//
+// Machines and Nodes come on two watches, and nothing orders one stream's
+// events against the other's: a state pieced together from both can show a
+// Node's NotReady before the Machine event that preceded it, and report a
+// violation that never existed (or miss one). So the streams only say which
+// revisions to check, and each check reads both kinds as they were at
+// exactly that revision.
 type watcher struct {
+	c client.Client
+
 	mu                      sync.Mutex
-	machines                map[string]*machineState
-	nodesReady              map[string]bool
+	cond                    *sync.Cond
+	queue                   []revision // revisions still to check, in arrival order
+	enqueued, checked       int
 	events                  int
 	added                   []string
 	addedType               map[string]string
@@ -161,28 +171,34 @@ type watcher struct {
 	up, deleting, gone      map[string]time.Time
 }
 
+// revision is one event to check: the resourceVersion it was written at.
+type revision struct{ rv, at string }
+
 func watchCluster(ctx context.Context) *watcher {
 	GinkgoHelper()
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
-	w := &watcher{machines: map[string]*machineState{}, nodesReady: map[string]bool{}, addedType: map[string]string{},
-		minMembers: 1 << 30, up: map[string]time.Time{}, deleting: map[string]time.Time{}, gone: map[string]time.Time{}}
+	w := &watcher{c: wc, addedType: map[string]string{}, minMembers: 1 << 30,
+		up: map[string]time.Time{}, deleting: map[string]time.Time{}, gone: map[string]time.Time{}}
+	w.cond = sync.NewCond(&w.mu)
 	var ms machinev1beta1.MachineList
 	Expect(wc.List(ctx, &ms, client.InNamespace(namespace), client.MatchingLabels{machineapi.RoleLabel: "master"})).To(Succeed())
-	var ns corev1.NodeList
-	Expect(wc.List(ctx, &ns)).To(Succeed())
-	for i := range ms.Items {
-		w.machines[ms.Items[i].Name] = stateOf(&ms.Items[i])
+	Expect(w.check(ctx, revision{rv: ms.ResourceVersion, at: "initial lists"})).To(Succeed())
+	known := map[string]bool{}
+	for _, m := range ms.Items {
+		known[m.Name] = true
 	}
-	for i := range ns.Items {
-		w.nodesReady[ns.Items[i].Name] = nodeReady(&ns.Items[i])
+	// A fresh ListOptions per request: controller-runtime writes a request's
+	// selectors into Raw.
+	from := func() *client.ListOptions {
+		return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: ms.ResourceVersion}}
 	}
-	w.check("initial lists")
-	mw, err := wc.Watch(context.Background(), &machinev1beta1.MachineList{}, client.InNamespace(namespace), client.MatchingLabels{machineapi.RoleLabel: "master"},
-		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: ms.ResourceVersion}})
+	mw, err := wc.Watch(context.Background(), &machinev1beta1.MachineList{}, client.InNamespace(namespace), client.MatchingLabels{machineapi.RoleLabel: "master"}, from())
 	Expect(err).NotTo(HaveOccurred())
-	nw, err := wc.Watch(context.Background(), &corev1.NodeList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: ns.ResourceVersion}})
+	nw, err := wc.Watch(context.Background(), &corev1.NodeList{}, from())
 	Expect(err).NotTo(HaveOccurred())
+	checkCtx, stop := context.WithCancel(context.Background())
+	DeferCleanup(stop)
 	DeferCleanup(mw.Stop)
 	DeferCleanup(nw.Stop)
 	go func() {
@@ -192,38 +208,134 @@ func watchCluster(ctx context.Context) *watcher {
 				continue
 			}
 			w.mu.Lock()
-			switch ev.Type {
-			case watch.Deleted:
-				delete(w.machines, m.Name)
+			switch {
+			case ev.Type == watch.Deleted:
 				w.gone[m.Name] = time.Now()
-			default:
-				if _, known := w.machines[m.Name]; !known && ev.Type == watch.Added {
-					w.added = append(w.added, m.Name)
-					w.addedType[m.Name] = machineapi.ReadProviderSpec(m).InstanceType
-				}
-				w.machines[m.Name] = stateOf(m)
+			case !known[m.Name]:
+				known[m.Name] = true
+				w.added = append(w.added, m.Name)
+				w.addedType[m.Name] = machineapi.ReadProviderSpec(m).InstanceType
 			}
 			w.mu.Unlock()
-			w.check(fmt.Sprintf("%s machine %s", ev.Type, m.Name))
+			w.enqueue(revision{rv: m.ResourceVersion, at: fmt.Sprintf("%s machine %s", ev.Type, m.Name)})
 		}
 	}()
 	go func() {
 		for ev := range nw.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if !ok {
-				continue
+			if n, ok := ev.Object.(*corev1.Node); ok {
+				w.enqueue(revision{rv: n.ResourceVersion, at: fmt.Sprintf("%s node %s", ev.Type, n.Name)})
 			}
-			w.mu.Lock()
-			if ev.Type == watch.Deleted {
-				delete(w.nodesReady, n.Name)
-			} else {
-				w.nodesReady[n.Name] = nodeReady(n)
-			}
-			w.mu.Unlock()
-			w.check(fmt.Sprintf("%s node %s", ev.Type, n.Name))
 		}
 	}()
+	go w.checkAll(checkCtx)
 	return w
+}
+
+func (w *watcher) enqueue(r revision) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.queue = append(w.queue, r)
+	w.enqueued++
+	w.cond.Broadcast()
+}
+
+// checkAll checks the queued revisions one at a time until ctx ends. A
+// revision that cannot be read is a failure of the check, reported as a
+// violation rather than skipped.
+func (w *watcher) checkAll(ctx context.Context) {
+	context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.cond.Broadcast()
+	})
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && ctx.Err() == nil {
+			w.cond.Wait()
+		}
+		if ctx.Err() != nil {
+			w.mu.Unlock()
+			return
+		}
+		r := w.queue[0]
+		w.queue = w.queue[1:]
+		w.mu.Unlock()
+
+		err := w.check(ctx, r)
+
+		w.mu.Lock()
+		w.checked++
+		if err != nil && ctx.Err() == nil {
+			w.violations = append(w.violations, fmt.Sprintf("%s: reading revision %s: %v", r.at, r.rv, err))
+		}
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	}
+}
+
+// check reads the control-plane Machines and every Node as they were at
+// r.rv and checks the invariants on them.
+func (w *watcher) check(ctx context.Context, r revision) error {
+	// A fresh ListOptions per request: controller-runtime writes a request's
+	// selectors into Raw.
+	at := func() *client.ListOptions {
+		return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: r.rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact}}
+	}
+	var ms machinev1beta1.MachineList
+	if err := w.c.List(ctx, &ms, client.InNamespace(namespace), client.MatchingLabels{machineapi.RoleLabel: "master"}, at()); err != nil {
+		return err
+	}
+	var ns corev1.NodeList
+	if err := w.c.List(ctx, &ns, at()); err != nil {
+		return err
+	}
+	nodesReady := map[string]bool{}
+	for i := range ns.Items {
+		nodesReady[ns.Items[i].Name] = nodeReady(&ns.Items[i])
+	}
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events++
+	now := time.Now()
+	members := 0
+	perIndex := map[int][]string{}
+	for i := range ms.Items {
+		name, m := ms.Items[i].Name, stateOf(&ms.Items[i])
+		perIndex[m.index] = append(perIndex[m.index], name)
+		up := m.running && m.nodeName != "" && nodesReady[m.nodeName]
+		if up && !m.deleting {
+			if _, seen := w.up[name]; !seen {
+				w.up[name] = now
+			}
+		}
+		if up && m.hook {
+			members++
+		}
+		if _, seen := w.deleting[name]; !seen && m.deleting {
+			w.deleting[name] = now
+		}
+	}
+	w.maxMachines = max(w.maxMachines, len(ms.Items))
+	w.minMembers = min(w.minMembers, members)
+	if len(ms.Items) > 4 {
+		w.violations = append(w.violations, fmt.Sprintf("%s: %d control-plane machines", r.at, len(ms.Items)))
+	}
+	if members < 3 {
+		w.violations = append(w.violations, fmt.Sprintf("%s: %d Ready control-plane nodes with an etcd member", r.at, members))
+	}
+	var inFlight []string
+	for i, names := range perIndex {
+		if len(names) > 1 {
+			sort.Strings(names)
+			inFlight = append(inFlight, fmt.Sprintf("%d: %s", i, strings.Join(names, ",")))
+		}
+	}
+	if len(inFlight) > 1 {
+		sort.Strings(inFlight)
+		w.violations = append(w.violations, fmt.Sprintf("%s: indexes in flight %s", r.at, strings.Join(inFlight, "; ")))
+	}
+	return nil
 }
 
 func stateOf(m *machinev1beta1.Machine) *machineState {
@@ -252,49 +364,6 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-func (w *watcher) check(at string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.events++
-	now := time.Now()
-	members := 0
-	perIndex := map[int][]string{}
-	for name, m := range w.machines {
-		perIndex[m.index] = append(perIndex[m.index], name)
-		up := m.running && m.nodeName != "" && w.nodesReady[m.nodeName]
-		if up && !m.deleting {
-			if _, seen := w.up[name]; !seen {
-				w.up[name] = now
-			}
-		}
-		if up && m.hook {
-			members++
-		}
-		if _, seen := w.deleting[name]; !seen && m.deleting {
-			w.deleting[name] = now
-		}
-	}
-	w.maxMachines = max(w.maxMachines, len(w.machines))
-	w.minMembers = min(w.minMembers, members)
-	if len(w.machines) > 4 {
-		w.violations = append(w.violations, fmt.Sprintf("%s: %d control-plane machines", at, len(w.machines)))
-	}
-	if members < 3 {
-		w.violations = append(w.violations, fmt.Sprintf("%s: %d Ready control-plane nodes with an etcd member", at, members))
-	}
-	var inFlight []string
-	for i, names := range perIndex {
-		if len(names) > 1 {
-			sort.Strings(names)
-			inFlight = append(inFlight, fmt.Sprintf("%d: %s", i, strings.Join(names, ",")))
-		}
-	}
-	if len(inFlight) > 1 {
-		sort.Strings(inFlight)
-		w.violations = append(w.violations, fmt.Sprintf("%s: indexes in flight %s", at, strings.Join(inFlight, "; ")))
-	}
-}
-
 type report struct {
 	violations              []string
 	added                   []string
@@ -303,9 +372,14 @@ type report struct {
 	events                  int
 }
 
+// report waits until every revision seen so far is checked, then tells
+// what the checks found.
 func (w *watcher) report() report {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for target := w.enqueued; w.checked < target; {
+		w.cond.Wait()
+	}
 	types := map[string]string{}
 	for k, v := range w.addedType {
 		types[k] = v
