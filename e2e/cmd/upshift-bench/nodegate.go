@@ -174,7 +174,11 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("Done -> next release (end to end):  p50 %s  p99 %s  max %s\n", r.total[0], r.total[1], r.total[2])
 	fmt.Printf("  node-gate share (both hops):      p50 %s  p99 %s  max %s  (target p99 <= %s: %s)\n", r.gate[0], r.gate[1], r.gate[2], reactionTarget, verdict(r.gate[1] <= reactionTarget && r.n > 0))
 	fmt.Printf("    Done -> hook Job created:       p50 %s  p99 %s  max %s\n", r.start[0], r.start[1], r.start[2])
+	fmt.Printf("      Done -> status shows it started:  p50 %s  p99 %s  max %s\n", r.startDecide[0], r.startDecide[1], r.startDecide[2])
+	fmt.Printf("      that status -> Job created:       p50 %s  p99 %s  max %s\n", r.startAct[0], r.startAct[1], r.startAct[2])
 	fmt.Printf("    Job Complete -> release label:  p50 %s  p99 %s  max %s\n", r.release[0], r.release[1], r.release[2])
+	fmt.Printf("      Complete -> status shows it released: p50 %s  p99 %s  max %s\n", r.releaseDecide[0], r.releaseDecide[1], r.releaseDecide[2])
+	fmt.Printf("      that status -> label:                 p50 %s  p99 %s  max %s\n", r.releaseAct[0], r.releaseAct[1], r.releaseAct[2])
 	fmt.Printf("  one API write meanwhile:          p50 %s  p99 %s  max %s  (a ConfigMap patch every 250ms: each hop is a status write, then a Job create or a label patch)\n", floor[0], floor[1], floor[2])
 	fmt.Printf("  hook Job, created -> Complete:    p50 %s  p99 %s  max %s  (Job controller, scheduler, kwok)\n", r.job[0], r.job[1], r.job[2])
 	fmt.Printf("update wall time, ungated:          %s  (workers %s, first worker targeted %s after the request)\n",
@@ -297,8 +301,12 @@ type gateObserver struct {
 	released       map[string]time.Time
 	jobCreated     map[string]time.Time // node -> its pre-hook Job's creation
 	jobComplete    map[string]time.Time
-	phase          nodegatev1alpha1.RunPhase
-	completedAt    time.Time
+	// When the run's status was first seen with the node started (past
+	// Pending) and released: the status write each hop makes before its
+	// Job or label.
+	recordStarted, recordReleased map[string]time.Time
+	phase                         nodegatev1alpha1.RunPhase
+	completedAt                   time.Time
 }
 
 func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
@@ -391,6 +399,23 @@ func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
 			g.completedAt = now
 		}
 		g.phase = run.Status.Phase
+		if g.initialDesired == nil {
+			return
+		}
+		for _, rec := range run.Status.Nodes {
+			switch rec.Phase {
+			case nodegatev1alpha1.NodePending, nodegatev1alpha1.NodeSkipped, nodegatev1alpha1.NodeFailed:
+				continue
+			case nodegatev1alpha1.NodePreHooks:
+			default:
+				if _, seen := g.recordReleased[rec.Name]; !seen {
+					g.recordReleased[rec.Name] = now
+				}
+			}
+			if _, seen := g.recordStarted[rec.Name]; !seen {
+				g.recordStarted[rec.Name] = now
+			}
+		}
 	}
 	if _, err := ri.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, n any) { record(n) }}); err != nil {
 		return err
@@ -420,6 +445,7 @@ func (g *gateObserver) begin(initial map[string]string) {
 	g.initialDesired = initial
 	g.moved, g.done, g.released = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	g.jobCreated, g.jobComplete = map[string]time.Time{}, map[string]time.Time{}
+	g.recordStarted, g.recordReleased = map[string]time.Time{}, map[string]time.Time{}
 	g.completedAt = time.Time{}
 }
 
@@ -558,6 +584,10 @@ type reactionStats struct {
 	n                                int
 	total, gate, start, release, job [3]time.Duration
 	meanGate, meanJob                time.Duration
+	// Each hop split at the status write that precedes its action: the
+	// trigger until the status showing the decision was seen, and from
+	// then until the Job or the label was seen.
+	startDecide, startAct, releaseDecide, releaseAct [3]time.Duration
 }
 
 // reactions pairs the k-th Done with the k-th node started after the
@@ -582,7 +612,7 @@ func (g *gateObserver) reactions() reactionStats {
 		starts = append(starts, started{n, t})
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i].at.Before(starts[j].at) })
-	var total, gate, hop1, hop2, job []time.Duration
+	var total, gate, hop1, hop2, job, decide1, act1, decide2, act2 []time.Duration
 	for k := 0; k < len(starts) && k < len(dones); k++ {
 		b := starts[k]
 		rel, ok1 := g.released[b.node]
@@ -595,6 +625,12 @@ func (g *gateObserver) reactions() reactionStats {
 		hop1, hop2 = append(hop1, h1), append(hop2, h2)
 		gate = append(gate, h1+h2)
 		job = append(job, done.Sub(b.at))
+		if st, ok := g.recordStarted[b.node]; ok {
+			decide1, act1 = append(decide1, st.Sub(dones[k])), append(act1, b.at.Sub(st))
+		}
+		if rs, ok := g.recordReleased[b.node]; ok {
+			decide2, act2 = append(decide2, rs.Sub(done)), append(act2, rel.Sub(rs))
+		}
 	}
 	mean := func(s []time.Duration) time.Duration {
 		var sum time.Duration
@@ -604,7 +640,8 @@ func (g *gateObserver) reactions() reactionStats {
 		return sum / time.Duration(max(len(s), 1))
 	}
 	return reactionStats{n: len(total), total: percentiles(total), gate: percentiles(gate), start: percentiles(hop1),
-		release: percentiles(hop2), job: percentiles(job), meanGate: mean(gate), meanJob: mean(job)}
+		release: percentiles(hop2), job: percentiles(job), meanGate: mean(gate), meanJob: mean(job),
+		startDecide: percentiles(decide1), startAct: percentiles(act1), releaseDecide: percentiles(decide2), releaseAct: percentiles(act2)}
 }
 
 // writeProbe times one small write (a merge patch of a ConfigMap) every
