@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
@@ -132,8 +133,7 @@ func setEvents(ctx context.Context, g Gomega, reason string) []string {
 // ---- the invariant watcher ----
 
 type machineState struct {
-	index        int
-	instanceType string
+	index int
 	// running: phase Running, or Deleting with its Node still there (the
 	// machine-api sets Deleting at once; the etcd operator's hook keeps the
 	// member, and the drain, until a replacement votes).
@@ -291,7 +291,7 @@ func (w *watcher) check(ctx context.Context, r revision) error {
 	}
 	nodesReady := map[string]bool{}
 	for i := range ns.Items {
-		nodesReady[ns.Items[i].Name] = nodeReady(&ns.Items[i])
+		nodesReady[ns.Items[i].Name] = mcostate.Ready(&ns.Items[i])
 	}
 
 	w.mu.Lock()
@@ -339,8 +339,7 @@ func (w *watcher) check(ctx context.Context, r revision) error {
 }
 
 func stateOf(m *machinev1beta1.Machine) *machineState {
-	s := &machineState{instanceType: machineapi.ReadProviderSpec(m).InstanceType,
-		deleting: m.DeletionTimestamp != nil}
+	s := &machineState{deleting: m.DeletionTimestamp != nil}
 	switch ptr.Deref(m.Status.Phase, "") {
 	case machinev1beta1.PhaseRunning, machinev1beta1.PhaseDeleting:
 		s.running = true
@@ -353,15 +352,6 @@ func stateOf(m *machinev1beta1.Machine) *machineState {
 		s.hook = s.hook || h.Name == plan.EtcdHookName
 	}
 	return s
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 type report struct {
