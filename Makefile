@@ -12,7 +12,7 @@ SHELL := /usr/bin/env bash -o pipefail
 ROOT    := $(abspath .)
 BIN     := $(ROOT)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/upshift-io/upshift/libs/runtime.version=$(VERSION)
+LDFLAGS := -X github.com/upshift-io/upshift/libs/buildinfo.version=$(VERSION)
 
 # Every workspace module; `go` commands below run across all of them (those
 # with Go code yet: `go test` fails on a pattern that matches nothing).

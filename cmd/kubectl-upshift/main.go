@@ -20,7 +20,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/upshift-io/upshift/libs/runtime"
+	"github.com/upshift-io/upshift/libs/buildinfo"
 	"github.com/upshift-io/upshift/services/updatestatus/cli"
 )
 
@@ -47,7 +47,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl upshift",
 		},
-		Version: runtime.VersionString(binaryName),
+		Version: buildinfo.String(binaryName),
 		// Errors are printed once, by main; usage is not an error report.
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -111,7 +111,7 @@ func newVersionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short: "Print the version of kubectl-upshift",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(streams.Out, runtime.VersionString(binaryName))
+			_, err := fmt.Fprintln(streams.Out, buildinfo.String(binaryName))
 			return err
 		},
 	}

@@ -15,7 +15,7 @@
 // component, calls setup to register the component's controllers, and runs
 // until SIGTERM or SIGINT.
 //
-// The version is injected at build time:
+// The version is injected at build time (libs/buildinfo):
 //
-//	go build -ldflags "-X github.com/upshift-io/upshift/libs/runtime.version=v0.1.0"
+//	go build -ldflags "-X github.com/upshift-io/upshift/libs/buildinfo.version=v0.1.0"
 package runtime

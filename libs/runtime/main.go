@@ -14,6 +14,8 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/upshift-io/upshift/libs/buildinfo"
 )
 
 // Component describes a binary to Main.
@@ -48,7 +50,7 @@ func Main(ctx context.Context, c Component, args []string, stdout, stderr io.Wri
 		return ExitUsage
 	}
 	if f.Version {
-		fmt.Fprintln(stdout, VersionString(c.Name))
+		fmt.Fprintln(stdout, buildinfo.String(c.Name))
 		return ExitOK
 	}
 	log, err := NewLogger(c.Name, f, stderr)

@@ -1,24 +1,14 @@
 package runtime
 
 import (
-	"fmt"
-	goruntime "runtime"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/upshift-io/upshift/libs/buildinfo"
 )
 
-// version is set at build time with -ldflags -X (see the Makefile). Builds
-// without it report "dev".
-var version = "dev"
-
-// Version returns the version this binary was built as.
-func Version() string { return version }
-
-// VersionString is what --version prints.
-func VersionString(component string) string {
-	return fmt.Sprintf("%s %s (%s %s/%s)", component, version, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
-}
+// version is the version this binary was built as (libs/buildinfo).
+var version = buildinfo.Version()
 
 // buildInfo is registered once per process; a process runs one component.
 var buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{

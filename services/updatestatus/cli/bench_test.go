@@ -103,7 +103,7 @@ func BenchmarkOfflineStatus5000Nodes(b *testing.B) {
 // BenchmarkClusterStatus5000Nodes is `kubectl upshift status` in cluster
 // mode against a real kube-apiserver holding the insights of the 5,000-worker
 // cluster, labelled as the controller labels them: read the UpgradeStatus,
-// list the insights as the API server's table, read the shown ones, render.
+// list the insights as the API server's table, render from its rows.
 // It needs the test control plane (UPSHIFT_TESTBIN); it is a benchmark, so
 // plain `go test` does not run it.
 func BenchmarkClusterStatus5000Nodes(b *testing.B) {

@@ -15,7 +15,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -180,40 +179,36 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
-	It("reads in full only the insights the report shows, and all of them when the table cannot tell", func(ctx SpecContext) {
+	It("renders a report from the insights' table alone, and lists them all when the CRD lacks a column", func(ctx SpecContext) {
 		loaded, result := assessFixture("many-nodes")
 		want, err := os.ReadFile(filepath.Join("testdata", "many-nodes.output"))
 		Expect(err).NotTo(HaveOccurred())
-		// The golden report leaves four worker nodes out.
-		Expect(string(want)).To(ContainSubstring("Omitted additional 4 Total"))
-		shown := len(result.Nodes) - 4
 		publish(ctx, env, result)
-		expectReads := func(maxReads, lists int) {
+		expectReads := func(lists int) {
 			GinkgoHelper()
-			DeferCleanup(func(n int) { maxShownReads = n }, maxShownReads)
-			maxShownReads = maxReads
 			reads := &countingReader{Reader: env.Client}
 			table := reads.table(env.Config)
 			Eventually(func(g Gomega, ctx context.Context) {
 				reads.n, reads.gets, reads.tables = 0, 0, 0
-				st, err := readShown(ctx, reads, table, env.Config.Host, render.DetailsNone)
+				st, err := readReport(ctx, reads, table, env.Config.Host)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(renderInput(st.input(), "none", loaded.Snapshot.Now)).To(Equal(string(want)))
 				// Each way, one get (the UpgradeStatus) and one table.
 				g.Expect([]int{reads.gets, reads.tables, reads.n}).To(Equal([]int{1, 1, lists}), "gets, tables and lists")
-			}).WithContext(ctx).WithTimeout(10*time.Second).Should(Succeed(), "at most %d read one by one", maxReads)
+			}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
 		}
-		By("reading one by one the insights shown")
-		expectReads(64, shown)
-		By("reading them all in one list when more would be read one by one")
-		expectReads(5, 1)
+		By("reading the table only")
+		expectReads(0)
 
-		By("reading them all when the CRD has no Degraded and Available columns (an older chart's)")
+		By("listing every insight when the CRD has no Scope column (an older chart's)")
 		crdKey := keyOf("nodeprogressinsights." + updatev1alpha1.GroupVersion.Group)
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		Expect(env.Client.Get(ctx, crdKey, crd)).To(Succeed())
 		columns := crd.Spec.Versions[0].AdditionalPrinterColumns
-		Expect(columns).To(ContainElements(HaveField("Name", "Degraded"), HaveField("Name", "Available")))
+		// Every column the report reads, under the name it reads it by.
+		for _, name := range tableColumns[colPool:] {
+			Expect(columns).To(ContainElement(HaveField("Name", name)))
+		}
 		setColumns := func(ctx context.Context, cols []apiextensionsv1.CustomResourceColumnDefinition) {
 			GinkgoHelper()
 			Eventually(func(ctx context.Context) error {
@@ -235,50 +230,13 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		}
 		var older []apiextensionsv1.CustomResourceColumnDefinition
 		for _, c := range columns {
-			if c.Name != "Degraded" && c.Name != "Available" {
+			if c.Name != "Scope" {
 				older = append(older, c)
 			}
 		}
 		setColumns(ctx, older)
 		DeferCleanup(setColumns, columns)
-		expectReads(64, 1)
-	})
-
-	It("reads the shown insights as they were at the list, however they change meanwhile", func(ctx SpecContext) {
-		loaded, result := assessFixture("many-nodes")
-		want, err := os.ReadFile(filepath.Join("testdata", "many-nodes.output"))
-		Expect(err).NotTo(HaveOccurred())
-		shown := render.ShownNodes(render.Input{Status: result.Status, Nodes: result.Nodes}, render.Options{Details: render.DetailsNone})
-		var worker string
-		for _, n := range result.Nodes {
-			if shown[n.Name] && n.ScopeType == updatev1alpha1.ScopeTypeWorkerPool {
-				worker = n.Name
-				break
-			}
-		}
-		Expect(worker).NotTo(BeEmpty(), "the report shows a worker row")
-		publish(ctx, env, result)
-		// Right after the table list, before any insight is read in
-		// full, a shown worker turns Degraded, as the controller writes it
-		// (labels and status together): the report must not mix the two
-		// moments (a Degraded row sorts first, and the list's order and
-		// omitted counts would no longer match it).
-		reads := &countingReader{Reader: env.Client, afterTable: func() {
-			in := &updatev1alpha1.NodeProgressInsight{}
-			Expect(env.Client.Get(ctx, keyOf(worker), in)).To(Succeed())
-			in.Status.Message = "changed after the list"
-			meta.SetStatusCondition(&in.Status.Conditions, metav1.Condition{Type: updatev1alpha1.ConditionDegraded, Status: metav1.ConditionTrue,
-				Reason: updatev1alpha1.ReasonNodeMCDDegraded, Message: in.Status.Message})
-			in.Labels = updatev1alpha1.NodeInsightLabels(&in.Status)
-			Expect(env.Client.Update(ctx, in)).To(Succeed())
-		}}
-		st, err := readShown(ctx, reads, reads.table(env.Config), env.Config.Host, render.DetailsNone)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(reads.tables).To(Equal(1))
-		Expect(renderInput(st.input(), "none", loaded.Snapshot.Now)).To(Equal(string(want)))
-		all, err := read(ctx, env.Client, env.Config.Host)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(all.nodes[worker].Status.Message).To(Equal("changed after the list"), "the change was made")
+		expectReads(1)
 	})
 
 	It("prints the published objects with -o yaml", func(ctx SpecContext) {
@@ -382,10 +340,9 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 })
 
 // countingReader counts List (n) and Get calls, and the table lists of its
-// table, and calls afterTable (when set) after each table list.
+// table.
 type countingReader struct {
 	client.Reader
-	afterTable      func()
 	mu              sync.Mutex
 	n, gets, tables int
 }
@@ -412,11 +369,7 @@ func (c *countingReader) table(cfg *rest.Config) insightTable {
 		c.mu.Lock()
 		c.tables++
 		c.mu.Unlock()
-		t, err := table(ctx)
-		if c.afterTable != nil {
-			c.afterTable()
-		}
-		return t, err
+		return table(ctx)
 	}
 }
 

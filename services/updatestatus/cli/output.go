@@ -140,7 +140,9 @@ func (p *printer) print(st clusterState) error {
 		case p.o.Output == "":
 			fmt.Fprint(p.o.Out, "\n")
 		}
-	} else if p.o.ClearScreen {
+	} else if p.o.ClearScreen && p.o.Watch {
+		// Only a watch redraws; a one-time report, like oc's, leaves the
+		// terminal's earlier output alone.
 		fmt.Fprint(p.o.Out, clearScreen)
 	}
 	p.frames++

@@ -125,3 +125,44 @@ func TestOptionErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestClearScreen: on a terminal, a watch starts each report on a cleared
+// screen; a one-time report clears nothing.
+func TestClearScreen(t *testing.T) {
+	loaded, err := snapshot.Load(filepath.Join("testdata", "pdb-drain-cv.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	result, err := assess.Assess(loaded.Snapshot, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := clusterState{status: &updatev1alpha1.UpgradeStatus{Status: result.Status}}
+	now := func() time.Time { return loaded.Snapshot.Now }
+	for _, tc := range []struct {
+		name   string
+		watch  bool
+		frames int
+		want   int // clear-screen sequences written
+	}{
+		{"one-time report", false, 1, 0},
+		{"watch, first report", true, 1, 1},
+		{"watch, three reports", true, 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			p := printer{o: StatusOptions{Out: &out, ClearScreen: true, Watch: tc.watch, Now: now}}
+			for range tc.frames {
+				if err := p.print(st); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := strings.Count(out.String(), clearScreen); got != tc.want {
+				t.Fatalf("%d clear-screen sequences, want %d; output starts %q", got, tc.want, out.String()[:min(40, out.Len())])
+			}
+			if !strings.Contains(out.String(), "= Control Plane =") {
+				t.Fatalf("no report printed: %q", out.String())
+			}
+		})
+	}
+}

@@ -148,12 +148,6 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultRequestTimeout
 	}
-	if cfg.QPS == 0 && cfg.RateLimiter == nil {
-		// The report's reads come in one burst of short requests (a few
-		// dozen at most); client-go's default of 5 a second would hold them
-		// back for seconds.
-		cfg.QPS, cfg.Burst = 50, 100
-	}
 	// The client's REST mapper is lazy: creating it contacts nobody, so
 	// every connection problem surfaces (and is explained) at the first read.
 	hc, err := rest.HTTPClientFor(cfg)
@@ -164,8 +158,8 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 	if err != nil {
 		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 	}
-	// A one-time report reads in full only the insights it shows; -o and
-	// --watch need them all.
+	// A one-time report reads the insights' table, which carries all it
+	// shows; -o and --watch need the objects.
 	readState := read
 	if !o.Watch && o.Output == "" {
 		table, err := newInsightTable(cfg, hc)
@@ -173,7 +167,7 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 			return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 		}
 		readState = func(ctx context.Context, c client.Reader, server string) (clusterState, error) {
-			return readShown(ctx, c, table, server, details)
+			return readReport(ctx, c, table, server)
 		}
 	}
 	st, err := readState(ctx, c, cfg.Host)

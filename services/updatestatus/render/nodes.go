@@ -149,30 +149,6 @@ func rowShown(i int, nr nodeRow) bool {
 	return i < maxNodeRows || nr.assessment == assessDegraded || nr.assessment == assessUnavailable
 }
 
-// ShownNodes names the nodes whose rows the report of in shows (with
-// opts.Details), so that a reader can fetch only those in full: the others
-// count in the omitted-nodes lines, and for those only the conditions matter.
-// Every control plane node is named (there are few, and the report may print
-// the first one's version).
-func ShownNodes(in Input, opts Options) map[string]bool {
-	all := opts.show(DetailsNodes)
-	shown := map[string]bool{}
-	for _, n := range in.Nodes {
-		if n.ScopeType == updatev1alpha1.ScopeTypeControlPlane {
-			shown[n.Name] = true
-		}
-	}
-	byPool := poolNodes(in.Nodes)
-	for _, p := range in.Status.WorkerPools {
-		for i, nr := range nodeRows(byPool[p.Name]) {
-			if all || rowShown(i, nr) {
-				shown[nr.name] = true
-			}
-		}
-	}
-	return shown
-}
-
 // poolNodes groups the nodes not of the control plane by pool name, in
 // their order in nodes: a worker pool's node table lists its group.
 func poolNodes(nodes []updatev1alpha1.NodeStatusInsight) map[string][]updatev1alpha1.NodeStatusInsight {

@@ -39,7 +39,7 @@ const (
 )
 
 // VersionVar is the variable -ldflags -X sets so --version prints the release.
-const VersionVar = "github.com/upshift-io/upshift/libs/runtime.version"
+const VersionVar = "github.com/upshift-io/upshift/libs/buildinfo.version"
 
 // Meta describes a build: the same for every binary of one release.
 type Meta struct {
