@@ -87,7 +87,7 @@ func Run(ctx context.Context, c Component, f *Flags, log logr.Logger) error {
 			return fmt.Errorf("setting up %s: %w", c.Name, err)
 		}
 	}
-	log.Info("starting", "version", version, "leaderElect", f.LeaderElect)
+	log.Info("starting", "version", buildinfo.Version(), "leaderElect", f.LeaderElect)
 	return mgr.Start(ctx)
 }
 

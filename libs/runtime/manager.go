@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/upshift-io/upshift/libs/buildinfo"
 	"github.com/upshift-io/upshift/libs/scheme"
 )
 
@@ -70,7 +71,7 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	}
 	cfg = rest.CopyConfig(cfg)
 	var mgr manager.Manager
-	cfg.UserAgent = component + "/" + version
+	cfg.UserAgent = component + "/" + buildinfo.Version()
 	if f.KubeAPIQPS > 0 {
 		cfg.QPS, cfg.Burst = float32(f.KubeAPIQPS), f.KubeAPIBurst
 	}
@@ -126,7 +127,7 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 			return nil, err
 		}
 	}
-	buildInfo.WithLabelValues(component, version).Set(1)
+	buildInfo.WithLabelValues(component, buildinfo.Version()).Set(1)
 	return mgr, nil
 }
 

@@ -3,12 +3,7 @@ package runtime
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/upshift-io/upshift/libs/buildinfo"
 )
-
-// version is the version this binary was built as (libs/buildinfo).
-var version = buildinfo.Version()
 
 // buildInfo is registered once per process; a process runs one component.
 var buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{

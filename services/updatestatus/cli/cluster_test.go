@@ -112,11 +112,7 @@ var _ = Describe("cluster mode with the Upshift CRDs installed", Ordered, func()
 
 func assessFixture(name string) (*snapshot.Loaded, assess.Result) {
 	GinkgoHelper()
-	loaded, err := snapshot.Load(filepath.Join("testdata", name+"-cv.yaml"))
-	Expect(err).NotTo(HaveOccurred())
-	result, err := assess.Assess(loaded.Snapshot, nil)
-	Expect(err).NotTo(HaveOccurred())
-	return loaded, result
+	return loadAssessed(GinkgoT(), name)
 }
 
 func renderLocally(result assess.Result, details string, now time.Time) string {

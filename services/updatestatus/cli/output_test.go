@@ -129,14 +129,7 @@ func TestOptionErrors(t *testing.T) {
 // TestClearScreen: on a terminal, a watch starts each report on a cleared
 // screen; a one-time report clears nothing.
 func TestClearScreen(t *testing.T) {
-	loaded, err := snapshot.Load(filepath.Join("testdata", "pdb-drain-cv.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	result, err := assess.Assess(loaded.Snapshot, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	loaded, result := loadAssessed(t, "pdb-drain")
 	st := clusterState{status: &updatev1alpha1.UpgradeStatus{Status: result.Status}}
 	now := func() time.Time { return loaded.Snapshot.Now }
 	for _, tc := range []struct {

@@ -6,9 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -22,10 +21,10 @@ import (
 	apirest "k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/upshift-io/upshift/api/crds"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 	"github.com/upshift-io/upshift/services/updatestatus/render"
-	"github.com/upshift-io/upshift/services/updatestatus/snapshot"
 )
 
 // TestTableRendersAsObjects is the property readReport rests on: for any set
@@ -34,14 +33,7 @@ import (
 // the API server's own table code, fed the CRD's printer columns, as a real
 // server would build them from the stored objects.
 func TestTableRendersAsObjects(t *testing.T) {
-	loaded, err := snapshot.Load(filepath.Join("testdata", "many-nodes-cv.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	result, err := assess.Assess(loaded.Snapshot, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, result := loadAssessed(t, "many-nodes")
 	status := result.Status
 	if len(status.WorkerPools) != 1 {
 		t.Fatalf("the fixture has %d worker pools, want 1", len(status.WorkerPools))
@@ -83,7 +75,7 @@ func TestTableRendersAsObjects(t *testing.T) {
 // NodeProgressInsight CRD's printer columns.
 func crdTableConvertor(t *testing.T) apirest.TableConvertor {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "api", "crds", "update.upshift.io_nodeprogressinsights.yaml"))
+	data, err := fs.ReadFile(crds.FS, "update.upshift.io_nodeprogressinsights.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
