@@ -8,9 +8,9 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // `kubectl get nodeprogressinsights -l update.upshift.io/phase=Draining` or
 // `-l update.upshift.io/degraded=true` finds nodes without reading them all.
 // Its printer columns (Degraded and Available with `-o wide`) tell how
-// `kubectl upshift status` classifies a node in its tables: the CLI reads
-// the API server's table of them (a list as=Table, no objects) to choose
-// which insights to read in full.
+// `kubectl upshift status` classifies a node in its tables: when a report
+// lists every node, or the UpgradeStatus carries no node tables, the CLI
+// renders from the API server's table of them (a list as=Table, no objects).
 //
 // Unlike the other kinds, it has no status subresource: it has no spec and
 // one writer, and without the subresource one server-side apply sets the

@@ -65,6 +65,100 @@ type UpgradeStatusStatus struct {
 	// +listMapKey=uid
 	// +kubebuilder:validation:MaxItems=128
 	Health []HealthInsight `json:"health,omitempty"`
+
+	// reportedNodes are the node tables of `kubectl upshift status` without
+	// --details=nodes, as the controller computed them with the insights: the
+	// nodes each table lists and counts of those it leaves out. They are
+	// published here so that such a report is one read however many nodes
+	// the cluster has; the NodeProgressInsights stay the source of each
+	// node's status. Absent when the listed nodes do not fit
+	// (MaxReportedNodes nodes, MaxReportedMessageBytes of messages): the
+	// report then reads every node insight.
+	// +optional
+	ReportedNodes *ReportedNodes `json:"reportedNodes,omitempty"`
+}
+
+// The bounds of ReportedNodes: a report lists ten nodes per table and every
+// node with a problem, so a cluster with many problem nodes or many pools
+// goes without (the status would grow with the node count otherwise).
+const (
+	MaxReportedNodes        = 128
+	MaxReportedMessageBytes = 32 << 10
+)
+
+// ReportedNodes are the node tables of a report without --details=nodes.
+type ReportedNodes struct {
+	// controlPlane is the table of the control-plane nodes.
+	// +optional
+	ControlPlane NodeTable `json:"controlPlane,omitzero"`
+
+	// workerPools holds the table of each worker pool that has nodes.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	WorkerPools []PoolNodeTable `json:"workerPools,omitempty"`
+}
+
+// PoolNodeTable is the node table of one worker pool.
+type PoolNodeTable struct {
+	// name of the MachineConfigPool.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9-]+$`
+	Name string `json:"name"`
+
+	NodeTable `json:",inline"`
+}
+
+// NodeTable is one node table of a report: the nodes it lists, in its order,
+// and counts of the nodes it leaves out.
+type NodeTable struct {
+	// nodes are the listed nodes' insights in the table's order (problems
+	// first, then nodes updating, then the rest; by name within each), their
+	// conditions without messages.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=128
+	Nodes []NodeStatusInsight `json:"nodes,omitempty"`
+
+	// omitted counts the nodes the table leaves out.
+	// +optional
+	Omitted OmittedNodes `json:"omitted,omitzero"`
+}
+
+// OmittedNodes counts the nodes a table leaves out, as the report's
+// "Omitted additional ..." line does.
+type OmittedNodes struct {
+	// total is the number of nodes left out.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Total int32 `json:"total,omitempty"`
+	// completed of them are updated.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Completed int32 `json:"completed,omitempty"`
+	// available of them accept workloads and are not updating.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Available int32 `json:"available,omitempty"`
+	// progressing of them are updating.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Progressing int32 `json:"progressing,omitempty"`
+	// outdated of them do not run the target yet.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Outdated int32 `json:"outdated,omitempty"`
+	// draining of them are being drained.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Draining int32 `json:"draining,omitempty"`
+	// excluded of them are in paused pools.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Excluded int32 `json:"excluded,omitempty"`
 }
 
 // ControlPlane is the update status of the control plane.

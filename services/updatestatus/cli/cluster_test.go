@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,9 +130,17 @@ func renderInput(in render.Input, details string, now time.Time) string {
 }
 
 // publish writes result as the controller would: the UpgradeStatus status
-// and one labelled NodeProgressInsight per node; insights of nodes no longer
-// in the result are deleted.
+// with the report's node tables and one labelled NodeProgressInsight per
+// node; insights of nodes no longer in the result are deleted.
 func publish(ctx context.Context, env *testenv.Env, result assess.Result) {
+	GinkgoHelper()
+	result.Status.ReportedNodes = render.Reported(result.Status, result.Nodes)
+	publishAsOlderController(ctx, env, result)
+}
+
+// publishAsOlderController is publish without the report's node tables, as
+// a controller before them published.
+func publishAsOlderController(ctx context.Context, env *testenv.Env, result assess.Result) {
 	GinkgoHelper()
 	us := &updatev1alpha1.UpgradeStatus{}
 	Expect(env.Client.Get(ctx, keyOf(updatev1alpha1.UpgradeStatusName), us)).To(Succeed())
@@ -175,23 +184,49 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 		}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
-	It("renders a report from the insights' table alone, and lists them all when the CRD lacks a column", func(ctx SpecContext) {
+	It("renders a report from the UpgradeStatus alone when it carries the node tables", func(ctx SpecContext) {
 		loaded, result := assessFixture("many-nodes")
 		want, err := os.ReadFile(filepath.Join("testdata", "many-nodes.output"))
 		Expect(err).NotTo(HaveOccurred())
 		publish(ctx, env, result)
+		expectReadReport(ctx, env, render.DetailsNone, loaded.Snapshot.Now, string(want), true, 1, 0, 0)
+
+		By("sending one HTTP request in all: no discovery before it")
+		var (
+			mu    sync.Mutex
+			paths []string
+		)
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				paths = append(paths, r.Method+" "+r.URL.Path)
+				mu.Unlock()
+				return rt.RoundTrip(r)
+			})
+		})
+		out, err := status(ctx, cfg, "none", loaded.Snapshot.Now)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(Equal(string(want)))
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(paths).To(Equal([]string{"GET /apis/update.upshift.io/v1alpha1/upgradestatuses/cluster"}))
+
+		By("reading the table as well for --details=nodes, which lists every node")
+		wantAll, err := os.ReadFile(filepath.Join("testdata", "many-nodes.detailed-output"))
+		Expect(err).NotTo(HaveOccurred())
+		expectReadReport(ctx, env, render.DetailsAll, loaded.Snapshot.Now, string(wantAll), false, 1, 1, 0)
+	})
+
+	It("renders a report from the insights' table without node tables in the status, and lists them all when the CRD lacks a column", func(ctx SpecContext) {
+		loaded, result := assessFixture("many-nodes")
+		want, err := os.ReadFile(filepath.Join("testdata", "many-nodes.output"))
+		Expect(err).NotTo(HaveOccurred())
+		publishAsOlderController(ctx, env, result)
+		// Each way, one get (the UpgradeStatus) and one table.
 		expectReads := func(lists int) {
 			GinkgoHelper()
-			reads := &countingReader{Reader: env.Client}
-			table := reads.table(env.Config)
-			Eventually(func(g Gomega, ctx context.Context) {
-				reads.n, reads.gets, reads.tables = 0, 0, 0
-				st, err := readReport(ctx, reads, table, env.Config.Host)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(renderInput(st.input(), "none", loaded.Snapshot.Now)).To(Equal(string(want)))
-				// Each way, one get (the UpgradeStatus) and one table.
-				g.Expect([]int{reads.gets, reads.tables, reads.n}).To(Equal([]int{1, 1, lists}), "gets, tables and lists")
-			}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+			expectReadReport(ctx, env, render.DetailsNone, loaded.Snapshot.Now, string(want), false, 1, 1, lists)
 		}
 		By("reading the table only")
 		expectReads(0)
@@ -378,6 +413,27 @@ func insightTableOf(cfg *rest.Config) insightTable {
 	Expect(err).NotTo(HaveOccurred())
 	return table
 }
+
+// expectReadReport checks, until it holds, that readReport of details
+// renders want, from the published node tables or not, after the given
+// numbers of gets, tables and lists.
+func expectReadReport(ctx context.Context, env *testenv.Env, details render.Details, now time.Time, want string, reported bool, gets, tables, lists int) {
+	GinkgoHelper()
+	reads := &countingReader{Reader: env.Client}
+	table := reads.table(env.Config)
+	Eventually(func(g Gomega, ctx context.Context) {
+		reads.n, reads.gets, reads.tables = 0, 0, 0
+		st, err := readReport(ctx, reads, table, env.Config.Host, details)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(st.reported).To(Equal(reported), "rendered from the published tables")
+		g.Expect(renderInput(st.input(), string(details), now)).To(Equal(want))
+		g.Expect([]int{reads.gets, reads.tables, reads.n}).To(Equal([]int{gets, tables, lists}), "gets, tables and lists")
+	}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
 type syncBuffer struct {

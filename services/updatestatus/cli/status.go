@@ -30,6 +30,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -148,13 +149,15 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultRequestTimeout
 	}
-	// The client's REST mapper is lazy: creating it contacts nobody, so
-	// every connection problem surfaces (and is explained) at the first read.
+	// Creating the client contacts nobody (its REST mapper knows the kinds),
+	// so every connection problem surfaces (and is explained) at the first
+	// read.
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme, HTTPClient: hc})
+	mapper := upshiftMapper()
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme, HTTPClient: hc, Mapper: mapper})
 	if err != nil {
 		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 	}
@@ -167,7 +170,7 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 			return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 		}
 		readState = func(ctx context.Context, c client.Reader, server string) (clusterState, error) {
-			return readReport(ctx, c, table, server)
+			return readReport(ctx, c, table, server, details)
 		}
 	}
 	st, err := readState(ctx, c, cfg.Host)
@@ -178,7 +181,7 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 	if !o.Watch {
 		return p.print(st)
 	}
-	wc, err := client.NewWithWatch(watchCfg, client.Options{Scheme: scheme.Scheme})
+	wc, err := client.NewWithWatch(watchCfg, client.Options{Scheme: scheme.Scheme, Mapper: mapper})
 	if err != nil {
 		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 	}
@@ -192,10 +195,13 @@ type clusterState struct {
 	// nodesVersion is the resourceVersion of the node insight list, where a
 	// watch of them starts.
 	nodesVersion string
+	// reported: the report renders the status' published node tables; no
+	// insight was read.
+	reported bool
 }
 
 func (s clusterState) input() render.Input {
-	in := render.Input{Status: s.status.Status, Nodes: make([]updatev1alpha1.NodeStatusInsight, 0, len(s.nodes))}
+	in := render.Input{Status: s.status.Status, Nodes: make([]updatev1alpha1.NodeStatusInsight, 0, len(s.nodes)), FromReported: s.reported}
 	for _, n := range s.sortedNodes() {
 		in.Nodes = append(in.Nodes, n.Status)
 	}
@@ -225,7 +231,7 @@ func readStatus(ctx context.Context, c client.Reader, server string) (clusterSta
 	var st clusterState
 	status := &updatev1alpha1.UpgradeStatus{}
 	if err := c.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, status); err != nil {
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) && !notServed(err) {
 			return st, fmt.Errorf("UpgradeStatus %q not found on %s: the update-status-controller is not running or has not computed the update status yet",
 				updatev1alpha1.UpgradeStatusName, server)
 		}
@@ -267,12 +273,47 @@ func hasControlPlane(status *updatev1alpha1.UpgradeStatus, server string) error 
 	return nil
 }
 
+// upshiftMapper maps the kinds the CLI reads to their resources without
+// asking the server. The client's default mapper reads the API discovery
+// first: a round trip per run before the one read a report needs (and on an
+// OpenShift cluster a large response). A CRD that is not installed shows
+// instead in the read's NotFound (notServed).
+func upshiftMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{updatev1alpha1.GroupVersion})
+	for _, kind := range []string{"UpgradeStatus", "NodeProgressInsight"} {
+		m.Add(updatev1alpha1.GroupVersion.WithKind(kind), meta.RESTScopeRoot)
+	}
+	return m
+}
+
+// notServed says whether err is the NotFound of a resource the server does
+// not serve (its CRD is not installed) rather than of an object. A path no
+// API serves gets a plain-text 404, which the client reports as an
+// unexpected response; a resource unknown in a served group gets a Status
+// that names no object.
+func notServed(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	if d == nil || d.Name == "" {
+		return true
+	}
+	for _, c := range d.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return true
+		}
+	}
+	return false
+}
+
 // explain turns a failed read of kind into an error that says what to do.
 func explain(err error, kind, server string) error {
 	var urlErr *url.Error
 	var netErr net.Error
 	switch {
-	case meta.IsNoMatchError(err):
+	case meta.IsNoMatchError(err), notServed(err):
 		return fmt.Errorf("the %s CRD (%s) is not installed on %s: install the %s Helm chart, which installs it",
 			kind, updatev1alpha1.GroupVersion.String(), server, chartName)
 	case apierrors.IsUnauthorized(err):

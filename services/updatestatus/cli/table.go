@@ -17,9 +17,14 @@ import (
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
+	"github.com/upshift-io/upshift/services/updatestatus/render"
 )
 
-// A one-time report needs, of each node, only what its printer columns show:
+// A one-time report without every node renders the node tables the
+// controller published with the UpgradeStatus (ReportedNodes): one read. When
+// there are none (an older controller, more problem nodes than the status
+// holds) or the report lists every node, it needs, of each node, only what
+// its printer columns show:
 // the renderer reads a node's name, pool, scope, phase, version, estimate,
 // message and the statuses of its Degraded and Available conditions, and the
 // NodeProgressInsight has a printer column for each. So the report lists the
@@ -67,11 +72,23 @@ func newInsightTable(cfg *rest.Config, hc *http.Client) (insightTable, error) {
 	}, nil
 }
 
-// readReport reads what a one-time report shows: the UpgradeStatus and the
-// insights' table, both at once. When the table cannot carry the report (a
-// CRD of an older chart lacks a column), it reads every insight in one list
-// instead.
-func readReport(ctx context.Context, c client.Reader, table insightTable, server string) (clusterState, error) {
+// readReport reads what a one-time report of these details shows. Without
+// every node, that is the UpgradeStatus alone, which carries the report's
+// node tables (ReportedNodes). Otherwise, or when it carries none (an older
+// controller, or more problem nodes than it holds), the report also needs
+// the insights' table, read alongside the UpgradeStatus when it is known to
+// be needed. When the table cannot carry the report (a CRD of an older chart
+// lacks a column), it reads every insight in one list instead.
+func readReport(ctx context.Context, c client.Reader, table insightTable, server string, details render.Details) (clusterState, error) {
+	if !details.EveryNode() {
+		st, err := readStatus(ctx, c, server)
+		if err != nil || st.status.Status.ReportedNodes != nil {
+			st.reported = err == nil
+			return st, err
+		}
+		t, err := table(ctx)
+		return withTable(ctx, c, server, st, t, err)
+	}
 	var st clusterState
 	var t *metav1.Table
 	var tableErr error
@@ -90,6 +107,12 @@ func readReport(ctx context.Context, c client.Reader, table insightTable, server
 	if err := g.Wait(); err != nil {
 		return st, err
 	}
+	return withTable(ctx, c, server, st, t, tableErr)
+}
+
+// withTable is st with the node insights of table t, the outcome of its read
+// being tableErr.
+func withTable(ctx context.Context, c client.Reader, server string, st clusterState, t *metav1.Table, tableErr error) (clusterState, error) {
 	var nodes []updatev1alpha1.NodeStatusInsight
 	if tableErr == nil {
 		nodes, tableErr = tableInsights(t)

@@ -77,6 +77,22 @@ func upgradeStatus(ctx context.Context) func(Gomega) *updatev1alpha1.UpgradeStat
 	}
 }
 
+// reportedWorker is node name as the UpgradeStatus's node table of the
+// worker pool lists it.
+func reportedWorker(ctx context.Context, g Gomega, name string) updatev1alpha1.NodeStatusInsight {
+	us := upgradeStatus(ctx)(g)
+	g.Expect(us.Status.ReportedNodes).NotTo(BeNil())
+	for _, t := range us.Status.ReportedNodes.WorkerPools {
+		for _, n := range t.Nodes {
+			if t.Name == "worker" && n.Name == name {
+				return n
+			}
+		}
+	}
+	g.Expect(us.Status.ReportedNodes.WorkerPools).To(ContainElement(HaveField("NodeTable.Nodes", ContainElement(HaveField("Name", name)))))
+	return updatev1alpha1.NodeStatusInsight{}
+}
+
 func resourceVersions(ctx context.Context) map[string]string {
 	rvs := map[string]string{}
 	us := &updatev1alpha1.UpgradeStatus{}
@@ -140,6 +156,11 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			g.Expect(cp.ClusterVersion.Versions.Target.Version).To(Equal(toVersion))
 			g.Expect(cp.ClusterVersion.StartedAt.Time).To(BeTemporally("==", started))
 			g.Expect(us.Status.WorkerPools).To(ConsistOf(HaveField("Name", "worker")))
+			// The report's node tables, with the status they belong to.
+			g.Expect(us.Status.ReportedNodes).NotTo(BeNil())
+			g.Expect(us.Status.ReportedNodes.ControlPlane.Nodes).To(ConsistOf(HaveField("Name", "master-0")))
+			g.Expect(us.Status.ReportedNodes.WorkerPools).To(ConsistOf(And(HaveField("Name", "worker"),
+				HaveField("NodeTable.Nodes", ConsistOf(HaveField("Name", "worker-0"), HaveField("Name", "worker-1"))))))
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 
 		Eventually(func(g Gomega) {
@@ -175,6 +196,8 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			npi := &updatev1alpha1.NodeProgressInsight{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-0"}, npi)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(npi.Status.Conditions, updatev1alpha1.ConditionUpdating)).To(BeTrue())
+			g.Expect(reportedWorker(ctx, g, "worker-0").Conditions).To(ContainElement(And(
+				HaveField("Type", updatev1alpha1.ConditionUpdating), HaveField("Status", metav1.ConditionTrue))))
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 
 		annotateNode(ctx, env.Client, "worker-0", map[string]string{annoCurrent: "rendered-worker-new", annoState: "Done"})
@@ -183,6 +206,7 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-0"}, npi)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(npi.Status.Conditions, updatev1alpha1.ConditionUpdating)).To(BeFalse())
 			g.Expect(npi.Status.Version).To(Equal(toVersion))
+			g.Expect(reportedWorker(ctx, g, "worker-0").Version).To(Equal(toVersion))
 		}).WithTimeout(20 * time.Second).Should(Succeed())
 	})
 

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/services/updatestatus/render"
 )
 
 // What a recomputation does is decided here, from plain values: what is
@@ -82,6 +83,9 @@ func decide(in planInput) plan {
 	}
 
 	desired := in.desired.DeepCopy()
+	// The report's node tables go with the status they belong to, so that a
+	// report is one read of it.
+	desired.ReportedNodes = render.Reported(*desired, in.desiredNodes)
 	desired.Conditions = append([]metav1.Condition(nil), in.published.Conditions...)
 	meta.SetStatusCondition(&desired.Conditions, statusCondition(nil, in.now))
 	setAlertsCondition(&desired.Conditions, in.alertsConfigured, in.alerts)

@@ -21,6 +21,7 @@ import (
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 	"github.com/upshift-io/upshift/services/updatestatus/controller"
+	"github.com/upshift-io/upshift/services/updatestatus/render"
 )
 
 // The cluster's objects are less constrained than the update status API; if
@@ -56,6 +57,8 @@ var _ = Describe("the update status API", func() {
 				continue // refused snapshots publish nothing
 			}
 			assessed++
+			// With the report's node tables, as the controller publishes it.
+			result.Status.ReportedNodes = render.Reported(result.Status, result.Nodes)
 			obj := &updatev1alpha1.UpgradeStatus{
 				TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "UpgradeStatus"},
 				ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName},

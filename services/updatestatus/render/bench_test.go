@@ -96,3 +96,28 @@ func TestRender5000NodesIsFast(t *testing.T) {
 		}
 	}
 }
+
+// Reported runs in every recomputation of the controller, which publishes
+// its tables; rendering from them is what a report without
+// --details=nodes does.
+func BenchmarkReported5000Nodes(b *testing.B) {
+	in := largeCluster(5000)
+	b.Run("compute", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if Reported(in.Status, in.Nodes) == nil {
+				b.Fatal("no tables")
+			}
+		}
+	})
+	b.Run("render", func(b *testing.B) {
+		published := Input{Status: in.Status, FromReported: true}
+		published.Status.ReportedNodes = Reported(in.Status, in.Nodes)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := Render(io.Discard, published, Options{Details: DetailsNone, Now: now}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

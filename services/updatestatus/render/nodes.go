@@ -36,13 +36,17 @@ type nodeRow struct {
 	name, assessment, phase, version, est, message string
 	// available: the node counts as Available in the omitted-nodes line.
 	available bool
+	// index is the node's in the insights the row was made from.
+	index int
 }
 
 // nodeRows turns node insights into rows, sorted as oc sorts them.
 func nodeRows(nodes []updatev1alpha1.NodeStatusInsight) []nodeRow {
 	rows := make([]nodeRow, 0, len(nodes))
-	for _, n := range nodes {
-		rows = append(rows, toRow(n))
+	for i, n := range nodes {
+		r := toRow(n)
+		r.index = i
+		rows = append(rows, r)
 	}
 	// The key is total (names are unique), so any sort gives oc's order;
 	// sorting indexes avoids moving the rows, which dominated at 5,000 nodes.
@@ -122,12 +126,12 @@ type nodeKey struct {
 }
 
 // nodeTable prints the rows; without --details=nodes only the first ten and
-// any problem rows, summarizing what it left out.
-func (r *renderer) nodeTable(rows []nodeRow) {
+// any problem rows, summarizing what it left out. omitted counts the nodes
+// left out before the rows came (those a published table does not list).
+func (r *renderer) nodeTable(rows []nodeRow, omitted omittedCounts) {
 	all := r.opts.show(DetailsNodes)
 	tw := r.table()
 	row(tw, "NAME", "ASSESSMENT", "PHASE", "VERSION", "EST", "MESSAGE")
-	var omitted omittedCounts
 	for i, nr := range rows {
 		if !all && !rowShown(i, nr) {
 			omitted.add(nr)

@@ -47,10 +47,17 @@ type Options struct {
 
 func (o Options) show(d Details) bool { return o.Details == DetailsAll || o.Details == d }
 
+// EveryNode says whether a report of these details lists every node
+// (--details=nodes or all), which the published node tables cannot render.
+func (d Details) EveryNode() bool { return d == DetailsAll || d == DetailsNodes }
+
 // Input is the insight set to render.
 type Input struct {
 	Status updatev1alpha1.UpgradeStatusStatus
 	Nodes  []updatev1alpha1.NodeStatusInsight
+	// FromReported renders the node tables from Status.ReportedNodes (see
+	// Reported) instead of Nodes; only a report without --details=nodes can.
+	FromReported bool
 }
 
 // Render writes the status report to w.
@@ -61,6 +68,9 @@ func Render(w io.Writer, in Input, opts Options) error {
 	}
 	if opts.Details == "" {
 		opts.Details = DetailsNone
+	}
+	if in.FromReported && (in.Status.ReportedNodes == nil || opts.Details.EveryNode()) {
+		return fmt.Errorf("the published node tables cannot render this report: it needs every node insight")
 	}
 	if !IsUpdating(in.Status) {
 		_, err := fmt.Fprintln(w, "The cluster is not updating.")
@@ -256,17 +266,12 @@ func (r *renderer) estimateSuffix(cv *updatev1alpha1.ClusterVersionStatusInsight
 }
 
 func (r *renderer) controlPlaneNodes() {
-	var nodes []updatev1alpha1.NodeStatusInsight
-	for _, n := range r.in.Nodes {
-		if n.ScopeType == updatev1alpha1.ScopeTypeControlPlane {
-			nodes = append(nodes, n)
-		}
-	}
-	if len(nodes) == 0 {
+	t := r.controlPlaneTable()
+	if len(t.nodes) == 0 {
 		return
 	}
-	rows := nodeRows(nodes)
-	allUpdated := true
+	rows := nodeRows(t.nodes)
+	allUpdated := t.omitted.outdated == 0
 	for _, nr := range rows {
 		if nr.phase != phaseUpdated {
 			allUpdated = false
@@ -277,7 +282,7 @@ func (r *renderer) controlPlaneNodes() {
 		return
 	}
 	r.printf("\nControl Plane Nodes\n")
-	r.nodeTable(rows)
+	r.nodeTable(rows, t.omitted)
 }
 
 func (r *renderer) workers() {
@@ -322,14 +327,14 @@ func (r *renderer) workers() {
 	}
 	r.flush(tw)
 
-	byPool := poolNodes(r.in.Nodes)
+	tables := r.poolTables()
 	for _, p := range pools {
-		nodes := byPool[p.Name]
-		if len(nodes) == 0 {
+		t := tables[p.Name]
+		if len(t.nodes) == 0 {
 			continue
 		}
 		r.printf("\nWorker Pool Nodes: %s\n", p.Name)
-		r.nodeTable(nodeRows(nodes))
+		r.nodeTable(nodeRows(t.nodes), t.omitted)
 	}
 }
 
