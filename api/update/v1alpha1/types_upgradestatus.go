@@ -71,9 +71,9 @@ type UpgradeStatusStatus struct {
 	// nodes each table lists and counts of those it leaves out. They are
 	// published here so that such a report is one read however many nodes
 	// the cluster has; the NodeProgressInsights stay the source of each
-	// node's status. Absent when the listed nodes do not fit
-	// (MaxReportedNodes nodes, MaxReportedMessageBytes of messages): the
-	// report then reads every node insight.
+	// node's status. Absent when there is no node to list, or when the listed
+	// nodes do not fit (more than 128 of them, or more than 32 KiB of their
+	// messages): the report then reads the node insights.
 	// +optional
 	ReportedNodes *ReportedNodes `json:"reportedNodes,omitempty"`
 }

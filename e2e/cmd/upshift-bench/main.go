@@ -274,6 +274,11 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Printf("controller peak RSS (VmHWM):     %s\n", peakRSS(pid))
 	fmt.Printf("node state transitions:          %d (unresolved: %d)\n", first.transitions, first.unresolved)
 	fmt.Printf("state change -> insight latency: p50 %s  p99 %s  max %s  (n=%d)\n", first.p[0], first.p[1], first.p[2], first.samples)
+	for m, p := range first.byMinute {
+		if first.perMinute[m] > 0 {
+			fmt.Printf("  changes in minute %2d:          p50 %s  p99 %s  max %s  (n=%d)\n", m+1, p[0], p[1], p[2], first.perMinute[m])
+		}
+	}
 	fmt.Printf("controller recomputations:       %d in all, mean %s each\n", recomputations,
 		(time.Duration(recomputeSeconds / float64(max(recomputations, 1)) * float64(time.Second))).Round(time.Millisecond))
 	fmt.Printf("controller write requests:       %d during the update = %.2f per node transition\n",
@@ -340,6 +345,10 @@ type updateResult struct {
 	samples, transitions, unresolved int
 	writes                           int
 	cli                              cliTimes
+	// byMinute and perMinute: insight latency percentiles and counts of
+	// the changes made in each minute of the update.
+	byMinute  [][3]time.Duration
+	perMinute []int
 }
 
 // runUpdate requests an update to target and waits until the update status
@@ -388,6 +397,7 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 	}
 	r.writes = writesAfter - writesBefore
 	r.p = lat.percentiles()
+	r.byMinute, r.perMinute = lat.byMinute(updateStart)
 	r.samples, r.transitions, r.unresolved = lat.count(), lat.transitions(), lat.pendingCount()
 	step(start, "update to %s done in %s: insight p50 %s p99 %s", target, r.took.Round(time.Second), r.p[0], r.p[1])
 	return r, nil
@@ -445,8 +455,15 @@ func timeCLI(ctx context.Context, cli, kubeconfig string) (cliTimes, error) {
 type latencies struct {
 	mu      sync.Mutex
 	pending map[string][]change
-	samples []time.Duration
+	samples []sample
 	changes int
+}
+
+// sample is one resolved node state change: when the node changed, and how
+// long until its insight showed it.
+type sample struct {
+	at time.Time
+	d  time.Duration
 }
 
 type change struct {
@@ -482,7 +499,7 @@ func (l *latencies) insightChanged(name string, updating bool, at time.Time) {
 		}
 	}
 	for _, c := range q[:last+1] {
-		l.samples = append(l.samples, at.Sub(c.at))
+		l.samples = append(l.samples, sample{c.at, at.Sub(c.at)})
 	}
 	l.pending[name] = q[last+1:]
 }
@@ -512,7 +529,42 @@ func (l *latencies) pendingCount() int {
 func (l *latencies) percentiles() [3]time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := append([]time.Duration(nil), l.samples...)
+	return percentiles(durations(l.samples))
+}
+
+// byMinute are the percentiles of the changes made in each minute after
+// from (index 0: the first minute), with their counts: where in an update
+// the slow insights are.
+func (l *latencies) byMinute(from time.Time) ([][3]time.Duration, []int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var groups [][]sample
+	for _, s := range l.samples {
+		m := max(0, int(s.at.Sub(from)/time.Minute))
+		for len(groups) <= m {
+			groups = append(groups, nil)
+		}
+		groups[m] = append(groups[m], s)
+	}
+	ps, ns := make([][3]time.Duration, len(groups)), make([]int, len(groups))
+	for i, g := range groups {
+		ps[i], ns[i] = percentiles(durations(g)), len(g)
+	}
+	return ps, ns
+}
+
+// durations are the samples' durations.
+func durations(samples []sample) []time.Duration {
+	out := make([]time.Duration, len(samples))
+	for i := range samples {
+		out[i] = samples[i].d
+	}
+	return out
+}
+
+// percentiles are p50, p99 and the maximum of the durations.
+func percentiles(ds []time.Duration) [3]time.Duration {
+	s := append([]time.Duration(nil), ds...)
 	if len(s) == 0 {
 		return [3]time.Duration{}
 	}

@@ -580,8 +580,3 @@ func (p *prober) await(ctx context.Context, pool string, want int32, at time.Tim
 	}
 	return 0, 0, false
 }
-
-func percentiles(samples []time.Duration) [3]time.Duration {
-	l := &latencies{samples: samples}
-	return l.percentiles()
-}

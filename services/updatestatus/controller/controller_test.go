@@ -89,7 +89,8 @@ func reportedWorker(ctx context.Context, g Gomega, name string) updatev1alpha1.N
 			}
 		}
 	}
-	g.Expect(us.Status.ReportedNodes.WorkerPools).To(ContainElement(HaveField("NodeTable.Nodes", ContainElement(HaveField("Name", name)))))
+	g.Expect(us.Status.ReportedNodes.WorkerPools).To(ContainElement(And(HaveField("Name", "worker"),
+		HaveField("NodeTable.Nodes", ContainElement(HaveField("Name", name))))))
 	return updatev1alpha1.NodeStatusInsight{}
 }
 
