@@ -161,8 +161,9 @@ func runCluster(ctx context.Context, o StatusOptions, details render.Details) er
 	if err != nil {
 		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
 	}
-	// A one-time report reads the insights' table, which carries all it
-	// shows; -o and --watch need the objects.
+	// A one-time report reads the UpgradeStatus, and the insights' table
+	// when the status's node tables cannot carry it (readReport); -o and
+	// --watch need the objects.
 	readState := read
 	if !o.Watch && o.Output == "" {
 		table, err := newInsightTable(cfg, hc)

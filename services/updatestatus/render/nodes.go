@@ -129,7 +129,7 @@ type nodeKey struct {
 // any problem rows, summarizing what it left out. omitted counts the nodes
 // left out before the rows came (those a published table does not list).
 func (r *renderer) nodeTable(rows []nodeRow, omitted omittedCounts) {
-	all := r.opts.show(DetailsNodes)
+	all := r.opts.Details.EveryNode()
 	tw := r.table()
 	row(tw, "NAME", "ASSESSMENT", "PHASE", "VERSION", "EST", "MESSAGE")
 	for i, nr := range rows {
