@@ -36,6 +36,12 @@ type Writes[T interface {
 	comparable
 	client.Object
 }] struct {
+	// Shared keeps and returns the written objects themselves instead of
+	// copies, for a caller that never modifies an object it handed to Wrote
+	// or got from Newest. It saves a copy per write and per lookup where
+	// there are thousands of objects.
+	Shared bool
+
 	mu   sync.Mutex
 	objs map[types.NamespacedName]chain[T]
 }
@@ -49,7 +55,12 @@ type chain[T client.Object] struct {
 }
 
 // Wrote records a write over resourceVersion over that left written (at the
-// resourceVersion the API server answered). written is copied.
+// resourceVersion the API server answered). written is copied unless
+// Shared.
+//
+// The writes of one object must be sequential (each sent after the
+// previous one's answer): then a write also went over the version the
+// previous one left, even when it was planned from an older one (over).
 func (w *Writes[T]) Wrote(over string, written T) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -60,9 +71,11 @@ func (w *Writes[T]) Wrote(over string, written T) {
 	c, ok := w.objs[key]
 	if !ok || c.last.GetUID() != written.GetUID() || len(c.replaced) >= MaxReplaced {
 		c = chain[T]{replaced: map[string]bool{}}
+	} else {
+		c.replaced[c.last.GetResourceVersion()] = true
 	}
 	c.replaced[over] = true
-	c.last = written.DeepCopyObject().(T)
+	c.last = w.copy(written)
 	w.objs[key] = c
 }
 
@@ -79,11 +92,29 @@ func (w *Writes[T]) Newest(key types.NamespacedName, cached T) T {
 	}
 	var none T
 	if cached == none || (c.replaced[cached.GetResourceVersion()] && cached.GetUID() == c.last.GetUID()) {
-		return c.last.DeepCopyObject().(T)
+		return w.copy(c.last)
 	}
 	// The cache has the last write or something newer: it is the truth again.
 	delete(w.objs, key)
 	return cached
+}
+
+func (w *Writes[T]) copy(obj T) T {
+	if w.Shared {
+		return obj
+	}
+	return obj.DeepCopyObject().(T)
+}
+
+// Keys are the objects with writes remembered, in no particular order.
+func (w *Writes[T]) Keys() []types.NamespacedName {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(w.objs))
+	for k := range w.objs {
+		out = append(out, k)
+	}
+	return out
 }
 
 // Forget drops what is remembered of key: the object is gone, or the

@@ -62,6 +62,23 @@ func TestNewest(t *testing.T) {
 	expect(t, &w, at("u1", "30", "cached"), "cached@30", "forgotten write")
 }
 
+// Writes planned from a cache that showed none of them (each over the same
+// cached version) still form a chain: each went over the one before it.
+func TestWritesPlannedFromTheSameVersion(t *testing.T) {
+	var w Writes[*corev1.ConfigMap]
+	w.Wrote("1", at("u1", "2", "first"))
+	w.Wrote("1", at("u1", "3", "second"))
+	expect(t, &w, at("u1", "2", "cached"), "second@3", "cache at the first write")
+	expect(t, &w, at("u1", "1", "cached"), "second@3", "cache before both")
+	if keys := w.Keys(); len(keys) != 1 || keys[0] != key {
+		t.Fatalf("Keys: got %v, want [%v]", keys, key)
+	}
+	expect(t, &w, at("u1", "3", "cached"), "cached@3", "cache at the last write")
+	if keys := w.Keys(); len(keys) != 0 {
+		t.Fatalf("Keys after the cache caught up: got %v, want none", keys)
+	}
+}
+
 // What is remembered and what is returned are copies: neither the writer
 // nor a planner changing its object changes the other's.
 func TestCopies(t *testing.T) {
@@ -71,6 +88,16 @@ func TestCopies(t *testing.T) {
 	written.Data["note"] = "changed by the writer"
 	w.Newest(key, at("u1", "1", "")).Data["note"] = "changed by a planner"
 	expect(t, &w, at("u1", "1", ""), "written@2", "remembered copy")
+}
+
+// Shared keeps and returns the objects themselves.
+func TestShared(t *testing.T) {
+	w := Writes[*corev1.ConfigMap]{Shared: true}
+	written := at("u1", "2", "written")
+	w.Wrote("1", written)
+	if got := w.Newest(key, at("u1", "1", "")); got != written {
+		t.Fatalf("got %p (%s), want the written object %p", got, note(got), written)
+	}
 }
 
 // A cache that never catches up is remembered for MaxReplaced writes; then

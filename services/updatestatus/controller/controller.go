@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -58,6 +57,8 @@ type Reconciler struct {
 	// process last wrote it while the cache lags behind that write;
 	// otherwise it would write again and repeat its Events.
 	written ownwrite.Writes[*updatev1alpha1.UpgradeStatus]
+	// insights writes the NodeProgressInsights (publisher.go).
+	insights *insightPublisher
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -67,6 +68,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	r.insights = newInsightPublisher(r.Client)
+	if err := mgr.Add(r.insights); err != nil {
+		return err
 	}
 	toCluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{clusterRequest}
@@ -78,10 +83,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+	// The publisher's record of a write is dropped as soon as the cache
+	// shows it, rather than at the next recomputation: on a first start
+	// there are thousands. A deleted insight must be written again even if
+	// the cache never showed the last write to it.
+	insightEvents := handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.insights.seen(e.Object)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.insights.seen(e.ObjectNew)
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.insights.forget(e.Object.GetName())
+			q.Add(clusterRequest)
+		},
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("updatestatus").
 		Watches(&updatev1alpha1.UpgradeStatus{}, toCluster, builder.WithPredicates(onlyDeletes)).
-		Watches(&updatev1alpha1.NodeProgressInsight{}, toCluster, builder.WithPredicates(onlyDeletes)).
+		Watches(&updatev1alpha1.NodeProgressInsight{}, insightEvents).
 		Watches(&configv1.ClusterVersion{}, toCluster).
 		Watches(&configv1.ClusterOperator{}, toCluster).
 		Watches(&mcfgv1.MachineConfigPool{}, toCluster).
@@ -117,6 +138,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	published.status = r.written.Newest(clusterRequest.NamespacedName, published.status)
+	cached := published.nodes
+	published.nodes = r.insights.view(cached)
 	snap, err := r.snapshot(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -138,20 +161,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		publishedNodes: published.nodeStates(), desiredNodes: result.Nodes, owners: nodeOwners(snap.Nodes),
 	})
 
-	// The node insights are written while the status is: a node's insight
+	// The node insights are handed to the publisher first: a node's insight
 	// should not wait a round trip for the cluster's. The Events follow the
 	// status write alone, so a failed node write cannot lose them.
-	nodesDone := make(chan error, 1)
-	go func() { nodesDone <- r.publishNodes(ctx, p.nodes) }()
+	if err := r.insights.handOver(p.nodes, cached); err != nil {
+		return reconcile.Result{}, err
+	}
 	if p.status != nil {
 		if err := r.publishStatus(ctx, us, p.status); err != nil {
-			return reconcile.Result{}, errors.Join(err, <-nodesDone)
+			return reconcile.Result{}, err
 		}
 	}
 	emitEvents(r.Recorder, us, p.events)
-	if err := <-nodesDone; err != nil {
-		return reconcile.Result{}, err
-	}
 	if assessErr != nil {
 		return reconcile.Result{}, nil
 	}
@@ -159,7 +180,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.publishPrototype(ctx, result.Status.ControlPlane); err != nil {
 		return reconcile.Result{}, err
 	}
-	markSuccess(float64(r.Clock.Now().UnixNano()) / 1e9)
+	// A node whose insight cannot be written keeps the last success where it
+	// was: the status is not all published.
+	if r.insights.failures() == 0 {
+		markSuccess(float64(r.Clock.Now().UnixNano()) / 1e9)
+	}
 	return reconcile.Result{RequeueAfter: p.requeueAfter}, nil
 }
 

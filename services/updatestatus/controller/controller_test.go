@@ -43,7 +43,7 @@ func startReconciler(ctx context.Context, env *testenv.Env, r *controller.Reconc
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", KubeAPIQPS: 50, KubeAPIBurst: 100,
 	}, opts)
 	Expect(err).NotTo(HaveOccurred())
-	r.Client = mgr.GetClient()
+	r.Client = gatedClient{Client: mgr.GetClient(), g: insightWrites}
 	r.Recorder = mgr.GetEventRecorder("update-status-controller")
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(ctx)
@@ -67,6 +67,14 @@ func reconciles() float64 {
 		}
 	}
 	return total
+}
+
+// insightWriteErrors reads the controller's count of failed node insight
+// writes.
+func insightWriteErrors() float64 {
+	all, err := metricstest.Series(metrics.Registry, "upshift_update_status_write_errors_total")
+	Expect(err).NotTo(HaveOccurred())
+	return all["kind=nodeprogressinsight"]
 }
 
 func upgradeStatus(ctx context.Context) func(Gomega) *updatev1alpha1.UpgradeStatus {
@@ -236,6 +244,7 @@ var _ = Describe("the update-status controller", Ordered, func() {
 	It("records a transition's Event exactly once even when a node insight write fails", func(ctx SpecContext) {
 		// The apiserver refuses every write to worker-1's insight.
 		refuse := refuseInsightWrites(ctx, "worker-1")
+		errorsBefore := insightWriteErrors()
 		annotateNode(ctx, env.Client, "worker-1", map[string]string{annoCurrent: "rendered-worker-new", annoDesired: "rendered-worker-new", annoState: "Done"})
 		Eventually(func(g Gomega) {
 			g.Expect(upgradeStatus(ctx)(g).Status.WorkerPools).To(ConsistOf(HaveField("Pool.Assessment", updatev1alpha1.PoolCompleted)))
@@ -255,6 +264,7 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		npi := &updatev1alpha1.NodeProgressInsight{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-1"}, npi)).To(Succeed())
 		Expect(npi.Labels[updatev1alpha1.LabelPhase]).To(Equal("Pending"), "the refused write went through")
+		Eventually(insightWriteErrors).WithTimeout(10 * time.Second).Should(BeNumerically(">", errorsBefore))
 
 		// Once writes are allowed again the insight catches up, and the
 		// retries did not repeat the Event.
@@ -265,8 +275,81 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		Eventually(func(g Gomega) string {
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-1"}, npi)).To(Succeed())
 			return npi.Labels[updatev1alpha1.LabelPhase]
-		}).WithTimeout(30 * time.Second).Should(Equal("Completed"))
+		}).WithTimeout(45 * time.Second).Should(Equal("Completed"))
 		Consistently(poolCompleted).WithTimeout(3 * time.Second).Should(ConsistOf(HaveField("Series", BeNil())))
+	})
+
+	It("publishes the status without waiting for a node's insight, and writes only a node's newest insight", func(ctx SpecContext) {
+		available := func(conds []metav1.Condition) metav1.ConditionStatus {
+			if c := meta.FindStatusCondition(conds, updatev1alpha1.ConditionAvailable); c != nil {
+				return c.Status
+			}
+			return ""
+		}
+		insight := func(g Gomega) *updatev1alpha1.NodeProgressInsight {
+			npi := &updatev1alpha1.NodeProgressInsight{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-0"}, npi)).To(Succeed())
+			return npi
+		}
+		Expect(available(insight(Default).Status.Conditions)).To(Equal(metav1.ConditionTrue))
+		release := insightWrites.hold("worker-0")
+		DeferCleanup(func() {
+			if release != nil {
+				release()
+			}
+		})
+		before := insightWrites.count("worker-0")
+
+		By("a cordon: the status shows it while the insight's write is held")
+		cordonNode(ctx, "worker-0", true)
+		Eventually(func(g Gomega) metav1.ConditionStatus {
+			return available(reportedWorker(ctx, g, "worker-0").Conditions)
+		}).WithTimeout(20 * time.Second).Should(Equal(metav1.ConditionFalse))
+		Expect(insightWrites.count("worker-0")).To(Equal(before+1), "the held write")
+		Expect(available(insight(Default).Status.Conditions)).To(Equal(metav1.ConditionTrue))
+
+		By("other nodes' changes meanwhile: recomputed from the held insight, not the stale one")
+		since := func(g Gomega) metav1.Time {
+			return meta.FindStatusCondition(reportedWorker(ctx, g, "worker-0").Conditions, updatev1alpha1.ConditionAvailable).LastTransitionTime
+		}
+		cordoned := since(Default)
+		// Over two seconds, so that a transition time taken anew would
+		// show in the status's whole seconds.
+		Consistently(func(g Gomega) metav1.Time {
+			count := reconciles()
+			touchNode(ctx, "worker-1")
+			settle(count)
+			return since(g)
+		}).WithTimeout(2500 * time.Millisecond).WithPolling(250 * time.Millisecond).Should(Equal(cordoned))
+		Expect(insightWrites.count("worker-0")).To(Equal(before+1), "the held write alone")
+
+		By("two more changes while that write is held")
+		cordonNode(ctx, "worker-0", false)
+		Eventually(func(g Gomega) metav1.ConditionStatus {
+			return available(reportedWorker(ctx, g, "worker-0").Conditions)
+		}).WithTimeout(20 * time.Second).Should(Equal(metav1.ConditionTrue))
+		cordonNode(ctx, "worker-0", true)
+		var newest updatev1alpha1.NodeStatusInsight
+		Eventually(func(g Gomega) metav1.ConditionStatus {
+			newest = reportedWorker(ctx, g, "worker-0")
+			return available(newest.Conditions)
+		}).WithTimeout(20 * time.Second).Should(Equal(metav1.ConditionFalse))
+
+		By("released: the held write, then the newest insight, and nothing else")
+		release()
+		release = nil
+		Eventually(func(g Gomega) {
+			st := insight(g).Status
+			g.Expect(available(st.Conditions)).To(Equal(metav1.ConditionFalse))
+			g.Expect(meta.FindStatusCondition(st.Conditions, updatev1alpha1.ConditionAvailable).LastTransitionTime).To(
+				Equal(meta.FindStatusCondition(newest.Conditions, updatev1alpha1.ConditionAvailable).LastTransitionTime))
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		Consistently(func() int { return insightWrites.count("worker-0") }).WithTimeout(2 * time.Second).Should(Equal(before + 2))
+
+		cordonNode(ctx, "worker-0", false)
+		Eventually(func(g Gomega) metav1.ConditionStatus {
+			return available(insight(g).Status.Conditions)
+		}).WithTimeout(20 * time.Second).Should(Equal(metav1.ConditionTrue))
 	})
 
 	It("keeps the prototype ConfigMap key once the ConfigMap exists, with the API's field names", func(ctx SpecContext) {

@@ -8,10 +8,12 @@
 // decide (plan.go) turns the published and the desired state into a plan:
 // the UpgradeStatus status to write and the Events of that transition, the
 // NodeProgressInsights to create, relabel, update or delete, and when to
-// recompute next. The reconciler executes the plan: the status first, then
-// its Events, then the nodes, so a failed node write cannot lose an Event.
-// Published objects are passed back to the assessment, so insight identities
-// and transition times survive restarts.
+// recompute next. The reconciler executes the plan: it hands the node
+// writes to a background publisher (publisher.go) and does not wait for
+// them, then writes the status and emits its Events after that write alone,
+// so a failed node write cannot lose an Event. Published objects (with the
+// node writes handed over and not yet in the cache) are passed back to the
+// assessment, so insight identities and transition times survive restarts.
 //
 // Nothing is polled. The assessment says when its result would next change
 // with the same objects (an operator degraded long enough to report, an

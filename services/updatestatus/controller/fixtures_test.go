@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -10,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -213,4 +215,71 @@ func refuseInsightWrites(ctx context.Context, name string) func() {
 		Expect(env.Client.Delete(ctx, policy)).To(Succeed())
 		Eventually(probe).WithTimeout(20 * time.Second).Should(Succeed())
 	}
+}
+
+// insightWrites sits between the controllers the specs start and the API
+// server: it counts the applies of each NodeProgressInsight and can hold
+// those of one insight until released.
+var insightWrites = &applyGate{held: map[string]chan struct{}{}, applies: map[string]int{}}
+
+type applyGate struct {
+	mu      sync.Mutex
+	held    map[string]chan struct{}
+	applies map[string]int
+}
+
+// gatedClient is c with its NodeProgressInsight applies passing through g.
+type gatedClient struct {
+	client.Client
+	g *applyGate
+}
+
+func (c gatedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if u, ok := obj.(interface {
+		GetKind() string
+		GetName() string
+	}); ok && u.GetKind() == "NodeProgressInsight" {
+		c.g.mu.Lock()
+		c.g.applies[u.GetName()]++
+		wait := c.g.held[u.GetName()]
+		c.g.mu.Unlock()
+		if wait != nil {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return c.Client.Apply(ctx, obj, opts...)
+}
+
+// hold makes the applies of name's insight wait until the returned
+// function is called.
+func (g *applyGate) hold(name string) (release func()) {
+	ch := make(chan struct{})
+	g.mu.Lock()
+	g.held[name] = ch
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		delete(g.held, name)
+		g.mu.Unlock()
+		close(ch)
+	}
+}
+
+// count is the applies of name's insight so far, held ones included.
+func (g *applyGate) count(name string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.applies[name]
+}
+
+func cordonNode(ctx context.Context, name string, cordoned bool) {
+	node := &corev1.Node{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: name}, node)).To(Succeed())
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Spec.Unschedulable = cordoned
+	Expect(env.Client.Patch(ctx, node, patch)).To(Succeed())
 }

@@ -52,9 +52,13 @@ var (
 		Name: "upshift_update_status_writes_total",
 		Help: "Write requests to the apiserver, by kind of object written.",
 	}, []string{"kind"})
+	writeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "upshift_update_status_write_errors_total",
+		Help: "Failed write requests to the apiserver that are retried outside a recomputation, by kind of object written.",
+	}, []string{"kind"})
 	lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "upshift_update_status_last_success_timestamp_seconds",
-		Help: "Unix time of the last recomputation that published everything; absent before the first.",
+		Help: "Unix time of the last recomputation that published the status while every node insight's last write had succeeded; absent before the first.",
 	})
 	// lastSuccess is registered only once it has a value: a 0 would read as
 	// "last success in 1970" to an alert on its age.
@@ -80,10 +84,13 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(reconcileDuration, insightCount, controlPlaneCompletion, controlPlaneAssessment,
-		updatingGauge, poolCompletion, poolNodes, poolAssessment, writes)
+		updatingGauge, poolCompletion, poolNodes, poolAssessment, writes, writeErrors)
+	// Exported from the start, so that an alert on its rate has a series.
+	writeErrors.WithLabelValues("nodeprogressinsight")
 }
 
-// markSuccess records a recomputation that published everything.
+// markSuccess records a recomputation that published the status while no
+// node insight write was failing.
 func markSuccess(unixSeconds float64) {
 	lastSuccess.Set(unixSeconds)
 	registerLastSuccess.Do(func() { metrics.Registry.MustRegister(lastSuccess) })

@@ -19,8 +19,8 @@ import (
 //
 // Events tell how the published status moved: they are derived from the
 // published and the desired UpgradeStatus status, and emitted right after the
-// status write that makes that move succeeds, whatever the node writes that
-// run alongside it do. A failed status write emits nothing, and the next
+// status write that makes that move succeeds, whatever the node writes,
+// which run in the background, do. A failed status write emits nothing, and the next
 // recomputation derives the same Events again from the same published
 // status; a failed node write cannot lose them. The one window left is a crash
 // between the status write and the emission, which loses that transition's

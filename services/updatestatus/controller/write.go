@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,70 +41,39 @@ func asUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: u}, nil
 }
 
-// nodeWriters bounds the concurrent NodeProgressInsight writes of one
-// recomputation. When a pool moves a wave of nodes at once, writing their
-// insights one after another would hold every insight of the wave back by
-// the sum of the others' round trips. The client's QPS limit (150, burst
-// 300, in the chart) is the bound that matters: at 16 writers a loaded
-// apiserver's round trips held the first wave of a 5,000-node update
-// (500 nodes) below it.
+// nodeWriters is the number of NodeProgressInsight writes in flight at
+// once. When a pool moves a wave of nodes at once, writing their insights
+// one after another would hold every insight of the wave back by the sum of
+// the others' round trips. The client's QPS limit (150, burst 300, in the
+// chart) is the bound that matters: at 16 writers a loaded apiserver's
+// round trips held the first wave of a 5,000-node update (500 nodes) below
+// it.
 const nodeWriters = 64
 
-// publishNodes executes the planned NodeProgressInsight writes. One failing
-// write does not stop the others: every node that can be published is, and
-// the errors come back together (the recomputation is retried).
-func (r *Reconciler) publishNodes(ctx context.Context, ws []nodeWrite) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	sem := make(chan struct{}, nodeWriters)
-	for i := range ws {
-		w := &ws[i]
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := r.publishNode(ctx, w); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return fmt.Errorf("%d of %d NodeProgressInsight writes failed: %w", len(errs), len(ws), errors.Join(errs...))
-	}
-	return nil
-}
-
 // publishNode executes one node's write: one apply of the whole insight,
-// or a delete.
-func (r *Reconciler) publishNode(ctx context.Context, w *nodeWrite) error {
-	if w.remove {
-		key := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: w.name}}
-		if err := r.Client.Delete(ctx, key); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting NodeProgressInsight %s: %w", w.name, err)
+// or a delete when insight is nil. It returns the insight as written (nil
+// after a delete), a new object: insight is not modified.
+func publishNode(ctx context.Context, c client.Client, name string, insight *updatev1alpha1.NodeProgressInsight) (*updatev1alpha1.NodeProgressInsight, error) {
+	if insight == nil {
+		key := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := c.Delete(ctx, key); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("deleting NodeProgressInsight %s: %w", name, err)
 		}
 		writes.WithLabelValues("nodeprogressinsight").Inc()
-		return nil
+		return nil, nil
 	}
-	npi := &updatev1alpha1.NodeProgressInsight{
-		TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "NodeProgressInsight"},
-		ObjectMeta: metav1.ObjectMeta{Name: w.name, Labels: w.labels, OwnerReferences: []metav1.OwnerReference{w.owner}},
-		Status:     *w.status,
-	}
-	u, err := asUnstructured(npi)
+	u, err := asUnstructured(insight)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("publishing NodeProgressInsight %s: %w", w.name, err)
+	// The response is decoded into u.
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("publishing NodeProgressInsight %s: %w", name, err)
 	}
 	writes.WithLabelValues("nodeprogressinsight").Inc()
-	return nil
+	written := *insight
+	written.UID, written.ResourceVersion = u.GetUID(), u.GetResourceVersion()
+	return &written, nil
 }
 
 // publishPrototype keeps key PrototypeKey of the prototype ConfigMap equal to
