@@ -20,6 +20,7 @@ type Flags struct {
 	MetricsSecure           bool
 	MetricsCertDir          string
 	HealthProbeBindAddress  string
+	PprofBindAddress        string
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaseDuration           time.Duration
@@ -52,6 +53,10 @@ func RegisterFlags(fs *flag.FlagSet) *Flags {
 		"Folder with tls.crt and tls.key for the metrics endpoint, reloaded when they change. Empty: a self-signed certificate made at start.")
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		`Address the /healthz and /readyz endpoints bind to; "0" disables them.`)
+	// Off by default: the profiles show the heap and goroutines to whoever
+	// reaches the port, with no authentication.
+	fs.StringVar(&f.PprofBindAddress, "pprof-bind-address", "0",
+		`Address Go's /debug/pprof endpoints bind to, unauthenticated: bind it to localhost and use it for diagnosis only; "0" disables them.`)
 	fs.BoolVar(&f.LeaderElect, "leader-elect", true,
 		"Elect a leader through a Lease so that only one replica acts at a time.")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "",
@@ -113,6 +118,7 @@ func (f *Flags) Validate() error {
 	for name, addr := range map[string]string{
 		"metrics-bind-address":      f.MetricsBindAddress,
 		"health-probe-bind-address": f.HealthProbeBindAddress,
+		"pprof-bind-address":        f.PprofBindAddress,
 	} {
 		if err := validateBindAddress(addr); err != nil {
 			return fmt.Errorf("invalid value %q for flag --%s: %w", addr, name, err)

@@ -19,6 +19,7 @@ func TestParseFlagsErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--log-format=xml"}, "--log-format"},
 		{[]string{"--metrics-bind-address=8080"}, "--metrics-bind-address"},
 		{[]string{"--health-probe-bind-address=:99999"}, "--health-probe-bind-address"},
+		{[]string{"--pprof-bind-address=localhost"}, "--pprof-bind-address"},
 		{[]string{"--graceful-shutdown-timeout=-1s"}, "--graceful-shutdown-timeout"},
 		{[]string{"--leader-elect=maybe"}, "-leader-elect"},
 		{[]string{"--no-such-flag"}, "-no-such-flag"},

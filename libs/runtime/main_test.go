@@ -87,11 +87,11 @@ func TestServesAndStopsOnSIGTERM(t *testing.T) {
 	t.Cleanup(func() { _ = env.Stop() })
 
 	certDir, caPool := servingCert(t)
-	metricsAddr, probeAddr := freeAddr(t), freeAddr(t)
+	metricsAddr, probeAddr, pprofAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	var logs bytes.Buffer
 	cmd := child("--kubeconfig="+env.KubeconfigPath, "--metrics-bind-address="+metricsAddr,
 		"--metrics-cert-dir="+certDir,
-		"--health-probe-bind-address="+probeAddr, "--leader-election-namespace=default",
+		"--health-probe-bind-address="+probeAddr, "--pprof-bind-address="+pprofAddr, "--leader-election-namespace=default",
 		"--leader-elect-lease-duration=17s")
 	cmd.Stderr = &logs
 	g.Expect(cmd.Start()).To(Succeed())
@@ -162,6 +162,10 @@ func TestServesAndStopsOnSIGTERM(t *testing.T) {
 	// Plain HTTP gets no metrics from an HTTPS port.
 	_, err = get("http://" + metricsAddr + "/metrics")
 	g.Expect(err).To(HaveOccurred())
+	// --pprof-bind-address serves Go's profiles.
+	goroutines, err := get("http://" + pprofAddr + "/debug/pprof/goroutine?debug=1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(goroutines).To(ContainSubstring("goroutine profile:"))
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: "default", Name: runtime.LeaseName(component)}

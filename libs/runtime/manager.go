@@ -99,6 +99,7 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 		Cache:                         cacheOpts,
 		Metrics:                       metricsOptions,
 		HealthProbeBindAddress:        f.HealthProbeBindAddress,
+		PprofBindAddress:              f.PprofBindAddress,
 		LeaderElection:                f.LeaderElect,
 		LeaderElectionID:              leaseName,
 		LeaderElectionNamespace:       f.LeaderElectionNamespace,

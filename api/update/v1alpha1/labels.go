@@ -25,20 +25,41 @@ const (
 // NodeInsightLabels are the labels the update-status-controller puts on the
 // NodeProgressInsight of in.
 func NodeInsightLabels(in *NodeStatusInsight) map[string]string {
-	l := map[string]string{LabelDegraded: "false", LabelAvailable: "true"}
-	if pool := in.PoolResource.Name; len(validation.IsValidLabelValue(pool)) == 0 {
-		l[LabelPool] = pool
-	}
-	if c := meta.FindStatusCondition(in.Conditions, ConditionUpdating); c != nil {
-		l[LabelPhase] = c.Reason
-	}
-	if meta.IsStatusConditionTrue(in.Conditions, ConditionDegraded) {
-		l[LabelDegraded] = "true"
-	}
-	if meta.IsStatusConditionFalse(in.Conditions, ConditionAvailable) {
-		l[LabelAvailable] = "false"
+	l := make(map[string]string, len(NodeInsightLabelKeys))
+	for _, k := range NodeInsightLabelKeys {
+		if v, ok := NodeInsightLabel(in, k); ok {
+			l[k] = v
+		}
 	}
 	return l
+}
+
+// NodeInsightLabel is the value of the controller's label key on the
+// NodeProgressInsight of in, and whether it carries that label at all. It
+// lets a caller compare an insight's labels without building the map: the
+// controller does so for every node on every recomputation.
+func NodeInsightLabel(in *NodeStatusInsight, key string) (string, bool) {
+	switch key {
+	case LabelPool:
+		pool := in.PoolResource.Name
+		return pool, len(validation.IsValidLabelValue(pool)) == 0
+	case LabelPhase:
+		if c := meta.FindStatusCondition(in.Conditions, ConditionUpdating); c != nil {
+			return c.Reason, true
+		}
+		return "", false
+	case LabelDegraded:
+		if meta.IsStatusConditionTrue(in.Conditions, ConditionDegraded) {
+			return "true", true
+		}
+		return "false", true
+	case LabelAvailable:
+		if meta.IsStatusConditionFalse(in.Conditions, ConditionAvailable) {
+			return "false", true
+		}
+		return "true", true
+	}
+	return "", false
 }
 
 // NodeInsightLabelKeys are the label keys the update-status-controller

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -60,6 +61,10 @@ type options struct {
 	sweep            string
 	timeout          time.Duration
 	qps              int
+	profileDir       string
+	// pprofAddr is where the measured controller serves /debug/pprof when
+	// profileDir is set.
+	pprofAddr string
 }
 
 func main() {
@@ -77,6 +82,9 @@ func main() {
 			"to find the highest time scale at which insight latency p99 stays within 1 s.")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Minute, "Give up after this long.")
 	flag.IntVar(&o.qps, "controller-qps", 0, "The controller's --kube-api-qps (burst: twice that); 0 means its chart's default (150 for update-status-controller, 50 for mcp-tracker and node-gate).")
+	flag.StringVar(&o.profileDir, "profile-dir", "",
+		"update-status-controller: write the controller's CPU profile of the first update's first "+
+			profileSeconds.String()+" (cpu.pprof; a shorter update waits for it) and its heap at the update's end (heap.pprof) into this folder.")
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -221,9 +229,15 @@ func run(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("bench watches did not sync")
 	}
 
+	args := []string{fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps)}
+	if o.profileDir != "" {
+		if o.pprofAddr, err = testenv.FreeAddr(); err != nil {
+			return err
+		}
+		args = append(args, "--pprof-bind-address="+o.pprofAddr)
+	}
 	controllerStart := time.Now()
-	controller, err := framework.StartAsIdentity(binary, id, namespace, true,
-		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps))
+	controller, err := framework.StartAsIdentity(binary, id, namespace, true, args...)
 	if err != nil {
 		return err
 	}
@@ -249,6 +263,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
+	o.pprofAddr = "" // the sweep's updates are not profiled
 	recomputations, recomputeSeconds, err := reconcileStats(metricsAt)
 	if err != nil {
 		return err
@@ -366,6 +381,19 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 	}
 	updateStart := time.Now()
 	step(start, "update to %s requested", target)
+	profiled := make(chan struct{})
+	if o.pprofAddr != "" {
+		go func() {
+			defer close(profiled)
+			if err := saveProfile(ctx, o.pprofAddr, fmt.Sprintf("profile?seconds=%d", int(profileSeconds.Seconds())),
+				filepath.Join(o.profileDir, "cpu.pprof")); err != nil {
+				step(start, "CPU profile: %v", err)
+			}
+		}()
+		defer func() { <-profiled }()
+	} else {
+		close(profiled)
+	}
 	lastReport := time.Now()
 	if err := framework.WaitFor(ctx, o.timeout, func() bool {
 		if time.Since(lastReport) > 15*time.Second {
@@ -391,6 +419,11 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 	r.took = time.Since(updateStart)
 	// Let the last insight writes land before reading the counters.
 	_ = framework.WaitFor(ctx, 30*time.Second, func() bool { return lat.pendingCount() == 0 })
+	if o.pprofAddr != "" {
+		if err := saveProfile(ctx, o.pprofAddr, "heap", filepath.Join(o.profileDir, "heap.pprof")); err != nil {
+			step(start, "heap profile: %v", err)
+		}
+	}
 	writesAfter, err := writeRequests(metricsAt)
 	if err != nil {
 		return r, err
@@ -706,6 +739,38 @@ func procStatus(pid int, field string) string {
 		}
 	}
 	return "?"
+}
+
+// profileSeconds is how much of the first update the CPU profile covers:
+// the first wave and several minutes of the steady state after it.
+const profileSeconds = 10 * time.Minute
+
+// saveProfile writes the controller's /debug/pprof/<what> to file.
+func saveProfile(ctx context.Context, addr, what, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/"+what, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", req.URL, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func rss(pid int) string     { return procStatus(pid, "VmRSS") }

@@ -169,9 +169,12 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	next := nextCheck{now: s.Now}
 	operatorThresholds(cp.ops, &next)
 	healthOfPool := map[string][]updatev1alpha1.HealthInsight{}
+	// Sized once: grown by appends, the node lists allocated and copied
+	// about twice what they hold on every recomputation.
+	result.Nodes = make([]updatev1alpha1.NodeStatusInsight, 0, len(s.Nodes))
 	for i := range pools {
 		pool := &pools[i]
-		var states []nodeState
+		states := make([]nodeState, 0, len(byPool[pool.Name]))
 		for _, node := range byPool[pool.Name] {
 			states = append(states, assessNode(node, pool, versions, hist.target, migrating))
 		}

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -297,4 +299,153 @@ func TestLabelsAreFoundBySelectors(t *testing.T) {
 	if got := updatev1alpha1.NodeInsightLabels(&unavailable)[updatev1alpha1.LabelAvailable]; got != "false" {
 		t.Errorf("an unavailable node's %s label = %q, want \"false\"", updatev1alpha1.LabelAvailable, got)
 	}
+}
+
+// TestInsightsEqualIsSemanticDeepEqual holds insightsEqual to what it stands
+// in for. Every field of a fully filled insight is changed in turn, found by
+// reflection rather than listed, so a field added to the type is covered
+// without editing the test.
+func TestInsightsEqualIsSemanticDeepEqual(t *testing.T) {
+	var a updatev1alpha1.NodeStatusInsight
+	seed := 0
+	fillEveryField(t, reflect.ValueOf(&a).Elem(), &seed)
+	check := func(what string, b *updatev1alpha1.NodeStatusInsight) {
+		t.Helper()
+		want := equality.Semantic.DeepEqual(&a, b)
+		if got, back := insightsEqual(&a, b), insightsEqual(b, &a); got != want || back != want {
+			t.Errorf("%s: insightsEqual says %t (and %t the other way), Semantic.DeepEqual %t", what, got, back, want)
+		}
+	}
+	check("a deep copy", a.DeepCopy())
+	changes := 0
+	for ; ; changes++ {
+		b := a.DeepCopy()
+		k := changes
+		if !changeOne(reflect.ValueOf(b).Elem(), &k) {
+			break
+		}
+		if equality.Semantic.DeepEqual(&a, b) {
+			t.Fatalf("change %d changed nothing", changes)
+		}
+		check(fmt.Sprintf("change %d", changes), b)
+	}
+	// 6 strings, 2 × 4 in the references, 2 conditions × 6 fields, the
+	// estimate's presence and value, the list's length: far more than 20.
+	if changes < 20 {
+		t.Fatalf("only %d fields changed: the walk misses some", changes)
+	}
+
+	// Equal in value, different in form.
+	b := a.DeepCopy()
+	for i := range b.Conditions {
+		b.Conditions[i].LastTransitionTime = metav1.NewTime(b.Conditions[i].LastTransitionTime.In(time.FixedZone("UTC+1", 3600)))
+	}
+	check("the same instants in another zone", b)
+	if !insightsEqual(&a, b) {
+		t.Error("the same instants in another zone compare unequal")
+	}
+	noConditions, emptyConditions := a.DeepCopy(), a.DeepCopy()
+	noConditions.Conditions, emptyConditions.Conditions = nil, []metav1.Condition{}
+	if !insightsEqual(noConditions, emptyConditions) || !equality.Semantic.DeepEqual(noConditions, emptyConditions) {
+		t.Error("a nil and an empty condition list compare unequal")
+	}
+}
+
+var timeType = reflect.TypeFor[metav1.Time]()
+
+// fillEveryField sets every field reachable from v to a distinct value that
+// is not zero, with two elements in every list.
+func fillEveryField(t *testing.T, v reflect.Value, seed *int) {
+	*seed++
+	if v.Type() == timeType {
+		v.Set(reflect.ValueOf(metav1.NewTime(t0.Add(time.Duration(*seed) * time.Second))))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(fmt.Sprintf("s%d", *seed))
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		v.SetInt(int64(*seed))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fillEveryField(t, v.Elem(), seed)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
+		for i := range 2 {
+			fillEveryField(t, v.Index(i), seed)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fillEveryField(t, v.Field(i), seed)
+			}
+		}
+	default:
+		t.Fatalf("fillEveryField: a %s field: teach it that kind", v.Kind())
+	}
+}
+
+// changeOne makes the k-th change that the walk of v can make (each leaf
+// changed, each pointer set to nil, each list shortened) and says whether
+// there was a k-th.
+func changeOne(v reflect.Value, k *int) bool {
+	here := func() bool {
+		if *k == 0 {
+			return true
+		}
+		*k--
+		return false
+	}
+	if v.Type() == timeType {
+		if here() {
+			v.Set(reflect.ValueOf(metav1.NewTime(v.Interface().(metav1.Time).Add(time.Second))))
+			return true
+		}
+		return false
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if here() {
+			v.SetString(v.String() + "x")
+			return true
+		}
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		if here() {
+			v.SetInt(v.Int() + 1)
+			return true
+		}
+	case reflect.Bool:
+		if here() {
+			v.SetBool(!v.Bool())
+			return true
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			return false
+		}
+		if here() {
+			v.Set(reflect.Zero(v.Type()))
+			return true
+		}
+		return changeOne(v.Elem(), k)
+	case reflect.Slice:
+		if v.Len() > 0 && here() {
+			v.Set(v.Slice(0, v.Len()-1))
+			return true
+		}
+		for i := range v.Len() {
+			if changeOne(v.Index(i), k) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && changeOne(v.Field(i), k) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -156,10 +156,22 @@ func rowShown(i int, nr nodeRow) bool {
 // poolNodes groups the nodes not of the control plane by pool name, in
 // their order in nodes: a worker pool's node table lists its group.
 func poolNodes(nodes []updatev1alpha1.NodeStatusInsight) map[string][]updatev1alpha1.NodeStatusInsight {
-	byPool := map[string][]updatev1alpha1.NodeStatusInsight{}
-	for _, n := range nodes {
-		if n.ScopeType != updatev1alpha1.ScopeTypeControlPlane {
-			byPool[n.PoolResource.Name] = append(byPool[n.PoolResource.Name], n)
+	// Sized first: the controller groups every node on every recomputation,
+	// and growing the groups by appends allocated and copied about twice
+	// what they hold.
+	sizes := map[string]int{}
+	for i := range nodes {
+		if nodes[i].ScopeType != updatev1alpha1.ScopeTypeControlPlane {
+			sizes[nodes[i].PoolResource.Name]++
+		}
+	}
+	byPool := make(map[string][]updatev1alpha1.NodeStatusInsight, len(sizes))
+	for pool, n := range sizes {
+		byPool[pool] = make([]updatev1alpha1.NodeStatusInsight, 0, n)
+	}
+	for i := range nodes {
+		if n := &nodes[i]; n.ScopeType != updatev1alpha1.ScopeTypeControlPlane {
+			byPool[n.PoolResource.Name] = append(byPool[n.PoolResource.Name], *n)
 		}
 	}
 	return byPool
