@@ -287,7 +287,8 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Printf("first start (all insights):      %s from the controller's start\n", firstStart.Round(100*time.Millisecond))
 	fmt.Printf("update wall time:                %s\n", first.took.Round(time.Second))
 	fmt.Printf("controller peak RSS (VmHWM):     %s\n", peakRSS(pid))
-	fmt.Printf("node state transitions:          %d (unresolved: %d)\n", first.transitions, first.unresolved)
+	fmt.Printf("node state transitions:          %d (unresolved: %d; shown before the bench's Node watch saw them: %d)\n",
+		first.transitions, first.unresolved, first.early)
 	fmt.Printf("state change -> insight latency: p50 %s  p99 %s  max %s  (n=%d)\n", first.p[0], first.p[1], first.p[2], first.samples)
 	for m, p := range first.byMinute {
 		if first.perMinute[m] > 0 {
@@ -355,11 +356,11 @@ func (s *simulator) restart(ctx context.Context, scale float64) error {
 
 // updateResult is what one update measured.
 type updateResult struct {
-	took                             time.Duration
-	p                                [3]time.Duration
-	samples, transitions, unresolved int
-	writes                           int
-	cli                              cliTimes
+	took                                    time.Duration
+	p                                       [3]time.Duration
+	samples, transitions, unresolved, early int
+	writes                                  int
+	cli                                     cliTimes
 	// byMinute and perMinute: insight latency percentiles and counts of
 	// the changes made in each minute of the update.
 	byMinute  [][3]time.Duration
@@ -431,7 +432,7 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 	r.writes = writesAfter - writesBefore
 	r.p = lat.percentiles()
 	r.byMinute, r.perMinute = lat.byMinute(updateStart)
-	r.samples, r.transitions, r.unresolved = lat.count(), lat.transitions(), lat.pendingCount()
+	r.samples, r.transitions, r.unresolved, r.early = lat.count(), lat.transitions(), lat.pendingCount(), lat.earlyCount()
 	step(start, "update to %s done in %s: insight p50 %s p99 %s", target, r.took.Round(time.Second), r.p[0], r.p[1])
 	return r, nil
 }
@@ -490,6 +491,15 @@ type latencies struct {
 	pending map[string][]change
 	samples []sample
 	changes int
+	// early counts changes whose insight the bench saw before the change
+	// itself: its two watches deliver independently, and a loaded Node
+	// watch can lag the controller's whole reaction. Such a change has no
+	// latency to measure, and waiting for another insight update would
+	// leave it unresolved.
+	early int
+	// updating is, per node, whether its last change was to an updating
+	// state, and shown whether its insight last showed it updating.
+	updating, shown map[string]bool
 }
 
 // sample is one resolved node state change: when the node changed, and how
@@ -504,30 +514,47 @@ type change struct {
 	at    time.Time
 }
 
-func newLatencies() *latencies { return &latencies{pending: map[string][]change{}} }
+func newLatencies() *latencies {
+	return &latencies{pending: map[string][]change{}, updating: map[string]bool{}, shown: map[string]bool{}}
+}
 
 func (l *latencies) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.pending, l.samples, l.changes = map[string][]change{}, nil, 0
+	l.pending, l.samples, l.changes, l.early = map[string][]change{}, nil, 0, 0
 }
 
 func (l *latencies) nodeChanged(name, state string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.pending[name] = append(l.pending[name], change{state, at})
 	l.changes++
+	updating := isUpdating(state)
+	before, known := l.updating[name]
+	l.updating[name] = updating
+	// The change before this one was resolved, so the insight showed it;
+	// if the insight has moved on to this change since, it showed this one
+	// before the bench saw it.
+	if len(l.pending[name]) == 0 && known && before != updating && l.shown[name] == updating {
+		l.early++
+		return
+	}
+	l.pending[name] = append(l.pending[name], change{state, at})
 }
+
+// isUpdating says whether the insight of a node in the MCD state shows
+// Updating=True.
+func isUpdating(state string) bool { return state == "Working" || state == "Rebooting" }
 
 // insightChanged resolves the newest pending change the insight shows, and
 // every older one with it.
 func (l *latencies) insightChanged(name string, updating bool, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.shown[name] = updating
 	q := l.pending[name]
 	last := -1
 	for i, c := range q {
-		if (c.state == "Working" || c.state == "Rebooting") == updating {
+		if isUpdating(c.state) == updating {
 			last = i
 		}
 	}
@@ -547,6 +574,13 @@ func (l *latencies) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.samples)
+}
+
+// earlyCount is how many changes the insight showed before the bench saw them.
+func (l *latencies) earlyCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.early
 }
 
 func (l *latencies) pendingCount() int {

@@ -170,8 +170,11 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	operatorThresholds(cp.ops, &next)
 	healthOfPool := map[string][]updatev1alpha1.HealthInsight{}
 	// Sized once: grown by appends, the node lists allocated and copied
-	// about twice what they hold on every recomputation.
-	result.Nodes = make([]updatev1alpha1.NodeStatusInsight, 0, len(s.Nodes))
+	// about twice what they hold on every recomputation. Left nil without
+	// nodes, as before.
+	if len(s.Nodes) > 0 {
+		result.Nodes = make([]updatev1alpha1.NodeStatusInsight, 0, len(s.Nodes))
+	}
 	for i := range pools {
 		pool := &pools[i]
 		states := make([]nodeState, 0, len(byPool[pool.Name]))
