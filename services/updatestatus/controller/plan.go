@@ -233,7 +233,7 @@ func planNodes(published map[string]publishedNode, desired []updatev1alpha1.Node
 		pub, exists := published[in.Name]
 		// Every node is compared on every recomputation: the comparisons
 		// neither reflect nor allocate (at 5,000 nodes, reflection's
-		// DeepEqual and a label map per node were a third of the
+		// DeepEqual and a label map per node were a quarter of the
 		// controller's CPU and much of its garbage).
 		if exists && insightsEqual(&pub.status, in) && ownLabelsEqual(pub.labels, in) {
 			continue
