@@ -84,7 +84,7 @@ func main() {
 	flag.IntVar(&o.qps, "controller-qps", 0, "The controller's --kube-api-qps (burst: twice that); 0 means its chart's default (150 for update-status-controller, 50 for mcp-tracker and node-gate).")
 	flag.StringVar(&o.profileDir, "profile-dir", "",
 		"update-status-controller: write the controller's CPU profile of the first update's first "+
-			profileSeconds.String()+" (cpu.pprof; a shorter update waits for it) and its heap at the update's end (heap.pprof) into this folder.")
+			profileLength.String()+" (cpu.pprof; a shorter update waits for it) and its heap at the update's end (heap.pprof) into this folder.")
 	flag.Parse()
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -386,7 +386,7 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 	if o.pprofAddr != "" {
 		go func() {
 			defer close(profiled)
-			if err := saveProfile(ctx, o.pprofAddr, fmt.Sprintf("profile?seconds=%d", int(profileSeconds.Seconds())),
+			if err := saveProfile(ctx, o.pprofAddr, fmt.Sprintf("profile?seconds=%d", int(profileLength.Seconds())),
 				filepath.Join(o.profileDir, "cpu.pprof")); err != nil {
 				step(start, "CPU profile: %v", err)
 			}
@@ -775,9 +775,9 @@ func procStatus(pid int, field string) string {
 	return "?"
 }
 
-// profileSeconds is how much of the first update the CPU profile covers:
+// profileLength is how much of the first update the CPU profile covers:
 // the first wave and several minutes of the steady state after it.
-const profileSeconds = 10 * time.Minute
+const profileLength = 10 * time.Minute
 
 // saveProfile writes the controller's /debug/pprof/<what> to file.
 func saveProfile(ctx context.Context, addr, what, file string) error {
