@@ -382,8 +382,8 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 	}
 	updateStart := time.Now()
 	step(start, "update to %s requested", target)
-	profiled := make(chan struct{})
 	if o.pprofAddr != "" {
+		profiled := make(chan struct{})
 		go func() {
 			defer close(profiled)
 			if err := saveProfile(ctx, o.pprofAddr, fmt.Sprintf("profile?seconds=%d", int(profileLength.Seconds())),
@@ -392,8 +392,6 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 			}
 		}()
 		defer func() { <-profiled }()
-	} else {
-		close(profiled)
 	}
 	lastReport := time.Now()
 	if err := framework.WaitFor(ctx, o.timeout, func() bool {

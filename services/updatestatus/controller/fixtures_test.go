@@ -229,6 +229,8 @@ type applyGate struct {
 }
 
 // gatedClient is c with its NodeProgressInsight applies passing through g.
+// Not controller-runtime's interceptor, as the aro-monitor specs use: it
+// wraps only a client.WithWatch, and the manager's cached client is not one.
 type gatedClient struct {
 	client.Client
 	g *applyGate
