@@ -206,6 +206,11 @@ func TestScriptedFaults(t *testing.T) {
 	if v, _, _ := s.PolicyState(internalID, "p1"); v != "started" {
 		t.Fatalf("a lost response must still apply the patch, state %q", v)
 	}
+	// Logged before the connection closed: a client counting requests once
+	// its call failed must count this one.
+	if logged := s.Requests(); logged[len(logged)-1].Fault != "lost-response" || !logged[len(logged)-1].Applied {
+		t.Fatalf("the last logged request is %+v, want the lost response, applied", logged[len(logged)-1])
+	}
 
 	// Timeout: the client gives up first; nothing applied.
 	s.FailNext(Fault{Delay: 5 * time.Second})

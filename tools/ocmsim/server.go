@@ -335,7 +335,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f, faulty := s.nextFault()
 	s.mu.Unlock()
 	rec := Request{Time: time.Now(), Op: op, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body), Fault: f.String()}
-	defer func() {
+	// The request is logged before the client can see any answer, so a
+	// client (or test) that counts requests after a call returns counts
+	// this one. A normal answer is flushed only after ServeHTTP returns,
+	// so the deferred log precedes it; a lost response is logged by hand
+	// before its connection is closed.
+	logged := false
+	logRequest := func() {
+		if logged {
+			return
+		}
+		logged = true
 		s.mu.Lock()
 		s.requests = append(s.requests, rec)
 		observe := s.observer
@@ -343,7 +353,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if observe != nil {
 			observe(rec)
 		}
-	}()
+	}
+	defer logRequest()
 	if faulty && f.Delay > 0 {
 		select {
 		case <-time.After(f.Delay):
@@ -360,6 +371,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &recorder{header: http.Header{}, body: &buf}
 	rec.Applied = s.handle(rw, r, op, body)
 	if faulty && f.LoseResponse {
+		logRequest()
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
 				_ = conn.Close()
