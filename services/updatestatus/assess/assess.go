@@ -48,8 +48,10 @@ type Snapshot struct {
 	// MachineConfigs need to contain at least the configs the nodes' currentConfig and
 	// desiredConfig annotations name; they carry the release version of a node.
 	MachineConfigs []mcfgv1.MachineConfig
-	// Nodes are all nodes.
-	Nodes []corev1.Node
+	// Nodes are all nodes. Pointers, so that a controller can hand over its
+	// informer's objects without copying thousands of Nodes per assessment;
+	// the assessment never writes to them.
+	Nodes []*corev1.Node
 	// MCOImage is the image of the machine-config-operator container of the
 	// machine-config-operator Deployment. The machine-config ClusterOperator
 	// counts as updated only when the image it reports (its operator-image
@@ -93,8 +95,9 @@ type Alert struct {
 // Previous is what the caller published last time; see the package doc.
 type Previous struct {
 	Status *updatev1alpha1.UpgradeStatusStatus
-	// Nodes maps node name to the node's last published insight.
-	Nodes map[string]updatev1alpha1.NodeStatusInsight
+	// Nodes maps node name to the node's last published insight (read,
+	// never written).
+	Nodes map[string]*updatev1alpha1.NodeStatusInsight
 }
 
 // Result is the full insight set.
@@ -271,7 +274,7 @@ func poolNamesSorted(pools []mcfgv1.MachineConfigPool) []string {
 // selector matches, else the first matching custom pool (by name, where oc's
 // choice is random), else worker; nodes matching nothing are left out. Each
 // pool's nodes are sorted by name.
-func nodesByPool(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node) map[string][]*corev1.Node {
+func nodesByPool(pools []mcfgv1.MachineConfigPool, nodes []*corev1.Node) map[string][]*corev1.Node {
 	type selPool struct {
 		name string
 		sel  labels.Selector
@@ -290,8 +293,7 @@ func nodesByPool(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node) map[stri
 		return !last(ordered[i].name) && last(ordered[j].name)
 	})
 	out := map[string][]*corev1.Node{}
-	for i := range nodes {
-		n := &nodes[i]
+	for _, n := range nodes {
 		for _, p := range ordered {
 			if p.sel.Matches(labels.Set(n.Labels)) {
 				out[p.name] = append(out[p.name], n)

@@ -233,7 +233,7 @@ func TestNodePhases(t *testing.T) {
 	five, ten, zero := 5*time.Minute, 10*time.Minute, time.Duration(0)
 	tests := []struct {
 		name       string
-		node       corev1.Node
+		node       *corev1.Node
 		paused     bool
 		phase      string
 		available  metav1.ConditionStatus
@@ -262,7 +262,7 @@ func TestNodePhases(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := baseSnapshot()
 			s.MachineConfigPools[1].Spec.Paused = tc.paused
-			s.Nodes = []corev1.Node{tc.node}
+			s.Nodes = []*corev1.Node{tc.node}
 			r := mustAssess(t, s)
 			if len(r.Nodes) != 1 {
 				t.Fatalf("got %d node insights", len(r.Nodes))
@@ -309,7 +309,7 @@ func TestPoolMembership(t *testing.T) {
 	both.Labels["node-role.kubernetes.io/worker"] = ""
 	infra := node("infra-0", "infra", "w-old", "w-old", "Done")
 	infra.Labels["node-role.kubernetes.io/worker"] = ""
-	s.Nodes = []corev1.Node{both, infra, node("lost", "nothing", "", "", "")}
+	s.Nodes = []*corev1.Node{both, infra, node("lost", "nothing", "", "", "")}
 	r := mustAssess(t, s)
 	got := map[string]string{}
 	for _, n := range r.Nodes {
@@ -328,19 +328,19 @@ func TestPoolAssessment(t *testing.T) {
 	degraded := node("d", "worker", "w-old", "w-new", "Degraded", annotate(annoReason, "boom"))
 	tests := []struct {
 		name       string
-		nodes      []corev1.Node
+		nodes      []*corev1.Node
 		paused     bool
 		assessment updatev1alpha1.PoolAssessment
 		completion int32
 		summary    map[updatev1alpha1.NodeSummaryType]int32
 	}{
-		{"all updated", []corev1.Node{updated}, false, updatev1alpha1.PoolCompleted, 100, map[updatev1alpha1.NodeSummaryType]int32{"Total": 1, "Available": 1, "Outdated": 0}},
-		{"all pending", []corev1.Node{pending, pending}, false, updatev1alpha1.PoolPending, 0, map[updatev1alpha1.NodeSummaryType]int32{"Total": 2, "Outdated": 2}},
-		{"progressing", []corev1.Node{updated, pending, draining}, false, updatev1alpha1.PoolProgressing, 33,
+		{"all updated", []*corev1.Node{updated}, false, updatev1alpha1.PoolCompleted, 100, map[updatev1alpha1.NodeSummaryType]int32{"Total": 1, "Available": 1, "Outdated": 0}},
+		{"all pending", []*corev1.Node{pending, pending}, false, updatev1alpha1.PoolPending, 0, map[updatev1alpha1.NodeSummaryType]int32{"Total": 2, "Outdated": 2}},
+		{"progressing", []*corev1.Node{updated, pending, draining}, false, updatev1alpha1.PoolProgressing, 33,
 			map[updatev1alpha1.NodeSummaryType]int32{"Total": 3, "Available": 2, "Progressing": 1, "Draining": 1, "Outdated": 2}},
-		{"degraded wins", []corev1.Node{updated, degraded}, false, updatev1alpha1.PoolDegraded, 50,
+		{"degraded wins", []*corev1.Node{updated, degraded}, false, updatev1alpha1.PoolDegraded, 50,
 			map[updatev1alpha1.NodeSummaryType]int32{"Degraded": 1, "Progressing": 0, "Outdated": 1}},
-		{"paused", []corev1.Node{updated, pending}, true, updatev1alpha1.PoolExcluded, 50, map[updatev1alpha1.NodeSummaryType]int32{"Excluded": 1, "Outdated": 1}},
+		{"paused", []*corev1.Node{updated, pending}, true, updatev1alpha1.PoolExcluded, 50, map[updatev1alpha1.NodeSummaryType]int32{"Excluded": 1, "Outdated": 1}},
 		{"empty", nil, false, updatev1alpha1.PoolCompleted, 0, map[updatev1alpha1.NodeSummaryType]int32{"Total": 0}},
 	}
 	for _, tc := range tests {
@@ -381,9 +381,9 @@ func TestKeepStable(t *testing.T) {
 
 	// A later recomputation with the first result as Previous.
 	s.Now = now.Add(time.Hour)
-	prevNodes := map[string]updatev1alpha1.NodeStatusInsight{}
-	for _, n := range first.Nodes {
-		prevNodes[n.Name] = n
+	prevNodes := map[string]*updatev1alpha1.NodeStatusInsight{}
+	for i := range first.Nodes {
+		prevNodes[first.Nodes[i].Name] = &first.Nodes[i]
 	}
 	firstStarted := metav1.NewTime(now.Add(-time.Minute))
 	for i := range first.Status.Health {

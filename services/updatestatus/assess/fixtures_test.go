@@ -93,8 +93,8 @@ func mc(name, version string) mcfgv1.MachineConfig {
 type nodeOpt func(*corev1.Node)
 
 // node builds a ready node with the MCD annotations given.
-func node(name, role, current, desired, state string, opts ...nodeOpt) corev1.Node {
-	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{
+func node(name, role, current, desired, state string, opts ...nodeOpt) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 		Name:   name,
 		Labels: map[string]string{"node-role.kubernetes.io/" + role: ""},
 		Annotations: map[string]string{
@@ -103,7 +103,7 @@ func node(name, role, current, desired, state string, opts ...nodeOpt) corev1.No
 	}}
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: ago(10 * time.Hour)}}
 	for _, o := range opts {
-		o(&n)
+		o(n)
 	}
 	return n
 }
@@ -136,7 +136,7 @@ func baseSnapshot() Snapshot {
 		MachineConfigs: []mcfgv1.MachineConfig{
 			mc("m-old", "4.18.0"), mc("m-new", "4.18.1"), mc("w-old", "4.18.0"), mc("w-new", "4.18.1"),
 		},
-		Nodes: []corev1.Node{
+		Nodes: []*corev1.Node{
 			node("master-0", "master", "m-old", "m-old", "Done"),
 			node("worker-0", "worker", "w-old", "w-old", "Done"),
 		},

@@ -25,9 +25,9 @@ func published(t *testing.T, s Snapshot) (Result, *Previous) {
 }
 
 func previousOf(r Result) *Previous {
-	p := &Previous{Status: r.Status.DeepCopy(), Nodes: map[string]updatev1alpha1.NodeStatusInsight{}}
+	p := &Previous{Status: r.Status.DeepCopy(), Nodes: map[string]*updatev1alpha1.NodeStatusInsight{}}
 	for _, n := range r.Nodes {
-		p.Nodes[n.Name] = *n.DeepCopy()
+		p.Nodes[n.Name] = n.DeepCopy()
 	}
 	return p
 }

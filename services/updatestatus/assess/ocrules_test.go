@@ -177,7 +177,7 @@ func TestNodeUnavailableInsight(t *testing.T) {
 	}
 	tests := []struct {
 		name                 string
-		node                 corev1.Node
+		node                 *corev1.Node
 		summary, description string
 		since                time.Duration // 0: no insight
 	}{
@@ -304,7 +304,7 @@ func TestMCDDone(t *testing.T) {
 	}
 	// A ready node whose MCD is not done is unavailable for that reason.
 	n := node("worker-0", "worker", "", "", "")
-	if rs := unavailableReasons(&n); len(rs) != 1 || rs[0].text != "Machine Config Daemon is processing the node" {
+	if rs := unavailableReasons(n); len(rs) != 1 || rs[0].text != "Machine Config Daemon is processing the node" {
 		t.Errorf("reasons = %+v", rs)
 	}
 }
@@ -322,7 +322,7 @@ func TestHealthInsertionOrder(t *testing.T) {
 	s.ClusterOperators[0] = co("etcd", "4.18.1", withCond("Degraded", configv1.ConditionTrue, "Members", "m", 39*time.Minute))
 	s.MachineConfigPools = append(s.MachineConfigPools, pool("infra", "infra", "w-new", true))
 	s.MachineConfigPools[1].Spec.Paused = true
-	s.Nodes = []corev1.Node{
+	s.Nodes = []*corev1.Node{
 		node("worker-b", "worker", "w-old", "w-new", "Degraded", annotate(annoReason, "b")),
 		node("worker-a", "worker", "w-old", "w-new", "Degraded", annotate(annoReason, "a")),
 		node("worker-c", "worker", "w-old", "w-old", "Done"),

@@ -58,8 +58,8 @@ func largeSnapshot(workers int) assess.Snapshot {
 		s.MachineConfigs = append(s.MachineConfigs, mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Annotations: map[string]string{"machineconfiguration.openshift.io/release-image-version": v}}})
 	}
-	node := func(name, role, current, desired, state string) corev1.Node {
-		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/" + role: ""},
+	node := func(name, role, current, desired, state string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/" + role: ""},
 			Annotations: map[string]string{"machineconfiguration.openshift.io/currentConfig": current,
 				"machineconfiguration.openshift.io/desiredConfig": desired, "machineconfiguration.openshift.io/state": state}}}
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: ago(10 * time.Hour)}}

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -59,6 +60,9 @@ type Reconciler struct {
 	written ownwrite.Writes[*updatev1alpha1.UpgradeStatus]
 	// insights writes the NodeProgressInsights (publisher.go).
 	insights *insightPublisher
+	// nodeStore and insightStore are the informer stores of Nodes and
+	// NodeProgressInsights (read.go).
+	nodeStore, insightStore toolscache.Store
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -68,6 +72,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	var err error
+	if r.nodeStore, err = informerStore(mgr.GetCache(), &corev1.Node{}); err != nil {
+		return err
+	}
+	if r.insightStore, err = informerStore(mgr.GetCache(), &updatev1alpha1.NodeProgressInsight{}); err != nil {
+		return err
 	}
 	r.insights = newInsightPublisher(r.Client)
 	if err := mgr.Add(r.insights); err != nil {
@@ -119,7 +130,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		q.Add(clusterRequest)
 		return nil
 	}))
-	b, err := r.setupAlerts(mgr, b)
+	b, err = r.setupAlerts(mgr, b)
 	if err != nil {
 		return err
 	}
@@ -158,7 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	p := decide(planInput{
 		now: snap.Now, published: us.Status, desired: result.Status, assessErr: assessErr, nextCheck: result.NextCheck,
 		alertsConfigured: r.alerts != nil, alerts: alertsCond,
-		publishedNodes: published.nodeStates(), desiredNodes: result.Nodes, owners: nodeOwners(snap.Nodes),
+		publishedNodes: published.nodes, desiredNodes: result.Nodes, owner: r.nodeOwner(snap.Nodes),
 	})
 
 	// The node insights are handed to the publisher first: a node's insight
@@ -186,15 +197,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		markSuccess(float64(r.Clock.Now().UnixNano()) / 1e9)
 	}
 	return reconcile.Result{RequeueAfter: p.requeueAfter}, nil
-}
-
-// nodeOwners are the owner references of the Nodes that exist, by name.
-func nodeOwners(nodes []corev1.Node) map[string]metav1.OwnerReference {
-	out := make(map[string]metav1.OwnerReference, len(nodes))
-	for i := range nodes {
-		out[nodes[i].Name] = metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: nodes[i].Name, UID: nodes[i].UID}
-	}
-	return out
 }
 
 // ensureUpgradeStatus returns the UpgradeStatus singleton, creating it first
@@ -233,13 +235,4 @@ func (r *Reconciler) publishStatus(ctx context.Context, us *updatev1alpha1.Upgra
 	r.written.Wrote(us.ResourceVersion, &written)
 	writes.WithLabelValues("upgradestatus").Inc()
 	return nil
-}
-
-// nodeStates are the published node insights as the plan reads them.
-func (p publishedState) nodeStates() map[string]publishedNode {
-	out := make(map[string]publishedNode, len(p.nodes))
-	for name, npi := range p.nodes {
-		out[name] = publishedNode{labels: npi.Labels, status: npi.Status}
-	}
-	return out
 }

@@ -216,10 +216,10 @@ func TestTrimmedNodesAssessTheSame(t *testing.T) {
 func assertSameAssessment(t *testing.T, full assess.Snapshot) {
 	t.Helper()
 	trimmed := full
-	trimmed.Nodes = make([]corev1.Node, len(full.Nodes))
+	trimmed.Nodes = make([]*corev1.Node, len(full.Nodes))
 	for i := range full.Nodes {
 		n, _ := trimNode(full.Nodes[i].DeepCopy())
-		trimmed.Nodes[i] = *n.(*corev1.Node)
+		trimmed.Nodes[i] = n.(*corev1.Node)
 	}
 	want, errFull := assess.Assess(full, nil)
 	got, errTrimmed := assess.Assess(trimmed, nil)

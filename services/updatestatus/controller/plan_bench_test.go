@@ -14,7 +14,7 @@ import (
 // node event on a large cluster pays.
 func BenchmarkPlanNodes5000(b *testing.B) {
 	const nodes, changed = 5000, 50
-	published := make(map[string]publishedNode, nodes)
+	published := make(map[string]*updatev1alpha1.NodeProgressInsight, nodes)
 	desired := make([]updatev1alpha1.NodeStatusInsight, 0, nodes)
 	owners := make(map[string]metav1.OwnerReference, nodes)
 	for i := range nodes {
@@ -31,7 +31,7 @@ func BenchmarkPlanNodes5000(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if w := planNodes(published, desired, owners); len(w) != changed {
+		if w := planNodes(published, desired, ownerIn(owners)); len(w) != changed {
 			b.Fatalf("%d writes, want %d", len(w), changed)
 		}
 	}

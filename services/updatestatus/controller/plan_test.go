@@ -212,14 +212,25 @@ func nodeInsight(name, pool, phase string, degraded bool) updatev1alpha1.NodeSta
 	return in
 }
 
-func pubNode(in updatev1alpha1.NodeStatusInsight) publishedNode {
-	return publishedNode{labels: updatev1alpha1.NodeInsightLabels(&in), status: in}
+func pubNode(in updatev1alpha1.NodeStatusInsight) *updatev1alpha1.NodeProgressInsight {
+	return &updatev1alpha1.NodeProgressInsight{
+		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: updatev1alpha1.NodeInsightLabels(&in)},
+		Status:     in,
+	}
+}
+
+// ownerIn looks owners up in a map, as the reconciler does in its cache.
+func ownerIn(owners map[string]metav1.OwnerReference) func(string) (metav1.OwnerReference, bool) {
+	return func(node string) (metav1.OwnerReference, bool) {
+		o, ok := owners[node]
+		return o, ok
+	}
 }
 
 func TestPlanNodes(t *testing.T) {
 	long := strings.Repeat("p", 70)
 	owners := map[string]metav1.OwnerReference{"a": {Name: "a"}, "b": {Name: "b"}, "c": {Name: "c"}, "d": {Name: "d"}, "e": {Name: "e"}}
-	published := map[string]publishedNode{
+	published := map[string]*updatev1alpha1.NodeProgressInsight{
 		"b":    pubNode(nodeInsight("b", "worker", "Pending", false)),
 		"c":    pubNode(nodeInsight("c", "worker", "Pending", false)),
 		"d":    pubNode(nodeInsight("d", "worker", "Pending", false)),
@@ -238,20 +249,20 @@ func TestPlanNodes(t *testing.T) {
 	}
 	// A node insight that exists but whose labels someone else changed.
 	fLabels := pubNode(nodeInsight("f", "worker", "Pending", false))
-	fLabels.labels = map[string]string{updatev1alpha1.LabelPool: "worker", updatev1alpha1.LabelPhase: "Completed",
+	fLabels.Labels = map[string]string{updatev1alpha1.LabelPool: "worker", updatev1alpha1.LabelPhase: "Completed",
 		updatev1alpha1.LabelDegraded: "false", "team": "blue"}
 	published["f"] = fLabels
 	owners["f"] = metav1.OwnerReference{Name: "f"}
 	desired = append(desired, nodeInsight("f", "worker", "Pending", false))
 	// Labels others set are not the controller's to compare.
 	gTeam := pubNode(nodeInsight("g", "worker", "Pending", false))
-	gTeam.labels["team"] = "green"
+	gTeam.Labels["team"] = "green"
 	published["g"] = gTeam
 	owners["g"] = metav1.OwnerReference{Name: "g"}
 	desired = append(desired, nodeInsight("g", "worker", "Pending", false))
 
 	ws := map[string]nodeWrite{}
-	for _, w := range planNodes(published, desired, owners) {
+	for _, w := range planNodes(published, desired, ownerIn(owners)) {
 		ws[w.name] = w
 	}
 	if len(ws) != 6 {

@@ -232,7 +232,7 @@ func randomSnapshot(rng *rand.Rand, nodeNames []string) assess.Snapshot {
 		if rng.IntN(3) == 0 {
 			continue
 		}
-		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": fmt.Sprint(rng.IntN(5))},
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pool": fmt.Sprint(rng.IntN(5))},
 			Annotations: map[string]string{
 				"machineconfiguration.openshift.io/currentConfig":    pick(rng, append(mcNames, "", "missing")...),
 				"machineconfiguration.openshift.io/desiredConfig":    pick(rng, append(mcNames, "", "missing")...),

@@ -128,7 +128,7 @@ func Load(cvPath string) (*Loaded, error) {
 	if s.MachineConfigs, err = readValues[*mcfgv1.MachineConfig](files.MachineConfigs, "MachineConfig"); err != nil {
 		return nil, err
 	}
-	if s.Nodes, err = readValues[*corev1.Node](files.Nodes, "Node"); err != nil {
+	if s.Nodes, err = readObjects[*corev1.Node](files.Nodes, "Node", true); err != nil {
 		return nil, err
 	}
 
