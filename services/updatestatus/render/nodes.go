@@ -36,45 +36,29 @@ type nodeRow struct {
 	name, assessment, phase, version, est, message string
 	// available: the node counts as Available in the omitted-nodes line.
 	available bool
-	// index is the node's in the insights the row was made from.
-	index int
 }
 
 // nodeRows turns node insights into rows, sorted as oc sorts them.
-func nodeRows(nodes []updatev1alpha1.NodeStatusInsight) []nodeRow {
-	rows := make([]nodeRow, 0, len(nodes))
+func nodeRows(nodes []*updatev1alpha1.NodeStatusInsight) []nodeRow {
+	keys := make([]nodeKey, len(nodes))
 	for i, n := range nodes {
-		r := toRow(n)
-		r.index = i
-		rows = append(rows, r)
+		keys[i] = keyOf(classify(n), i)
 	}
 	// The key is total (names are unique), so any sort gives oc's order;
-	// sorting indexes avoids moving the rows, which dominated at 5,000 nodes.
-	keys := make([]nodeKey, len(rows))
-	for i, nr := range rows {
-		keys[i] = nodeKey{assessmentRank[nr.assessment], phaseRank[nr.phase], nr.name, i}
-	}
-	slices.SortFunc(keys, func(a, b nodeKey) int {
-		if c := cmp.Compare(a.assessment, b.assessment); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.phase, b.phase); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	sorted := make([]nodeRow, len(rows))
+	// sorting keys avoids moving the rows, which dominated at 5,000 nodes.
+	slices.SortFunc(keys, compareKeys)
+	sorted := make([]nodeRow, len(keys))
 	for i, k := range keys {
-		sorted[i] = rows[k.index]
+		sorted[i] = toRow(nodes[k.index])
 	}
 	return sorted
 }
 
-func toRow(n updatev1alpha1.NodeStatusInsight) nodeRow {
-	r := nodeRow{name: n.Name, version: n.Version, est: "?", available: true}
-	if r.version == "" {
-		r.version = "?"
-	}
+// classify is a node's row without what only its display needs (version,
+// estimate, message): enough to sort it, to decide whether a table shows
+// it, and to count it among the omitted.
+func classify(n *updatev1alpha1.NodeStatusInsight) nodeRow {
+	r := nodeRow{name: n.Name, available: true}
 	phase := updatev1alpha1.ReasonNodePending
 	if c := findCondition(n.Conditions, updatev1alpha1.ConditionUpdating); c != nil {
 		phase = c.Reason
@@ -104,6 +88,16 @@ func toRow(n updatev1alpha1.NodeStatusInsight) nodeRow {
 	if c := findCondition(n.Conditions, updatev1alpha1.ConditionDegraded); c != nil && c.Status == metav1.ConditionTrue {
 		r.assessment = assessDegraded
 	}
+	return r
+}
+
+// toRow is the node's whole row, as displayed.
+func toRow(n *updatev1alpha1.NodeStatusInsight) nodeRow {
+	r := classify(n)
+	r.version, r.est = n.Version, "?"
+	if r.version == "" {
+		r.version = "?"
+	}
 	if e := n.EstimatedToComplete; e != nil {
 		if e.Duration == 0 {
 			r.est = "-"
@@ -119,10 +113,29 @@ func toRow(n updatev1alpha1.NodeStatusInsight) nodeRow {
 	return r
 }
 
+// nodeKey is what oc sorts node rows by: problems first, then work in
+// progress, then what is done; by name within each.
 type nodeKey struct {
 	assessment, phase int
 	name              string
-	index             int
+	// index is the node's in the insights the row was made from.
+	index int
+	// problem rows are shown whatever their place (rowShown).
+	problem bool
+}
+
+func keyOf(nr nodeRow, index int) nodeKey {
+	return nodeKey{assessmentRank[nr.assessment], phaseRank[nr.phase], nr.name, index, isProblem(nr)}
+}
+
+func compareKeys(a, b nodeKey) int {
+	if c := cmp.Compare(a.assessment, b.assessment); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.phase, b.phase); c != 0 {
+		return c
+	}
+	return strings.Compare(a.name, b.name)
 }
 
 // nodeTable prints the rows; without --details=nodes only the first ten and
@@ -150,12 +163,18 @@ func (r *renderer) nodeTable(rows []nodeRow, omitted omittedCounts) {
 // rowShown says whether a table without --details=nodes shows the row at
 // index i of the sorted rows: the first ten, and every problem row.
 func rowShown(i int, nr nodeRow) bool {
-	return i < maxNodeRows || nr.assessment == assessDegraded || nr.assessment == assessUnavailable
+	return i < maxNodeRows || isProblem(nr)
+}
+
+// isProblem: a degraded or unavailable node. These rank first.
+func isProblem(nr nodeRow) bool {
+	return nr.assessment == assessDegraded || nr.assessment == assessUnavailable
 }
 
 // poolNodes groups the nodes not of the control plane by pool name, in
-// their order in nodes: a worker pool's node table lists its group.
-func poolNodes(nodes []updatev1alpha1.NodeStatusInsight) map[string][]updatev1alpha1.NodeStatusInsight {
+// their order in nodes: a worker pool's node table lists its group. The
+// groups point into nodes.
+func poolNodes(nodes []updatev1alpha1.NodeStatusInsight) map[string][]*updatev1alpha1.NodeStatusInsight {
 	// Sized first: the controller groups every node on every recomputation,
 	// and growing the groups by appends allocated and copied about twice
 	// what they hold.
@@ -165,13 +184,13 @@ func poolNodes(nodes []updatev1alpha1.NodeStatusInsight) map[string][]updatev1al
 			sizes[nodes[i].PoolResource.Name]++
 		}
 	}
-	byPool := make(map[string][]updatev1alpha1.NodeStatusInsight, len(sizes))
+	byPool := make(map[string][]*updatev1alpha1.NodeStatusInsight, len(sizes))
 	for pool, n := range sizes {
-		byPool[pool] = make([]updatev1alpha1.NodeStatusInsight, 0, n)
+		byPool[pool] = make([]*updatev1alpha1.NodeStatusInsight, 0, n)
 	}
 	for i := range nodes {
 		if n := &nodes[i]; n.ScopeType != updatev1alpha1.ScopeTypeControlPlane {
-			byPool[n.PoolResource.Name] = append(byPool[n.PoolResource.Name], *n)
+			byPool[n.PoolResource.Name] = append(byPool[n.PoolResource.Name], n)
 		}
 	}
 	return byPool

@@ -1,6 +1,10 @@
 package render
 
-import updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+import (
+	"slices"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+)
 
 // Reported are the node tables that a report of status and nodes without
 // --details=nodes prints: for the control plane and each worker pool, the
@@ -45,15 +49,11 @@ type reportBudget struct {
 
 // table is the published table of nodes, charged to b; false when b runs
 // out.
-func (b *reportBudget) table(nodes []updatev1alpha1.NodeStatusInsight) (updatev1alpha1.NodeTable, bool) {
+func (b *reportBudget) table(nodes []*updatev1alpha1.NodeStatusInsight) (updatev1alpha1.NodeTable, bool) {
 	var t updatev1alpha1.NodeTable
-	var omitted omittedCounts
-	for i, nr := range nodeRows(nodes) {
-		if !rowShown(i, nr) {
-			omitted.add(nr)
-			continue
-		}
-		n := nodes[nr.index]
+	shown, omitted := shownRows(nodes)
+	for _, i := range shown {
+		n := nodes[i]
 		b.nodes--
 		b.messageBytes -= len(n.Message)
 		if b.nodes < 0 || b.messageBytes < 0 {
@@ -65,10 +65,48 @@ func (b *reportBudget) table(nodes []updatev1alpha1.NodeStatusInsight) (updatev1
 	return t, true
 }
 
+// shownRows are the indexes in nodes of the rows a table without
+// --details=nodes shows, in oc's order, and the counts of the rows it
+// leaves out: what nodeRows and rowShown give, without sorting or
+// formatting every row (the controller does this for every node on every
+// recomputation). Problem rows sort first and are all shown, so the table
+// shows the problems, then the first of the other rows up to ten in all.
+func shownRows(nodes []*updatev1alpha1.NodeStatusInsight) ([]int, omittedCounts) {
+	var problems []nodeKey
+	first := make([]nodeKey, 0, maxNodeRows+1) // the first other rows, sorted
+	for i, n := range nodes {
+		k := keyOf(classify(n), i)
+		if k.problem {
+			problems = append(problems, k)
+			continue
+		}
+		if at, _ := slices.BinarySearchFunc(first, k, compareKeys); at < maxNodeRows {
+			first = slices.Insert(first, at, k)
+			if len(first) > maxNodeRows {
+				first = first[:maxNodeRows]
+			}
+		}
+	}
+	slices.SortFunc(problems, compareKeys)
+	shown := make([]int, 0, max(len(problems), maxNodeRows))
+	isShown := make([]bool, len(nodes))
+	for _, k := range append(problems, first[:min(len(first), max(0, maxNodeRows-len(problems)))]...) {
+		shown = append(shown, k.index)
+		isShown[k.index] = true
+	}
+	var omitted omittedCounts
+	for i, n := range nodes {
+		if !isShown[i] {
+			omitted.add(classify(n))
+		}
+	}
+	return shown, omitted
+}
+
 // listed is n as a published table lists it: the report reads its
 // conditions' types, statuses and reasons only, so their messages (up to
 // 32 KiB each) are left out.
-func listed(n updatev1alpha1.NodeStatusInsight) updatev1alpha1.NodeStatusInsight {
+func listed(n *updatev1alpha1.NodeStatusInsight) updatev1alpha1.NodeStatusInsight {
 	out := *n.DeepCopy()
 	for i := range out.Conditions {
 		out.Conditions[i].Message = ""
@@ -78,11 +116,11 @@ func listed(n updatev1alpha1.NodeStatusInsight) updatev1alpha1.NodeStatusInsight
 
 // controlPlaneNodes are the nodes of the control-plane table, in their order
 // in nodes.
-func controlPlaneNodes(nodes []updatev1alpha1.NodeStatusInsight) []updatev1alpha1.NodeStatusInsight {
-	var out []updatev1alpha1.NodeStatusInsight
-	for _, n := range nodes {
-		if n.ScopeType == updatev1alpha1.ScopeTypeControlPlane {
-			out = append(out, n)
+func controlPlaneNodes(nodes []updatev1alpha1.NodeStatusInsight) []*updatev1alpha1.NodeStatusInsight {
+	var out []*updatev1alpha1.NodeStatusInsight
+	for i := range nodes {
+		if nodes[i].ScopeType == updatev1alpha1.ScopeTypeControlPlane {
+			out = append(out, &nodes[i])
 		}
 	}
 	return out
@@ -91,14 +129,22 @@ func controlPlaneNodes(nodes []updatev1alpha1.NodeStatusInsight) []updatev1alpha
 // tableSource is what a node table is printed from: nodes, and counts of
 // nodes already left out (a published table's).
 type tableSource struct {
-	nodes   []updatev1alpha1.NodeStatusInsight
+	nodes   []*updatev1alpha1.NodeStatusInsight
 	omitted omittedCounts
+}
+
+// fromTable is the source of a published table.
+func fromTable(t updatev1alpha1.NodeTable) tableSource {
+	nodes := make([]*updatev1alpha1.NodeStatusInsight, len(t.Nodes))
+	for i := range t.Nodes {
+		nodes[i] = &t.Nodes[i]
+	}
+	return tableSource{nodes, omittedFrom(t.Omitted)}
 }
 
 func (r *renderer) controlPlaneTable() tableSource {
 	if r.in.FromReported {
-		t := r.in.Status.ReportedNodes.ControlPlane
-		return tableSource{t.Nodes, omittedFrom(t.Omitted)}
+		return fromTable(r.in.Status.ReportedNodes.ControlPlane)
 	}
 	return tableSource{nodes: controlPlaneNodes(r.in.Nodes)}
 }
@@ -108,7 +154,7 @@ func (r *renderer) poolTables() map[string]tableSource {
 	out := map[string]tableSource{}
 	if r.in.FromReported {
 		for _, t := range r.in.Status.ReportedNodes.WorkerPools {
-			out[t.Name] = tableSource{t.Nodes, omittedFrom(t.Omitted)}
+			out[t.Name] = fromTable(t.NodeTable)
 		}
 		return out
 	}

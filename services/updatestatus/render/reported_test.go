@@ -3,9 +3,13 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	u "github.com/upshift-io/upshift/api/update/v1alpha1"
 )
@@ -76,6 +80,49 @@ func TestReportedLeavesConditionMessagesOut(t *testing.T) {
 	for _, c := range first.Conditions {
 		if c.Message != "" || c.Reason == "" || c.Status == "" {
 			t.Errorf("listed condition %+v: want its type, status and reason without a message", c)
+		}
+	}
+}
+
+// shownRows picks what a table shows without sorting every row; it must
+// pick exactly the rows nodeRows and rowShown give, in their order, and
+// count the others as the table's omitted line does. Problem rates from
+// none to all, so that problems fill anywhere from none to all of the
+// first ten rows.
+func TestShownRowsAreTheTableRows(t *testing.T) {
+	phases := []string{"Draining", "Updating", "Rebooting", "Paused", "Pending", "Completed", "Unknown"}
+	for seed := uint64(0); seed < 500; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		problemRate := rng.IntN(5) // in quarters
+		nodes := make([]*u.NodeStatusInsight, rng.IntN(40))
+		for i := range nodes {
+			var extra []metav1.Condition
+			if rng.IntN(4) < problemRate {
+				kind := []string{"Degraded", "Available"}[rng.IntN(2)]
+				status := map[string]metav1.ConditionStatus{"Degraded": "True", "Available": "False"}[kind]
+				extra = append(extra, cond(kind, status, "R", "", time.Minute))
+			}
+			// Names in random order, some sharing a prefix.
+			n := nodeInsight(fmt.Sprintf("w-%02d", rng.IntN(100))+strings.Repeat("x", i), "worker", phases[rng.IntN(len(phases))], "4.14.1", nil, extra...)
+			nodes[i] = &n
+		}
+
+		shown, omitted := shownRows(nodes)
+		var want []string
+		var wantOmitted omittedCounts
+		for i, nr := range nodeRows(nodes) {
+			if rowShown(i, nr) {
+				want = append(want, nr.name)
+			} else {
+				wantOmitted.add(nr)
+			}
+		}
+		got := make([]string, 0, len(shown))
+		for _, i := range shown {
+			got = append(got, nodes[i].Name)
+		}
+		if !slices.Equal(got, want) || omitted != wantOmitted {
+			t.Fatalf("seed %d: shown %v, omitted %+v; the table shows %v, omits %+v", seed, got, omitted, want, wantOmitted)
 		}
 	}
 }
