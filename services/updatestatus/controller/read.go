@@ -48,7 +48,8 @@ func (r *Reconciler) published(ctx context.Context) (publishedState, error) {
 	case !apierrors.IsNotFound(err):
 		return p, fmt.Errorf("reading UpgradeStatus: %w", err)
 	}
-	npis, err := r.insightItems(ctx)
+	npiList := &updatev1alpha1.NodeProgressInsightList{}
+	npis, err := cachedItems(ctx, r.insightStore, r.Client, npiList, func() []updatev1alpha1.NodeProgressInsight { return npiList.Items })
 	if err != nil {
 		return p, err
 	}
@@ -80,8 +81,9 @@ func (r *Reconciler) snapshot(ctx context.Context) (assess.Snapshot, error) {
 		}
 	}
 	s.ClusterOperators, s.MachineConfigPools = cos.Items, pools.Items
+	nodes := &corev1.NodeList{}
 	var err error
-	if s.Nodes, err = r.nodes(ctx); err != nil {
+	if s.Nodes, err = cachedItems(ctx, r.nodeStore, r.Client, nodes, func() []corev1.Node { return nodes.Items }); err != nil {
 		return s, err
 	}
 	var known bool
@@ -127,29 +129,18 @@ func storeItems[T any](s toolscache.Store) []T {
 	return out
 }
 
-// A Reconciler not set up with a manager (a test driving Reconcile directly)
-// has no stores: it lists Nodes and insights through its Client.
-
-func (r *Reconciler) nodes(ctx context.Context) ([]*corev1.Node, error) {
-	if r.nodeStore != nil {
-		return storeItems[*corev1.Node](r.nodeStore), nil
+// cachedItems are the objects of one kind, from its informer's store. A
+// Reconciler not set up with a manager (a test driving Reconcile directly)
+// has no stores: it lists them into list through its client, and items
+// returns the list's items.
+func cachedItems[T any](ctx context.Context, store toolscache.Store, c client.Reader, list client.ObjectList, items func() []T) ([]*T, error) {
+	if store != nil {
+		return storeItems[*T](store), nil
 	}
-	l := &corev1.NodeList{}
-	if err := r.Client.List(ctx, l, readOnly); err != nil {
-		return nil, fmt.Errorf("listing Nodes: %w", err)
+	if err := c.List(ctx, list, readOnly); err != nil {
+		return nil, fmt.Errorf("listing %T: %w", list, err)
 	}
-	return pointersTo(l.Items), nil
-}
-
-func (r *Reconciler) insightItems(ctx context.Context) ([]*updatev1alpha1.NodeProgressInsight, error) {
-	if r.insightStore != nil {
-		return storeItems[*updatev1alpha1.NodeProgressInsight](r.insightStore), nil
-	}
-	l := &updatev1alpha1.NodeProgressInsightList{}
-	if err := r.Client.List(ctx, l, readOnly); err != nil {
-		return nil, fmt.Errorf("listing NodeProgressInsights: %w", err)
-	}
-	return pointersTo(l.Items), nil
+	return pointersTo(items()), nil
 }
 
 func pointersTo[T any](items []T) []*T {
