@@ -58,8 +58,13 @@ type Reconciler struct {
 	// process last wrote it while the cache lags behind that write;
 	// otherwise it would write again and repeat its Events.
 	written ownwrite.Writes[*updatev1alpha1.UpgradeStatus]
-	// insights writes the NodeProgressInsights (publisher.go).
+	// insights writes the NodeProgressInsights (publisher.go), status the
+	// UpgradeStatus's status (statuspublisher.go).
 	insights *insightPublisher
+	status   *statusPublisher
+	// pace spaces the recomputations (pace.go); nil when driven without a
+	// manager.
+	pace *pacer
 	// nodeStore and insightStore are the informer stores of Nodes and
 	// NodeProgressInsights (read.go).
 	nodeStore, insightStore toolscache.Store
@@ -84,6 +89,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r.insights); err != nil {
 		return err
 	}
+	r.status = newStatusPublisher(r.Client, r.Recorder, &r.written)
+	if err := mgr.Add(r.status); err != nil {
+		return err
+	}
+	// Wall time, whatever clock the assessment uses: it paces real work.
+	r.pace = &pacer{clock: clock.RealClock{}}
 	toCluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{clusterRequest}
 	})
@@ -140,6 +151,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile recomputes the whole insight set and publishes what changed.
 // decide (plan.go) says what to write; this only reads and writes.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if r.pace != nil {
+		if !r.pace.begin(ctx) {
+			return reconcile.Result{}, nil // shutting down
+		}
+		defer r.pace.end()
+	}
 	start := time.Now() // the metric is wall time, whatever clock the assessment uses
 	defer func() { reconcileDuration.Observe(time.Since(start).Seconds()) }()
 	logger := log.FromContext(ctx)
@@ -148,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	published.status = r.written.Newest(clusterRequest.NamespacedName, published.status)
+	published.status = r.planFrom(published.status)
 	cached := published.nodes
 	published.nodes = r.insights.view(cached)
 	snap, err := r.snapshot(ctx)
@@ -172,18 +189,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		publishedNodes: published.nodes, desiredNodes: result.Nodes, owner: r.nodeOwner(snap.Nodes),
 	})
 
-	// The node insights are handed to the publisher first: a node's insight
-	// should not wait a round trip for the cluster's. The Events follow the
-	// status write alone, so a failed node write cannot lose them.
+	// The node insights and the status are handed to their publishers: the
+	// next recomputation does not wait for their round trips. The Events
+	// follow the status write alone, so a failed node write cannot lose
+	// them.
 	if err := r.insights.handOver(p.nodes, cached); err != nil {
 		return reconcile.Result{}, err
 	}
 	if p.status != nil {
-		if err := r.publishStatus(ctx, us, p.status); err != nil {
+		if err := r.publishStatus(ctx, newStatusWrite(us, p.status, p.events)); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	emitEvents(r.Recorder, us, p.events)
 	if assessErr != nil {
 		return reconcile.Result{}, nil
 	}
@@ -191,9 +208,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.publishPrototype(ctx, result.Status.ControlPlane); err != nil {
 		return reconcile.Result{}, err
 	}
-	// A node whose insight cannot be written keeps the last success where it
-	// was: the status is not all published.
-	if r.insights.failures() == 0 {
+	// A node insight or a status that cannot be written keeps the last
+	// success where it was: the status is not all published.
+	if r.insights.failures() == 0 && (r.status == nil || !r.status.failed()) {
 		markSuccess(float64(r.Clock.Now().UnixNano()) / 1e9)
 	}
 	return reconcile.Result{RequeueAfter: p.requeueAfter}, nil
@@ -216,23 +233,29 @@ func (r *Reconciler) ensureUpgradeStatus(ctx context.Context, existing *updatev1
 	return us, nil
 }
 
-// publishStatus applies the status decided for the UpgradeStatus.
-func (r *Reconciler) publishStatus(ctx context.Context, us *updatev1alpha1.UpgradeStatus, desired *updatev1alpha1.UpgradeStatusStatus) error {
-	obj := &updatev1alpha1.UpgradeStatus{
-		TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "UpgradeStatus"},
-		ObjectMeta: metav1.ObjectMeta{Name: us.Name},
-		Status:     *desired,
+// planFrom is the UpgradeStatus to plan from, given the cached one: see
+// statusPublisher.newest.
+func (r *Reconciler) planFrom(cached *updatev1alpha1.UpgradeStatus) *updatev1alpha1.UpgradeStatus {
+	if r.status == nil {
+		return r.written.Newest(clusterRequest.NamespacedName, cached)
 	}
-	rv, err := applyStatus(ctx, r.Client, obj)
+	return r.status.newest(cached)
+}
+
+// publishStatus hands w to the status publisher; a reconciler not set up
+// with a manager (a test driving Reconcile directly) writes it here and
+// records its Events.
+func (r *Reconciler) publishStatus(ctx context.Context, w *statusWrite) error {
+	if r.status != nil {
+		r.status.handOver(w)
+		return nil
+	}
+	rv, err := applyUpgradeStatus(ctx, r.Client, w.obj)
 	if err != nil {
 		r.written.Forget(clusterRequest.NamespacedName) // the outcome is unknown: trust the cache again
-		return fmt.Errorf("publishing UpgradeStatus status: %w", err)
+		return err
 	}
-	// Wrote keeps its own deep copy: a shallow one of us is enough here.
-	written := *us
-	written.Status = *desired
-	written.ResourceVersion = rv
-	r.written.Wrote(us.ResourceVersion, &written)
-	writes.WithLabelValues("upgradestatus").Inc()
+	wroteStatus(&r.written, w.obj, rv)
+	emitEvents(r.Recorder, w.obj, w.events)
 	return nil
 }

@@ -69,12 +69,29 @@ func reconciles() float64 {
 	return total
 }
 
-// insightWriteErrors reads the controller's count of failed node insight
-// writes.
-func insightWriteErrors() float64 {
-	all, err := metricstest.Series(metrics.Registry, "upshift_update_status_write_errors_total")
-	Expect(err).NotTo(HaveOccurred())
-	return all["kind=nodeprogressinsight"]
+// writeErrors reads the controller's count of failed writes of a kind
+// (nodeprogressinsight, upgradestatus).
+func writeErrors(kind string) func() float64 {
+	return func() float64 {
+		all, err := metricstest.Series(metrics.Registry, "upshift_update_status_write_errors_total")
+		Expect(err).NotTo(HaveOccurred())
+		return all["kind="+kind]
+	}
+}
+
+// eventsWithReason lists the Events of a reason.
+func eventsWithReason(ctx context.Context, reason string) func(Gomega) []eventsv1.Event {
+	return func(g Gomega) []eventsv1.Event {
+		evs := &eventsv1.EventList{}
+		g.Expect(env.Client.List(ctx, evs)).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range evs.Items {
+			if e.Reason == reason {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
 }
 
 func upgradeStatus(ctx context.Context) func(Gomega) *updatev1alpha1.UpgradeStatus {
@@ -115,9 +132,30 @@ func resourceVersions(ctx context.Context) map[string]string {
 	return rvs
 }
 
-// settle waits for at least one more reconcile to finish after a change.
-func settle(before float64) {
-	Eventually(reconciles).WithTimeout(10 * time.Second).Should(BeNumerically(">", before))
+// pendingWrites reads the controller's count of objects of the kinds given
+// (nodeprogressinsight, upgradestatus) with a write handed over and not done
+// yet.
+func pendingWrites(kinds ...string) float64 {
+	all, err := metricstest.Series(metrics.Registry, "upshift_update_status_pending_writes")
+	Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, kind := range kinds {
+		total += all["kind="+kind]
+	}
+	return total
+}
+
+// settle waits for at least one more reconcile to finish after a change and
+// for the writes of the kinds given (default: all) it handed over to be
+// done, so that what it wrote, if anything, is on the API server.
+func settle(before float64, kinds ...string) {
+	if len(kinds) == 0 {
+		kinds = []string{"nodeprogressinsight", "upgradestatus"}
+	}
+	Eventually(func(g Gomega) {
+		g.Expect(reconciles()).To(BeNumerically(">", before))
+		g.Expect(pendingWrites(kinds...)).To(BeZero())
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
 
 var _ = Describe("the update-status controller", Ordered, func() {
@@ -243,28 +281,18 @@ var _ = Describe("the update-status controller", Ordered, func() {
 
 	It("records a transition's Event exactly once even when a node insight write fails", func(ctx SpecContext) {
 		// The apiserver refuses every write to worker-1's insight.
-		refuse := refuseInsightWrites(ctx, "worker-1")
-		errorsBefore := insightWriteErrors()
+		refuse := refuseWrites(ctx, "nodeprogressinsights", "worker-1")
+		errorsBefore := writeErrors("nodeprogressinsight")()
 		annotateNode(ctx, env.Client, "worker-1", map[string]string{annoCurrent: "rendered-worker-new", annoDesired: "rendered-worker-new", annoState: "Done"})
 		Eventually(func(g Gomega) {
 			g.Expect(upgradeStatus(ctx)(g).Status.WorkerPools).To(ConsistOf(HaveField("Pool.Assessment", updatev1alpha1.PoolCompleted)))
 		}).WithTimeout(20 * time.Second).Should(Succeed())
-		poolCompleted := func(g Gomega) []eventsv1.Event {
-			evs := &eventsv1.EventList{}
-			g.Expect(env.Client.List(ctx, evs)).To(Succeed())
-			var out []eventsv1.Event
-			for _, e := range evs.Items {
-				if e.Reason == "WorkerPoolCompleted" {
-					out = append(out, e)
-				}
-			}
-			return out
-		}
+		poolCompleted := eventsWithReason(ctx, "WorkerPoolCompleted")
 		Eventually(poolCompleted).WithTimeout(10 * time.Second).Should(HaveLen(1))
 		npi := &updatev1alpha1.NodeProgressInsight{}
 		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-1"}, npi)).To(Succeed())
 		Expect(npi.Labels[updatev1alpha1.LabelPhase]).To(Equal("Pending"), "the refused write went through")
-		Eventually(insightWriteErrors).WithTimeout(10 * time.Second).Should(BeNumerically(">", errorsBefore))
+		Eventually(writeErrors("nodeprogressinsight")).WithTimeout(10 * time.Second).Should(BeNumerically(">", errorsBefore))
 
 		// Once writes are allowed again the insight catches up, and the
 		// retries did not repeat the Event.
@@ -318,7 +346,7 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		Consistently(func(g Gomega) metav1.Time {
 			count := reconciles()
 			touchNode(ctx, "worker-1")
-			settle(count)
+			settle(count, "upgradestatus") // worker-0's insight write is held
 			return since(g)
 		}).WithTimeout(2500 * time.Millisecond).WithPolling(250 * time.Millisecond).Should(Equal(cordoned))
 		Expect(insightWrites.count("worker-0")).To(Equal(before+1), "the held write alone")
@@ -367,25 +395,38 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		))
 	})
 
-	It("reports the end of the control-plane update, with an Event", func(ctx SpecContext) {
-		setClusterOperator(ctx, env.Client, "kube-apiserver", toVersion, time.Now())
-		completeClusterVersion(ctx, env.Client, time.Now())
-		Eventually(func(g Gomega) {
+	It("reports the end of the control-plane update, with its Event once the status write goes through", func(ctx SpecContext) {
+		// The apiserver refuses the status writes while the control plane
+		// completes: the Event must wait for a write that shows it, and the
+		// retries must not repeat it.
+		refuse := refuseWrites(ctx, "upgradestatuses/status", updatev1alpha1.UpgradeStatusName)
+		errorsBefore := writeErrors("upgradestatus")()
+		cpCompleted := eventsWithReason(ctx, "ControlPlaneUpdateCompleted")
+		completed := func(g Gomega) {
 			cp := upgradeStatus(ctx)(g).Status.ControlPlane
 			g.Expect(meta.IsStatusConditionFalse(cp.Conditions, updatev1alpha1.ConditionUpdating)).To(BeTrue())
 			g.Expect(cp.ClusterVersion.Assessment).To(Equal(updatev1alpha1.ControlPlaneAssessmentCompleted))
 			g.Expect(cp.ClusterVersion.Completion).To(BeEquivalentTo(100))
 			g.Expect(cp.ClusterVersion.CompletedAt).NotTo(BeNil())
-		}).WithTimeout(20 * time.Second).Should(Succeed())
-		Eventually(func(g Gomega) []eventsv1.Event {
-			evs := &eventsv1.EventList{}
-			g.Expect(env.Client.List(ctx, evs)).To(Succeed())
-			return evs.Items
-		}).WithTimeout(10 * time.Second).Should(ContainElement(And(
-			HaveField("Reason", "ControlPlaneUpdateCompleted"),
+		}
+		setClusterOperator(ctx, env.Client, "kube-apiserver", toVersion, time.Now())
+		completeClusterVersion(ctx, env.Client, time.Now())
+		Eventually(writeErrors("upgradestatus")).WithTimeout(10 * time.Second).Should(BeNumerically(">", errorsBefore))
+		// Another recomputation while the write is refused plans from the
+		// refused status: no second Event is queued for the same transition.
+		count := reconciles()
+		touchNode(ctx, "worker-0")
+		Eventually(reconciles).WithTimeout(10 * time.Second).Should(BeNumerically(">", count))
+		Expect(cpCompleted(Default)).To(BeEmpty(), "an Event before its status was written")
+		Expect(InterceptGomegaFailure(func() { completed(Default) })).To(HaveOccurred(), "the refused write went through")
+
+		refuse()
+		Eventually(completed).WithTimeout(45 * time.Second).Should(Succeed())
+		Eventually(cpCompleted).WithTimeout(10 * time.Second).Should(ConsistOf(And(
 			HaveField("Regarding.Kind", "UpgradeStatus"),
 			HaveField("Note", ContainSubstring("from "+fromVersion+" to "+toVersion)),
 		)))
+		Consistently(cpCompleted).WithTimeout(3 * time.Second).Should(ConsistOf(HaveField("Series", BeNil())))
 	})
 
 	It("publishes nothing new after a restart when nothing changed", func(ctx SpecContext) {

@@ -9,11 +9,13 @@
 // the UpgradeStatus status to write and the Events of that transition, the
 // NodeProgressInsights to create, relabel, update or delete, and when to
 // recompute next. The reconciler executes the plan: it hands the node
-// writes to a background publisher (publisher.go) and does not wait for
-// them, then writes the status and emits its Events after that write alone,
-// so a failed node write cannot lose an Event. Published objects (with the
-// node writes handed over and not yet in the cache) are passed back to the
-// assessment, so insight identities and transition times survive restarts.
+// writes and the status to background publishers (publisher.go,
+// statuspublisher.go) and does not wait for them; the status publisher
+// records the Events once a write that includes them succeeds, so a failed
+// write cannot lose an Event. Published objects (with the writes handed
+// over and not yet in the cache) are passed back to the assessment, so
+// insight identities and transition times survive restarts. Recomputations
+// are paced (pace.go) so that they take at most about half of the time.
 //
 // Nothing is polled. The assessment says when its result would next change
 // with the same objects (an operator degraded long enough to report, an

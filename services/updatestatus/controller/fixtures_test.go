@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -175,13 +176,13 @@ func touchNode(ctx context.Context, name string) {
 	Expect(env.Client.Patch(ctx, node, patch)).To(Succeed())
 }
 
-// refuseInsightWrites makes the apiserver refuse every write to the named
-// NodeProgressInsight (object and status) with a ValidatingAdmissionPolicy,
-// and returns a function that lifts the refusal. It returns once the
-// apiserver enforces the policy.
-func refuseInsightWrites(ctx context.Context, name string) func() {
+// refuseWrites makes the apiserver refuse every update of the named object
+// of resource (a resource of the update group, "upgradestatuses/status" for
+// a subresource) with a ValidatingAdmissionPolicy, and returns a function
+// that lifts the refusal. It returns once the apiserver enforces the policy.
+func refuseWrites(ctx context.Context, resource, name string) func() {
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "refuse-insight-" + name},
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-" + strings.ReplaceAll(resource, "/", "-") + "-" + name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -189,12 +190,12 @@ func refuseInsightWrites(ctx context.Context, name string) func() {
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
 					Rule: admissionregistrationv1.Rule{APIGroups: []string{updatev1alpha1.GroupVersion.Group},
 						APIVersions: []string{updatev1alpha1.GroupVersion.Version},
-						Resources:   []string{"nodeprogressinsights"}},
+						Resources:   []string{resource}},
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{
 				Expression: "object.metadata.name != '" + name + "'",
-				Message:    "test: writes to this insight are refused",
+				Message:    "test: writes to this object are refused",
 			}},
 		},
 	}
@@ -206,8 +207,13 @@ func refuseInsightWrites(ctx context.Context, name string) func() {
 	Expect(env.Client.Create(ctx, policy)).To(Succeed())
 	Expect(env.Client.Create(ctx, binding)).To(Succeed())
 	probe := func() error {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"probe":"x"}}}`))
+		if resource == "upgradestatuses/status" {
+			us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			return env.Client.Status().Patch(ctx, us, patch, client.DryRunAll)
+		}
 		npi := &updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		return env.Client.Patch(ctx, npi, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"probe":"x"}}}`)), client.DryRunAll)
+		return env.Client.Patch(ctx, npi, patch, client.DryRunAll)
 	}
 	Eventually(probe).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("refused")))
 	return func() {

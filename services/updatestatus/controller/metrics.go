@@ -56,6 +56,10 @@ var (
 		Name: "upshift_update_status_write_errors_total",
 		Help: "Failed write requests to the apiserver that are retried outside a recomputation, by kind of object written.",
 	}, []string{"kind"})
+	pendingWrites = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "upshift_update_status_pending_writes",
+		Help: "Objects with a write handed over and not done yet (waiting, under way or to be retried), by kind of object written.",
+	}, []string{"kind"})
 	lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "upshift_update_status_last_success_timestamp_seconds",
 		Help: "Unix time of the last recomputation that published the status while every node insight's last write had succeeded; absent before the first.",
@@ -84,9 +88,12 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(reconcileDuration, insightCount, controlPlaneCompletion, controlPlaneAssessment,
-		updatingGauge, poolCompletion, poolNodes, poolAssessment, writes, writeErrors)
-	// Exported from the start, so that an alert on its rate has a series.
-	writeErrors.WithLabelValues("nodeprogressinsight")
+		updatingGauge, poolCompletion, poolNodes, poolAssessment, writes, writeErrors, pendingWrites)
+	// Exported from the start, so that alerts and dashboards have a series.
+	for _, kind := range []string{"nodeprogressinsight", "upgradestatus"} {
+		writeErrors.WithLabelValues(kind)
+		pendingWrites.WithLabelValues(kind)
+	}
 }
 
 // markSuccess records a recomputation that published the status while no

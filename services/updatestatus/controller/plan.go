@@ -18,13 +18,14 @@ import (
 // # Events
 //
 // Events tell how the published status moved: they are derived from the
-// published and the desired UpgradeStatus status, and emitted right after the
-// status write that makes that move succeeds, whatever the node writes,
-// which run in the background, do. A failed status write emits nothing, and the next
-// recomputation derives the same Events again from the same published
-// status; a failed node write cannot lose them. The one window left is a crash
-// between the status write and the emission, which loses that transition's
-// Events (never repeats them).
+// published and the desired UpgradeStatus status, and emitted right after a
+// status write that includes that move succeeds (statuspublisher.go),
+// whatever the node writes do. A failed status write emits nothing and keeps
+// its Events for the write that follows; a failed node write cannot lose
+// them. What is lost is what a crash interrupts: the Events of a status
+// handed over and not yet written (the next leader derives them again from
+// what is published), or of one written and not yet emitted (never
+// repeated).
 
 // plan is everything one recomputation writes.
 type plan struct {

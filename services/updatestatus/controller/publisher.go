@@ -108,6 +108,7 @@ func (p *insightPublisher) Start(ctx context.Context) error {
 	<-ctx.Done()
 	p.queue.ShutDown()
 	wg.Wait()
+	pendingWrites.WithLabelValues("nodeprogressinsight").Set(0)
 	return nil
 }
 
@@ -135,6 +136,7 @@ func (p *insightPublisher) handOver(ws []nodeWrite, cached map[string]*updatev1a
 		p.pending[w.name] = h
 		p.queue.Add(w.name)
 	}
+	pendingWrites.WithLabelValues("nodeprogressinsight").Set(float64(len(p.pending)))
 	return nil
 }
 
@@ -240,6 +242,7 @@ func (p *insightPublisher) next(ctx context.Context) bool {
 	}
 	if p.pending[name].seq == h.seq {
 		delete(p.pending, name)
+		pendingWrites.WithLabelValues("nodeprogressinsight").Set(float64(len(p.pending)))
 	}
 	return true
 }
