@@ -299,6 +299,8 @@ func run(ctx context.Context, o options) (err error) {
 		(time.Duration(recomputeSeconds / float64(max(recomputations, 1)) * float64(time.Second))).Round(time.Millisecond))
 	fmt.Printf("controller write requests:       %d during the update = %.2f per node transition\n",
 		first.writes, float64(first.writes)/float64(max(first.transitions, 1)))
+	fmt.Printf("controller failed writes:        %d during the update\n", first.writeErrors)
+	fmt.Printf("pending insight writes:          %s\n", first.pending)
 	fmt.Printf("kubectl upshift status:          %s idle, %s during the update (wall time of the built binary)\n",
 		cliIdle, first.cli)
 	if len(swept) > 0 {
@@ -361,6 +363,11 @@ type updateResult struct {
 	samples, transitions, unresolved, early int
 	writes                                  int
 	cli                                     cliTimes
+	// pending says how many insight writes were pending while the slow
+	// changes waited.
+	pending string
+	// writeErrors are the controller's failed writes during the update.
+	writeErrors int
 	// byMinute and perMinute: insight latency percentiles and counts of
 	// the changes made in each minute of the update.
 	byMinute  [][3]time.Duration
@@ -376,7 +383,16 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 	if err != nil {
 		return r, err
 	}
+	errorsBefore, err := writeErrors(metricsAt)
+	if err != nil {
+		return r, err
+	}
 	lat.reset()
+	sampler := &pendingSampler{}
+	sampling, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); sampler.run(sampling, metricsAt) }()
+	defer func() { stopSampling(); <-sampled }()
 	if err := requestUpdate(ctx, c, target); err != nil {
 		return r, err
 	}
@@ -428,6 +444,12 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 		return r, err
 	}
 	r.writes = writesAfter - writesBefore
+	errorsAfter, err := writeErrors(metricsAt)
+	if err != nil {
+		return r, err
+	}
+	r.writeErrors = errorsAfter - errorsBefore
+	r.pending = sampler.summary(lat.all(), time.Second)
 	r.p = lat.percentiles()
 	r.byMinute, r.perMinute = lat.byMinute(updateStart)
 	r.samples, r.transitions, r.unresolved, r.early = lat.count(), lat.transitions(), lat.pendingCount(), lat.earlyCount()
@@ -591,6 +613,13 @@ func (l *latencies) pendingCount() int {
 	return n
 }
 
+// all are the resolved changes.
+func (l *latencies) all() []sample {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]sample(nil), l.samples...)
+}
+
 func (l *latencies) percentiles() [3]time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -712,24 +741,38 @@ func sampleValue(line string) (float64, error) {
 // (at most two per scrape; the controller caches the answers for minutes),
 // which is noise against thousands of insight writes.
 func writeRequests(e endpoint) (int, error) {
+	return sumSeries(e, "rest_client_requests_total{", func(line string) bool {
+		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
+			if strings.Contains(line, m) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// writeErrors is the controller's count of failed writes, of every kind.
+func writeErrors(e endpoint) (int, error) {
+	return sumSeries(e, "upshift_update_status_write_errors_total{", func(string) bool { return true })
+}
+
+// sumSeries sums the samples of the lines that start with prefix and that
+// keep accepts.
+func sumSeries(e endpoint, prefix string, keep func(line string) bool) (int, error) {
 	lines, err := metrics(e)
 	if err != nil {
 		return 0, err
 	}
 	total := 0
 	for _, line := range lines {
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+		if !strings.HasPrefix(line, prefix) || !keep(line) {
 			continue
 		}
-		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
-			if strings.Contains(line, m) {
-				v, err := sampleValue(line)
-				if err != nil {
-					return 0, err
-				}
-				total += int(v)
-			}
+		v, err := sampleValue(line)
+		if err != nil {
+			return 0, err
 		}
+		total += int(v)
 	}
 	return total, nil
 }

@@ -89,7 +89,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r.insights); err != nil {
 		return err
 	}
-	r.status = newStatusPublisher(r.Client, r.Recorder, &r.written)
+	r.status = newStatusPublisher(r.Client, r.Recorder, r.Clock, &r.written)
 	if err := mgr.Add(r.status); err != nil {
 		return err
 	}
@@ -196,22 +196,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.insights.handOver(p.nodes, cached); err != nil {
 		return reconcile.Result{}, err
 	}
+	// complete: everything this recomputation found is published once its
+	// status is written. The last-success metric moves only then: a node
+	// insight or a status that cannot be written keeps it where it was.
+	complete := assessErr == nil && r.insights.failures() == 0
+	var prototypeErr error
+	if assessErr == nil {
+		observe(&result)
+		prototypeErr = r.publishPrototype(ctx, result.Status.ControlPlane)
+		complete = complete && prototypeErr == nil
+	}
 	if p.status != nil {
-		if err := r.publishStatus(ctx, newStatusWrite(us, p.status, p.events)); err != nil {
+		if err := r.publishStatus(ctx, newStatusWrite(us, p.status, p.events, complete)); err != nil {
 			return reconcile.Result{}, err
 		}
+	} else if complete && (r.status == nil || r.status.idle()) {
+		markSuccess(r.Clock.Now())
 	}
 	if assessErr != nil {
 		return reconcile.Result{}, nil
 	}
-	observe(&result)
-	if err := r.publishPrototype(ctx, result.Status.ControlPlane); err != nil {
-		return reconcile.Result{}, err
-	}
-	// A node insight or a status that cannot be written keeps the last
-	// success where it was: the status is not all published.
-	if r.insights.failures() == 0 && (r.status == nil || !r.status.failed()) {
-		markSuccess(float64(r.Clock.Now().UnixNano()) / 1e9)
+	if prototypeErr != nil {
+		return reconcile.Result{}, prototypeErr
 	}
 	return reconcile.Result{RequeueAfter: p.requeueAfter}, nil
 }
@@ -256,6 +262,9 @@ func (r *Reconciler) publishStatus(ctx context.Context, w *statusWrite) error {
 		return err
 	}
 	wroteStatus(&r.written, w.obj, rv)
+	if w.complete {
+		markSuccess(r.Clock.Now())
+	}
 	emitEvents(r.Recorder, w.obj, w.events)
 	return nil
 }

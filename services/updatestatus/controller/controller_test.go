@@ -79,6 +79,13 @@ func writeErrors(kind string) func() float64 {
 	}
 }
 
+// lastSuccess reads upshift_update_status_last_success_timestamp_seconds.
+func lastSuccess() float64 {
+	all, err := metricstest.Series(metrics.Registry, "upshift_update_status_last_success_timestamp_seconds")
+	Expect(err).NotTo(HaveOccurred())
+	return all[""]
+}
+
 // eventsWithReason lists the Events of a reason.
 func eventsWithReason(ctx context.Context, reason string) func(Gomega) []eventsv1.Event {
 	return func(g Gomega) []eventsv1.Event {
@@ -410,6 +417,9 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			g.Expect(cp.ClusterVersion.CompletedAt).NotTo(BeNil())
 		}
 		setClusterOperator(ctx, env.Client, "kube-apiserver", toVersion, time.Now())
+		// Every recomputation from here on has a status to write: the
+		// last-success metric must not move until a write goes through.
+		handedOver := float64(time.Now().UnixNano()) / 1e9
 		completeClusterVersion(ctx, env.Client, time.Now())
 		Eventually(writeErrors("upgradestatus")).WithTimeout(10 * time.Second).Should(BeNumerically(">", errorsBefore))
 		// Another recomputation while the write is refused plans from the
@@ -419,9 +429,11 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		Eventually(reconciles).WithTimeout(10 * time.Second).Should(BeNumerically(">", count))
 		Expect(cpCompleted(Default)).To(BeEmpty(), "an Event before its status was written")
 		Expect(InterceptGomegaFailure(func() { completed(Default) })).To(HaveOccurred(), "the refused write went through")
+		Expect(lastSuccess()).To(BeNumerically("<", handedOver), "a success marked while the status write was refused")
 
 		refuse()
 		Eventually(completed).WithTimeout(45 * time.Second).Should(Succeed())
+		Eventually(lastSuccess).WithTimeout(10 * time.Second).Should(BeNumerically(">", handedOver))
 		Eventually(cpCompleted).WithTimeout(10 * time.Second).Should(ConsistOf(And(
 			HaveField("Regarding.Kind", "UpgradeStatus"),
 			HaveField("Note", ContainSubstring("from "+fromVersion+" to "+toVersion)),

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -62,7 +63,7 @@ var (
 	}, []string{"kind"})
 	lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "upshift_update_status_last_success_timestamp_seconds",
-		Help: "Unix time of the last recomputation that published the status while every node insight's last write had succeeded; absent before the first.",
+		Help: "Unix time at which the status of a recomputation was last written (or found current) while every node insight's last write had succeeded; absent before the first.",
 	})
 	// lastSuccess is registered only once it has a value: a 0 would read as
 	// "last success in 1970" to an alert on its age.
@@ -96,10 +97,10 @@ func init() {
 	}
 }
 
-// markSuccess records a recomputation that published the status while no
-// node insight write was failing.
-func markSuccess(unixSeconds float64) {
-	lastSuccess.Set(unixSeconds)
+// markSuccess records, at now, that a recomputation's status was written
+// (or had nothing to write) while no node insight write was failing.
+func markSuccess(now time.Time) {
+	lastSuccess.Set(float64(now.UnixNano()) / 1e9)
 	registerLastSuccess.Do(func() { metrics.Registry.MustRegister(lastSuccess) })
 }
 

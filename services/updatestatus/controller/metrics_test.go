@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
@@ -103,8 +103,8 @@ func TestLastSuccessIsATimestampOnlyOnceThereIsOne(t *testing.T) {
 	if s := samples(t, "upshift_update_status_last_success_timestamp_seconds"); len(s) != 0 {
 		t.Fatalf("last success = %v before any success, want no series", s)
 	}
-	markSuccess(float64(metav1.Now().Unix()))
-	markSuccess(1.7e9)
+	markSuccess(time.Now())
+	markSuccess(time.Unix(1.7e9, 0))
 	if s := samples(t, "upshift_update_status_last_success_timestamp_seconds"); s[""] != 1.7e9 {
 		t.Errorf("last success = %v, want 1.7e9", s)
 	}

@@ -96,20 +96,7 @@ func (p *insightPublisher) NeedLeaderElection() bool { return true }
 // Start runs nodeWriters workers until ctx ends. Writes still pending then
 // are dropped: the next leader plans from what the API server has.
 func (p *insightPublisher) Start(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range nodeWriters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	p.queue.ShutDown()
-	wg.Wait()
-	pendingWrites.WithLabelValues("nodeprogressinsight").Set(0)
-	return nil
+	return runWorkers(ctx, p.queue, nodeWriters, "nodeprogressinsight", p.next)
 }
 
 // handOver queues ws, planned from the insights in cached (the cache as the

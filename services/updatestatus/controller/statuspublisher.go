@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -34,7 +35,7 @@ import (
 //
 // A failed write is retried with the insights' back-off unless a newer status
 // was handed over meanwhile (which then carries the failed one's Events);
-// until a write succeeds, the last-success metric stays where it was. A
+// the last-success metric moves only when a status is written. A
 // restart drops what was not written: the next leader plans from what the
 // API server has and records the Events of the transitions it sees then.
 
@@ -47,14 +48,17 @@ type statusWrite struct {
 	// was planned from, with the status. Never modified once built.
 	obj    *updatev1alpha1.UpgradeStatus
 	events []transitionEvent
+	// complete: the recomputation published everything else it found, so
+	// writing this status is a success for the last-success metric.
+	complete bool
 }
 
 // newStatusWrite is status applied to us, the UpgradeStatus it was planned
 // from.
-func newStatusWrite(us *updatev1alpha1.UpgradeStatus, status *updatev1alpha1.UpgradeStatusStatus, evs []transitionEvent) *statusWrite {
+func newStatusWrite(us *updatev1alpha1.UpgradeStatus, status *updatev1alpha1.UpgradeStatusStatus, evs []transitionEvent, complete bool) *statusWrite {
 	obj := *us // the metadata is shared, never written
 	obj.Status = *status
-	return &statusWrite{obj: &obj, events: evs}
+	return &statusWrite{obj: &obj, events: evs, complete: complete}
 }
 
 // statusPublisher writes the UpgradeStatus's status in the background. It
@@ -62,6 +66,7 @@ func newStatusWrite(us *updatev1alpha1.UpgradeStatus, status *updatev1alpha1.Upg
 type statusPublisher struct {
 	client   client.Client
 	recorder events.EventRecorder
+	clock    clock.PassiveClock
 	queue    workqueue.TypedRateLimitingInterface[string]
 	// written is the reconciler's record of its status writes.
 	written *ownwrite.Writes[*updatev1alpha1.UpgradeStatus]
@@ -74,10 +79,11 @@ type statusPublisher struct {
 	failing bool
 }
 
-func newStatusPublisher(c client.Client, rec events.EventRecorder, written *ownwrite.Writes[*updatev1alpha1.UpgradeStatus]) *statusPublisher {
+func newStatusPublisher(c client.Client, rec events.EventRecorder, clk clock.PassiveClock, written *ownwrite.Writes[*updatev1alpha1.UpgradeStatus]) *statusPublisher {
 	return &statusPublisher{
 		client:   c,
 		recorder: rec,
+		clock:    clk,
 		written:  written,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](writeRetryBase, writeRetryMax),
@@ -90,17 +96,7 @@ func (p *statusPublisher) NeedLeaderElection() bool { return true }
 
 // Start writes until ctx ends. A write still pending then is dropped.
 func (p *statusPublisher) Start(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for p.writeNext(ctx) {
-		}
-	}()
-	<-ctx.Done()
-	p.queue.ShutDown()
-	<-done
-	pendingWrites.WithLabelValues("upgradestatus").Set(0)
-	return nil
+	return runWorkers(ctx, p.queue, 1, "upgradestatus", p.writeNext)
 }
 
 // newest is the UpgradeStatus to plan from: the status to be written or
@@ -132,11 +128,11 @@ func (p *statusPublisher) handOver(w *statusWrite) {
 	p.queue.Add(statusKey)
 }
 
-// failed says whether the last write failed.
-func (p *statusPublisher) failed() bool {
+// idle: every status handed over is written.
+func (p *statusPublisher) idle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.failing
+	return p.next == nil && p.inFlight == nil && !p.failing
 }
 
 // writeNext writes the newest status handed over; false once the queue shut
@@ -180,6 +176,9 @@ func (p *statusPublisher) writeNext(ctx context.Context) bool {
 	}
 	p.mu.Unlock()
 	p.queue.Forget(key)
+	if w.complete {
+		markSuccess(p.clock.Now())
+	}
 	emitEvents(p.recorder, w.obj, w.events)
 	return true
 }
