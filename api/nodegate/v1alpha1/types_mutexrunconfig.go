@@ -280,9 +280,12 @@ type MutexRunConfigStatus struct {
 	Summary Summary `json:"summary,omitempty"`
 
 	// nodes is one record per gated node, names unique. Nodes that
-	// completed keep their phase and timestamps only: their hook runs were
-	// told in Events and metrics when they happened, and dropping them keeps
-	// every status write small on clusters with thousands of workers.
+	// completed keep their phase and timestamps only, and once their release
+	// label is gone their name, pool and phase only (unless the record has a
+	// lastError or pods were forced off its drain): their hook runs and
+	// times were told in Events and metrics when they happened, and dropping
+	// them keeps every status write small on clusters with thousands of
+	// workers.
 	// Atomic rather than a map keyed by name: only node-gate writes status,
 	// always whole, and a map would make the API server track every record's
 	// every field in managedFields (about 170 bytes per node, and twice the

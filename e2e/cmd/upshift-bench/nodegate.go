@@ -23,6 +23,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -201,6 +202,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		(gated.workers - ungated.workers).Round(time.Second), cycles, r.meanJob.Round(time.Millisecond), r.meanGate.Round(time.Millisecond),
 		time.Duration(cycles*float64(perCycle)).Round(time.Second))
 	fmt.Printf("  after the last worker was Done:                %s longer (restore, then the MCO's rebootless move of every worker out of the gate pool)\n", tail.Round(time.Second))
+	fmt.Printf("run status, largest seen:           %.1f KiB of JSON (each hop writes it whole)\n", float64(obs.largestStatus())/1024)
 	fmt.Printf("node-gate peak RSS (VmHWM):         %s\n", peakRSS(pid))
 	fmt.Printf("node-gate CPU (gated update):       %.1f s in %s of wall time (%.0f%% of one core; the machine has %d)\n",
 		cpuUsed, gatedWall.Round(time.Second), 100*cpuUsed/gatedWall.Seconds(), runtime.NumCPU())
@@ -307,6 +309,9 @@ type gateObserver struct {
 	recordStarted, recordReleased map[string]time.Time
 	phase                         nodegatev1alpha1.RunPhase
 	completedAt                   time.Time
+	// statusBytes is the largest run status seen, as JSON: every status
+	// write carries it whole.
+	statusBytes int
 }
 
 func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
@@ -402,6 +407,9 @@ func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
 		if g.initialDesired == nil {
 			return
 		}
+		if b, err := json.Marshal(&run.Status); err == nil && len(b) > g.statusBytes {
+			g.statusBytes = len(b)
+		}
 		for _, rec := range run.Status.Nodes {
 			switch rec.Phase {
 			case nodegatev1alpha1.NodePending, nodegatev1alpha1.NodeSkipped, nodegatev1alpha1.NodeFailed:
@@ -428,6 +436,14 @@ func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
 	return nil
 }
 
+// largestStatus is the size of the largest run status seen, in bytes of
+// JSON.
+func (g *gateObserver) largestStatus() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.statusBytes
+}
+
 func jobEnd(j *batchv1.Job) string {
 	for _, c := range j.Status.Conditions {
 		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
@@ -447,6 +463,7 @@ func (g *gateObserver) begin(initial map[string]string) {
 	g.jobCreated, g.jobComplete = map[string]time.Time{}, map[string]time.Time{}
 	g.recordStarted, g.recordReleased = map[string]time.Time{}, map[string]time.Time{}
 	g.completedAt = time.Time{}
+	g.statusBytes = 0
 }
 
 func (g *gateObserver) runPhase() nodegatev1alpha1.RunPhase {

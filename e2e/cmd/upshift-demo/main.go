@@ -488,9 +488,14 @@ func printGate(ctx context.Context, c client.Client, out io.Writer) error {
 		for _, h := range n.Hooks {
 			hooks = append(hooks, fmt.Sprintf("%s:%s", h.Name, h.Phase))
 		}
-		// A completed node's record keeps its times, not its hook runs.
-		if len(hooks) == 0 && n.StartTime != nil && n.CompletionTime != nil {
+		// A completed node's record keeps its times, not its hook runs, and
+		// once its release label is gone neither.
+		switch {
+		case len(hooks) > 0:
+		case n.StartTime != nil && n.CompletionTime != nil:
 			hooks = append(hooks, fmt.Sprintf("passed in %s", n.CompletionTime.Sub(n.StartTime.Time).Round(time.Second)))
+		case n.Phase == nodegatev1alpha1.NodeCompleted:
+			hooks = append(hooks, "passed")
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", n.Name, n.Phase, strings.Join(hooks, ","), n.LastError)
 	}

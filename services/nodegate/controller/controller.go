@@ -24,7 +24,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	old := run.Status.DeepCopy()
-	if published := plan.Compact(res.Status); !equality.Semantic.DeepEqual(&run.Status, &published) {
+	if published, write := plan.Publish(run.Status, res.Status, in); write {
 		upd := run.DeepCopy()
 		upd.Status = published
 		// Update, not patch: the resourceVersion makes a pass on a stale

