@@ -259,7 +259,14 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	step(start, "kubectl upshift status rendered the idle cluster in %s", cliIdle)
 
-	first, err := runUpdate(ctx, o, env.Client, metricsAt, lat, pid, start, graph[1], nodes, cli, env.KubeconfigPath)
+	// The bench's own small write, timed while the updates run: the API
+	// server's latency under every insight write (see waits.go).
+	probe, err := startWriteProbe(ctx, env.Client, namespace, 250*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer probe.finish()
+	first, err := runUpdate(ctx, o, env.Client, metricsAt, probe, lat, pid, start, graph[1], nodes, cli, env.KubeconfigPath)
 	if err != nil {
 		return err
 	}
@@ -274,7 +281,7 @@ func run(ctx context.Context, o options) (err error) {
 		if err := sim.restart(ctx, scale); err != nil {
 			return err
 		}
-		r, err := runUpdate(ctx, o, env.Client, metricsAt, lat, pid, start, graph[i+2], nodes, "", "")
+		r, err := runUpdate(ctx, o, env.Client, metricsAt, probe, lat, pid, start, graph[i+2], nodes, "", "")
 		if err != nil {
 			return fmt.Errorf("time scale %.0f: %w", scale, err)
 		}
@@ -287,7 +294,7 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Printf("first start (all insights):      %s from the controller's start\n", firstStart.Round(100*time.Millisecond))
 	fmt.Printf("update wall time:                %s\n", first.took.Round(time.Second))
 	fmt.Printf("controller peak RSS (VmHWM):     %s\n", peakRSS(pid))
-	fmt.Printf("node state transitions:          %d (unresolved: %d; shown before the bench's Node watch saw them: %d)\n",
+	fmt.Printf("node state transitions:          %d (unresolved: %d; shown before the bench saw them, by watch lag or as Draining before the MCD said Working: %d)\n",
 		first.transitions, first.unresolved, first.early)
 	fmt.Printf("state change -> insight latency: p50 %s  p99 %s  max %s  (n=%d)\n", first.p[0], first.p[1], first.p[2], first.samples)
 	for m, p := range first.byMinute {
@@ -300,7 +307,9 @@ func run(ctx context.Context, o options) (err error) {
 	fmt.Printf("controller write requests:       %d during the update = %.2f per node transition\n",
 		first.writes, float64(first.writes)/float64(max(first.transitions, 1)))
 	fmt.Printf("controller failed writes:        %d during the update\n", first.writeErrors)
-	fmt.Printf("pending insight writes:          %s\n", first.pending)
+	fmt.Printf("pending insight writes:          %s\n", first.waits.pendingLine())
+	fmt.Printf("recomputations and slow changes: %s\n", first.waits.recomputeLine())
+	fmt.Printf("bench's own small write:         %s\n", first.waits.probeLine())
 	fmt.Printf("kubectl upshift status:          %s idle, %s during the update (wall time of the built binary)\n",
 		cliIdle, first.cli)
 	if len(swept) > 0 {
@@ -363,9 +372,8 @@ type updateResult struct {
 	samples, transitions, unresolved, early int
 	writes                                  int
 	cli                                     cliTimes
-	// pending says how many insight writes were pending while the slow
-	// changes waited.
-	pending string
+	// waits says what happened while the changes slower than 1 s waited.
+	waits waitSummary
 	// writeErrors are the controller's failed writes during the update.
 	writeErrors int
 	// byMinute and perMinute: insight latency percentiles and counts of
@@ -376,7 +384,7 @@ type updateResult struct {
 
 // runUpdate requests an update to target and waits until the update status
 // says it is done. With a CLI path it also times one render mid-update.
-func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoint, lat *latencies, pid int,
+func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoint, probe *writeProbe, lat *latencies, pid int,
 	start time.Time, target string, nodes int, cli, kubeconfig string) (updateResult, error) {
 	var r updateResult
 	writesBefore, err := writeRequests(metricsAt)
@@ -388,7 +396,7 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 		return r, err
 	}
 	lat.reset()
-	sampler := &pendingSampler{}
+	sampler := &waitSampler{probe: probe}
 	sampling, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
 	go func() { defer close(sampled); sampler.run(sampling, metricsAt) }()
@@ -409,11 +417,14 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 		}()
 		defer func() { <-profiled }()
 	}
-	lastReport := time.Now()
+	lastReport, reported := time.Now(), 0
 	if err := framework.WaitFor(ctx, o.timeout, func() bool {
 		if time.Since(lastReport) > 15*time.Second {
 			lastReport = time.Now()
-			step(start, "%d node transitions so far, RSS %s", lat.transitions(), rss(pid))
+			var slowest string
+			slowest, reported = slowestSince(lat, sampler, reported)
+			p := lat.percentiles()
+			step(start, "%d node transitions so far (insight p50 %s, p99 %s), RSS %s%s", lat.transitions(), p[0], p[1], rss(pid), slowest)
 		}
 		// Mid-update, with nodes in every phase, is when rendering is the
 		// most work.
@@ -449,7 +460,7 @@ func runUpdate(ctx context.Context, o options, c client.Client, metricsAt endpoi
 		return r, err
 	}
 	r.writeErrors = errorsAfter - errorsBefore
-	r.pending = sampler.summary(lat.all(), time.Second)
+	r.waits = sampler.summary(lat.all(), time.Second, updateStart, time.Now())
 	r.p = lat.percentiles()
 	r.byMinute, r.perMinute = lat.byMinute(updateStart)
 	r.samples, r.transitions, r.unresolved, r.early = lat.count(), lat.transitions(), lat.pendingCount(), lat.earlyCount()
@@ -501,6 +512,29 @@ func timeCLI(ctx context.Context, cli, kubeconfig string) (cliTimes, error) {
 	return times, nil
 }
 
+// slowestSince describes, for the bench's progress lines, the slowest of
+// the changes resolved since the previous call (index from on) if it took
+// more than a second, with what waits.go sampled while it waited; it also
+// returns how many are resolved now.
+func slowestSince(lat *latencies, s *waitSampler, from int) (string, int) {
+	all := lat.all()
+	var worst *sample
+	for i := from; i < len(all); i++ {
+		if worst == nil || all[i].d > worst.d {
+			worst = &all[i]
+		}
+	}
+	if worst == nil || worst.d <= time.Second {
+		return "", len(all)
+	}
+	d, ok := s.during(worst.at, worst.at.Add(worst.d))
+	if !ok {
+		return fmt.Sprintf("; slowest change since the last report %s", worst.d.Round(time.Millisecond)), len(all)
+	}
+	return fmt.Sprintf("; slowest change since the last report %s: %.0f insight writes pending at most, %.0f recomputations ended, the longest %s, bench write at most %s",
+		worst.d.Round(time.Millisecond), d.pending, d.recomputations, d.longest.Round(time.Millisecond), d.slowestProbe.Round(time.Millisecond)), len(all)
+}
+
 // latencies pairs each node state change (the machine-config daemon's state
 // annotation) with the first update of the node's insight that shows that
 // state or a later one: Updating=True shows Working or Rebooting, anything
@@ -512,14 +546,16 @@ type latencies struct {
 	samples []sample
 	changes int
 	// early counts changes whose insight the bench saw before the change
-	// itself: its two watches deliver independently, and a loaded Node
-	// watch can lag the controller's whole reaction. Such a change has no
-	// latency to measure, and waiting for another insight update would
-	// leave it unresolved.
+	// itself. Its two watches deliver independently, and a loaded Node
+	// watch can lag the controller's whole reaction; and, as oc does, an
+	// insight shows its node updating (Draining) as soon as the node's
+	// desired config changes, while the MCD still says Done, so its write
+	// races the MCD's turn to Working. Such a change has no latency to
+	// measure, and waiting for another insight update would pair it with
+	// the wrong one (the end of the drain, seconds later) or none.
 	early int
-	// updating is, per node, whether its last change was to an updating
-	// state, and shown whether its insight last showed it updating.
-	updating, shown map[string]bool
+	// shown is, per node, whether its insight last showed it updating.
+	shown map[string]bool
 }
 
 // sample is one resolved node state change: when the node changed, and how
@@ -535,7 +571,7 @@ type change struct {
 }
 
 func newLatencies() *latencies {
-	return &latencies{pending: map[string][]change{}, updating: map[string]bool{}, shown: map[string]bool{}}
+	return &latencies{pending: map[string][]change{}, shown: map[string]bool{}}
 }
 
 func (l *latencies) reset() {
@@ -544,17 +580,16 @@ func (l *latencies) reset() {
 	l.pending, l.samples, l.changes, l.early = map[string][]change{}, nil, 0, 0
 }
 
-func (l *latencies) nodeChanged(name, state string, at time.Time) {
+// nodeChanged records that the node's MCD state changed from old to state.
+func (l *latencies) nodeChanged(name, old, state string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.changes++
 	updating := isUpdating(state)
-	before, known := l.updating[name]
-	l.updating[name] = updating
-	// The change before this one was resolved, so the insight showed it;
-	// if the insight has moved on to this change since, it showed this one
-	// before the bench saw it.
-	if len(l.pending[name]) == 0 && known && before != updating && l.shown[name] == updating {
+	// No change of the node's is pending, so the insight showed its old
+	// state; if the insight has moved on to this one since, it showed this
+	// change before the bench saw it.
+	if len(l.pending[name]) == 0 && isUpdating(old) != updating && l.shown[name] == updating {
 		l.early++
 		return
 	}
@@ -564,6 +599,13 @@ func (l *latencies) nodeChanged(name, state string, at time.Time) {
 // isUpdating says whether the insight of a node in the MCD state shows
 // Updating=True.
 func isUpdating(state string) bool { return state == "Working" || state == "Rebooting" }
+
+// insightSeen records what the insight shows when the bench first sees it.
+func (l *latencies) insightSeen(name string, updating bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.shown[name] = updating
+}
 
 // insightChanged resolves the newest pending change the insight shows, and
 // every older one with it.
@@ -675,7 +717,7 @@ func watchNodesAndInsights(ctx context.Context, c cache.Cache, lat *latencies) e
 	if _, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
 		o, n := oldObj.(*corev1.Node), newObj.(*corev1.Node)
 		if o.Annotations[annoState] != n.Annotations[annoState] {
-			lat.nodeChanged(n.Name, n.Annotations[annoState], time.Now())
+			lat.nodeChanged(n.Name, o.Annotations[annoState], n.Annotations[annoState], time.Now())
 		}
 	}}); err != nil {
 		return err
@@ -684,11 +726,19 @@ func watchNodesAndInsights(ctx context.Context, c cache.Cache, lat *latencies) e
 	if err != nil {
 		return err
 	}
-	_, err = npis.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(_, newObj any) {
-		npi := newObj.(*updatev1alpha1.NodeProgressInsight)
-		updating := meta.IsStatusConditionTrue(npi.Status.Conditions, updatev1alpha1.ConditionUpdating)
-		lat.insightChanged(npi.Name, updating, time.Now())
-	}})
+	updating := func(obj any) (string, bool) {
+		npi := obj.(*updatev1alpha1.NodeProgressInsight)
+		return npi.Name, meta.IsStatusConditionTrue(npi.Status.Conditions, updatev1alpha1.ConditionUpdating)
+	}
+	_, err = npis.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			lat.insightSeen(updating(obj))
+		},
+		UpdateFunc: func(_, newObj any) {
+			name, u := updating(newObj)
+			lat.insightChanged(name, u, time.Now())
+		},
+	})
 	return err
 }
 

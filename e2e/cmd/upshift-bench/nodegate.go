@@ -661,13 +661,17 @@ func (g *gateObserver) reactions() reactionStats {
 		startDecide: percentiles(decide1), startAct: percentiles(act1), releaseDecide: percentiles(decide2), releaseAct: percentiles(act2)}
 }
 
-// writeProbe times one small write (a merge patch of a ConfigMap) every
-// interval until stopped: the floor under any write node-gate makes on this
-// cluster at that moment, which every hop of the reaction contains twice
-// (the status, then the Job or the label).
+// writeProbe times one small write (a merge patch of a ConfigMap), then
+// pauses for an interval, until stopped: the floor under any write a controller makes on
+// this cluster at that moment. Every node-gate hop contains two (the status,
+// then the Job or the label); every insight the update-status-controller
+// shows contains one.
 type writeProbe struct {
 	stop chan struct{}
-	done chan []time.Duration
+	done chan struct{}
+
+	mu     sync.Mutex
+	writes []probeWrite
 }
 
 func startWriteProbe(ctx context.Context, c client.Client, namespace string, every time.Duration) (*writeProbe, error) {
@@ -675,32 +679,46 @@ func startWriteProbe(ctx context.Context, c client.Client, namespace string, eve
 	if err := c.Create(ctx, cm); err != nil {
 		return nil, err
 	}
-	p := &writeProbe{stop: make(chan struct{}), done: make(chan []time.Duration, 1)}
+	p := &writeProbe{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
-		var samples []time.Duration
+		defer close(p.done)
 		for i := 0; ; i++ {
 			select {
 			case <-p.stop:
-				p.done <- samples
 				return
 			case <-ctx.Done():
-				p.done <- samples
 				return
 			case <-time.After(every):
 			}
 			body := fmt.Appendf(nil, `{"data":{"tick":"%d"}}`, i)
 			t := time.Now()
 			if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, body)); err == nil {
-				samples = append(samples, time.Since(t))
+				p.mu.Lock()
+				p.writes = append(p.writes, probeWrite{t, time.Since(t)})
+				p.mu.Unlock()
 			}
 		}
 	}()
 	return p, nil
 }
 
+// between are the writes that started in [from, to]; none without a probe.
+func (p *writeProbe) between(from, to time.Time) []probeWrite {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := sort.Search(len(p.writes), func(i int) bool { return !p.writes[i].at.Before(from) })
+	j := sort.Search(len(p.writes), func(j int) bool { return p.writes[j].at.After(to) })
+	return append([]probeWrite(nil), p.writes[i:max(i, j)]...)
+}
+
+// finish stops the probe and returns the p50, p99 and max of its writes.
 func (p *writeProbe) finish() [3]time.Duration {
 	close(p.stop)
-	return percentiles(<-p.done)
+	<-p.done
+	return probePercentiles(p.between(time.Time{}, time.Now()))
 }
 
 // cpuSeconds is the user+system CPU time the process used so far, from
