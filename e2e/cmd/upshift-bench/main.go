@@ -271,10 +271,12 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	o.pprofAddr = "" // the sweep's updates are not profiled
-	recomputations, recomputeSeconds, err := reconcileStats(metricsAt)
+	// The recomputations of the first start and the first update.
+	recomputed, err := scrapeWaitPoint(metricsAt)
 	if err != nil {
 		return err
 	}
+	recomputations, recomputeSeconds := int(recomputed.recomputations), recomputed.recomputeSeconds
 
 	var swept []sweepResult
 	for i, scale := range sweep {
@@ -825,30 +827,6 @@ func sumSeries(e endpoint, prefix string, keep func(line string) bool) (int, err
 		total += int(v)
 	}
 	return total, nil
-}
-
-// reconcileStats reads the count and total seconds of the controller's
-// recomputations.
-func reconcileStats(e endpoint) (count int, seconds float64, err error) {
-	lines, err := metrics(e)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, line := range lines {
-		switch {
-		case strings.HasPrefix(line, "upshift_update_status_reconcile_duration_seconds_count"):
-			v, err := sampleValue(line)
-			if err != nil {
-				return 0, 0, err
-			}
-			count = int(v)
-		case strings.HasPrefix(line, "upshift_update_status_reconcile_duration_seconds_sum"):
-			if seconds, err = sampleValue(line); err != nil {
-				return 0, 0, err
-			}
-		}
-	}
-	return count, seconds, nil
 }
 
 func procStatus(pid int, field string) string {

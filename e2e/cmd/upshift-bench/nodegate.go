@@ -662,10 +662,10 @@ func (g *gateObserver) reactions() reactionStats {
 }
 
 // writeProbe times one small write (a merge patch of a ConfigMap), then
-// pauses for an interval, until stopped: the floor under any write a controller makes on
-// this cluster at that moment. Every node-gate hop contains two (the status,
-// then the Job or the label); every insight the update-status-controller
-// shows contains one.
+// pauses for an interval, until stopped: the floor under any write a
+// controller makes on this cluster at that moment. Every node-gate hop
+// contains two (the status, then the Job or the label); every insight the
+// update-status-controller shows contains one.
 type writeProbe struct {
 	stop chan struct{}
 	done chan struct{}

@@ -218,7 +218,7 @@ func (w waitSummary) probeLine() string {
 func mid[T any](sorted []T) T { return sorted[len(sorted)/2] }
 
 // scrapeWaitPoint reads the pending insight writes and the recomputation
-// count and sum.
+// count and sum (the bench's totals read them too).
 func scrapeWaitPoint(e endpoint) (waitPoint, error) {
 	p := waitPoint{at: time.Now()}
 	lines, err := metrics(e)
