@@ -229,8 +229,12 @@ CPMS_UPSTREAM_TESTS := \
 CPMS_UPSTREAM_TESTDATA := e2e/cpms/testdata/openshift-api
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code and CRD manifests (api/crds/), and copy the OpenShift CRDs and CPMS test objects.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code, apply configurations and CRD manifests (api/crds/), and copy the OpenShift CRDs and CPMS test objects.
 	cd api && $(CONTROLLER_GEN) object paths=./... && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=crds
+	@# Apply configurations (<group>/v1alpha1/applyconfiguration/) for the
+	@# packages marked +kubebuilder:ac:generate: typed server-side apply.
+	@rm -rf api/*/v1alpha1/applyconfiguration
+	cd api && $(CONTROLLER_GEN) applyconfiguration paths=./...
 	@# nodegate.upshift.io embeds four batch/v1 JobSpec schemas: with field
 	@# descriptions its MutexRule CRD is 1.28 MB of JSON, close to etcd's
 	@# 1.5 MiB request limit, so its CRDs are written again without them.

@@ -6,5 +6,6 @@
 // honoured (see the aro-monitor design doc).
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
 // +groupName=aromonitor.upshift.io
 package v1alpha1

@@ -9,6 +9,10 @@ import (
 // GroupVersion is aro-monitor's configuration API group and version.
 var GroupVersion = schema.GroupVersion{Group: "aromonitor.upshift.io", Version: "v1alpha1"}
 
+// SchemeGroupVersion is GroupVersion under the name the generated apply
+// configurations (applyconfiguration/) refer to.
+var SchemeGroupVersion = GroupVersion
+
 var (
 	// SchemeBuilder collects the functions that add this group's types to a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)

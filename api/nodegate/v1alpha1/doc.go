@@ -23,5 +23,6 @@
 // adds managed fields; without them it is 263 KB.
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
 // +groupName=nodegate.upshift.io
 package v1alpha1

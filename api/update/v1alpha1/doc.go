@@ -22,5 +22,6 @@
 //     controlPlane, workerPools and health.
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
 // +groupName=update.upshift.io
 package v1alpha1

@@ -22,5 +22,6 @@
 //     UpgradeDelayedCheckCompleted.
 //
 // +kubebuilder:object:generate=true
+// +kubebuilder:ac:generate=true
 // +groupName=upgrade.managed.openshift.io
 package v1alpha1

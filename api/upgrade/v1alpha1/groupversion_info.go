@@ -10,6 +10,10 @@ import (
 // RBAC and tooling keep working.
 var GroupVersion = schema.GroupVersion{Group: "upgrade.managed.openshift.io", Version: "v1alpha1"}
 
+// SchemeGroupVersion is GroupVersion under the name the generated apply
+// configurations (applyconfiguration/) refer to.
+var SchemeGroupVersion = GroupVersion
+
 var (
 	// SchemeBuilder collects the functions that add this group's types to a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
