@@ -29,7 +29,7 @@ func everySeries() *upgradev1alpha1.UpgradeConfig {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "uc"},
 		Spec:       upgradev1alpha1.UpgradeConfigSpec{Desired: upgradev1alpha1.Update{Version: "4.16.2"}, UpgradeAt: "2026-11-21T22:00:00Z"},
 		Status: upgradev1alpha1.UpgradeConfigStatus{
-			History: upgradev1alpha1.UpgradeHistories{{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhaseUpgrading,
+			History: []upgradev1alpha1.UpgradeHistory{{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhaseUpgrading,
 				StartTime: &t, CompleteTime: &t, WorkerStartTime: &t, WorkerCompleteTime: &t,
 				Conditions: upgradev1alpha1.Conditions{done(plan.StepControlPlaneUpgraded), done(plan.StepUpgradeCommenced)}}},
 			CurrentStep:         string(plan.StepWorkerNodesUpgraded),

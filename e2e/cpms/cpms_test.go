@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/upshift-io/upshift/e2e/framework"
-	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
@@ -291,7 +291,7 @@ func (w *watcher) check(ctx context.Context, r revision) error {
 	}
 	nodesReady := map[string]bool{}
 	for i := range ns.Items {
-		nodesReady[ns.Items[i].Name] = mcostate.Ready(&ns.Items[i])
+		nodesReady[ns.Items[i].Name] = nodes.Ready(&ns.Items[i])
 	}
 
 	w.mu.Lock()

@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/upshift-io/upshift/libs/nodes"
+	"github.com/upshift-io/upshift/libs/trim"
 )
 
 // Annotations the machine-config daemon (MCD) and the MCO's node and drain
@@ -71,31 +73,15 @@ func Annotations(a map[string]string) map[string]string {
 	return out
 }
 
-// TrimNode is a cache transform for Nodes that keeps what a reader of the
-// MCO's node state needs — name, labels, the MCO's annotations,
-// spec.unschedulable and the Ready condition — so that thousands of Nodes
-// cost little memory and kubelet heartbeats change nothing cached. Other
-// objects pass through.
-func TrimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	out := &corev1.Node{
-		TypeMeta: n.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, Generation: n.Generation,
-			CreationTimestamp: n.CreationTimestamp, DeletionTimestamp: n.DeletionTimestamp,
-			Labels: n.Labels, Annotations: Annotations(n.Annotations),
-		},
-		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
-		}
-	}
-	return out, nil
+// NodeFields is what a reader of the MCO's node state keeps of a Node in
+// its cache (trim.Node): labels, the MCO's annotations, spec.unschedulable
+// and the Ready condition, so that thousands of Nodes cost little memory and
+// kubelet heartbeats change nothing cached.
+var NodeFields = trim.Node{
+	Labels:        trim.All,
+	Annotations:   IsAnnotation,
+	Conditions:    []corev1.NodeConditionType{corev1.NodeReady},
+	Unschedulable: true,
 }
 
 // Phase is where a node stands in its pool's update to a target config.
@@ -188,16 +174,6 @@ func Failing(a map[string]string) bool {
 	return a[DesiredConfig] != "" && (s == StateDegraded || s == StateUnreconcilable)
 }
 
-// Ready reports whether the node's Ready condition is True.
-func Ready(node *corev1.Node) bool {
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // UpdatedTo reports whether the node finished updating to the rendered
 // config target: the MCD is Done with current == desired == target, and the
 // node is Ready and schedulable. The MCO uncordons a node before it writes
@@ -205,5 +181,5 @@ func Ready(node *corev1.Node) bool {
 // of these signals is enough alone.
 func UpdatedTo(node *corev1.Node, target string) bool {
 	return target != "" && Done(node.Annotations) && node.Annotations[CurrentConfig] == target &&
-		Ready(node) && !node.Spec.Unschedulable
+		nodes.Ready(node) && !node.Spec.Unschedulable
 }

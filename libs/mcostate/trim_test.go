@@ -9,7 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The cache keeps only what readers of the MCO node state need of a Node.
+// The cache keeps only what readers of the MCO node state need of a Node
+// (the Ready condition without its heartbeat).
 func TestTrimNode(t *testing.T) {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -30,7 +31,7 @@ func TestTrimNode(t *testing.T) {
 			Images:   []corev1.ContainerImage{{Names: []string{"quay.io/x@sha256:1"}, SizeBytes: 1 << 30}},
 		},
 	}
-	out, err := TrimNode(n)
+	out, err := NodeFields.Transform()(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestTrimNode(t *testing.T) {
 			Annotations: map[string]string{State: "Working", DesiredConfig: "rendered-worker-2"},
 		},
 		Spec:   corev1.NodeSpec{Unschedulable: true},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}}},
 	}
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Fatalf("trimmed node:\n%+v\nwant\n%+v", got, want)
@@ -49,7 +50,7 @@ func TestTrimNode(t *testing.T) {
 	if c := got.Status.Conditions; len(c) != 1 || c[0].Type != corev1.NodeReady || c[0].Status != corev1.ConditionTrue {
 		t.Fatal("Ready lost")
 	}
-	if other, _ := TrimNode(&corev1.Pod{}); other == nil {
+	if other, _ := NodeFields.Transform()(&corev1.Pod{}); other == nil {
 		t.Fatal("non-Node objects pass through")
 	}
 }

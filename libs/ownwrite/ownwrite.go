@@ -1,21 +1,32 @@
-// Package ownwrite lets a controller plan from an object as it last wrote
-// it while its informer cache still shows an older version.
+// Package ownwrite lets a controller plan from its own writes while its
+// informer cache still shows older versions of the objects it wrote.
 //
 // A controller's write is followed by events that start its next pass
 // within milliseconds, usually before the watch has brought the write back
 // into the cache. Planning from the older copy decides again what the last
-// pass decided: the write repeats (and loses on the resourceVersion), and
-// an Event of a transition is emitted twice.
+// pass decided: the write repeats (and loses on the resourceVersion), a
+// create repeats, and an Event of a transition is emitted twice. There are
+// two ways out, one type each:
 //
-// The substitution is exact, not a guess about resourceVersion order: the
-// cached copy is replaced only while it carries a resourceVersion that one
-// of the controller's own writes went over. The API server accepted that
-// write over it, so the write is newer. Writes come faster than their watch
-// events under load, so the cache may be several own writes behind: every
-// version replaced since the cache last caught up counts, and remembering
-// only the last write's would take a cache showing an earlier own write
-// for the truth. Any other version in the cache (the last write itself, or
-// anything after it) is used as it is, and what was remembered is dropped.
+//   - Writes substitutes: the pass plans from the object as the controller
+//     last wrote it. For objects a controller writes often and whole (its
+//     own status, thousands of insights), where waiting would stall it.
+//   - Expectations wait: the pass does not plan until the cache shows every
+//     own create, update and delete; the watch event that shows the last
+//     one wakes it. For controllers that take one decision at a time
+//     (a machine replaced, a ClusterVersion patched) and for deletes, which
+//     leave nothing to substitute.
+//
+// Writes' substitution is exact, not a guess about resourceVersion order:
+// the cached copy is replaced only while it carries a resourceVersion that
+// one of the controller's own writes went over. The API server accepted
+// that write over it, so the write is newer. Writes come faster than their
+// watch events under load, so the cache may be several own writes behind:
+// every version replaced since the cache last caught up counts, and
+// remembering only the last write's would take a cache showing an earlier
+// own write for the truth. Any other version in the cache (the last write
+// itself, or anything after it) is used as it is, and what was remembered
+// is dropped.
 package ownwrite
 
 import (

@@ -187,9 +187,14 @@ type Deadline struct {
 
 // UpgradeConfigStatus is MUO's status (history) plus Upshift's additions.
 type UpgradeConfigStatus struct {
-	// history has one entry per target version, newest first. (MUO)
+	// history has one entry per target version, newest first. (MUO) It is
+	// a map keyed by version, so that the mcp-tracker can set
+	// workerStartTime and workerCompleteTime in an entry with server-side
+	// apply without owning the rest of the list.
 	// +optional
-	History UpgradeHistories `json:"history,omitempty"`
+	// +listType=map
+	// +listMapKey=version
+	History []UpgradeHistory `json:"history,omitempty"`
 
 	// observedGeneration is the spec generation this status describes. (Upshift)
 	// +optional
@@ -471,14 +476,6 @@ const (
 	UpgradePhaseFailed    UpgradePhase = "Failed"
 	UpgradePhaseCancelled UpgradePhase = "Cancelled"
 )
-
-// UpgradeHistories is the history, newest first. It is a map keyed by
-// version (one entry per target version, as MUO keeps it) so that the
-// mcp-tracker can set workerStartTime and workerCompleteTime in an entry with
-// server-side apply without owning the rest of the list.
-// +listType=map
-// +listMapKey=version
-type UpgradeHistories []UpgradeHistory
 
 // UpgradeHistory is one upgrade attempt, per target version. (MUO)
 type UpgradeHistory struct {

@@ -106,7 +106,7 @@ func runTracker(ctx context.Context, o options) (err error) {
 		return err
 	}
 	now := metav1.Now()
-	uc.Status.History = upgradev1alpha1.UpgradeHistories{{Version: graph[1], Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: &now}}
+	uc.Status.History = []upgradev1alpha1.UpgradeHistory{{Version: graph[1], Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: &now}}
 	if err := env.Client.Status().Update(ctx, uc); err != nil {
 		return err
 	}

@@ -281,7 +281,7 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 }}
 
 // CacheByObject is the cache configuration the tracker's manager needs:
-// Nodes trimmed by mcostate.TrimNode.
+// Nodes trimmed to mcostate.NodeFields.
 func CacheByObject() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: mcostate.TrimNode}}
+	return map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: mcostate.NodeFields.Transform()}}
 }

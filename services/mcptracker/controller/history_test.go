@@ -24,7 +24,7 @@ var _ = Describe("status.history keyed by version", func() {
 				UpgradeAt: "2026-01-01T00:00:00Z", PDBForceDrainTimeout: 60, Type: upgradev1alpha1.OSD},
 		}
 		Expect(env.Client.Create(ctx, uc)).To(Succeed())
-		uc.Status.History = upgradev1alpha1.UpgradeHistories{
+		uc.Status.History = []upgradev1alpha1.UpgradeHistory{
 			{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhasePending},
 			{Phase: upgradev1alpha1.UpgradePhaseFailed},
 		}

@@ -52,7 +52,7 @@ func TestDesiredStatusWorkerTimes(t *testing.T) {
 		return &v
 	}
 	pools := []track.PoolStatus{{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "worker", StartTime: at(20), CompleteTime: at(50)}, Settled: true}}
-	uc := &upgradev1alpha1.UpgradeConfig{Status: upgradev1alpha1.UpgradeConfigStatus{History: upgradev1alpha1.UpgradeHistories{
+	uc := &upgradev1alpha1.UpgradeConfig{Status: upgradev1alpha1.UpgradeConfigStatus{History: []upgradev1alpha1.UpgradeHistory{
 		{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: at(10)},
 		{Version: "4.16.1", Phase: upgradev1alpha1.UpgradePhaseUpgraded, StartTime: at(1), WorkerStartTime: at(2), WorkerCompleteTime: at(3)},
 		{Version: "4.15.9", Phase: upgradev1alpha1.UpgradePhaseUpgraded},

@@ -141,7 +141,7 @@ func newUpgradeConfig(ctx context.Context, c client.Client, ns, version string, 
 		if err := c.Get(ctx, client.ObjectKeyFromObject(uc), uc); err != nil {
 			return err
 		}
-		uc.Status.History = upgradev1alpha1.UpgradeHistories{{Version: version, Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: &st}}
+		uc.Status.History = []upgradev1alpha1.UpgradeHistory{{Version: version, Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: &st}}
 		return c.Status().Update(ctx, uc)
 	})).To(Succeed())
 	return uc

@@ -675,7 +675,7 @@ func (r *Reconciler) eventOnPodAndNode(_ context.Context, a nodeAction) {
 }
 
 // CacheByObject is the cache configuration node-gate's manager needs:
-// Nodes trimmed by mcostate.TrimNode, and only the Jobs node-gate made.
+// Nodes trimmed to mcostate.NodeFields, and only the Jobs node-gate made.
 func CacheByObject() map[client.Object]cache.ByObject { return CacheByObjectIn(nil) }
 
 // CacheByObjectIn is CacheByObject with the hook Jobs watched only in
@@ -684,7 +684,7 @@ func CacheByObject() map[client.Object]cache.ByObject { return CacheByObjectIn(n
 func CacheByObjectIn(jobNamespaces map[string]cache.Config) map[client.Object]cache.ByObject {
 	hooks, _ := labels.NewRequirement(plan.RunLabel, "exists", nil)
 	return map[client.Object]cache.ByObject{
-		&corev1.Node{}: {Transform: mcostate.TrimNode},
+		&corev1.Node{}: {Transform: mcostate.NodeFields.Transform()},
 		&batchv1.Job{}: {Label: labels.NewSelector().Add(*hooks), Namespaces: jobNamespaces},
 	}
 }

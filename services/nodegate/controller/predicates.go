@@ -12,6 +12,7 @@ import (
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/nodes"
 )
 
 // Every pass reads all of a run's inputs, so a pass that reads nothing new
@@ -71,7 +72,7 @@ var clusterVersionChanged = updated(func(o, n *configv1.ClusterVersion) bool {
 // nodeChanged: labels, the MCO's annotations, Ready and schedulability;
 // not heartbeats, images or other annotations.
 var nodeChanged = updated(func(o, n *corev1.Node) bool {
-	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || mcostate.Ready(o) != mcostate.Ready(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
+	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || nodes.Ready(o) != nodes.Ready(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
 		!equality.Semantic.DeepEqual(mcostate.Annotations(o.Annotations), mcostate.Annotations(n.Annotations))
 })
 

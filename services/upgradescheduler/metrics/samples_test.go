@@ -85,7 +85,7 @@ func TestSamples(t *testing.T) {
 	}, {
 		name: "pending and failing validation on the last good configuration",
 		status: upgradev1alpha1.UpgradeConfigStatus{
-			History: upgradev1alpha1.UpgradeHistories{{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhasePending}},
+			History: []upgradev1alpha1.UpgradeHistory{{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhasePending}},
 			Conditions: []metav1.Condition{
 				cond("ConfigValid", metav1.ConditionFalse, "InvalidConfigKeptLastGood"),
 				cond("Validated", metav1.ConditionFalse, "VersionNotAvailable"),
@@ -105,7 +105,7 @@ func TestSamples(t *testing.T) {
 	}, {
 		name: "start deadline passed while a pre-upgrade check fails",
 		status: upgradev1alpha1.UpgradeConfigStatus{
-			History: upgradev1alpha1.UpgradeHistories{{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: at(0),
+			History: []upgradev1alpha1.UpgradeHistory{{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: at(0),
 				Conditions: upgradev1alpha1.Conditions{step(plan.StepClusterHealthyBeforeUpgrade, false, 1, 0)}}},
 			CurrentStep: string(plan.StepClusterHealthyBeforeUpgrade),
 			Preflight: []upgradev1alpha1.PreflightCheck{
@@ -130,7 +130,7 @@ func TestSamples(t *testing.T) {
 	}, {
 		name: "control plane late, capacity timed out, checks passing",
 		status: upgradev1alpha1.UpgradeConfigStatus{
-			History: upgradev1alpha1.UpgradeHistories{{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: at(0),
+			History: []upgradev1alpha1.UpgradeHistory{{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: at(0),
 				Conditions: upgradev1alpha1.Conditions{
 					step(plan.StepControlPlaneUpgraded, false, 40, 0), step(plan.StepUpgradeCommenced, true, 39, 40),
 					step(plan.StepComputeCapacityReserved, true, 5, 35)}}},
@@ -150,7 +150,7 @@ func TestSamples(t *testing.T) {
 	}, {
 		name: "upgraded: every timestamp; workers start when the control plane completes unless recorded",
 		status: upgradev1alpha1.UpgradeConfigStatus{
-			History: upgradev1alpha1.UpgradeHistories{{Version: "4.16.2", PrecedingVersion: "4.16.1", Phase: upgradev1alpha1.UpgradePhaseUpgraded,
+			History: []upgradev1alpha1.UpgradeHistory{{Version: "4.16.2", PrecedingVersion: "4.16.1", Phase: upgradev1alpha1.UpgradePhaseUpgraded,
 				StartTime: at(0), CompleteTime: at(200), WorkerCompleteTime: at(150),
 				Conditions: upgradev1alpha1.Conditions{
 					step(plan.StepCompletedNotificationSent, true, 200, 200), step(plan.StepWorkerNodesUpgraded, true, 90, 160),
@@ -193,9 +193,9 @@ func TestSamples(t *testing.T) {
 }
 
 func TestStepsCompletedCountsEachCompletionOnce(t *testing.T) {
-	before := upgradev1alpha1.UpgradeConfigStatus{History: upgradev1alpha1.UpgradeHistories{{Version: "4.16.2",
+	before := upgradev1alpha1.UpgradeConfigStatus{History: []upgradev1alpha1.UpgradeHistory{{Version: "4.16.2",
 		Conditions: upgradev1alpha1.Conditions{step(plan.StepUpgradeCommenced, false, 39, 0), step(plan.StepComputeCapacityReserved, true, 5, 35)}}}}
-	after := upgradev1alpha1.UpgradeConfigStatus{History: upgradev1alpha1.UpgradeHistories{{Version: "4.16.2",
+	after := upgradev1alpha1.UpgradeConfigStatus{History: []upgradev1alpha1.UpgradeHistory{{Version: "4.16.2",
 		Conditions: upgradev1alpha1.Conditions{
 			step(plan.ConditionFailedUpgrade, true, 41, 41), step(plan.StepControlPlaneUpgraded, false, 40, 0),
 			step(plan.StepUpgradeCommenced, true, 39, 40), step(plan.StepComputeCapacityReserved, true, 5, 35)}}}}
@@ -208,7 +208,7 @@ func TestStepsCompletedCountsEachCompletionOnce(t *testing.T) {
 	}
 	// A new target: its steps are new even if an older attempt had them.
 	next := *after.DeepCopy()
-	next.History = append(upgradev1alpha1.UpgradeHistories{{Version: "4.16.3",
+	next.History = append([]upgradev1alpha1.UpgradeHistory{{Version: "4.16.3",
 		Conditions: upgradev1alpha1.Conditions{step(plan.StepComputeCapacityReserved, true, 300, 330)}}}, next.History...)
 	if got := StepsCompleted(&after, &next); len(got) != 1 || got[0].Duration != 30*time.Minute {
 		t.Errorf("StepsCompleted for a new target = %+v", got)

@@ -20,7 +20,7 @@ func TestDecideSync(t *testing.T) {
 			o.Annotations[a] = "x"
 		}
 		if phase != "" {
-			o.Status.History = upgradev1alpha1.UpgradeHistories{{Version: s.Desired.Version, Phase: phase}}
+			o.Status.History = []upgradev1alpha1.UpgradeHistory{{Version: s.Desired.Version, Phase: phase}}
 		}
 		return o
 	}

@@ -301,7 +301,7 @@ func TestDelayedAfterASpecEdit(t *testing.T) {
 
 func TestNotificationWanted(t *testing.T) {
 	st := func(ph upgradev1alpha1.UpgradePhase) upgradev1alpha1.UpgradeConfigStatus {
-		return upgradev1alpha1.UpgradeConfigStatus{History: upgradev1alpha1.UpgradeHistories{{Version: "4.14.15", Phase: ph}}}
+		return upgradev1alpha1.UpgradeConfigStatus{History: []upgradev1alpha1.UpgradeHistory{{Version: "4.14.15", Phase: ph}}}
 	}
 	for _, tc := range []struct {
 		st    upgradev1alpha1.UpgradeConfigStatus

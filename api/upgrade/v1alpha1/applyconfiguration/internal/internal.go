@@ -332,7 +332,12 @@ var schemaYAML = typed.YAMLObject(`types:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: history
       type:
-        namedType: com.github.upshift-io.upshift.api.upgrade.v1alpha1.UpgradeHistories
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.upgrade.v1alpha1.UpgradeHistory
+          elementRelationship: associative
+          keys:
+          - version
     - name: notifications
       type:
         list:
@@ -369,13 +374,6 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - purpose
-- name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.UpgradeHistories
-  list:
-    elementType:
-      namedType: com.github.upshift-io.upshift.api.upgrade.v1alpha1.UpgradeHistory
-    elementRelationship: associative
-    keys:
-    - version
 - name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.UpgradeHistory
   map:
     fields:

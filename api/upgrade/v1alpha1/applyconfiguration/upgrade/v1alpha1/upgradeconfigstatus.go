@@ -3,7 +3,6 @@
 package v1alpha1
 
 import (
-	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
@@ -13,8 +12,11 @@ import (
 //
 // UpgradeConfigStatus is MUO's status (history) plus Upshift's additions.
 type UpgradeConfigStatusApplyConfiguration struct {
-	// history has one entry per target version, newest first. (MUO)
-	History *upgradev1alpha1.UpgradeHistories `json:"history,omitempty"`
+	// history has one entry per target version, newest first. (MUO) It is
+	// a map keyed by version, so that the mcp-tracker can set
+	// workerStartTime and workerCompleteTime in an entry with server-side
+	// apply without owning the rest of the list.
+	History []UpgradeHistoryApplyConfiguration `json:"history,omitempty"`
 	// observedGeneration is the spec generation this status describes. (Upshift)
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// generationObservedTime is when the scheduler first saw
@@ -63,11 +65,16 @@ func UpgradeConfigStatus() *UpgradeConfigStatusApplyConfiguration {
 	return &UpgradeConfigStatusApplyConfiguration{}
 }
 
-// WithHistory sets the History field in the declarative configuration to the given value
-// and returns the receiver, so that objects can be built by chaining "With" function invocations.
-// If called multiple times, the History field is set to the value of the last call.
-func (b *UpgradeConfigStatusApplyConfiguration) WithHistory(value upgradev1alpha1.UpgradeHistories) *UpgradeConfigStatusApplyConfiguration {
-	b.History = &value
+// WithHistory adds the given value to the History field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the History field.
+func (b *UpgradeConfigStatusApplyConfiguration) WithHistory(values ...*UpgradeHistoryApplyConfiguration) *UpgradeConfigStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithHistory")
+		}
+		b.History = append(b.History, *values[i])
+	}
 	return b
 }
 
