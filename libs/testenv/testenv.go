@@ -159,6 +159,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 			_ = e.Stop()
 		}
 	}()
+	if err := e.keepAPIServerCerts(); err != nil {
+		return nil, err
+	}
 	if opts.AuditLog {
 		if err := e.configureAudit(); err != nil {
 			return nil, err
