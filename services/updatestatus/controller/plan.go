@@ -22,14 +22,15 @@ import (
 // # Events
 //
 // Events tell how the published status moved: they are derived from the
-// published and the desired UpgradeStatus status, and emitted right after a
-// status write that includes that move succeeds (statuspublisher.go),
-// whatever the node writes do. A failed status write emits nothing and keeps
-// its Events for the write that follows; a failed node write cannot lose
-// them. What is lost is what a crash interrupts: the Events of a status
-// handed over and not yet written (the next leader derives them again from
-// what is published), or of one written and not yet emitted (never
-// repeated).
+// published and the desired UpgradeStatus status, and recorded (libs/events)
+// right after a status write that includes that move succeeds
+// (statuspublisher.go), whatever the node writes do: the write first, then
+// the Events, as docs/architecture.md orders them. A failed status write
+// records nothing and keeps its Events for the write that follows; a failed
+// node write cannot lose them. What is lost is what a crash interrupts: the
+// Events of a status handed over and not yet written (the next leader
+// derives them again from what is published), or of one written and not yet
+// recorded (never repeated).
 
 // plan is everything one recomputation writes.
 type plan struct {
