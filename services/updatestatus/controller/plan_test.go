@@ -469,3 +469,55 @@ func changeOne(v reflect.Value, k *int) bool {
 	}
 	return false
 }
+
+func TestPlanPrototype(t *testing.T) {
+	cp := status(true, "Progressing").ControlPlane
+	cp.ClusterVersion.StartedAt = metav1.NewTime(t0)
+	current, err := planPrototype(&prototypeState{}, cp)
+	if err != nil || current == nil {
+		t.Fatalf("planPrototype = %v, %v; want a value", current, err)
+	}
+	for _, want := range []string{"assessment: Progressing", "startedAt: \"2025-03-01T12:00:00Z\"", "target:"} {
+		if !strings.Contains(*current, want) {
+			t.Errorf("value %q lacks %q", *current, want)
+		}
+	}
+	tests := []struct {
+		name  string
+		cur   *prototypeState
+		cp    *updatev1alpha1.ControlPlane
+		write bool
+	}{
+		{"no ConfigMap: never created", nil, cp, false},
+		{"the key is missing", &prototypeState{}, cp, true},
+		{"the key holds something else", &prototypeState{value: "assessment: Completed\n"}, cp, true},
+		{"the key is current", &prototypeState{value: *current}, cp, false},
+		{"no control plane insight", &prototypeState{}, nil, false},
+		{"no ClusterVersion insight", &prototypeState{}, &updatev1alpha1.ControlPlane{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := planPrototype(tc.cur, tc.cp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got != nil) != tc.write {
+				t.Fatalf("write = %v, want %v", got != nil, tc.write)
+			}
+			if got != nil && *got != *current {
+				t.Errorf("value = %q, want %q", *got, *current)
+			}
+		})
+	}
+
+	// Without an assessment the key is left as it is.
+	p := decide(planInput{now: t0, published: status(true, "Progressing"), desired: status(true, "Progressing"),
+		assessErr: errors.New("no cluster version information available"), prototype: &prototypeState{}})
+	if p.prototype != nil {
+		t.Errorf("prototype written without an assessment: %q", *p.prototype)
+	}
+	p = decide(planInput{now: t0, desired: status(true, "Progressing"), prototype: &prototypeState{}, owner: ownerIn(nil)})
+	if p.prototype == nil {
+		t.Errorf("no prototype value planned with an assessment")
+	}
+}
