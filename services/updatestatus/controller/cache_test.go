@@ -30,19 +30,7 @@ func fullInsight(t *testing.T, name string) *updatev1alpha1.NodeProgressInsight 
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "node-uid"}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply}},
 		},
-		Status: updatev1alpha1.NodeStatusInsight{
-			Name:         name,
-			Resource:     updatev1alpha1.ResourceRef{Resource: "nodes", Name: name},
-			PoolResource: updatev1alpha1.PoolResourceRef{ResourceRef: updatev1alpha1.ResourceRef{Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools", Name: "worker"}},
-			ScopeType:    updatev1alpha1.ScopeTypeWorkerPool, Version: "4.18.1",
-			EstimatedToComplete: &metav1.Duration{Duration: 5 * time.Minute},
-			Message:             "Node is being drained",
-			Conditions: []metav1.Condition{
-				{Type: updatev1alpha1.ConditionUpdating, Status: metav1.ConditionTrue, Reason: "Draining", Message: "Draining the node", LastTransitionTime: t0},
-				{Type: "Available", Status: metav1.ConditionTrue, Reason: "AsExpected", LastTransitionTime: t0},
-				{Type: "Degraded", Status: metav1.ConditionFalse, Reason: "AsExpected", LastTransitionTime: t0},
-			},
-		},
+		Status: drainingStatus(name, t0),
 	}
 	// Through JSON, as the informer decodes it: strings not shared.
 	data, err := json.Marshal(in)

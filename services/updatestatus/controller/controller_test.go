@@ -158,6 +158,18 @@ func eventsWithReason(ctx context.Context, reason string) func(Gomega) []eventsv
 	}
 }
 
+// expectRecordedOnce checks, once a recomputation after now has had every
+// write it handed over done, that the controller asked for the Event of
+// reason once and the API server holds it once, in no series: a repeat
+// would be a second Event or a series.
+func expectRecordedOnce(ctx context.Context, reason string) {
+	count := reconciles()
+	touchNode(ctx, "worker-0")
+	settle(count)
+	Expect(controllerEvents.recorded(reason)).To(Equal(1), "Events of reason %s asked for", reason)
+	Expect(eventsWithReason(ctx, reason)(Default)).To(ConsistOf(HaveField("Series", BeNil())))
+}
+
 func upgradeStatus(ctx context.Context) func(Gomega) *updatev1alpha1.UpgradeStatus {
 	return func(g Gomega) *updatev1alpha1.UpgradeStatus {
 		us := &updatev1alpha1.UpgradeStatus{}
@@ -380,11 +392,7 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-1"}, npi)).To(Succeed())
 			return npi.Labels[updatev1alpha1.LabelPhase]
 		}).WithTimeout(45 * time.Second).Should(Equal("Completed"))
-		count = reconciles()
-		touchNode(ctx, "worker-0")
-		settle(count)
-		Expect(controllerEvents.recorded("WorkerPoolCompleted")).To(Equal(1))
-		Expect(poolCompleted(Default)).To(ConsistOf(HaveField("Series", BeNil())))
+		expectRecordedOnce(ctx, "WorkerPoolCompleted")
 	})
 
 	It("publishes the status without waiting for a node's insight, and writes only a node's newest insight", func(ctx SpecContext) {
@@ -517,13 +525,7 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			HaveField("Regarding.Kind", "UpgradeStatus"),
 			HaveField("Note", ContainSubstring("from "+fromVersion+" to "+toVersion)),
 		)))
-		// Every status handed over is written: the controller asked for the
-		// Event once, and the API server holds it once, in no series.
-		count = reconciles()
-		touchNode(ctx, "worker-0")
-		settle(count)
-		Expect(controllerEvents.recorded("ControlPlaneUpdateCompleted")).To(Equal(1))
-		Expect(cpCompleted(Default)).To(ConsistOf(HaveField("Series", BeNil())))
+		expectRecordedOnce(ctx, "ControlPlaneUpdateCompleted")
 	})
 
 	It("publishes nothing new after a restart when nothing changed", func(ctx SpecContext) {

@@ -46,10 +46,10 @@ func echoClient(b *testing.B) client.Client {
 	return c
 }
 
-// benchInsight is a node insight as a draining node has it.
-func benchInsight(name string) *updatev1alpha1.NodeProgressInsight {
-	t := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	st := updatev1alpha1.NodeStatusInsight{
+// drainingStatus is the status of the insight of a node being drained
+// since t.
+func drainingStatus(name string, t metav1.Time) updatev1alpha1.NodeStatusInsight {
+	return updatev1alpha1.NodeStatusInsight{
 		Name:         name,
 		Resource:     updatev1alpha1.ResourceRef{Resource: "nodes", Name: name},
 		PoolResource: updatev1alpha1.PoolResourceRef{ResourceRef: updatev1alpha1.ResourceRef{Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools", Name: "worker"}},
@@ -62,6 +62,12 @@ func benchInsight(name string) *updatev1alpha1.NodeProgressInsight {
 			{Type: updatev1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: "AsExpected", LastTransitionTime: t},
 		},
 	}
+}
+
+// benchInsight is the insight of a node being drained, as the controller
+// writes it.
+func benchInsight(name string) *updatev1alpha1.NodeProgressInsight {
+	st := drainingStatus(name, metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
 	w := nodeWrite{name: name, owner: metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: name, UID: "0b6c1f1e-1111-2222-3333-444455556666"},
 		labels: updatev1alpha1.NodeInsightLabels(&st), status: &st}
 	return w.insight()
