@@ -208,14 +208,9 @@ func resourceVersions(ctx context.Context) map[string]string {
 	return rvs
 }
 
-// pendingWrites reads the controller's count of objects of the kinds given
+// pendingWritesIn reads the count of objects of the kinds given
 // (nodeprogressinsight, upgradestatus) with a write handed over and not done
-// yet.
-func pendingWrites(kinds ...string) float64 {
-	return pendingWritesIn(controllerMetrics, kinds...)
-}
-
-// pendingWritesIn is pendingWrites of the controller whose metrics are reg.
+// yet, of the controller whose metrics are reg.
 func pendingWritesIn(reg prometheus.Gatherer, kinds ...string) float64 {
 	all, err := metricstest.Series(reg, "upshift_update_status_pending_writes")
 	Expect(err).NotTo(HaveOccurred())
