@@ -11,8 +11,10 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/updatestatus/controller"
 )
@@ -60,7 +62,8 @@ func main() {
 			}
 			r := &controller.Reconciler{
 				Client:    mgr.GetClient(),
-				Recorder:  mgr.GetEventRecorder("update-status-controller"),
+				Recorder:  events.NewRecorder(mgr.GetEventRecorder("update-status-controller")),
+				Metrics:   controller.NewMetrics(ctrlmetrics.Registry),
 				Namespace: namespace,
 			}
 			if alertsCfg.URL != "" {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/truncate"
 )
 
 // The API validates every status write against its schema; one field out of
@@ -198,7 +199,7 @@ func fitStatus(s *updatev1alpha1.UpgradeStatusStatus, now time.Time) {
 		for i := range cp.ClusterOperators {
 			co := &cp.ClusterOperators[i]
 			fitConditions(co.Conditions, now)
-			co.ProgressingReason = cut(co.ProgressingReason, maxReasonLen)
+			co.ProgressingReason = truncate.String(co.ProgressingReason, maxReasonLen)
 		}
 		if cp.Pool != nil {
 			fitPool(cp.Pool, now)
@@ -210,7 +211,7 @@ func fitStatus(s *updatev1alpha1.UpgradeStatusStatus, now time.Time) {
 	}
 	for i := range s.Health {
 		h := &s.Health[i]
-		h.Remediation.Reference = cut(h.Remediation.Reference, maxReference)
+		h.Remediation.Reference = truncate.String(h.Remediation.Reference, maxReference)
 		h.StartedAt = noZeroTime(h.StartedAt)
 		h.Remediation.EstimatedFinish = noZeroTime(h.Remediation.EstimatedFinish)
 		for j := range h.Scope.Resources {
@@ -229,20 +230,20 @@ func fitPool(p *updatev1alpha1.MachineConfigPoolStatusInsight, now time.Time) {
 // fitNode cuts a node insight's texts to the API's limits.
 func fitNode(n *updatev1alpha1.NodeStatusInsight, now time.Time) {
 	fitConditions(n.Conditions, now)
-	n.Message = cut(n.Message, maxNodeMessage)
-	n.Version = cut(n.Version, maxVersionLen)
+	n.Message = truncate.String(n.Message, maxNodeMessage)
+	n.Version = truncate.String(n.Version, maxVersionLen)
 }
 
 func fitVersion(v *updatev1alpha1.Version) {
 	if v.Version == "" {
 		v.Version = unknownVersion
 	}
-	v.Version = cut(v.Version, maxVersionLen)
+	v.Version = truncate.String(v.Version, maxVersionLen)
 }
 
 func fitRef(r updatev1alpha1.ResourceRef) updatev1alpha1.ResourceRef {
-	r.Name = cut(r.Name, maxRefName)
-	r.Namespace = cut(r.Namespace, maxRefNamespace)
+	r.Name = truncate.String(r.Name, maxRefName)
+	r.Namespace = truncate.String(r.Namespace, maxRefNamespace)
 	if r.Name == "" {
 		r.Name = "-"
 	}
@@ -251,7 +252,7 @@ func fitRef(r updatev1alpha1.ResourceRef) updatev1alpha1.ResourceRef {
 
 func fitConditions(conds []metav1.Condition, now time.Time) {
 	for i := range conds {
-		conds[i].Message = cut(conds[i].Message, maxConditionMessage)
+		conds[i].Message = truncate.String(conds[i].Message, maxConditionMessage)
 		if conds[i].LastTransitionTime.IsZero() {
 			conds[i].LastTransitionTime = metav1.NewTime(now)
 		}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/truncate"
 )
 
 // Where health insights send the reader.
@@ -376,8 +377,8 @@ func dedupeHealth(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsi
 // API is cut: oc never shortens a text, and neither does the offline mode.
 func cutToAPILimits(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsight {
 	for i := range in {
-		in[i].Impact.Summary = cut(in[i].Impact.Summary, maxSummary)
-		in[i].Impact.Description = cut(in[i].Impact.Description, maxDescription)
+		in[i].Impact.Summary = truncate.String(in[i].Impact.Summary, maxSummary)
+		in[i].Impact.Description = truncate.String(in[i].Impact.Description, maxDescription)
 	}
 	return in
 }
@@ -421,14 +422,6 @@ func boundHealth(in []updatev1alpha1.HealthInsight) []updatev1alpha1.HealthInsig
 		fmt.Sprintf("The update status lists at most %d health insights; the %d least severe are left out. "+
 			"Each node's own state is in its NodeProgressInsight.", updatev1alpha1.MaxHealthInsights, omitted),
 		refOmittedHealth))
-}
-
-func cut(s string, max int) string {
-	r := []rune(s)
-	if len(r) <= max {
-		return s
-	}
-	return string(r[:max-1]) + "…"
 }
 
 // cvFailing is the CVO's Failing condition type (openshift/api has no constant for it).

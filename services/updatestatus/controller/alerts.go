@@ -17,6 +17,7 @@ import (
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/truncate"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
 
@@ -118,7 +119,7 @@ func (p *alertsPoller) current(now time.Time) ([]assess.Alert, *metav1.Condition
 	}
 	if p.err != nil {
 		c.Status, c.Reason = metav1.ConditionFalse, updatev1alpha1.ReasonCannotReadAlerts
-		c.Message = truncate(fmt.Sprintf("Cannot read alerts from %s: %v", p.cfg.URL, p.err), 32768)
+		c.Message = truncate.String(fmt.Sprintf("Cannot read alerts from %s: %v", p.cfg.URL, p.err), maxConditionMessage)
 	}
 	return p.last, c
 }
@@ -130,13 +131,8 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// truncate keeps a message within metav1.Condition's limit.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	return s[:max-3] + "..."
-}
+// maxConditionMessage is metav1.Condition's limit on a message.
+const maxConditionMessage = 32768
 
 // setupAlerts registers the poller and its trigger when alerts are
 // configured.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/trim"
 )
 
 // fullInsight is a NodeProgressInsight as the informer decodes it: every
@@ -29,19 +30,7 @@ func fullInsight(t *testing.T, name string) *updatev1alpha1.NodeProgressInsight 
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: name, UID: "node-uid"}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply}},
 		},
-		Status: updatev1alpha1.NodeStatusInsight{
-			Name:         name,
-			Resource:     updatev1alpha1.ResourceRef{Resource: "nodes", Name: name},
-			PoolResource: updatev1alpha1.PoolResourceRef{ResourceRef: updatev1alpha1.ResourceRef{Group: "machineconfiguration.openshift.io", Resource: "machineconfigpools", Name: "worker"}},
-			ScopeType:    updatev1alpha1.ScopeTypeWorkerPool, Version: "4.18.1",
-			EstimatedToComplete: &metav1.Duration{Duration: 5 * time.Minute},
-			Message:             "Node is being drained",
-			Conditions: []metav1.Condition{
-				{Type: updatev1alpha1.ConditionUpdating, Status: metav1.ConditionTrue, Reason: "Draining", Message: "Draining the node", LastTransitionTime: t0},
-				{Type: "Available", Status: metav1.ConditionTrue, Reason: "AsExpected", LastTransitionTime: t0},
-				{Type: "Degraded", Status: metav1.ConditionFalse, Reason: "AsExpected", LastTransitionTime: t0},
-			},
-		},
+		Status: drainingStatus(name, t0),
 	}
 	// Through JSON, as the informer decodes it: strings not shared.
 	data, err := json.Marshal(in)
@@ -55,9 +44,13 @@ func fullInsight(t *testing.T, name string) *updatev1alpha1.NodeProgressInsight 
 	return out
 }
 
+// insightTransform is the cache transform of NodeProgressInsights, as
+// ManagerOptions sets it.
+var insightTransform = trim.Func(trimInsight)
+
 func TestTrimInsight(t *testing.T) {
 	full := fullInsight(t, "worker-0")
-	got, err := trimInsight(full.DeepCopy())
+	got, err := insightTransform(full.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +59,7 @@ func TestTrimInsight(t *testing.T) {
 	want := &updatev1alpha1.NodeProgressInsight{
 		TypeMeta: full.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: full.Name, UID: full.UID, ResourceVersion: full.ResourceVersion,
-			CreationTimestamp: full.CreationTimestamp, Labels: full.Labels},
+			Generation: full.Generation, CreationTimestamp: full.CreationTimestamp, Labels: full.Labels},
 		Status: full.Status,
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -75,11 +68,11 @@ func TestTrimInsight(t *testing.T) {
 
 	// Anything else passes through untouched.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
-	if out, _ := trimInsight(cm); out != cm {
+	if out, _ := insightTransform(cm); out != cm {
 		t.Errorf("a ConfigMap was changed")
 	}
 	// An insight without status or labels stays without.
-	bare, _ := trimInsight(&updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: "bare"}})
+	bare, _ := insightTransform(&updatev1alpha1.NodeProgressInsight{ObjectMeta: metav1.ObjectMeta{Name: "bare"}})
 	if b := bare.(*updatev1alpha1.NodeProgressInsight); b.Labels != nil || b.Status.Conditions != nil {
 		t.Errorf("bare insight grew %v %v", b.Labels, b.Status.Conditions)
 	}
@@ -89,8 +82,8 @@ func TestTrimInsight(t *testing.T) {
 // of the strings they have in common, which is what the trimming saves on a
 // large cluster; the node's name is held once per insight.
 func TestTrimmedInsightsShareStrings(t *testing.T) {
-	a, _ := trimInsight(fullInsight(t, "worker-0"))
-	b, _ := trimInsight(fullInsight(t, "worker-1"))
+	a, _ := insightTransform(fullInsight(t, "worker-0"))
+	b, _ := insightTransform(fullInsight(t, "worker-1"))
 	ia, ib := a.(*updatev1alpha1.NodeProgressInsight), b.(*updatev1alpha1.NodeProgressInsight)
 	same := func(what, x, y string) {
 		t.Helper()

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
-	"github.com/upshift-io/upshift/libs/ownwrite"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
 
@@ -38,9 +38,12 @@ var clusterRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name
 
 // Reconciler publishes the update status of the cluster.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
+	Client client.Client
+	// Recorder records the Events of the plans (libs/events).
+	Recorder *events.Recorder
+	// Metrics are the controller's metrics (NewMetrics).
+	Metrics *Metrics
+	Clock   clock.PassiveClock
 	// Namespace holds the prototype ConfigMap; empty disables it.
 	Namespace string
 
@@ -54,24 +57,29 @@ type Reconciler struct {
 	prototypeSeen *bool         // last observed presence of the prototype ConfigMap, to log changes once
 	lastMCOImage  *mcoImageRead // see mcoImage
 
-	// written lets a recomputation compare against the UpgradeStatus as this
-	// process last wrote it while the cache lags behind that write;
-	// otherwise it would write again and repeat its Events.
-	written ownwrite.Writes[*updatev1alpha1.UpgradeStatus]
 	// insights writes the NodeProgressInsights (publisher.go), status the
 	// UpgradeStatus's status (statuspublisher.go).
 	insights *insightPublisher
 	status   *statusPublisher
-	// pace spaces the recomputations (pace.go); nil when driven without a
-	// manager.
+	// pace spaces the recomputations (pace.go).
 	pace *pacer
 	// nodeStore and insightStore are the informer stores of Nodes and
 	// NodeProgressInsights (read.go).
 	nodeStore, insightStore toolscache.Store
 }
 
-// SetupWithManager registers the reconciler and its watches.
+// SetupWithManager registers the reconciler, its watches and its
+// publishers.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return r.setupWithManager(mgr, r)
+}
+
+// setupWithManager is SetupWithManager with the reconciler the controller
+// calls: r itself, or in a test r wrapped to see its results.
+func (r *Reconciler) setupWithManager(mgr ctrl.Manager, do reconcile.Reconciler) error {
+	if r.Metrics == nil {
+		return errors.New("the update-status reconciler needs its Metrics (NewMetrics)")
+	}
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -85,11 +93,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.insightStore, err = informerStore(mgr.GetCache(), &updatev1alpha1.NodeProgressInsight{}); err != nil {
 		return err
 	}
-	r.insights = newInsightPublisher(r.Client)
+	r.insights = newInsightPublisher(r.Client, r.Metrics)
 	if err := mgr.Add(r.insights); err != nil {
 		return err
 	}
-	r.status = newStatusPublisher(r.Client, r.Recorder, r.Clock, &r.written)
+	r.status = newStatusPublisher(r.Client, r.Recorder, r.Metrics, r.Clock)
 	if err := mgr.Add(r.status); err != nil {
 		return err
 	}
@@ -145,27 +153,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return b.Complete(r)
+	return b.Complete(do)
 }
 
-// Reconcile recomputes the whole insight set and publishes what changed.
-// decide (plan.go) says what to write; this only reads and writes.
+// Reconcile recomputes the whole insight set and publishes what changed:
+// it reads, decide (plan.go) plans, and it executes the plan: the node
+// insights' writes and the status with its Events go to their publishers,
+// the prototype ConfigMap is patched here.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	if r.pace != nil {
-		if !r.pace.begin(ctx) {
-			return reconcile.Result{}, nil // shutting down
-		}
-		defer r.pace.end()
+	if !r.pace.begin(ctx) {
+		return reconcile.Result{}, nil // shutting down
 	}
+	defer r.pace.end()
 	start := time.Now() // the metric is wall time, whatever clock the assessment uses
-	defer func() { reconcileDuration.Observe(time.Since(start).Seconds()) }()
+	defer func() { r.Metrics.reconcileDuration.Observe(time.Since(start).Seconds()) }()
 	logger := log.FromContext(ctx)
 
+	// Read.
 	published, err := r.published(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	published.status = r.planFrom(published.status)
+	published.status = r.status.newest(published.status)
 	cached := published.nodes
 	published.nodes = r.insights.view(cached)
 	snap, err := r.snapshot(ctx)
@@ -174,47 +183,46 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	var alertsCond *metav1.Condition
 	snap.Alerts, alertsCond = r.lastAlerts(snap.Now)
+	prototype, err := r.prototype(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	result, assessErr := assess.Assess(snap, published.previous())
 	if assessErr != nil {
 		logger.Info("cannot assess the update status", "reason", assessErr.Error())
 	}
-
 	us, err := r.ensureUpgradeStatus(ctx, published.status)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+
+	// Plan.
 	p := decide(planInput{
-		now: snap.Now, published: us.Status, desired: result.Status, assessErr: assessErr, nextCheck: result.NextCheck,
-		alertsConfigured: r.alerts != nil, alerts: alertsCond,
-		publishedNodes: published.nodes, desiredNodes: result.Nodes, owner: r.nodeOwner(snap.Nodes),
+		now: snap.Now, object: us, published: us.Status, desired: result.Status, assessErr: assessErr, nextCheck: result.NextCheck,
+		alertsConfigured: r.alerts != nil, alerts: alertsCond, prototype: prototype,
+		publishedNodes: published.nodes, desiredNodes: result.Nodes, owner: r.nodeOwner(),
 	})
 
-	// The node insights and the status are handed to their publishers: the
-	// next recomputation does not wait for their round trips. The Events
-	// follow the status write alone, so a failed node write cannot lose
-	// them.
-	if err := r.insights.handOver(p.nodes, cached); err != nil {
-		return reconcile.Result{}, err
+	// Execute. The node insights and the status are handed to their
+	// publishers: the next recomputation does not wait for their round
+	// trips. The Events follow the status write alone, so a failed node
+	// write cannot lose them.
+	r.insights.handOver(p.nodes, cached)
+	if assessErr == nil {
+		r.Metrics.observe(&result)
+	}
+	prototypeErr := p.prototypeErr
+	if prototypeErr == nil && p.prototype != nil {
+		prototypeErr = r.writePrototype(ctx, *p.prototype)
 	}
 	// complete: everything this recomputation found is published once its
 	// status is written. The last-success metric moves only then: a node
 	// insight or a status that cannot be written keeps it where it was.
-	complete := assessErr == nil && r.insights.failures() == 0
-	var prototypeErr error
-	if assessErr == nil {
-		observe(&result)
-		prototypeErr = r.publishPrototype(ctx, result.Status.ControlPlane)
-		complete = complete && prototypeErr == nil
-	}
+	complete := assessErr == nil && r.insights.failures() == 0 && prototypeErr == nil
 	if p.status != nil {
-		if err := r.publishStatus(ctx, newStatusWrite(us, p.status, p.events, complete)); err != nil {
-			return reconcile.Result{}, err
-		}
-	} else if complete && (r.status == nil || r.status.idle()) {
-		markSuccess(r.Clock.Now())
-	}
-	if assessErr != nil {
-		return reconcile.Result{}, nil
+		r.status.handOver(newStatusWrite(us, p.status, p.events, complete))
+	} else if complete && r.status.idle() {
+		r.Metrics.markSuccess(r.Clock.Now())
 	}
 	if prototypeErr != nil {
 		return reconcile.Result{}, prototypeErr
@@ -223,7 +231,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 }
 
 // ensureUpgradeStatus returns the UpgradeStatus singleton, creating it first
-// if it does not exist.
+// if it does not exist: the object the plan's status and Events are for.
 func (r *Reconciler) ensureUpgradeStatus(ctx context.Context, existing *updatev1alpha1.UpgradeStatus) (*updatev1alpha1.UpgradeStatus, error) {
 	if existing != nil {
 		return existing, nil
@@ -237,34 +245,4 @@ func (r *Reconciler) ensureUpgradeStatus(ctx context.Context, existing *updatev1
 		return nil, fmt.Errorf("creating UpgradeStatus %s: %w", us.Name, err)
 	}
 	return us, nil
-}
-
-// planFrom is the UpgradeStatus to plan from, given the cached one: see
-// statusPublisher.newest.
-func (r *Reconciler) planFrom(cached *updatev1alpha1.UpgradeStatus) *updatev1alpha1.UpgradeStatus {
-	if r.status == nil {
-		return r.written.Newest(clusterRequest.NamespacedName, cached)
-	}
-	return r.status.newest(cached)
-}
-
-// publishStatus hands w to the status publisher; a reconciler not set up
-// with a manager (a test driving Reconcile directly) writes it here and
-// records its Events.
-func (r *Reconciler) publishStatus(ctx context.Context, w *statusWrite) error {
-	if r.status != nil {
-		r.status.handOver(w)
-		return nil
-	}
-	rv, err := applyUpgradeStatus(ctx, r.Client, w.obj)
-	if err != nil {
-		r.written.Forget(clusterRequest.NamespacedName) // the outcome is unknown: trust the cache again
-		return err
-	}
-	wroteStatus(&r.written, w.obj, rv)
-	if w.complete {
-		markSuccess(r.Clock.Now())
-	}
-	emitEvents(r.Recorder, w.obj, w.events)
-	return nil
 }

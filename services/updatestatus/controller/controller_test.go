@@ -3,14 +3,18 @@ package controller_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	clientevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/testenv"
@@ -27,15 +32,28 @@ import (
 
 const namespace = "upshift"
 
+// The controller startController runs: its metrics and the Events it asked
+// to record.
+var (
+	controllerMetrics *prometheus.Registry
+	controllerEvents  *eventCounter
+)
+
 // startController runs the reconciler in a manager of its own, as the
 // binary does, and returns a function that stops it.
 func startController(ctx context.Context) func() {
-	return startReconciler(ctx, env, &controller.Reconciler{Namespace: namespace})
+	reg, evs := prometheus.NewRegistry(), &eventCounter{}
+	stop := startReconciler(ctx, env, &controller.Reconciler{Namespace: namespace}, reg, evs, nil)
+	controllerMetrics, controllerEvents = reg, evs
+	return stop
 }
 
 // startReconciler runs r, configured as the caller wants it, against env in
-// a manager of its own and returns a function that stops it.
-func startReconciler(ctx context.Context, env *testenv.Env, r *controller.Reconciler) func() {
+// a manager of its own, with its metrics in reg and the Events it records
+// counted in evs (each may be nil), and returns a function that stops it.
+// With observe, the result of each reconcile is handed to it.
+func startReconciler(ctx context.Context, env *testenv.Env, r *controller.Reconciler, reg *prometheus.Registry, evs *eventCounter,
+	observe func(reconcile.Result, error)) func() {
 	opts := controller.ManagerOptions(namespace)
 	opts.RestConfig = env.Config
 	opts.Controller = ctrlconfig.Controller{SkipNameValidation: ptr.To(true)}
@@ -43,9 +61,21 @@ func startReconciler(ctx context.Context, env *testenv.Env, r *controller.Reconc
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", KubeAPIQPS: 50, KubeAPIBurst: 100,
 	}, opts)
 	Expect(err).NotTo(HaveOccurred())
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	if evs == nil {
+		evs = &eventCounter{}
+	}
 	r.Client = gatedClient{Client: mgr.GetClient(), g: insightWrites}
-	r.Recorder = mgr.GetEventRecorder("update-status-controller")
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	evs.EventRecorder = mgr.GetEventRecorder("update-status-controller")
+	r.Recorder = events.NewRecorder(evs)
+	r.Metrics = controller.NewMetrics(reg)
+	if observe != nil {
+		Expect(r.SetupWithManagerObserved(mgr, observe)).To(Succeed())
+	} else {
+		Expect(r.SetupWithManager(mgr)).To(Succeed())
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -54,6 +84,33 @@ func startReconciler(ctx context.Context, env *testenv.Env, r *controller.Reconc
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
 	return func() { cancel(); <-done }
+}
+
+// eventCounter passes the Events a controller records on to the manager's
+// recorder and counts them by reason: each call is one request to record
+// an Event, so a count proves how often the controller asked, whatever the
+// events library then makes of it.
+type eventCounter struct {
+	clientevents.EventRecorder
+	mu       sync.Mutex
+	byReason map[string]int
+}
+
+func (c *eventCounter) Eventf(regarding, related apiruntime.Object, eventtype, reason, action, note string, args ...any) {
+	c.mu.Lock()
+	if c.byReason == nil {
+		c.byReason = map[string]int{}
+	}
+	c.byReason[reason]++
+	c.mu.Unlock()
+	c.EventRecorder.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// recorded is how many Events of reason the controller asked to record.
+func (c *eventCounter) recorded(reason string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byReason[reason]
 }
 
 // reconciles reads controller-runtime's count of finished reconciles.
@@ -73,7 +130,7 @@ func reconciles() float64 {
 // (nodeprogressinsight, upgradestatus).
 func writeErrors(kind string) func() float64 {
 	return func() float64 {
-		all, err := metricstest.Series(metrics.Registry, "upshift_update_status_write_errors_total")
+		all, err := metricstest.Series(controllerMetrics, "upshift_update_status_write_errors_total")
 		Expect(err).NotTo(HaveOccurred())
 		return all["kind="+kind]
 	}
@@ -81,7 +138,7 @@ func writeErrors(kind string) func() float64 {
 
 // lastSuccess reads upshift_update_status_last_success_timestamp_seconds.
 func lastSuccess() float64 {
-	all, err := metricstest.Series(metrics.Registry, "upshift_update_status_last_success_timestamp_seconds")
+	all, err := metricstest.Series(controllerMetrics, "upshift_update_status_last_success_timestamp_seconds")
 	Expect(err).NotTo(HaveOccurred())
 	return all[""]
 }
@@ -99,6 +156,18 @@ func eventsWithReason(ctx context.Context, reason string) func(Gomega) []eventsv
 		}
 		return out
 	}
+}
+
+// expectRecordedOnce checks, once a recomputation after now has had every
+// write it handed over done, that the controller asked for the Event of
+// reason once and the API server holds it once, in no series: a repeat
+// would be a second Event or a series.
+func expectRecordedOnce(ctx context.Context, reason string) {
+	count := reconciles()
+	touchNode(ctx, "worker-0")
+	settle(count)
+	Expect(controllerEvents.recorded(reason)).To(Equal(1), "Events of reason %s asked for", reason)
+	Expect(eventsWithReason(ctx, reason)(Default)).To(ConsistOf(HaveField("Series", BeNil())))
 }
 
 func upgradeStatus(ctx context.Context) func(Gomega) *updatev1alpha1.UpgradeStatus {
@@ -139,11 +208,11 @@ func resourceVersions(ctx context.Context) map[string]string {
 	return rvs
 }
 
-// pendingWrites reads the controller's count of objects of the kinds given
+// pendingWritesIn reads the count of objects of the kinds given
 // (nodeprogressinsight, upgradestatus) with a write handed over and not done
-// yet.
-func pendingWrites(kinds ...string) float64 {
-	all, err := metricstest.Series(metrics.Registry, "upshift_update_status_pending_writes")
+// yet, of the controller whose metrics are reg.
+func pendingWritesIn(reg prometheus.Gatherer, kinds ...string) float64 {
+	all, err := metricstest.Series(reg, "upshift_update_status_pending_writes")
 	Expect(err).NotTo(HaveOccurred())
 	total := 0.0
 	for _, kind := range kinds {
@@ -156,12 +225,17 @@ func pendingWrites(kinds ...string) float64 {
 // for the writes of the kinds given (default: all) it handed over to be
 // done, so that what it wrote, if anything, is on the API server.
 func settle(before float64, kinds ...string) {
+	settleIn(controllerMetrics, before, kinds...)
+}
+
+// settleIn is settle for the controller whose metrics are reg.
+func settleIn(reg prometheus.Gatherer, before float64, kinds ...string) {
 	if len(kinds) == 0 {
 		kinds = []string{"nodeprogressinsight", "upgradestatus"}
 	}
 	Eventually(func(g Gomega) {
 		g.Expect(reconciles()).To(BeNumerically(">", before))
-		g.Expect(pendingWrites(kinds...)).To(BeZero())
+		g.Expect(pendingWritesIn(reg, kinds...)).To(BeZero())
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
 
@@ -302,7 +376,9 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		Eventually(writeErrors("nodeprogressinsight")).WithTimeout(10 * time.Second).Should(BeNumerically(">", errorsBefore))
 
 		// Once writes are allowed again the insight catches up, and the
-		// retries did not repeat the Event.
+		// retries did not repeat the Event: once everything handed over is
+		// written, the controller has asked for it once, and the API server
+		// holds it once, in no series.
 		refuse()
 		count := reconciles()
 		touchNode(ctx, "worker-0")
@@ -311,7 +387,7 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "worker-1"}, npi)).To(Succeed())
 			return npi.Labels[updatev1alpha1.LabelPhase]
 		}).WithTimeout(45 * time.Second).Should(Equal("Completed"))
-		Consistently(poolCompleted).WithTimeout(3 * time.Second).Should(ConsistOf(HaveField("Series", BeNil())))
+		expectRecordedOnce(ctx, "WorkerPoolCompleted")
 	})
 
 	It("publishes the status without waiting for a node's insight, and writes only a node's newest insight", func(ctx SpecContext) {
@@ -348,14 +424,14 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			return meta.FindStatusCondition(reportedWorker(ctx, g, "worker-0").Conditions, updatev1alpha1.ConditionAvailable).LastTransitionTime
 		}
 		cordoned := since(Default)
-		// Over two seconds, so that a transition time taken anew would
-		// show in the status's whole seconds.
-		Consistently(func(g Gomega) metav1.Time {
+		// Recomputations over more than two seconds, so that a transition
+		// time taken anew would show in the status's whole seconds.
+		for end := time.Now().Add(2500 * time.Millisecond); time.Now().Before(end); {
 			count := reconciles()
 			touchNode(ctx, "worker-1")
 			settle(count, "upgradestatus") // worker-0's insight write is held
-			return since(g)
-		}).WithTimeout(2500 * time.Millisecond).WithPolling(250 * time.Millisecond).Should(Equal(cordoned))
+			Expect(since(Default)).To(Equal(cordoned))
+		}
 		Expect(insightWrites.count("worker-0")).To(Equal(before+1), "the held write alone")
 
 		By("two more changes while that write is held")
@@ -379,7 +455,12 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			g.Expect(meta.FindStatusCondition(st.Conditions, updatev1alpha1.ConditionAvailable).LastTransitionTime).To(
 				Equal(meta.FindStatusCondition(newest.Conditions, updatev1alpha1.ConditionAvailable).LastTransitionTime))
 		}).WithTimeout(20 * time.Second).Should(Succeed())
-		Consistently(func() int { return insightWrites.count("worker-0") }).WithTimeout(2 * time.Second).Should(Equal(before + 2))
+		// Once a recomputation after it has handed over what it would and
+		// every write is done, the insight had two applies: nothing else.
+		count := reconciles()
+		touchNode(ctx, "worker-1")
+		settle(count)
+		Expect(insightWrites.count("worker-0")).To(Equal(before + 2))
 
 		cordonNode(ctx, "worker-0", false)
 		Eventually(func(g Gomega) metav1.ConditionStatus {
@@ -428,6 +509,7 @@ var _ = Describe("the update-status controller", Ordered, func() {
 		touchNode(ctx, "worker-0")
 		Eventually(reconciles).WithTimeout(10 * time.Second).Should(BeNumerically(">", count))
 		Expect(cpCompleted(Default)).To(BeEmpty(), "an Event before its status was written")
+		Expect(controllerEvents.recorded("ControlPlaneUpdateCompleted")).To(BeZero(), "an Event asked for before its status was written")
 		Expect(InterceptGomegaFailure(func() { completed(Default) })).To(HaveOccurred(), "the refused write went through")
 		Expect(lastSuccess()).To(BeNumerically("<", handedOver), "a success marked while the status write was refused")
 
@@ -438,7 +520,7 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			HaveField("Regarding.Kind", "UpgradeStatus"),
 			HaveField("Note", ContainSubstring("from "+fromVersion+" to "+toVersion)),
 		)))
-		Consistently(cpCompleted).WithTimeout(3 * time.Second).Should(ConsistOf(HaveField("Series", BeNil())))
+		expectRecordedOnce(ctx, "ControlPlaneUpdateCompleted")
 	})
 
 	It("publishes nothing new after a restart when nothing changed", func(ctx SpecContext) {
@@ -452,35 +534,63 @@ var _ = Describe("the update-status controller", Ordered, func() {
 
 	It("recomputes at the next time threshold only, and never when idle", func(ctx SpecContext) {
 		stop()
+		// The controller on a clock of the spec's, its requeues seen as the
+		// controller-runtime loop gets them.
+		now := time.Now().Truncate(time.Second)
+		clk := clocktesting.NewFakePassiveClock(now)
+		var (
+			mu      sync.Mutex
+			results []reconcile.Result
+		)
+		observe := func(res reconcile.Result, err error) {
+			defer GinkgoRecover()
+			Expect(err).NotTo(HaveOccurred())
+			mu.Lock()
+			defer mu.Unlock()
+			results = append(results, res)
+		}
+		// requeueAfter is the requeue of the last reconcile, once the status
+		// it handed over, if any, is written. Every reconcile after a change
+		// plans from the same objects and time, so the last one's is the
+		// answer to that change.
+		reg := prometheus.NewRegistry()
+		requeueAfter := func(g Gomega) time.Duration {
+			mu.Lock()
+			n := len(results)
+			var last reconcile.Result
+			if n > 0 {
+				last = results[n-1]
+			}
+			mu.Unlock()
+			g.Expect(n).To(BeNumerically(">", 0), "no reconcile yet")
+			g.Expect(pendingWritesIn(reg, "upgradestatus")).To(BeZero())
+			return last.RequeueAfter
+		}
+		stopObserved := startReconciler(context.WithoutCancel(ctx), env, &controller.Reconciler{Namespace: namespace, Clock: clk}, reg, nil, observe)
 		DeferCleanup(func(ctx SpecContext) {
+			stopObserved()
 			setClusterOperator(ctx, env.Client, "kube-apiserver", toVersion, time.Now())
 			stop = startController(context.WithoutCancel(ctx))
 		})
-		now := time.Now().Truncate(time.Second)
-		clk := clocktesting.NewFakePassiveClock(now)
-		r := &controller.Reconciler{Client: env.Client, Clock: clk}
 
 		By("an idle cluster: no requeue")
-		res, err := r.Reconcile(ctx, reconcile.Request{})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(res.RequeueAfter).To(BeZero())
+		Eventually(requeueAfter).WithTimeout(10 * time.Second).Should(BeZero())
 		Expect(meta.FindStatusCondition(upgradeStatus(ctx)(Default).Status.Conditions, updatev1alpha1.ConditionHeartbeat)).To(
 			HaveField("Status", metav1.ConditionFalse), "the heartbeat should have said Idle once the update ended")
 
 		By("an operator degraded for 3 minutes: requeue when it has been 5")
 		degradeClusterOperator(ctx, "kube-apiserver", now.Add(-3*time.Minute))
-		res, err = r.Reconcile(ctx, reconcile.Request{})
-		Expect(err).NotTo(HaveOccurred())
-		Expect(res.RequeueAfter).To(Equal(2*time.Minute + time.Nanosecond))
+		Eventually(requeueAfter).WithTimeout(10 * time.Second).Should(Equal(2*time.Minute + time.Nanosecond))
 		Expect(upgradeStatus(ctx)(Default).Status.Health).NotTo(ContainElement(HaveField("UID", "co-kube-apiserver-degraded")))
 
 		By("at that time: the insight, and a requeue when it turns into an error at 40 minutes")
 		clk.SetTime(now.Add(2*time.Minute + time.Nanosecond))
-		res, err = r.Reconcile(ctx, reconcile.Request{})
-		Expect(err).NotTo(HaveOccurred())
+		// The requeue would come in two minutes of real time: a Node event
+		// starts the recomputation now.
+		touchNode(ctx, "worker-0")
+		Eventually(requeueAfter).WithTimeout(10 * time.Second).Should(Equal(35 * time.Minute))
 		Expect(upgradeStatus(ctx)(Default).Status.Health).To(ContainElement(And(
 			HaveField("UID", "co-kube-apiserver-degraded"), HaveField("Impact.Level", updatev1alpha1.WarningImpactLevel))))
-		Expect(res.RequeueAfter).To(Equal(35 * time.Minute))
 	})
 
 	It("loses a node's insight with the node (garbage collection)", func(ctx SpecContext) {

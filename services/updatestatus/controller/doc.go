@@ -7,8 +7,9 @@
 // recomputation reads the informer cache, assesses the whole cluster, and
 // decide (plan.go) turns the published and the desired state into a plan:
 // the UpgradeStatus status to write and the Events of that transition, the
-// NodeProgressInsights to create, relabel, update or delete, and when to
-// recompute next. The reconciler executes the plan: it hands the node
+// NodeProgressInsights to create, relabel, update or delete, the prototype
+// ConfigMap's value, and when to recompute next. The reconciler executes the
+// plan and decides nothing: it hands the node
 // writes and the status to background publishers (publisher.go,
 // statuspublisher.go) and does not wait for them; the status publisher
 // records the Events once a write that includes them succeeds, so a failed

@@ -5,48 +5,43 @@ import (
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 )
-
-// transitionEvent is one Event to record on the UpgradeStatus.
-type transitionEvent struct {
-	eventType, reason, note string
-	// pool names the MachineConfigPool the Event is about, if any.
-	pool string
-}
 
 // transitionEvents tell how the assessment moves from the published status
 // to the desired one: an update starting or finishing, and changes of the
 // control-plane and pool assessments. Nothing is said when nothing was
 // published yet, so the first computation (after a restart, or ever) does
-// not repeat history.
+// not repeat history. The Events are about regarding, the UpgradeStatus.
 //
 // Each transition has its own reason (and a pool event names its pool as the
 // related object) because the events library merges Events with the same
 // object, reason and related object into one series that keeps the first
-// note: one reason for every change would hide all changes but the first.
-func transitionEvents(prev, cur *updatev1alpha1.UpgradeStatusStatus) []transitionEvent {
-	var out []transitionEvent
+// note: one reason for every change would hide all changes but the first
+// (libs/events numbers the actions of such Events only within one record).
+func transitionEvents(regarding runtime.Object, prev, cur *updatev1alpha1.UpgradeStatusStatus) []events.Event {
+	var out []events.Event
 	if pcp, cp := prev.ControlPlane, cur.ControlPlane; pcp != nil && cp != nil {
 		was := meta.IsStatusConditionTrue(pcp.Conditions, updatev1alpha1.ConditionUpdating)
 		is := meta.IsStatusConditionTrue(cp.Conditions, updatev1alpha1.ConditionUpdating)
 		switch {
 		case !was && is:
-			out = append(out, transitionEvent{eventType: corev1.EventTypeNormal, reason: "ControlPlaneUpdateStarted",
-				note: "Control plane started updating" + versions(cp)})
+			out = append(out, events.Normal(regarding, "ControlPlaneUpdateStarted", actionAssess,
+				"Control plane started updating"+versions(cp)))
 		case was && !is:
-			out = append(out, transitionEvent{eventType: corev1.EventTypeNormal, reason: "ControlPlaneUpdateCompleted",
-				note: "Control plane finished updating" + versions(cp)})
+			out = append(out, events.Normal(regarding, "ControlPlaneUpdateCompleted", actionAssess,
+				"Control plane finished updating"+versions(cp)))
 		}
 		if pcp.ClusterVersion != nil && cp.ClusterVersion != nil && pcp.ClusterVersion.Assessment != cp.ClusterVersion.Assessment {
 			now := cp.ClusterVersion.Assessment
-			out = append(out, transitionEvent{eventType: eventType(string(now)), reason: "ControlPlane" + reasonWord(string(now)),
-				note: fmt.Sprintf("Control plane assessment changed from %s to %s (%d%% complete)",
+			out = append(out, events.Event{Regarding: regarding, Warning: warning(string(now)),
+				Reason: "ControlPlane" + reasonWord(string(now)), Action: actionAssess,
+				Note: fmt.Sprintf("Control plane assessment changed from %s to %s (%d%% complete)",
 					pcp.ClusterVersion.Assessment, now, cp.ClusterVersion.Completion)})
 		}
 	}
@@ -56,33 +51,23 @@ func transitionEvents(prev, cur *updatev1alpha1.UpgradeStatusStatus) []transitio
 	}
 	for _, p := range cur.WorkerPools {
 		if was, ok := prevPools[p.Name]; ok && was != p.Pool.Assessment {
-			out = append(out, transitionEvent{eventType: eventType(string(p.Pool.Assessment)),
-				reason: "WorkerPool" + reasonWord(string(p.Pool.Assessment)), pool: p.Name,
-				note: fmt.Sprintf("Worker pool %s assessment changed from %s to %s (%d%% complete)",
+			out = append(out, events.Event{Regarding: regarding, Related: poolRef(p.Name), Warning: warning(string(p.Pool.Assessment)),
+				Reason: "WorkerPool" + reasonWord(string(p.Pool.Assessment)), Action: actionAssess,
+				Note: fmt.Sprintf("Worker pool %s assessment changed from %s to %s (%d%% complete)",
 					p.Name, was, p.Pool.Assessment, p.Pool.Completion)})
 		}
 	}
 	return out
 }
 
-// emitEvents records the events on the UpgradeStatus.
-func emitEvents(rec events.EventRecorder, us *updatev1alpha1.UpgradeStatus, evs []transitionEvent) {
-	if rec == nil {
-		return
-	}
-	for _, e := range evs {
-		var related *mcfgv1.MachineConfigPool
-		if e.pool != "" {
-			related = &mcfgv1.MachineConfigPool{
-				TypeMeta:   metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool"},
-				ObjectMeta: metav1.ObjectMeta{Name: e.pool},
-			}
-		}
-		if related != nil {
-			rec.Eventf(us, related, e.eventType, e.reason, "Assess", "%s", e.note)
-		} else {
-			rec.Eventf(us, nil, e.eventType, e.reason, "Assess", "%s", e.note)
-		}
+// actionAssess is the action of every transition Event.
+const actionAssess = "Assess"
+
+// poolRef is the MachineConfigPool a pool Event names as its related object.
+func poolRef(name string) *mcfgv1.MachineConfigPool {
+	return &mcfgv1.MachineConfigPool{
+		TypeMeta:   metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 	}
 }
 
@@ -110,12 +95,12 @@ func versions(cp *updatev1alpha1.ControlPlane) string {
 	return fmt.Sprintf(" from %s to %s", v.Previous.Version, v.Target.Version)
 }
 
-// eventType is Warning for assessments a person should look at.
-func eventType(assessment string) string {
+// warning: the assessment is one a person should look at.
+func warning(assessment string) bool {
 	switch assessment {
 	case string(updatev1alpha1.ControlPlaneAssessmentStalled), string(updatev1alpha1.ControlPlaneAssessmentDegraded),
 		string(updatev1alpha1.ControlPlaneAssessmentSlow):
-		return corev1.EventTypeWarning
+		return true
 	}
-	return corev1.EventTypeNormal
+	return false
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	updateac "github.com/upshift-io/upshift/api/update/v1alpha1/applyconfiguration/update/v1alpha1"
 )
 
 // A small cluster updating from 4.18.0 to 4.18.1, written the way the
@@ -243,13 +244,11 @@ type gatedClient struct {
 }
 
 func (c gatedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	if u, ok := obj.(interface {
-		GetKind() string
-		GetName() string
-	}); ok && u.GetKind() == "NodeProgressInsight" {
+	if npi, ok := obj.(*updateac.NodeProgressInsightApplyConfiguration); ok {
+		name := *npi.GetName()
 		c.g.mu.Lock()
-		c.g.applies[u.GetName()]++
-		wait := c.g.held[u.GetName()]
+		c.g.applies[name]++
+		wait := c.g.held[name]
 		c.g.mu.Unlock()
 		if wait != nil {
 			select {

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,9 +34,9 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/metricstest"
 	upruntime "github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/testenv"
@@ -115,7 +116,9 @@ func BenchmarkFirstStartMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &controller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("update-status-controller"), Namespace: namespace}
+	reg := prometheus.NewRegistry()
+	r := &controller.Reconciler{Client: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorder("update-status-controller")),
+		Metrics: controller.NewMetrics(reg), Namespace: namespace}
 	if err := r.SetupWithManager(mgr); err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +128,7 @@ func BenchmarkFirstStartMemory(b *testing.B) {
 	defer func() { stopMgr(); <-done }()
 
 	// Every insight applied: one write per node.
-	waitFor(b, 10*time.Minute, func() bool { return nodeInsightWrites(b) >= benchNodes })
+	waitFor(b, 10*time.Minute, func() bool { return nodeInsightWrites(b, reg) >= benchNodes })
 	// One more recomputation, over a cache that holds every insight: the
 	// steady state.
 	before := reconciles()
@@ -271,8 +274,8 @@ func touchNodeWith(ctx context.Context, env *testenv.Env, name string) {
 	Expect(env.Client.Update(ctx, n)).To(Succeed())
 }
 
-func nodeInsightWrites(b *testing.B) float64 {
-	all, err := metricstest.Series(ctrlmetrics.Registry, "upshift_update_status_writes_total")
+func nodeInsightWrites(b *testing.B, reg prometheus.Gatherer) float64 {
+	all, err := metricstest.Series(reg, "upshift_update_status_writes_total")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,18 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"github.com/prometheus/client_golang/prometheus"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
 
-// samples gathers the registry's series of the named metric as
+// samples gathers the series of the named metric in reg as
 // "label=value,..." -> value.
-func samples(t *testing.T, name string) map[string]float64 {
+func samples(t *testing.T, reg prometheus.Gatherer, name string) map[string]float64 {
 	t.Helper()
-	out, err := metricstest.Series(metrics.Registry, name)
+	out, err := metricstest.Series(reg, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,23 +47,25 @@ func resultWith(cp updatev1alpha1.ControlPlaneAssessment, pools map[string]updat
 }
 
 func TestMetricsFollowTheStatus(t *testing.T) {
-	observe(resultWith(updatev1alpha1.ControlPlaneAssessmentSlow,
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	m.observe(resultWith(updatev1alpha1.ControlPlaneAssessmentSlow,
 		map[string]updatev1alpha1.PoolAssessment{"worker": "Progressing", "infra": "Degraded"},
 		map[string][]string{"worker": {"Draining", "Completed", "Completed", "Pending"}, "infra": {"Updating"}, "master": {"Completed"}}))
 
-	cp := samples(t, "upshift_update_status_control_plane_assessment")
+	cp := samples(t, reg, "upshift_update_status_control_plane_assessment")
 	if len(cp) != 6 || cp["assessment=Progressing - Slow"] != 1 || cp["assessment=Progressing"] != 0 || cp["assessment=Stalled"] != 0 {
 		t.Errorf("control plane assessment state set = %v", cp)
 	}
-	if u := samples(t, "upshift_update_status_updating"); u[""] != 1 {
+	if u := samples(t, reg, "upshift_update_status_updating"); u[""] != 1 {
 		t.Errorf("updating = %v, want 1", u)
 	}
-	pa := samples(t, "upshift_update_status_pool_assessment")
+	pa := samples(t, reg, "upshift_update_status_pool_assessment")
 	if pa["assessment=Degraded,pool=infra"] != 1 || pa["assessment=Progressing,pool=infra"] != 0 ||
 		pa["assessment=Progressing,pool=worker"] != 1 || pa["assessment=Completed,pool=master"] != 1 || len(pa) != 15 {
 		t.Errorf("pool assessment state sets = %v", pa)
 	}
-	pn := samples(t, "upshift_update_status_pool_nodes")
+	pn := samples(t, reg, "upshift_update_status_pool_nodes")
 	for k, want := range map[string]float64{
 		"phase=Draining,pool=worker": 1, "phase=Completed,pool=worker": 2, "phase=Pending,pool=worker": 1,
 		"phase=Rebooting,pool=worker": 0, "phase=Updating,pool=infra": 1, "phase=Completed,pool=master": 1,
@@ -72,40 +74,42 @@ func TestMetricsFollowTheStatus(t *testing.T) {
 			t.Errorf("pool_nodes{%s} = %v, want %v", k, pn[k], want)
 		}
 	}
-	if pc := samples(t, "upshift_update_status_pool_completion_percent"); pc["pool=worker"] != 25 || pc["pool=master"] != 100 {
+	if pc := samples(t, reg, "upshift_update_status_pool_completion_percent"); pc["pool=worker"] != 25 || pc["pool=master"] != 100 {
 		t.Errorf("pool completion = %v", pc)
 	}
 
 	// The update ends and pool infra goes away: its series go with it.
-	observe(resultWith(updatev1alpha1.ControlPlaneAssessmentCompleted,
+	m.observe(resultWith(updatev1alpha1.ControlPlaneAssessmentCompleted,
 		map[string]updatev1alpha1.PoolAssessment{"worker": "Completed"},
 		map[string][]string{"worker": {"Completed"}}))
-	cp = samples(t, "upshift_update_status_control_plane_assessment")
+	cp = samples(t, reg, "upshift_update_status_control_plane_assessment")
 	if cp["assessment=Completed"] != 1 || cp["assessment=Progressing - Slow"] != 0 {
 		t.Errorf("control plane assessment state set = %v", cp)
 	}
-	if u := samples(t, "upshift_update_status_updating"); u[""] != 0 {
+	if u := samples(t, reg, "upshift_update_status_updating"); u[""] != 0 {
 		t.Errorf("updating = %v, want 0", u)
 	}
 	for _, name := range []string{"upshift_update_status_pool_assessment", "upshift_update_status_pool_nodes", "upshift_update_status_pool_completion_percent"} {
-		for k := range samples(t, name) {
+		for k := range samples(t, reg, name) {
 			if strings.Contains(k, "pool=infra") {
 				t.Errorf("%s{%s} outlived its pool", name, k)
 			}
 		}
 	}
-	if pn := samples(t, "upshift_update_status_pool_nodes"); pn["phase=Completed,pool=worker"] != 1 || pn["phase=Pending,pool=worker"] != 0 {
+	if pn := samples(t, reg, "upshift_update_status_pool_nodes"); pn["phase=Completed,pool=worker"] != 1 || pn["phase=Pending,pool=worker"] != 0 {
 		t.Errorf("pool_nodes = %v", pn)
 	}
 }
 
 func TestLastSuccessIsATimestampOnlyOnceThereIsOne(t *testing.T) {
-	if s := samples(t, "upshift_update_status_last_success_timestamp_seconds"); len(s) != 0 {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	if s := samples(t, reg, "upshift_update_status_last_success_timestamp_seconds"); len(s) != 0 {
 		t.Fatalf("last success = %v before any success, want no series", s)
 	}
-	markSuccess(time.Now())
-	markSuccess(time.Unix(1.7e9, 0))
-	if s := samples(t, "upshift_update_status_last_success_timestamp_seconds"); s[""] != 1.7e9 {
+	m.markSuccess(time.Now())
+	m.markSuccess(time.Unix(1.7e9, 0))
+	if s := samples(t, reg, "upshift_update_status_last_success_timestamp_seconds"); s[""] != 1.7e9 {
 		t.Errorf("last success = %v, want 1.7e9", s)
 	}
 }

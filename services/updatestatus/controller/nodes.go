@@ -1,14 +1,12 @@
 package controller
 
 import (
-	"slices"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/upshift-io/upshift/libs/trim"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
 
@@ -60,47 +58,17 @@ func findNodeCondition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeC
 	return nil
 }
 
-// trimNode is the cache transform of Nodes: it keeps what the assessment
-// reads (and the identity the informer and the insights' owner references
-// need) and drops the rest — images, volumes, addresses, nodeInfo, daemon
-// endpoints, capacity, taints, managedFields, annotations and conditions the
-// assessment does not read, and heartbeat times. On a large cluster the
-// cache of Nodes is most of the controller's memory.
-func trimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	t := &corev1.Node{
-		TypeMeta: n.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              n.Name,
-			UID:               n.UID,
-			ResourceVersion:   n.ResourceVersion,
-			CreationTimestamp: n.CreationTimestamp,
-			DeletionTimestamp: n.DeletionTimestamp,
-			// Shared strings: most labels are the same on every node.
-			Labels: internMap(n.Labels, n.Name),
-		},
-		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
-	}
-	for _, k := range assess.NodeAnnotations {
-		if v, ok := n.Annotations[k]; ok {
-			if t.Annotations == nil {
-				t.Annotations = make(map[string]string, len(assess.NodeAnnotations))
-			}
-			// k is the package's own string; the values (rendered
-			// configs, states) are those of the pool's other nodes.
-			t.Annotations[k] = intern(v)
-		}
-	}
-	for _, c := range n.Status.Conditions {
-		if slices.Contains(assess.NodeConditions, c.Type) {
-			c.LastHeartbeatTime = metav1.Time{}
-			c.Type, c.Status = corev1.NodeConditionType(intern(string(c.Type))), corev1.ConditionStatus(intern(string(c.Status)))
-			c.Reason, c.Message = intern(c.Reason), intern(c.Message)
-			t.Status.Conditions = append(t.Status.Conditions, c)
-		}
-	}
-	return t, nil
+// nodeFields is what the cache keeps of a Node: what the assessment reads
+// (assess.NodeAnnotations, assess.NodeConditions, every label and
+// spec.unschedulable) and the identity the informer and the insights' owner
+// references need. Images, volumes, addresses, nodeInfo, daemon endpoints,
+// capacity, taints, managedFields, the other annotations and conditions and
+// heartbeat times go: on a large cluster the cache of Nodes is most of the
+// controller's memory. The strings that repeat from node to node are shared.
+var nodeFields = trim.Node{
+	Labels:        trim.All,
+	Annotations:   trim.Only(assess.NodeAnnotations...),
+	Conditions:    assess.NodeConditions,
+	Unschedulable: true,
+	Intern:        true,
 }

@@ -64,6 +64,9 @@ func fullNode() *corev1.Node {
 	}
 }
 
+// trimNode is the cache transform of Nodes, as ManagerOptions sets it.
+var trimNode = nodeFields.Transform()
+
 func condIndex(n *corev1.Node, t corev1.NodeConditionType) int {
 	for i, c := range n.Status.Conditions {
 		if c.Type == t {

@@ -6,8 +6,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/requeue"
 	"github.com/upshift-io/upshift/services/updatestatus/render"
 )
 
@@ -18,32 +22,46 @@ import (
 // # Events
 //
 // Events tell how the published status moved: they are derived from the
-// published and the desired UpgradeStatus status, and emitted right after a
-// status write that includes that move succeeds (statuspublisher.go),
-// whatever the node writes do. A failed status write emits nothing and keeps
-// its Events for the write that follows; a failed node write cannot lose
-// them. What is lost is what a crash interrupts: the Events of a status
-// handed over and not yet written (the next leader derives them again from
-// what is published), or of one written and not yet emitted (never
-// repeated).
+// published and the desired UpgradeStatus status, and recorded (libs/events)
+// right after a status write that includes that move succeeds
+// (statuspublisher.go), whatever the node writes do: the write first, then
+// the Events, as docs/architecture.md orders them. A failed status write
+// records nothing and keeps its Events for the write that follows; a failed
+// node write cannot lose them. What is lost is what a crash interrupts: the
+// Events of a status handed over and not yet written (the next leader
+// derives them again from what is published), or of one written and not yet
+// recorded (never repeated).
 
 // plan is everything one recomputation writes.
 type plan struct {
 	// status is the UpgradeStatus status to apply; nil when it is unchanged.
 	status *updatev1alpha1.UpgradeStatusStatus
-	// events are emitted once status is written.
-	events []transitionEvent
+	// events are recorded once status is written.
+	events []events.Event
 	// nodes are the NodeProgressInsight writes, in no particular order.
 	nodes []nodeWrite
 	// requeueAfter is when to recompute with no object change: the next
 	// time threshold of the assessment or heartbeat refresh; 0 for never.
 	requeueAfter time.Duration
+	// prototype is the value to set key PrototypeKey of the prototype
+	// ConfigMap to; nil to leave it. prototypeErr says why that value could
+	// not be made.
+	prototype    *string
+	prototypeErr error
+}
+
+// prototypeState is the prototype ConfigMap as read: value is its key
+// PrototypeKey ("" when absent).
+type prototypeState struct {
+	value string
 }
 
 // planInput is what a plan is decided from.
 type planInput struct {
 	now time.Time
-	// published is the UpgradeStatus status as last written.
+	// object is the UpgradeStatus the plan is made for, the object its
+	// Events are about; published is its status as last written.
+	object    runtime.Object
 	published updatev1alpha1.UpgradeStatusStatus
 	// desired is the assessment's status, without the controller's conditions.
 	desired updatev1alpha1.UpgradeStatusStatus
@@ -55,6 +73,9 @@ type planInput struct {
 	// AlertsAvailable condition of the last read (nil: not read yet).
 	alertsConfigured bool
 	alerts           *metav1.Condition
+	// prototype is the prototype ConfigMap; nil when it does not exist or
+	// is not kept.
+	prototype *prototypeState
 
 	// publishedNodes are the published insights by name (read, never
 	// written).
@@ -96,11 +117,33 @@ func decide(in planInput) plan {
 	}
 	if !equality.Semantic.DeepEqual(&in.published, desired) {
 		p.status = desired
-		p.events = transitionEvents(&in.published, desired)
+		p.events = transitionEvents(in.object, &in.published, desired)
 	}
 	p.nodes = planNodes(in.publishedNodes, in.desiredNodes, in.owner)
-	p.requeueAfter = requeueAfter(in.now, in.nextCheck, nextBeat)
+	p.prototype, p.prototypeErr = planPrototype(in.prototype, in.desired.ControlPlane)
+	var next requeue.Soonest
+	next.At(in.nextCheck)
+	next.At(nextBeat)
+	p.requeueAfter = next.After(in.now)
 	return p
+}
+
+// planPrototype is the value to give key PrototypeKey of the prototype
+// ConfigMap, cur, for the control plane insight cp: the ClusterVersion
+// insight as YAML, with the API's JSON field names (sigs.k8s.io/yaml goes
+// through JSON; the old prototype's yaml.v3 names were a bug). Nil when the
+// ConfigMap does not exist (it is never created), there is no ClusterVersion
+// insight, or the key already holds it.
+func planPrototype(cur *prototypeState, cp *updatev1alpha1.ControlPlane) (*string, error) {
+	if cur == nil || cp == nil || cp.ClusterVersion == nil {
+		return nil, nil
+	}
+	value, err := yaml.Marshal(cp.ClusterVersion)
+	if err != nil || cur.value == string(value) {
+		return nil, err
+	}
+	v := string(value)
+	return &v, nil
 }
 
 // setAlertsCondition puts the AlertsAvailable condition in conds, or takes it
@@ -114,22 +157,6 @@ func setAlertsCondition(conds *[]metav1.Condition, configured bool, c *metav1.Co
 	if c != nil {
 		meta.SetStatusCondition(conds, *c)
 	}
-}
-
-// requeueAfter is the wait until the earliest of the given times (zero times
-// are ignored); 0 when there is none.
-func requeueAfter(now time.Time, times ...time.Time) time.Duration {
-	var next time.Time
-	for _, t := range times {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
-	if next.IsZero() {
-		return 0
-	}
-	// A time already passed still means "recompute", not "never".
-	return max(next.Sub(now), time.Millisecond)
 }
 
 // Heartbeat: while the cluster updates, the UpgradeStatus carries a Heartbeat

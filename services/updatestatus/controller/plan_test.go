@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 )
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -59,10 +61,10 @@ func withConditions(s updatev1alpha1.UpgradeStatusStatus, beatAt *time.Time) upd
 	return s
 }
 
-func reasons(evs []transitionEvent) []string {
+func reasons(evs []events.Event) []string {
 	var out []string
 	for _, e := range evs {
-		out = append(out, e.reason)
+		out = append(out, e.Reason)
 	}
 	return out
 }
@@ -108,10 +110,17 @@ func TestDecideEventsComeWithTheStatusWriteThatMakesTheTransition(t *testing.T) 
 }
 
 func TestPoolEventsNameTheirPool(t *testing.T) {
-	evs := transitionEvents(ptr.To(status(true, "Progressing", "infra=Progressing")), ptr.To(status(true, "Progressing", "infra=Degraded")))
-	if len(evs) != 1 || evs[0].pool != "infra" || evs[0].eventType != "Warning" ||
-		evs[0].note != "Worker pool infra assessment changed from Progressing to Degraded (0% complete)" {
-		t.Errorf("events = %+v", evs)
+	us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName, UID: "us-uid"}}
+	evs := transitionEvents(us, ptr.To(status(true, "Progressing", "infra=Progressing")), ptr.To(status(true, "Progressing", "infra=Degraded")))
+	if len(evs) != 1 || evs[0].Type() != "Warning" ||
+		evs[0].Note != "Worker pool infra assessment changed from Progressing to Degraded (0% complete)" {
+		t.Fatalf("events = %+v", evs)
+	}
+	if pool, ok := evs[0].Related.(*mcfgv1.MachineConfigPool); !ok || pool.Name != "infra" || pool.Kind != "MachineConfigPool" {
+		t.Errorf("related = %+v, want MachineConfigPool infra", evs[0].Related)
+	}
+	if evs[0].Regarding != us {
+		t.Errorf("regarding = %+v, want the UpgradeStatus", evs[0].Regarding)
 	}
 }
 
@@ -459,4 +468,56 @@ func changeOne(v reflect.Value, k *int) bool {
 		}
 	}
 	return false
+}
+
+func TestPlanPrototype(t *testing.T) {
+	cp := status(true, "Progressing").ControlPlane
+	cp.ClusterVersion.StartedAt = metav1.NewTime(t0)
+	current, err := planPrototype(&prototypeState{}, cp)
+	if err != nil || current == nil {
+		t.Fatalf("planPrototype = %v, %v; want a value", current, err)
+	}
+	for _, want := range []string{"assessment: Progressing", "startedAt: \"2025-03-01T12:00:00Z\"", "target:"} {
+		if !strings.Contains(*current, want) {
+			t.Errorf("value %q lacks %q", *current, want)
+		}
+	}
+	tests := []struct {
+		name  string
+		cur   *prototypeState
+		cp    *updatev1alpha1.ControlPlane
+		write bool
+	}{
+		{"no ConfigMap: never created", nil, cp, false},
+		{"the key is missing", &prototypeState{}, cp, true},
+		{"the key holds something else", &prototypeState{value: "assessment: Completed\n"}, cp, true},
+		{"the key is current", &prototypeState{value: *current}, cp, false},
+		{"no control plane insight", &prototypeState{}, nil, false},
+		{"no ClusterVersion insight", &prototypeState{}, &updatev1alpha1.ControlPlane{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := planPrototype(tc.cur, tc.cp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got != nil) != tc.write {
+				t.Fatalf("write = %v, want %v", got != nil, tc.write)
+			}
+			if got != nil && *got != *current {
+				t.Errorf("value = %q, want %q", *got, *current)
+			}
+		})
+	}
+
+	// Without an assessment the key is left as it is.
+	p := decide(planInput{now: t0, published: status(true, "Progressing"), desired: status(true, "Progressing"),
+		assessErr: errors.New("no cluster version information available"), prototype: &prototypeState{}})
+	if p.prototype != nil {
+		t.Errorf("prototype written without an assessment: %q", *p.prototype)
+	}
+	p = decide(planInput{now: t0, desired: status(true, "Progressing"), prototype: &prototypeState{}, owner: ownerIn(nil)})
+	if p.prototype == nil {
+		t.Errorf("no prototype value planned with an assessment")
+	}
 }

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -52,8 +51,9 @@ const (
 // insightPublisher executes NodeProgressInsight writes in the background.
 // It runs as a leader-elected manager Runnable, like the controller.
 type insightPublisher struct {
-	client client.Client
-	queue  workqueue.TypedRateLimitingInterface[string]
+	client  client.Client
+	metrics *Metrics
+	queue   workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
 	// pending is the newest write handed over per node and not yet done.
@@ -78,9 +78,10 @@ type handedOver struct {
 	seq  uint64
 }
 
-func newInsightPublisher(c client.Client) *insightPublisher {
+func newInsightPublisher(c client.Client, m *Metrics) *insightPublisher {
 	return &insightPublisher{
-		client: c,
+		client:  c,
+		metrics: m,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](writeRetryBase, writeRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodeprogressinsights"}),
@@ -96,17 +97,14 @@ func (p *insightPublisher) NeedLeaderElection() bool { return true }
 // Start runs nodeWriters workers until ctx ends. Writes still pending then
 // are dropped: the next leader plans from what the API server has.
 func (p *insightPublisher) Start(ctx context.Context) error {
-	return runWorkers(ctx, p.queue, nodeWriters, "nodeprogressinsight", p.next)
+	return runWorkers(ctx, p.queue, nodeWriters, p.metrics.pendingWrites.WithLabelValues(kindInsight), p.next)
 }
 
 // handOver queues ws, planned from the insights in cached (the cache as the
 // recomputation read it, before view).
-func (p *insightPublisher) handOver(ws []nodeWrite, cached map[string]*updatev1alpha1.NodeProgressInsight) error {
+func (p *insightPublisher) handOver(ws []nodeWrite, cached map[string]*updatev1alpha1.NodeProgressInsight) {
 	if len(ws) == 0 {
-		return nil
-	}
-	if p == nil {
-		return errors.New("no publisher for the NodeProgressInsights: the reconciler was not set up with a manager")
+		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -123,17 +121,13 @@ func (p *insightPublisher) handOver(ws []nodeWrite, cached map[string]*updatev1a
 		p.pending[w.name] = h
 		p.queue.Add(w.name)
 	}
-	pendingWrites.WithLabelValues("nodeprogressinsight").Set(float64(len(p.pending)))
-	return nil
+	p.metrics.pendingWrites.WithLabelValues(kindInsight).Set(float64(len(p.pending)))
 }
 
 // view is the published insights to plan from: cached (the cache, not
 // modified) with the writes pending and the writes the cache does not show
 // yet in place of what it has.
 func (p *insightPublisher) view(cached map[string]*updatev1alpha1.NodeProgressInsight) map[string]*updatev1alpha1.NodeProgressInsight {
-	if p == nil {
-		return cached
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	keys := p.written.Keys()
@@ -163,7 +157,7 @@ func (p *insightPublisher) view(cached map[string]*updatev1alpha1.NodeProgressIn
 // cache shows the last of them, or a version after it.
 func (p *insightPublisher) seen(obj client.Object) {
 	npi, ok := obj.(*updatev1alpha1.NodeProgressInsight)
-	if p == nil || !ok {
+	if !ok {
 		return
 	}
 	p.written.Newest(types.NamespacedName{Name: npi.Name}, npi)
@@ -172,17 +166,11 @@ func (p *insightPublisher) seen(obj client.Object) {
 // forget drops what is remembered of the writes to name's insight: it was
 // deleted, and a write the cache does not show yet must not stand in for it.
 func (p *insightPublisher) forget(name string) {
-	if p == nil {
-		return
-	}
 	p.written.Forget(types.NamespacedName{Name: name})
 }
 
 // failures is the number of nodes whose last write failed.
 func (p *insightPublisher) failures() int {
-	if p == nil {
-		return 0
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.failing)
@@ -203,7 +191,7 @@ func (p *insightPublisher) next(ctx context.Context) bool {
 		p.queue.Forget(name)
 		return true
 	}
-	written, err := publishNode(ctx, p.client, name, h.insight)
+	written, err := publishNode(ctx, p.client, p.metrics, name, h.insight)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -212,7 +200,7 @@ func (p *insightPublisher) next(ctx context.Context) bool {
 		// The outcome is unknown: trust the cache again.
 		p.written.Forget(key)
 		p.failing[name] = true
-		writeErrors.WithLabelValues("nodeprogressinsight").Inc()
+		p.metrics.writeErrors.WithLabelValues(kindInsight).Inc()
 		log.FromContext(ctx).Error(err, "node insight write failed; retrying", "node", name)
 		if p.pending[name].seq == h.seq {
 			// Nothing newer was handed over: retry this one later.
@@ -229,7 +217,7 @@ func (p *insightPublisher) next(ctx context.Context) bool {
 	}
 	if p.pending[name].seq == h.seq {
 		delete(p.pending, name)
-		pendingWrites.WithLabelValues("nodeprogressinsight").Set(float64(len(p.pending)))
+		p.metrics.pendingWrites.WithLabelValues(kindInsight).Set(float64(len(p.pending)))
 	}
 	return true
 }

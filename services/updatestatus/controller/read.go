@@ -12,6 +12,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
@@ -48,11 +49,7 @@ func (r *Reconciler) published(ctx context.Context) (publishedState, error) {
 	case !apierrors.IsNotFound(err):
 		return p, fmt.Errorf("reading UpgradeStatus: %w", err)
 	}
-	npiList := &updatev1alpha1.NodeProgressInsightList{}
-	npis, err := cachedItems(ctx, r.insightStore, r.Client, npiList, func() []updatev1alpha1.NodeProgressInsight { return npiList.Items })
-	if err != nil {
-		return p, err
-	}
+	npis := storeItems[*updatev1alpha1.NodeProgressInsight](r.insightStore)
 	p.nodes = make(map[string]*updatev1alpha1.NodeProgressInsight, len(npis))
 	for _, npi := range npis {
 		p.nodes[npi.Name] = npi
@@ -81,11 +78,7 @@ func (r *Reconciler) snapshot(ctx context.Context) (assess.Snapshot, error) {
 		}
 	}
 	s.ClusterOperators, s.MachineConfigPools = cos.Items, pools.Items
-	nodes := &corev1.NodeList{}
-	var err error
-	if s.Nodes, err = cachedItems(ctx, r.nodeStore, r.Client, nodes, func() []corev1.Node { return nodes.Items }); err != nil {
-		return s, err
-	}
+	s.Nodes = storeItems[*corev1.Node](r.nodeStore)
 	var known bool
 	s.MCOImage, known = r.mcoImage(ctx, s.ClusterOperators)
 	s.MCOImageUnknown = !known
@@ -129,54 +122,43 @@ func storeItems[T any](s toolscache.Store) []T {
 	return out
 }
 
-// cachedItems are the objects of one kind, from its informer's store. A
-// Reconciler not set up with a manager (a test driving Reconcile directly)
-// has no stores: it lists them into list through its client, and items
-// returns the list's items.
-func cachedItems[T any](ctx context.Context, store toolscache.Store, c client.Reader, list client.ObjectList, items func() []T) ([]*T, error) {
-	if store != nil {
-		return storeItems[*T](store), nil
-	}
-	if err := c.List(ctx, list, readOnly); err != nil {
-		return nil, fmt.Errorf("listing %T: %w", list, err)
-	}
-	return pointersTo(items()), nil
-}
-
-func pointersTo[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
-}
-
-// nodeOwner looks up the owner reference of the insight of a Node by name:
-// the Node as the informer's store has it, else among the snapshot's nodes;
-// false when there is no such Node.
-func (r *Reconciler) nodeOwner(snapshot []*corev1.Node) func(name string) (metav1.OwnerReference, bool) {
-	ref := func(n *corev1.Node) metav1.OwnerReference {
-		return metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}
-	}
-	if r.nodeStore == nil {
-		byName := make(map[string]*corev1.Node, len(snapshot))
-		for _, n := range snapshot {
-			byName[n.Name] = n
-		}
-		return func(name string) (metav1.OwnerReference, bool) {
-			n, ok := byName[name]
-			if !ok {
-				return metav1.OwnerReference{}, false
-			}
-			return ref(n), true
-		}
-	}
+// nodeOwner looks up the owner reference of the insight of a Node by name,
+// as the informer's store has the Node; false when there is no such Node.
+func (r *Reconciler) nodeOwner() func(name string) (metav1.OwnerReference, bool) {
 	return func(name string) (metav1.OwnerReference, bool) {
 		obj, exists, err := r.nodeStore.GetByKey(name) // a cluster-scoped object's key is its name
 		n, ok := obj.(*corev1.Node)
 		if err != nil || !exists || !ok {
 			return metav1.OwnerReference{}, false
 		}
-		return ref(n), true
+		return metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}, true
 	}
+}
+
+// prototype reads key PrototypeKey of the prototype ConfigMap; nil when
+// the ConfigMap does not exist or is not kept (no namespace).
+func (r *Reconciler) prototype(ctx context.Context) (*prototypeState, error) {
+	if r.Namespace == "" {
+		return nil, nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: PrototypeConfigMap}, cm)
+	present := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", r.Namespace, PrototypeConfigMap, err)
+	}
+	if r.prototypeSeen == nil || *r.prototypeSeen != present {
+		if present {
+			log.FromContext(ctx).Info("prototype ConfigMap found; keeping its key current",
+				"configMap", r.Namespace+"/"+PrototypeConfigMap, "key", PrototypeKey)
+		} else {
+			log.FromContext(ctx).Info("prototype ConfigMap does not exist; not writing it",
+				"configMap", r.Namespace+"/"+PrototypeConfigMap)
+		}
+		r.prototypeSeen = &present
+	}
+	if !present {
+		return nil, nil
+	}
+	return &prototypeState{value: cm.Data[PrototypeKey]}, nil
 }

@@ -56,7 +56,7 @@ var _ = Describe("what the controller reads beside its informers", Ordered, func
 		Expect(err).NotTo(HaveOccurred())
 		stop := startReconciler(context.WithoutCancel(ctx), own, &controller.Reconciler{Alerts: &controller.Alerts{
 			Client: alertsClient, URL: prom.URL, Interval: 200 * time.Millisecond,
-		}})
+		}}, nil, nil, nil)
 		DeferCleanup(stop)
 
 		Expect(own.CreateNamespace(ctx, mcoNamespace)).To(Succeed())

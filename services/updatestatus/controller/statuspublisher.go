@@ -2,18 +2,16 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/ownwrite"
 )
 
@@ -47,7 +45,7 @@ type statusWrite struct {
 	// obj is the UpgradeStatus as it is once written: the object the status
 	// was planned from, with the status. Never modified once built.
 	obj    *updatev1alpha1.UpgradeStatus
-	events []transitionEvent
+	events []events.Event
 	// complete: the recomputation published everything else it found, so
 	// writing this status is a success for the last-success metric.
 	complete bool
@@ -55,7 +53,7 @@ type statusWrite struct {
 
 // newStatusWrite is status applied to us, the UpgradeStatus it was planned
 // from.
-func newStatusWrite(us *updatev1alpha1.UpgradeStatus, status *updatev1alpha1.UpgradeStatusStatus, evs []transitionEvent, complete bool) *statusWrite {
+func newStatusWrite(us *updatev1alpha1.UpgradeStatus, status *updatev1alpha1.UpgradeStatusStatus, evs []events.Event, complete bool) *statusWrite {
 	obj := *us // the metadata is shared, never written
 	obj.Status = *status
 	return &statusWrite{obj: &obj, events: evs, complete: complete}
@@ -65,11 +63,12 @@ func newStatusWrite(us *updatev1alpha1.UpgradeStatus, status *updatev1alpha1.Upg
 // runs as a leader-elected manager Runnable, like the controller.
 type statusPublisher struct {
 	client   client.Client
-	recorder events.EventRecorder
+	recorder *events.Recorder
+	metrics  *Metrics
 	clock    clock.PassiveClock
 	queue    workqueue.TypedRateLimitingInterface[string]
-	// written is the reconciler's record of its status writes.
-	written *ownwrite.Writes[*updatev1alpha1.UpgradeStatus]
+	// written are the status writes done that the cache may not show yet.
+	written ownwrite.Writes[*updatev1alpha1.UpgradeStatus]
 
 	mu sync.Mutex
 	// next is the newest status handed over and not yet taken; inFlight is
@@ -79,12 +78,12 @@ type statusPublisher struct {
 	failing bool
 }
 
-func newStatusPublisher(c client.Client, rec events.EventRecorder, clk clock.PassiveClock, written *ownwrite.Writes[*updatev1alpha1.UpgradeStatus]) *statusPublisher {
+func newStatusPublisher(c client.Client, rec *events.Recorder, m *Metrics, clk clock.PassiveClock) *statusPublisher {
 	return &statusPublisher{
 		client:   c,
 		recorder: rec,
+		metrics:  m,
 		clock:    clk,
-		written:  written,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](writeRetryBase, writeRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "upgradestatus"}),
@@ -96,7 +95,7 @@ func (p *statusPublisher) NeedLeaderElection() bool { return true }
 
 // Start writes until ctx ends. A write still pending then is dropped.
 func (p *statusPublisher) Start(ctx context.Context) error {
-	return runWorkers(ctx, p.queue, 1, "upgradestatus", p.writeNext)
+	return runWorkers(ctx, p.queue, 1, p.metrics.pendingWrites.WithLabelValues(kindStatus), p.writeNext)
 }
 
 // newest is the UpgradeStatus to plan from: the status to be written or
@@ -123,7 +122,7 @@ func (p *statusPublisher) handOver(w *statusWrite) {
 		w.events = append(slices.Clone(p.next.events), w.events...)
 	}
 	p.next = w
-	pendingWrites.WithLabelValues("upgradestatus").Set(1)
+	p.metrics.pendingWrites.WithLabelValues(kindStatus).Set(1)
 	p.mu.Unlock()
 	p.queue.Add(statusKey)
 }
@@ -152,14 +151,14 @@ func (p *statusPublisher) writeNext(ctx context.Context) bool {
 		return true
 	}
 
-	rv, err := applyUpgradeStatus(ctx, p.client, w.obj)
+	rv, err := applyUpgradeStatus(ctx, p.client, p.metrics, w.obj)
 
 	p.mu.Lock()
 	p.inFlight = nil
 	p.failing = err != nil
 	if err != nil {
 		p.written.Forget(clusterRequest.NamespacedName) // the outcome is unknown: trust the cache again
-		writeErrors.WithLabelValues("upgradestatus").Inc()
+		p.metrics.writeErrors.WithLabelValues(kindStatus).Inc()
 		log.FromContext(ctx).Error(err, "UpgradeStatus status write failed; retrying")
 		if p.next == nil {
 			p.next = w // retry this one
@@ -170,38 +169,18 @@ func (p *statusPublisher) writeNext(ctx context.Context) bool {
 		p.queue.AddRateLimited(key)
 		return true
 	}
-	wroteStatus(p.written, w.obj, rv)
+	// Wrote keeps its own deep copy: a shallow one of w.obj is enough here.
+	written := *w.obj
+	written.ResourceVersion = rv
+	p.written.Wrote(w.obj.ResourceVersion, &written)
 	if p.next == nil {
-		pendingWrites.WithLabelValues("upgradestatus").Set(0)
+		p.metrics.pendingWrites.WithLabelValues(kindStatus).Set(0)
 	}
 	p.mu.Unlock()
 	p.queue.Forget(key)
 	if w.complete {
-		markSuccess(p.clock.Now())
+		p.metrics.markSuccess(p.clock.Now())
 	}
-	emitEvents(p.recorder, w.obj, w.events)
+	p.recorder.Record(w.events...)
 	return true
-}
-
-// applyUpgradeStatus applies obj's status; it returns the resourceVersion
-// the write left.
-func applyUpgradeStatus(ctx context.Context, c client.Client, obj *updatev1alpha1.UpgradeStatus) (string, error) {
-	rv, err := applyStatus(ctx, c, &updatev1alpha1.UpgradeStatus{
-		TypeMeta:   metav1.TypeMeta{APIVersion: updatev1alpha1.GroupVersion.String(), Kind: "UpgradeStatus"},
-		ObjectMeta: metav1.ObjectMeta{Name: obj.Name},
-		Status:     obj.Status,
-	})
-	if err != nil {
-		return "", fmt.Errorf("publishing UpgradeStatus status: %w", err)
-	}
-	writes.WithLabelValues("upgradestatus").Inc()
-	return rv, nil
-}
-
-// wroteStatus records in written that obj was written at rv.
-func wroteStatus(written *ownwrite.Writes[*updatev1alpha1.UpgradeStatus], obj *updatev1alpha1.UpgradeStatus, rv string) {
-	// Wrote keeps its own deep copy: a shallow one of obj is enough here.
-	w := *obj
-	w.ResourceVersion = rv
-	written.Wrote(obj.ResourceVersion, &w)
 }
