@@ -12,7 +12,7 @@ package trim
 import (
 	"slices"
 	"strings"
-	"unique"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,14 +141,38 @@ func pick(m map[string]string, keep Keys, self string, str func(string) string) 
 	return out
 }
 
-// Intern is s's shared copy. unique keeps a string only as long as
-// something refers to it, so values nobody holds any more (an old rendered
-// config, a past message) are collected as before.
+// Intern is s's shared copy: the first string of equal content Intern was
+// given, kept in a pool of at most MaxInterned strings. A full pool starts
+// again empty, so values nobody holds any more (an old rendered config, a
+// past message) do not pile up; strings already handed out stay valid.
+//
+// (The standard library's unique package shares a value only while a
+// Handle to it lives, which a string taken from it is not: between two
+// garbage collections the cache's strings would be shared, after one not.)
 func Intern(s string) string {
 	if s == "" {
 		return ""
 	}
-	return unique.Make(s).Value()
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	if v, ok := pool.strings[s]; ok {
+		return v
+	}
+	if pool.strings == nil || len(pool.strings) >= MaxInterned {
+		pool.strings = make(map[string]string, 256)
+	}
+	s = strings.Clone(s)
+	pool.strings[s] = s
+	return s
+}
+
+// MaxInterned bounds Intern's pool: far more than the distinct label keys,
+// pools, configs, reasons and messages of a cluster at one time.
+const MaxInterned = 16384
+
+var pool struct {
+	mu      sync.Mutex
+	strings map[string]string
 }
 
 // InternMap is a copy of m with shared keys and values (a value equal to

@@ -1,7 +1,9 @@
 package trim
 
 import (
+	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -112,5 +114,29 @@ func TestInternMap(t *testing.T) {
 	}
 	if got := InternMap(map[string]string{"a": "b"}, ""); !reflect.DeepEqual(got, map[string]string{"a": "b"}) {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// Sharing does not depend on the garbage collector, and the pool stays
+// bounded.
+func TestIntern(t *testing.T) {
+	a := Intern(string([]byte("rendered-worker-abc")))
+	runtime.GC()
+	runtime.GC()
+	b := Intern(string([]byte("rendered-worker-abc")))
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatal("equal strings interned across a GC are two copies")
+	}
+	for i := range MaxInterned + 10 {
+		Intern(fmt.Sprint("value-", i))
+	}
+	pool.mu.Lock()
+	n := len(pool.strings)
+	pool.mu.Unlock()
+	if n > MaxInterned {
+		t.Fatalf("pool holds %d strings, more than %d", n, MaxInterned)
+	}
+	if Intern("") != "" {
+		t.Fatal("empty string")
 	}
 }
