@@ -41,6 +41,7 @@ package ocpsim
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -98,6 +99,25 @@ type Options struct {
 	MachineAPI machineapi.Durations
 	// Log receives what is simulated (default: controller-runtime's logger).
 	Log logr.Logger
+	// Parts are the operators to play (none: all of them). A controller
+	// suite that seeds no ClusterVersion or pools plays only what its
+	// controller talks to, so the others never touch its objects.
+	Parts []Part
+}
+
+// Part is one simulated operator.
+type Part string
+
+// The simulated operators.
+const (
+	PartCVO        Part = "cvo"
+	PartMCO        Part = "mco"
+	PartMachineAPI Part = "machineapi"
+	PartEtcd       Part = "etcd"
+)
+
+func (o Options) plays(p Part) bool {
+	return len(o.Parts) == 0 || slices.Contains(o.Parts, p)
 }
 
 // Sim is a running (or ready to run) simulator.
@@ -139,17 +159,25 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 	if err := mco.IndexPodsByNode(context.Background(), mgr); err != nil {
 		return nil, err
 	}
-	if err := cvo.Setup(mgr, cvo.Options{Scale: scale, Operators: o.Operators, Graph: o.Graph, Log: o.Log}); err != nil {
-		return nil, err
+	if o.plays(PartCVO) {
+		if err := cvo.Setup(mgr, cvo.Options{Scale: scale, Operators: o.Operators, Graph: o.Graph, Log: o.Log}); err != nil {
+			return nil, err
+		}
 	}
-	if err := mco.Setup(mgr, mco.Options{Scale: scale, Durations: o.MCO, Log: o.Log}); err != nil {
-		return nil, err
+	if o.plays(PartMCO) {
+		if err := mco.Setup(mgr, mco.Options{Scale: scale, Durations: o.MCO, Log: o.Log}); err != nil {
+			return nil, err
+		}
 	}
-	if err := machineapi.Setup(mgr, machineapi.Options{Scale: scale, Durations: o.MachineAPI, Log: o.Log, KubeletVersion: seed.KubeletVersion}); err != nil {
-		return nil, err
+	if o.plays(PartMachineAPI) {
+		if err := machineapi.Setup(mgr, machineapi.Options{Scale: scale, Durations: o.MachineAPI, Log: o.Log, KubeletVersion: seed.KubeletVersion}); err != nil {
+			return nil, err
+		}
 	}
-	if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Log: o.Log}); err != nil {
-		return nil, err
+	if o.plays(PartEtcd) {
+		if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Log: o.Log}); err != nil {
+			return nil, err
+		}
 	}
 	return &Sim{mgr: mgr}, nil
 }
