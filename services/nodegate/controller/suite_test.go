@@ -34,6 +34,7 @@ import (
 	"github.com/upshift-io/upshift/services/nodegate/controller"
 	"github.com/upshift-io/upshift/services/nodegate/metrics"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 func TestController(t *testing.T) {
@@ -48,9 +49,10 @@ var env *testenv.Env
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true}})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	DeferCleanup(cluster.Stop)
+	env = cluster.Env
 }, NodeTimeout(2*time.Minute))
 
 // gate is one running node-gate with its own metrics registry.
