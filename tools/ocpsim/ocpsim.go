@@ -6,13 +6,15 @@
 // controllers reading ClusterVersion, ClusterOperators, MachineConfigPools,
 // MachineConfigs, Nodes and Machines cannot tell the difference.
 //
-// In a test (with libs/testenv):
+// In a test, package simcluster starts a control plane (libs/testenv), seeds
+// it with Seed and runs New's simulator on it:
 //
-//	env, _ := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
-//	_, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 6})
-//	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: 600})
-//	stop := sim.Start(ctx) // or sim.Run(ctx), which blocks
-//	defer stop()
+//	c, err := simcluster.Start(ctx, simcluster.Options{
+//		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true},
+//		Seed:         &ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 6},
+//		Sim:          &ocpsim.Options{TimeScale: 600},
+//	})
+//	defer c.Stop()
 //	// now patch ClusterVersion.spec.desiredUpdate and watch the cluster update
 //
 // From a shell: `ocpsim seed --kubeconfig ... --workers 6` then
@@ -35,7 +37,7 @@
 //
 // Sub-packages: seed (topology → objects), cvo, mco, machineapi, etcd (one
 // simulated operator each, pure decisions + controller-runtime loops),
-// faults, timescale.
+// faults, timescale, simcluster.
 package ocpsim
 
 import (
