@@ -73,13 +73,16 @@ func samplesOf(name string, typ dto.MetricType, m *dto.Metric) []Sample {
 	case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
 		h := m.GetHistogram()
 		var out []Sample
+		inf := false
 		for _, b := range h.GetBucket() {
+			inf = inf || math.IsInf(b.GetUpperBound(), +1)
 			out = append(out, Sample{name + "_bucket", with("le", formatBound(b.GetUpperBound())), float64(b.GetCumulativeCount())})
 		}
-		// The parser drops the +Inf bucket into the count.
-		out = append(out, Sample{name + "_bucket", with("le", "+Inf"), float64(h.GetSampleCount())},
-			Sample{name + "_sum", labels, h.GetSampleSum()}, Sample{name + "_count", labels, float64(h.GetSampleCount())})
-		return out
+		// Every histogram has a +Inf bucket, the count, exposed or not.
+		if !inf {
+			out = append(out, Sample{name + "_bucket", with("le", "+Inf"), float64(h.GetSampleCount())})
+		}
+		return append(out, Sample{name + "_sum", labels, h.GetSampleSum()}, Sample{name + "_count", labels, float64(h.GetSampleCount())})
 	case dto.MetricType_SUMMARY:
 		s := m.GetSummary()
 		var out []Sample
