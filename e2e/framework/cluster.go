@@ -228,6 +228,14 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
+// StopInto stops the cluster and, unless *err already holds one, reports
+// Stop's error in it: a program's `defer cluster.StopInto(&err)`.
+func (c *Cluster) StopInto(err *error) {
+	if stopErr := c.Stop(); *err == nil {
+		*err = stopErr
+	}
+}
+
 // WaitReady waits up to timeout for the component's readiness probe to
 // answer 200.
 func WaitReady(ctx context.Context, r *Running, timeout time.Duration) error {

@@ -73,11 +73,7 @@ func runTracker(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := cluster.Stop(); err == nil {
-			err = stopErr
-		}
-	}()
+	defer cluster.StopInto(&err)
 	env := cluster.Env
 
 	// The UpgradeConfig, with the history entry the upgrade-scheduler would

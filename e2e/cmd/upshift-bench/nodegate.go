@@ -80,11 +80,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := cluster.Stop(); err == nil {
-			err = stopErr
-		}
-	}()
+	defer cluster.StopInto(&err)
 	env := cluster.Env
 
 	obs := &gateObserver{}

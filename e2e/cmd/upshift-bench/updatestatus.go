@@ -90,11 +90,7 @@ func runUpdateStatus(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := cluster.Stop(); err == nil {
-			err = stopErr
-		}
-	}()
+	defer cluster.StopInto(&err)
 	env := cluster.Env
 
 	// The bench's own view of the cluster: Node and insight watches, synced

@@ -45,11 +45,7 @@ func runARO(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := cluster.Stop(); err == nil {
-			err = stopErr
-		}
-	}()
+	defer cluster.StopInto(&err)
 	env := cluster.Env
 	dir, err := os.MkdirTemp("", "upshift-demo-aro-")
 	if err != nil {

@@ -168,11 +168,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := cluster.Stop(); err == nil {
-			err = stopErr
-		}
-	}()
+	defer cluster.StopInto(&err)
 	env := cluster.Env
 	running := func(release string) (*framework.Component, *framework.Scraper, string) {
 		c := cluster.Components[release]
