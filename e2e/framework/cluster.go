@@ -40,12 +40,14 @@ type Stage int
 const (
 	// StageControlPlane starts etcd, kube-apiserver and the parts asked for.
 	StageControlPlane Stage = iota
-	// StageWebhooks installs the identities and starts the components that
-	// serve a webhook (only when there is one).
+	// StageWebhooks installs and starts the components that serve a
+	// webhook (only when there is one).
 	StageWebhooks
 	// StageSeed seeds the cluster and starts ocpsim.
 	StageSeed
-	// StageComponents runs Prepare and starts the other components.
+	// StageComponents installs the other components' identities (their
+	// Roles may be in namespaces the seed creates), runs Prepare and starts
+	// them.
 	StageComponents
 )
 
@@ -90,10 +92,10 @@ type ClusterComponent struct {
 }
 
 // StartCluster is the one way an e2e suite, the demo and the bench stand up
-// a simulated cluster: the control plane, the components' chart identities
-// (and the chart's webhooks, served by their components before the seed),
-// the seeded cluster and ocpsim, then the components. On error nothing is
-// left running.
+// a simulated cluster: the control plane with the charts' webhooks
+// registered, the components that serve them, the seeded cluster and
+// ocpsim, then the other components' chart identities and processes. On
+// error nothing is left running.
 func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, retErr error) {
 	progress := func(s Stage) {
 		if o.Progress != nil {
@@ -136,10 +138,10 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, retErr err
 				progress(StageWebhooks)
 			}
 			for _, co := range o.Components {
-				if err := c.install(ctx, co); err != nil {
-					return err
-				}
 				if co.Webhook {
+					if err := c.install(ctx, co); err != nil {
+						return err
+					}
 					if err := c.run(ctx, co); err != nil {
 						return err
 					}
@@ -156,6 +158,14 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, retErr err
 	}
 	c.Cluster = sc
 	progress(StageComponents)
+	// After the seed: a chart's Roles live in OpenShift's namespaces.
+	for _, co := range o.Components {
+		if !co.Webhook {
+			if err := c.install(ctx, co); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if o.Prepare != nil {
 		if err := o.Prepare(ctx, c); err != nil {
 			return nil, err
