@@ -13,6 +13,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -140,11 +141,12 @@ func setEvents(ctx context.Context, g Gomega, reason string) []string {
 	return out
 }
 
-// scrape returns the series of a metric in the controller-runtime registry
-// as "label=value,..." -> value (a histogram's count as "<labels>#count").
+// scrape returns the series of a metric as the running controller's process
+// would serve it (controller-runtime's metrics and the controller's own) as
+// "label=value,..." -> value (a histogram's count as "<labels>#count").
 func scrape(name string) map[string]float64 {
 	GinkgoHelper()
-	out, err := metricstest.Series(ctrlmetrics.Registry, name)
+	out, err := metricstest.Series(prometheus.Gatherers{ctrlmetrics.Registry, controllerMetrics}, name)
 	Expect(err).NotTo(HaveOccurred())
 	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -29,10 +30,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/cpms/controller"
+	"github.com/upshift-io/upshift/services/cpms/metrics"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/webhook"
@@ -60,6 +63,8 @@ const (
 var (
 	env          *testenv.Env
 	controllerRC *rest.Config
+	// controllerMetrics is the registry of the controller running now.
+	controllerMetrics *prometheus.Registry
 )
 
 var _ = BeforeSuite(func(ctx context.Context) {
@@ -150,9 +155,12 @@ func startController(cfg plan.Config) (stop func()) {
 		return opts
 	}())
 	Expect(err).NotTo(HaveOccurred())
+	// A fresh registry per controller, as a process has one.
+	controllerMetrics = prometheus.NewRegistry()
 	Expect((&controller.Reconciler{
 		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("cpms-controller"),
+		Recorder: events.NewRecorder(mgr.GetEventRecorder("cpms-controller")),
+		Metrics:  metrics.New(controllerMetrics),
 		Config:   cfg,
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())

@@ -26,6 +26,8 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/upshift-io/upshift/libs/events"
 )
 
 const (
@@ -112,23 +114,17 @@ type Output struct {
 	Indexes []IndexReport
 	// Action is at most one mutation.
 	Action *Action
-	// Events are decisions and state changes worth a `kubectl describe`;
-	// record them on the ControlPlaneMachineSet. The action's own Event is
-	// Action.Event, recorded once the action succeeded.
-	Events []Event
+	// Events are decisions and state changes worth a `kubectl describe`,
+	// about the ControlPlaneMachineSet; record them once the status is
+	// written. The action's own Event is Action.Event, recorded once the
+	// action succeeded.
+	Events []events.Event
 	// Warnings name provider-spec fields the platform's type does not know
 	// and that were therefore not compared (sorted; for the log).
 	Warnings []string
 	// RequeueAfter is set when only time can change the answer (a deadline,
 	// the end of a Node's grace period, a retry period); zero otherwise.
 	RequeueAfter time.Duration
-}
-
-// Event is a Kubernetes Event on the ControlPlaneMachineSet.
-type Event struct {
-	Warning bool
-	Reason  string
-	Message string
 }
 
 // ActionKind is a mutation.
@@ -163,8 +159,9 @@ type Action struct {
 	Adopt []MachineRef
 	// Annotation is the new RemediationAnnotation value (Remediate).
 	Annotation string
-	// Event is recorded after the action succeeded.
-	Event Event
+	// Event is recorded after the action succeeded (Failed gives the one
+	// for a failure).
+	Event events.Event
 }
 
 // MachineRef names a Machine; UID guards a delete against a namesake.

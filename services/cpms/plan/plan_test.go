@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"math/rand"
 	"reflect"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -152,8 +154,8 @@ func TestRemediationSurvivesACrash(t *testing.T) {
 	if again.Action == nil || again.Action.Kind != Remediate || again.Action.Target.Name != name || again.Action.Annotation != out.Action.Annotation {
 		t.Fatalf("after the crash: %s %q", describe(again.Action), again.Action.Annotation)
 	}
-	if !strings.Contains(again.Action.Event.Message, "retry 1 of 1") {
-		t.Fatalf("event %q", again.Action.Event.Message)
+	if !strings.Contains(again.Action.Event.Note, "retry 1 of 1") {
+		t.Fatalf("event %q", again.Action.Event.Note)
 	}
 	// A budget that does not parse is reported and starts afresh.
 	w.cpms.Annotations[RemediationAnnotation] = "{"
@@ -245,5 +247,39 @@ func TestIndexStates(t *testing.T) {
 	w.mao()
 	if s := state(); s != Stable {
 		t.Fatalf("%s: %s", s, w.summary())
+	}
+}
+
+// A failed action is the planner's to interpret: Progressing names it (the
+// reason stays what the plan decided), and the Warning Event is
+// Failed<Kind>, about the set.
+func TestFailedAction(t *testing.T) {
+	cpms := &machinev1.ControlPlaneMachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}}
+	planned := machinev1.ControlPlaneMachineSetStatus{Conditions: []metav1.Condition{
+		{Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonNeedsUpdateReplicas, Message: "index 0: ReplacementRequested"},
+	}}
+	a := &Action{Kind: CreateMachine, Index: 0}
+	st, ev := Failed(cpms, planned, a, errors.New("machines is forbidden"))
+	c := meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+	if c.Reason != ReasonNeedsUpdateReplicas || c.Message != "index 0: ReplacementRequested; CreateMachine in index 0 failed: machines is forbidden" {
+		t.Fatalf("Progressing %s: %q", c.Reason, c.Message)
+	}
+	if planned.Conditions[0].Message != "index 0: ReplacementRequested" {
+		t.Fatal("Failed changed the planned status it was given")
+	}
+	if !ev.Warning || ev.Reason != "FailedCreateMachine" || ev.Action != "CreateMachine" || ev.Regarding != cpms ||
+		ev.Note != "CreateMachine in index 0 failed: machines is forbidden" {
+		t.Fatalf("event %+v", ev)
+	}
+}
+
+func TestReleased(t *testing.T) {
+	cpms := &machinev1.ControlPlaneMachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}}
+	if _, ok := Released(cpms, nil); ok {
+		t.Fatal("an Event for releasing no machine")
+	}
+	ev, ok := Released(cpms, []string{"c1-master-2", "c1-master-0"})
+	if !ok || ev.Warning || ev.Reason != "Released" || ev.Note != "The set is being deleted: released machines c1-master-0, c1-master-2, which keep running" {
+		t.Fatalf("event %+v", ev)
 	}
 }
