@@ -22,6 +22,7 @@ import (
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/requeue"
+	"github.com/upshift-io/upshift/libs/truncate"
 	"github.com/upshift-io/upshift/libs/window"
 )
 
@@ -156,6 +157,9 @@ func (p *planner) event(kind ObjectKind, name, typ, reason, format string, args 
 }
 
 func (p *planner) act(a Action) { p.res.Actions = append(p.res.Actions, a) }
+
+// conditionMessageLimit is the API's limit on a condition's message.
+const conditionMessageLimit = 32768
 
 func (p *planner) wake(after time.Duration) {
 	// A time already passed looks again in a second, not at once.
@@ -1483,7 +1487,10 @@ func (p *planner) finishStatus() {
 	}
 	gen := p.run.Generation
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: p.now})
+		// A message over the API's limit would have the whole status write
+		// refused (a list of thousands of nodes can be).
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate.String(msg, conditionMessageLimit),
+			ObservedGeneration: gen, LastTransitionTime: p.now})
 	}
 	if p.blockReason != "" {
 		set(CondBlocked, metav1.ConditionTrue, p.blockReason, p.blockMsg)
