@@ -5,13 +5,14 @@
 // and at most one mutating action.
 //
 // The reconciler around it reads the snapshot from its caches, calls Plan,
-// writes Output.Status, performs Output.Action and records the Events. It
-// must not plan again before its cache has seen its own last write (a
-// created Machine, a deletion, the remediation annotation): the planner
-// trusts the snapshot to contain its own decisions. Deterministic machine
-// names make a repeated create fail with AlreadyExists, which the reconciler
-// treats as success, so even a lapse of that barrier cannot double a
-// replacement for the same desired spec.
+// performs Output.Action, writes Output.Status (or, when the action failed,
+// the status Failed returns) and records the Events. It must not plan again
+// before its cache has seen its own last write (a created Machine, a
+// deletion, the remediation annotation): the planner trusts the snapshot to
+// contain its own decisions. Deterministic machine names make a repeated
+// create fail with AlreadyExists, which the reconciler treats as success, so
+// even a lapse of that wait cannot double a replacement for the same desired
+// spec.
 //
 // Nothing is remembered between passes except what the cluster shows: the
 // index of a machine comes from its name, its progress from its phase and
@@ -107,7 +108,8 @@ type Input struct {
 
 // Output is the decision.
 type Output struct {
-	// Status is the status to write (whatever happens to Action).
+	// Status is the status to write once Action succeeded (Failed gives the
+	// one to write when it failed).
 	Status machinev1.ControlPlaneMachineSetStatus
 	// Indexes is the derived state of every index, sorted by index (for
 	// metrics, logs and Events).
