@@ -163,18 +163,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	now := r.Clock.Now()
-	pending, err := r.expect.Check(ctx, r.Client, now)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	for _, e := range pending.Expired {
-		logger.Info("the cache did not show an own write in time; planning anyway (machine names are deterministic, so a repeated create fails)", "write", e)
-	}
-	if !pending.Met() {
-		// The watch event that shows the write wakes us; the requeue only
-		// bounds the wait.
-		logger.V(1).Info("waiting for the cache to show own writes", "writes", pending.Unmet)
-		return reconcile.Result{RequeueAfter: pending.Wait}, nil
+	// Past an expectation's deadline planning goes ahead: machine names are
+	// deterministic, so a repeated create fails.
+	if wait, err := r.expect.Wait(ctx, r.Client, now); err != nil || wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, err
 	}
 
 	cpms := &machinev1.ControlPlaneMachineSet{}

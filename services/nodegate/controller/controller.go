@@ -174,18 +174,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if run.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(run, Finalizer) {
 		return reconcile.Result{}, nil
 	}
-	pending, err := r.pools.Check(ctx, r.Client, r.Clock.Now())
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	for _, e := range pending.Expired {
-		logger.Info("the cache did not show an own pool write in time; planning anyway", "write", e)
-	}
-	if !pending.Met() {
-		// The watch event that shows the write wakes every run; the
-		// requeue only bounds the wait.
-		logger.V(1).Info("waiting for the cache to show own pool writes", "writes", pending.Unmet)
-		return reconcile.Result{RequeueAfter: pending.Wait}, nil
+	// The watch event that shows an own pool write wakes every run.
+	if wait, err := r.pools.Wait(ctx, r.Client, r.Clock.Now()); err != nil || wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, err
 	}
 	in, err := r.input(ctx, run)
 	if err != nil {
