@@ -112,27 +112,16 @@ func (r *Reconciler) release(ctx context.Context, cpms *machinev1.ControlPlaneMa
 	if err := r.Client.List(ctx, &list, client.InNamespace(Namespace)); err != nil {
 		return err
 	}
-	var released []string
-	for i := range list.Items {
-		m := &list.Items[i]
-		var keep []metav1.OwnerReference
-		for _, o := range m.OwnerReferences {
-			if o.UID != cpms.UID {
-				keep = append(keep, o)
-			}
-		}
-		if len(keep) == len(m.OwnerReferences) {
-			continue
-		}
+	rel := plan.Release(cpms, list.Items)
+	for _, m := range rel.Machines {
 		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		m.OwnerReferences = keep
+		m.OwnerReferences = rel.Keep[m.Name]
 		if err := r.Client.Patch(ctx, m, patch); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		released = append(released, m.Name)
 	}
-	if ev, ok := plan.Released(cpms, released); ok {
-		r.Recorder.Record(ev)
+	if rel.Event != nil {
+		r.Recorder.Record(*rel.Event)
 	}
 	patch := client.MergeFromWithOptions(cpms.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(cpms, Finalizer)

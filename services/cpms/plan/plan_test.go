@@ -10,6 +10,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -273,13 +274,25 @@ func TestFailedAction(t *testing.T) {
 	}
 }
 
-func TestReleased(t *testing.T) {
-	cpms := &machinev1.ControlPlaneMachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}}
-	if _, ok := Released(cpms, nil); ok {
-		t.Fatal("an Event for releasing no machine")
+func TestRelease(t *testing.T) {
+	cpms := &machinev1.ControlPlaneMachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster", UID: "set"}}
+	other := metav1.OwnerReference{Kind: "Other", Name: "o", UID: "other"}
+	set := metav1.OwnerReference{Kind: "ControlPlaneMachineSet", Name: "cluster", UID: "set"}
+	owned := func(name string, refs ...metav1.OwnerReference) machinev1beta1.Machine {
+		return machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: refs}}
 	}
-	ev, ok := Released(cpms, []string{"c1-master-2", "c1-master-0"})
-	if !ok || ev.Warning || ev.Reason != "Released" || ev.Note != "The set is being deleted: released machines c1-master-0, c1-master-2, which keep running" {
-		t.Fatalf("event %+v", ev)
+	if r := Release(cpms, []machinev1beta1.Machine{owned("c1-master-0", other)}); len(r.Machines) != 0 || r.Event != nil {
+		t.Fatalf("a set that owns nothing released %+v", r)
+	}
+	r := Release(cpms, []machinev1beta1.Machine{owned("c1-master-2", set), owned("c1-master-0", other, set), owned("c1-worker-a", other)})
+	if len(r.Machines) != 2 || r.Machines[0].Name != "c1-master-0" || r.Machines[1].Name != "c1-master-2" {
+		t.Fatalf("released %+v", r.Machines)
+	}
+	if !reflect.DeepEqual(r.Keep["c1-master-0"], []metav1.OwnerReference{other}) || r.Keep["c1-master-2"] != nil {
+		t.Fatalf("kept %+v", r.Keep)
+	}
+	if r.Event == nil || r.Event.Warning || r.Event.Reason != "Released" || r.Event.Action != "Delete" ||
+		r.Event.Note != "The set is being deleted: released machines c1-master-0, c1-master-2, which keep running" {
+		t.Fatalf("event %+v", r.Event)
 	}
 }

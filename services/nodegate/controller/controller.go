@@ -476,10 +476,7 @@ func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunC
 	if err != nil {
 		return out, err
 	}
-	step := drain.DefaultStepTimeout
-	if spec.StepTimeout != nil && spec.StepTimeout.Duration > 0 {
-		step = spec.StepTimeout.Duration
-	}
+	step := drain.StepTimeoutFor(spec.StepTimeout)
 	nodes := map[string]*corev1.Node{}
 	for i := range in.Nodes {
 		nodes[in.Nodes[i].Name] = &in.Nodes[i]
@@ -487,10 +484,7 @@ func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunC
 	for i := range st.Nodes {
 		rec := &st.Nodes[i]
 		n := nodes[rec.Name]
-		if n == nil || rec.Phase != nodegatev1alpha1.NodeReleased {
-			continue
-		}
-		if !drain.Needed(n, rec.Drain) {
+		if n == nil || !drain.Needed(rec, n) {
 			continue
 		}
 		var pods []corev1.Pod

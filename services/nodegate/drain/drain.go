@@ -129,10 +129,23 @@ type Result struct {
 // watch in node-gate, so it looks again this soon.
 const Recheck = 10 * time.Second
 
-// Needed reports whether a released node's drain needs a decision: the MCO
-// drains it, or its record is still open (the drain may just have ended).
-func Needed(n *corev1.Node, prev *nodegatev1alpha1.DrainRecord) bool {
-	return mcostate.Draining(n.Annotations) || (prev != nil && prev.CompletionTime == nil)
+// Needed reports whether a node's drain needs a decision: the run released
+// the node (before that the MCO does not drain it for the run), and the MCO
+// drains it or its record is still open (the drain may just have ended).
+func Needed(rec *nodegatev1alpha1.NodeRecord, n *corev1.Node) bool {
+	if rec.Phase != nodegatev1alpha1.NodeReleased {
+		return false
+	}
+	return mcostate.Draining(n.Annotations) || (rec.Drain != nil && rec.Drain.CompletionTime == nil)
+}
+
+// StepTimeoutFor is a run's step timeout: its own when positive, else
+// DefaultStepTimeout.
+func StepTimeoutFor(run *metav1.Duration) time.Duration {
+	if run != nil && run.Duration > 0 {
+		return run.Duration
+	}
+	return DefaultStepTimeout
 }
 
 // CompilePatterns anchors and compiles namespace patterns.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
@@ -59,19 +60,36 @@ func TestDrainEvents(t *testing.T) {
 
 func TestNeeded(t *testing.T) {
 	idle := drainingNode("uncordon-rendered-x", "uncordon-rendered-x")
+	draining := drainingNode("drain-rendered-x", "uncordon-rendered-old")
 	open := &nodegatev1alpha1.DrainRecord{Request: "drain-rendered-x"}
+	released := func(d *nodegatev1alpha1.DrainRecord) *nodegatev1alpha1.NodeRecord {
+		return &nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodeReleased, Drain: d}
+	}
 	for _, c := range []struct {
+		rec  *nodegatev1alpha1.NodeRecord
 		n    *corev1.Node
-		prev *nodegatev1alpha1.DrainRecord
 		want bool
 	}{
-		{drainingNode("drain-rendered-x", "uncordon-rendered-old"), nil, true},
-		{idle, nil, false},
-		{idle, open, true},
+		{released(nil), draining, true},
+		{released(nil), idle, false},
+		{released(open), idle, true},
+		{&nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodePreHooks}, draining, false},
 	} {
-		if got := Needed(c.n, c.prev); got != c.want {
-			t.Fatalf("Needed(%v, %+v) = %v", c.n.Annotations, c.prev, got)
+		if got := Needed(c.rec, c.n); got != c.want {
+			t.Fatalf("Needed(%+v, %v) = %v", c.rec, c.n.Annotations, got)
 		}
+	}
+}
+
+func TestStepTimeoutFor(t *testing.T) {
+	if got := StepTimeoutFor(nil); got != DefaultStepTimeout {
+		t.Fatalf("none: %v", got)
+	}
+	if got := StepTimeoutFor(&metav1.Duration{}); got != DefaultStepTimeout {
+		t.Fatalf("zero: %v", got)
+	}
+	if got := StepTimeoutFor(&metav1.Duration{Duration: time.Minute}); got != time.Minute {
+		t.Fatalf("a minute: %v", got)
 	}
 }
 

@@ -47,13 +47,43 @@ func (p *planner) machineObject(r MachineRef) *machinev1beta1.Machine {
 	return &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: p.in.CPMS.Namespace, Name: r.Name, UID: r.UID}}
 }
 
-// Released is the Event of a set being deleted that released the named
-// machines (removed its owner reference from them); none when there were
-// none.
-func Released(cpms *machinev1.ControlPlaneMachineSet, machines []string) (events.Event, bool) {
-	if len(machines) == 0 {
-		return events.Event{}, false
+// Releasing is what deleting the set does to its machines, as the upstream
+// operator does: every machine the set owns loses that owner reference (so
+// the garbage collector leaves the control plane alone) and keeps running.
+type Releasing struct {
+	// Machines are the machines to release, in name order.
+	Machines []*machinev1beta1.Machine
+	// Keep is each one's owner references without the set's.
+	Keep map[string][]metav1.OwnerReference
+	// Event names them, to record once they are released; nil when the set
+	// owned none.
+	Event *events.Event
+}
+
+// Release decides the release of the machines of a set being deleted.
+func Release(cpms *machinev1.ControlPlaneMachineSet, machines []machinev1beta1.Machine) Releasing {
+	out := Releasing{Keep: map[string][]metav1.OwnerReference{}}
+	var names []string
+	for i := range machines {
+		m := &machines[i]
+		var keep []metav1.OwnerReference
+		for _, o := range m.OwnerReferences {
+			if o.UID != cpms.UID {
+				keep = append(keep, o)
+			}
+		}
+		if len(keep) == len(m.OwnerReferences) {
+			continue
+		}
+		out.Machines = append(out.Machines, m)
+		out.Keep[m.Name] = keep
+		names = append(names, m.Name)
 	}
-	machines = slices.Sorted(slices.Values(machines))
-	return events.Normal(cpms, "Released", "Delete", fmt.Sprintf("The set is being deleted: released machines %s, which keep running", strings.Join(machines, ", "))), true
+	slices.SortFunc(out.Machines, func(a, b *machinev1beta1.Machine) int { return strings.Compare(a.Name, b.Name) })
+	if len(names) > 0 {
+		slices.Sort(names)
+		ev := events.Normal(cpms, "Released", "Delete", fmt.Sprintf("The set is being deleted: released machines %s, which keep running", strings.Join(names, ", ")))
+		out.Event = &ev
+	}
+	return out
 }
