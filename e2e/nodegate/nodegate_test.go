@@ -20,6 +20,7 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
 )
 
@@ -331,11 +332,5 @@ func nodeWrites() int {
 	GinkgoHelper()
 	evs, err := env.AuditEvents(framework.ServiceAccountUser(namespace, id.ServiceAccount))
 	Expect(err).NotTo(HaveOccurred())
-	n := 0
-	for _, e := range evs {
-		if (e.Verb == "patch" || e.Verb == "update") && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && e.ObjectRef.Subresource == "" {
-			n++
-		}
-	}
-	return n
+	return testenv.Writes(evs, "nodes", "")
 }

@@ -24,6 +24,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/upshift-io/upshift/libs/metricstest"
+	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/cpms/controller"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
@@ -118,13 +119,7 @@ func statusWrites() int {
 	GinkgoHelper()
 	evs, err := env.AuditEvents(controllerUser)
 	Expect(err).NotTo(HaveOccurred())
-	n := 0
-	for _, e := range evs {
-		if (e.Verb == "patch" || e.Verb == "update") && e.ObjectRef != nil && e.ObjectRef.Resource == "controlplanemachinesets" && e.ObjectRef.Subresource == "status" {
-			n++
-		}
-	}
-	return n
+	return testenv.Writes(evs, "controlplanemachinesets", "status")
 }
 
 // setEvents are the Events on the set with the given reason.

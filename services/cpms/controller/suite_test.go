@@ -16,8 +16,6 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -95,18 +93,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	}()
 	DeferCleanup(func() { cancel(); <-done })
 
-	for _, n := range []string{controllerNS, controller.Namespace} {
-		Expect(env.CreateNamespace(ctx, n)).To(Succeed())
-	}
-	Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNS, Name: controllerSA}})).To(Succeed())
-	// The chart's least-privilege role is the next step's; here the
+	Expect(env.CreateNamespace(ctx, controller.Namespace)).To(Succeed())
+	// The chart's least-privilege role is e2e/cpms's to check; here the
 	// identity only has to be distinct.
-	Expect(env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "cpms-controller-test"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: controllerNS, Name: controllerSA}},
-	})).To(Succeed())
-	controllerRC, err = env.ServiceAccountConfig(ctx, controllerNS, controllerSA)
+	controllerRC, err = env.AdminServiceAccountConfig(ctx, controllerNS, controllerSA)
 	Expect(err).NotTo(HaveOccurred())
 
 	startSimulators()

@@ -21,7 +21,8 @@ import (
 // faulty), replacements that fail or never finish, machines a person deletes,
 // nodes that flap, operators that degrade, pauses, clock jumps, and a
 // planner that often sees a cache lagging up to three steps behind (though
-// always containing its own writes, as the reconciler's barrier ensures).
+// always containing its own writes, as the reconciler's expectations
+// ensure).
 // After every action:
 //
 //   - never more than replicas+1 machines exist (one surge);

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -65,16 +64,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
-	Expect(env.CreateNamespace(ctx, gateNS)).To(Succeed())
-	Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: gateNS, Name: gateSA}})).To(Succeed())
 	// The chart's least-privilege role is e2e/nodegate's to check; here the
 	// identity only has to be distinct.
-	Expect(env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-gate-test"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: gateNS, Name: gateSA}},
-	})).To(Succeed())
-	gateRC, err = env.ServiceAccountConfig(ctx, gateNS, gateSA)
+	gateRC, err = env.AdminServiceAccountConfig(ctx, gateNS, gateSA)
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(2*time.Minute))
 
@@ -84,13 +76,7 @@ func gateNodeWrites() int {
 	GinkgoHelper()
 	evs, err := env.AuditEvents(gateUser)
 	Expect(err).NotTo(HaveOccurred())
-	n := 0
-	for _, e := range evs {
-		if (e.Verb == "patch" || e.Verb == "update") && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && e.ObjectRef.Subresource == "" {
-			n++
-		}
-	}
-	return n
+	return testenv.Writes(evs, "nodes", "")
 }
 
 // gate is one running node-gate with its own metrics registry.
