@@ -21,6 +21,7 @@ import (
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 
+	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 	"github.com/upshift-io/upshift/services/aromonitor/egress"
 	"github.com/upshift-io/upshift/services/aromonitor/probe"
 	"github.com/upshift-io/upshift/services/aromonitor/subnets"
@@ -93,9 +94,9 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 			return reconcile.Result{}, nil
 		}
 		// ARO writes Unknown without a reason when its checker is off.
-		c := unknown(condType, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
+		c := clusterstatus.Unknown(condType, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
 		return reconcile.Result{}, applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), arov1alpha1.ClusterStatus{
-			Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, c, now)}})
+			Conditions: []operatorv1.OperatorCondition{clusterstatus.Condition(snap.cluster.Status.Conditions, c, now)}})
 	}
 	// A round is due an interval after the last one, whoever ran it: a
 	// restart or a lease hand-over does not probe twice in a row.
@@ -116,8 +117,8 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	if r.Role == arov1alpha1.RoleMaster {
 		c := egress.ForRole(arov1alpha1.RoleMaster, []arov1alpha1.VantagePoint{vp}, nil, now, 3*s.InternetInterval, s.Thresholds.Failures)
 		cond := operatorv1.OperatorCondition{Type: condType, Status: operatorv1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message}
-		st.Conditions = []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, cond, now)}
-		check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetMaster)
+		st.Conditions = []operatorv1.OperatorCondition{clusterstatus.Condition(snap.cluster.Status.Conditions, cond, now)}
+		check := clusterstatus.FindCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetMaster)
 		check.LastCheckTime = vp.LastCheckTime
 		// This round's result: a failed round while the hysteresis still
 		// holds True is no success.
@@ -169,13 +170,13 @@ func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.R
 	now := r.Clock.Now()
 	if !snap.settings.InternetChecks {
 		// As the master's condition: Unknown, not the last answer kept.
-		c := unknown(arov1alpha1.InternetReachableFromWorker, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
-		if old := conditionByType(snap.cluster.Status.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
+		c := clusterstatus.Unknown(arov1alpha1.InternetReachableFromWorker, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
+		if old := clusterstatus.ConditionByType(snap.cluster.Status.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, applyStatus(ctx, r.Client, WorkerConditionFieldManager, arov1alpha1.ClusterStatus{
-			Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, c, now)},
-			Checks:     []arov1alpha1.CheckStatus{findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)},
+			Conditions: []operatorv1.OperatorCondition{clusterstatus.Condition(snap.cluster.Status.Conditions, c, now)},
+			Checks:     []arov1alpha1.CheckStatus{clusterstatus.FindCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)},
 		})
 	}
 	var sets machinev1beta1.MachineSetList
@@ -201,7 +202,7 @@ func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.R
 			last = &snap.cluster.Status.VantagePoints[i]
 		}
 	}
-	check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)
+	check := clusterstatus.FindCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)
 	if last != nil {
 		check.LastCheckTime = last.LastCheckTime
 		// Every subnet's latest round passed, not the hysteresis-held
@@ -211,12 +212,12 @@ func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.R
 			check.LastSuccessTime = last.LastCheckTime
 		}
 	}
-	if old := conditionByType(snap.cluster.Status.Conditions, cond.Type); old != nil && old.Status == cond.Status && old.Reason == cond.Reason &&
-		old.Message == cond.Message && sameCheck(findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker), check) {
+	if old := clusterstatus.ConditionByType(snap.cluster.Status.Conditions, cond.Type); old != nil && old.Status == cond.Status && old.Reason == cond.Reason &&
+		old.Message == cond.Message && sameCheck(clusterstatus.FindCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker), check) {
 		return reconcile.Result{RequeueAfter: staleAfter}, nil // nothing changed: no write
 	}
 	st := arov1alpha1.ClusterStatus{
-		Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, cond, now)},
+		Conditions: []operatorv1.OperatorCondition{clusterstatus.Condition(snap.cluster.Status.Conditions, cond, now)},
 		Checks:     []arov1alpha1.CheckStatus{check},
 	}
 	return reconcile.Result{RequeueAfter: staleAfter}, applyStatus(ctx, r.Client, WorkerConditionFieldManager, st)
@@ -229,15 +230,6 @@ func findVantagePoint(vps []arov1alpha1.VantagePoint, name string) arov1alpha1.V
 		}
 	}
 	return arov1alpha1.VantagePoint{}
-}
-
-func conditionByType(conds []operatorv1.OperatorCondition, t string) *operatorv1.OperatorCondition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 func sameCheck(a, b arov1alpha1.CheckStatus) bool { return equality.Semantic.DeepEqual(a, b) }

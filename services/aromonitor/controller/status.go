@@ -2,11 +2,8 @@ package controller
 
 import (
 	"context"
-	"time"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,27 +13,6 @@ import (
 
 	"github.com/upshift-io/upshift/services/aromonitor/config"
 )
-
-// condition returns c with its lastTransitionTime kept from the existing
-// condition of the same type when the status did not change.
-func condition(existing []operatorv1.OperatorCondition, c operatorv1.OperatorCondition, now time.Time) operatorv1.OperatorCondition {
-	c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
-	for _, e := range existing {
-		if e.Type == c.Type && e.Status == c.Status {
-			c.LastTransitionTime = e.LastTransitionTime
-		}
-	}
-	return c
-}
-
-func findCheck(checks []arov1alpha1.CheckStatus, n arov1alpha1.CheckName) arov1alpha1.CheckStatus {
-	for _, c := range checks {
-		if c.Name == n {
-			return c
-		}
-	}
-	return arov1alpha1.CheckStatus{Name: n}
-}
 
 // clusterStatus is the apply configuration of the ARO Cluster's status. The
 // Cluster type is ARO's, with no generated apply configurations: this one
