@@ -52,9 +52,6 @@ func (r *CredentialsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	if r.Recorder == nil {
-		r.Recorder = events.NewRecorder(nil)
-	}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{clusterKey}
 	})

@@ -71,9 +71,6 @@ func (r *NSGReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	if r.Recorder == nil {
-		r.Recorder = events.NewRecorder(nil)
-	}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{clusterKey}
 	})

@@ -59,6 +59,7 @@ var key = reconcile.Request{NamespacedName: types.NamespacedName{Name: "pools"}}
 // Namespace (all namespaces when empty).
 type Reconciler struct {
 	Client   client.Client
+	// Recorder records the plan's Events; nil records none.
 	Recorder *events.Recorder
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
@@ -84,9 +85,6 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
-	}
-	if r.Recorder == nil {
-		r.Recorder = events.NewRecorder(nil)
 	}
 	if r.StuckAfter == 0 {
 		r.StuckAfter = DefaultStuckAfter
