@@ -163,24 +163,17 @@ func poolApplyConfiguration(p upgradev1alpha1.PoolUpdate) *upgradeac.PoolUpdateA
 // type leaves zero counts out).
 func nodeCountsApplyConfiguration(c upgradev1alpha1.PoolNodeCounts) *upgradeac.PoolNodeCountsApplyConfiguration {
 	ac := upgradeac.PoolNodeCounts()
-	if c.Pending != 0 {
-		ac.WithPending(c.Pending)
+	set := func(n int32, with func(int32) *upgradeac.PoolNodeCountsApplyConfiguration) {
+		if n != 0 {
+			with(n)
+		}
 	}
-	if c.Draining != 0 {
-		ac.WithDraining(c.Draining)
-	}
-	if c.Updating != 0 {
-		ac.WithUpdating(c.Updating)
-	}
-	if c.Rebooting != 0 {
-		ac.WithRebooting(c.Rebooting)
-	}
-	if c.Done != 0 {
-		ac.WithDone(c.Done)
-	}
-	if c.Degraded != 0 {
-		ac.WithDegraded(c.Degraded)
-	}
+	set(c.Pending, ac.WithPending)
+	set(c.Draining, ac.WithDraining)
+	set(c.Updating, ac.WithUpdating)
+	set(c.Rebooting, ac.WithRebooting)
+	set(c.Done, ac.WithDone)
+	set(c.Degraded, ac.WithDegraded)
 	return ac
 }
 
