@@ -162,8 +162,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		}
 	}
 	// The Events report what the pass saw in the pools, which a failed
-	// write does not undo: they are recorded either way.
-	r.Recorder.Record(p.Events...)
+	// write does not undo: they are recorded either way. One call each:
+	// the tracker's Events of one kind on one object (a NodeStuck per
+	// node, thousands in a large stuck pool) are meant to fold into one
+	// series, as the events library does across calls, and not to stay
+	// apart as the Events of one call that say different things do.
+	for _, e := range p.Events {
+		r.Recorder.Record(e)
+	}
 	if firstErr != nil {
 		return reconcile.Result{}, firstErr
 	}
