@@ -58,7 +58,7 @@ var key = reconcile.Request{NamespacedName: types.NamespacedName{Name: "pools"}}
 // Reconciler tracks every pool and writes into the UpgradeConfigs of
 // Namespace (all namespaces when empty).
 type Reconciler struct {
-	Client   client.Client
+	Client client.Client
 	// Recorder records the plan's Events; nil records none.
 	Recorder *events.Recorder
 	Clock    clock.PassiveClock
