@@ -35,6 +35,7 @@ import (
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/services/aromonitor/azure"
@@ -162,7 +163,7 @@ func setupMaster(mgr manager.Manager, log logr.Logger, o *options, m *metrics.Me
 		}
 	}
 	az := azure.NewFactory(fo)
-	recorder := mgr.GetEventRecorder("aro-monitor")
+	recorder := events.NewRecorder(mgr.GetEventRecorder("aro-monitor"))
 	log.Info("monitoring the cluster", "credentials", creds.String(), "armEndpoint", o.armEndpoint, "node", o.nodeName)
 	for _, r := range []interface{ SetupWithManager(manager.Manager) error }{
 		&controller.NSGReconciler{Client: mgr.GetClient(), Recorder: recorder, Azure: az, Credentials: creds,

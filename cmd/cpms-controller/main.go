@@ -18,10 +18,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/cpms/controller"
+	"github.com/upshift-io/upshift/services/cpms/metrics"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/webhook"
 )
@@ -91,7 +94,8 @@ func main() {
 				"retryPeriod", cfg.Remediation.RetryPeriod.String(), "webhookPort", webhookPort)
 			return (&controller.Reconciler{
 				Client:   mgr.GetClient(),
-				Recorder: mgr.GetEventRecorder("cpms-controller"),
+				Recorder: events.NewRecorder(mgr.GetEventRecorder("cpms-controller")),
+				Metrics:  metrics.New(ctrlmetrics.Registry),
 				Config:   cfg,
 			}).SetupWithManager(mgr)
 		},

@@ -17,6 +17,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/mcptracker/controller"
 )
@@ -56,7 +57,7 @@ func main() {
 			log.Info("tracking pools", "namespace", namespace, "stuckAfter", stuckAfter.String(), "minWriteInterval", writeInterval.String())
 			return (&controller.Reconciler{
 				Client:           mgr.GetClient(),
-				Recorder:         mgr.GetEventRecorder("mcp-tracker"),
+				Recorder:         events.NewRecorder(mgr.GetEventRecorder("mcp-tracker")),
 				Metrics:          controller.NewMetrics(ctrlmetrics.Registry),
 				Namespace:        namespace,
 				StuckAfter:       st,

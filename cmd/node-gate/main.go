@@ -18,6 +18,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/nodegate/controller"
 	"github.com/upshift-io/upshift/services/nodegate/metrics"
@@ -55,7 +56,7 @@ func main() {
 			}
 			r := &controller.Reconciler{
 				Client:        mgr.GetClient(),
-				Recorder:      mgr.GetEventRecorder("node-gate"),
+				Recorder:      events.NewRecorder(mgr.GetEventRecorder("node-gate")),
 				Metrics:       metrics.New(ctrlmetrics.Registry),
 				JobNamespaces: nss,
 				GatedPools:    splitList(gatedPools),

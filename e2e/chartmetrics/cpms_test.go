@@ -6,6 +6,7 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/upshift-io/upshift/services/cpms/metrics"
 	"github.com/upshift-io/upshift/services/cpms/plan"
@@ -22,7 +23,7 @@ var cpmsMetrics = []string{
 // chart's counterpart of the scheduler's check: its alerts and panels query
 // only metrics and labels the controller's process registers.
 func TestEveryMetricTheCPMSChartQueriesIsRegistered(t *testing.T) {
-	r := metrics.NewRecorder()
+	r := metrics.New(ctrlmetrics.Registry)
 	t0 := time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 	deleting := t0.Add(-time.Minute)
 	// An index whose old machine waits on the etcd hook gives a series of

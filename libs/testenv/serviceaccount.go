@@ -7,10 +7,13 @@ import (
 	"path/filepath"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // ServiceAccountConfig returns a client config authenticated as the
@@ -66,4 +69,28 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o600)
+}
+
+// AdminServiceAccountConfig creates the ServiceAccount namespace/name (and
+// its namespace) bound to cluster-admin, and returns a config authenticated
+// as it: for a controller suite whose audit log must tell the controller's
+// requests from the test's, where the chart's least-privilege role is not
+// what is tested.
+func (e *Env) AdminServiceAccountConfig(ctx context.Context, namespace, name string) (*rest.Config, error) {
+	if err := e.CreateNamespace(ctx, namespace); err != nil {
+		return nil, err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := client.IgnoreAlreadyExists(e.Client.Create(ctx, sa)); err != nil {
+		return nil, err
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: namespace + ":" + name + ":cluster-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}},
+	}
+	if err := client.IgnoreAlreadyExists(e.Client.Create(ctx, crb)); err != nil {
+		return nil, err
+	}
+	return e.ServiceAccountConfig(ctx, namespace, name)
 }

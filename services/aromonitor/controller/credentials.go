@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +18,7 @@ import (
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/services/aromonitor/azure"
 	"github.com/upshift-io/upshift/services/aromonitor/credentials"
 )
@@ -29,9 +28,9 @@ const CredentialsFieldManager = "aro-monitor-credentials"
 
 // Events of the credential check.
 const (
-	EventCredentialsInvalid  = "ServicePrincipalInvalid"
-	EventCredentialsValid    = "ServicePrincipalValid"
-	EventCredentialsExpiring = "CredentialsExpiring"
+	EventCredentialsInvalid  = credentials.EventInvalid
+	EventCredentialsValid    = credentials.EventValid
+	EventCredentialsExpiring = credentials.EventExpiring
 )
 
 // CredentialsReconciler acquires tokens with the cluster's Azure identity,
@@ -39,7 +38,7 @@ const (
 // does. The credentials Secret is watched, so a rotation is checked at once.
 type CredentialsReconciler struct {
 	Client      client.Client
-	Recorder    events.EventRecorder
+	Recorder    *events.Recorder
 	Clock       clock.PassiveClock
 	Azure       *azure.Factory
 	Credentials types.NamespacedName
@@ -64,69 +63,29 @@ func (r *CredentialsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile runs the check once.
+// Reconcile runs the check once: read, ask AAD, plan, write, record.
 func (r *CredentialsReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	snap, err := load(ctx, r.Client)
 	if err != nil || snap == nil {
 		return reconcile.Result{}, err
 	}
-	now := r.Clock.Now()
-	interval := snap.settings.CredentialsInterval
-	check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckCredentials)
-	check.LastCheckTime = ptrTime(now)
-	st := arov1alpha1.ClusterStatus{}
-
-	var out credentials.Outcome
-	var expiring string
-	if !snap.settings.CredentialsCheck {
-		out = credentials.Outcome{Status: metav1.ConditionUnknown, Reason: arov1alpha1.ReasonValidationUnavailable,
-			Message: "the check is off: aro.checker.enabled is false"}
-	} else {
+	in := credentials.Input{Cluster: snap.cluster, Enabled: snap.settings.CredentialsCheck, Now: r.Clock.Now(),
+		Interval: snap.settings.CredentialsInterval, ExpiryWarning: snap.settings.ExpiryWarning}
+	if in.Enabled {
 		var id azure.Identity
-		out, id = r.check(ctx, snap.cluster.Spec)
-		if id.ClientID != "" {
-			prev := snap.cluster.Status.Credentials
-			if prev == nil {
-				prev = &arov1alpha1.CredentialStatus{}
-			}
-			st.Credentials = &arov1alpha1.CredentialStatus{Kind: id.Kind(), ClientID: id.ClientID, AADErrorCode: out.Code,
-				SecretResourceVersion: id.Version, SecretUpdatedTime: prev.SecretUpdatedTime, ExpiryWarnedFor: prev.ExpiryWarnedFor}
-			// The cache strips managed fields, and the Secret holds no other
-			// time of change: a version is dated when first seen.
-			if id.Version != prev.SecretResourceVersion || prev.SecretUpdatedTime == nil {
-				st.Credentials.SecretUpdatedTime = ptrTime(now)
-			}
-			if id.Expires != nil {
-				st.Credentials.ExpiresTime = ptrTime(*id.Expires)
-			}
-			expiring = credentials.Expiry(id.Expires, now, snap.settings.ExpiryWarning)
-			// Once per expiry, whatever the condition's message says.
-			if expiring != "" {
-				at := ptrTime(*id.Expires)
-				if prev.ExpiryWarnedFor == nil || !prev.ExpiryWarnedFor.Equal(at) {
-					r.Recorder.Eventf(snap.cluster, nil, corev1.EventTypeWarning, EventCredentialsExpiring, "Validate", "%s", expiring)
-				}
-				st.Credentials.ExpiryWarnedFor = at
-			}
-		}
+		in.Outcome, id = r.check(ctx, snap.cluster.Spec)
+		in.Identity = credentials.Identity{Kind: id.Kind(), ClientID: id.ClientID, Version: id.Version, Expires: id.Expires}
 	}
-	if out.Status == metav1.ConditionTrue {
-		check.LastSuccessTime = ptrTime(now)
-		if expiring != "" {
-			out.Message += "; " + expiring
-		}
-	} else {
-		interval = min(interval, time.Minute)
-	}
-	cond := operatorv1.OperatorCondition{Type: arov1alpha1.ServicePrincipalValid, Status: operatorv1.ConditionStatus(out.Status),
-		Reason: out.Reason, Message: out.Message}
-	r.events(snap.cluster, cond)
+	plan := credentials.Plan(in)
 	if r.Observe != nil {
-		r.Observe(string(out.Status))
+		r.Observe(plan.Result)
 	}
-	st.Conditions = []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, cond, now)}
-	st.Checks = []arov1alpha1.CheckStatus{check}
-	return reconcile.Result{RequeueAfter: wait.Jitter(interval, 0.1)}, applyStatus(ctx, r.Client, CredentialsFieldManager, st)
+	if err := applyStatus(ctx, r.Client, CredentialsFieldManager, plan.Status); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.Recorder.Record(plan.Events...)
+	// Jittered, so that the replicas' checks of many clusters spread out.
+	return reconcile.Result{RequeueAfter: wait.Jitter(plan.Requeue, 0.1)}, nil
 }
 
 // check acquires an ARM token, then a Graph token whose roles are checked.
@@ -165,22 +124,4 @@ func (r *CredentialsReconciler) check(ctx context.Context, spec arov1alpha1.Clus
 		return unavailable(err), id
 	}
 	return credentials.Classify(nil, roles), id
-}
-
-// events records a Warning when the condition turns False, and a Normal
-// when it turns True from False or Unknown (not on the first check). The
-// expiry's Warning is recorded by Reconcile, once per expiry.
-func (r *CredentialsReconciler) events(cluster *arov1alpha1.Cluster, cond operatorv1.OperatorCondition) {
-	var prev operatorv1.OperatorCondition
-	for _, c := range cluster.Status.Conditions {
-		if c.Type == cond.Type {
-			prev = c
-		}
-	}
-	switch {
-	case cond.Status == operatorv1.ConditionFalse && prev.Status != operatorv1.ConditionFalse:
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, EventCredentialsInvalid, "Validate", "%s", cond.Message)
-	case cond.Status == operatorv1.ConditionTrue && prev.Status != "" && prev.Status != operatorv1.ConditionTrue:
-		r.Recorder.Eventf(cluster, nil, corev1.EventTypeNormal, EventCredentialsValid, "Validate", "%s", cond.Message)
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
@@ -84,25 +83,15 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 		name = subnets.Canonical(name)
 	}
 	prev := findVantagePoint(snap.cluster.Status.VantagePoints, name)
-	condType := arov1alpha1.InternetReachableFromWorker
-	if r.Role == arov1alpha1.RoleMaster {
-		condType = arov1alpha1.InternetReachableFromMaster
-	}
 	if !s.InternetChecks {
-		if r.Role != arov1alpha1.RoleMaster {
+		st := egress.Disabled(r.Role, snap.cluster.Status, now)
+		if st == nil {
 			return reconcile.Result{}, nil
 		}
-		// ARO writes Unknown without a reason when its checker is off.
-		c := unknown(condType, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
-		return reconcile.Result{}, applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), arov1alpha1.ClusterStatus{
-			Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, c, now)}})
+		return reconcile.Result{}, applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), *st)
 	}
-	// A round is due an interval after the last one, whoever ran it: a
-	// restart or a lease hand-over does not probe twice in a row.
-	if prev.LastCheckTime != nil {
-		if next := prev.LastCheckTime.Add(s.InternetInterval); now.Before(next) {
-			return reconcile.Result{RequeueAfter: next.Sub(now)}, nil
-		}
+	if wait := egress.Wait(prev, now, s.InternetInterval); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	prober := *r.Prober
 	prober.Timeout = s.InternetTimeout
@@ -112,20 +101,7 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	if r.Observe != nil {
 		r.Observe(vp, results)
 	}
-	st := arov1alpha1.ClusterStatus{VantagePoints: []arov1alpha1.VantagePoint{vp}}
-	if r.Role == arov1alpha1.RoleMaster {
-		c := egress.ForRole(arov1alpha1.RoleMaster, []arov1alpha1.VantagePoint{vp}, nil, now, 3*s.InternetInterval, s.Thresholds.Failures)
-		cond := operatorv1.OperatorCondition{Type: condType, Status: operatorv1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message}
-		st.Conditions = []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, cond, now)}
-		check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetMaster)
-		check.LastCheckTime = vp.LastCheckTime
-		// This round's result: a failed round while the hysteresis still
-		// holds True is no success.
-		if egress.Passed(vp) {
-			check.LastSuccessTime = vp.LastCheckTime
-		}
-		st.Checks = []arov1alpha1.CheckStatus{check}
-	}
+	st := egress.RoundStatus(snap.cluster.Status, vp, now, s.InternetInterval, s.Thresholds.Failures)
 	if err := applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), st); err != nil {
 		return reconcile.Result{}, fmt.Errorf("recording the egress round: %w", err)
 	}
@@ -166,60 +142,23 @@ func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.R
 	if err != nil || snap == nil {
 		return reconcile.Result{}, err
 	}
-	now := r.Clock.Now()
-	if !snap.settings.InternetChecks {
-		// As the master's condition: Unknown, not the last answer kept.
-		c := unknown(arov1alpha1.InternetReachableFromWorker, ReasonCheckDisabled, "the check is off: aro.checker.enabled is false")
-		if old := conditionByType(snap.cluster.Status.Conditions, c.Type); old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message {
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, applyStatus(ctx, r.Client, WorkerConditionFieldManager, arov1alpha1.ClusterStatus{
-			Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, c, now)},
-			Checks:     []arov1alpha1.CheckStatus{findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)},
-		})
-	}
-	var sets machinev1beta1.MachineSetList
-	if err := r.Client.List(ctx, &sets, client.InNamespace(r.MachineNamespace)); err != nil {
-		return reconcile.Result{}, err
-	}
-	found, _, _ := subnets.Discover(snap.cluster.Spec, nil, sets.Items)
 	var expected []string
-	for _, s := range found {
-		expected = append(expected, s.Name)
-	}
-	staleAfter := 3 * snap.settings.InternetInterval
-	c := egress.ForRole(arov1alpha1.RoleWorker, snap.cluster.Status.VantagePoints, expected, now, staleAfter, snap.settings.Thresholds.Failures)
-	cond := operatorv1.OperatorCondition{Type: arov1alpha1.InternetReachableFromWorker, Status: operatorv1.ConditionStatus(c.Status), Reason: c.Reason, Message: c.Message}
-	var last *arov1alpha1.VantagePoint
-	allPassed := true
-	for i, vp := range snap.cluster.Status.VantagePoints {
-		if vp.Role != arov1alpha1.RoleWorker || vp.LastCheckTime == nil || now.Sub(vp.LastCheckTime.Time) > staleAfter {
-			continue
+	if snap.settings.InternetChecks {
+		var sets machinev1beta1.MachineSetList
+		if err := r.Client.List(ctx, &sets, client.InNamespace(r.MachineNamespace)); err != nil {
+			return reconcile.Result{}, err
 		}
-		allPassed = allPassed && egress.Passed(vp)
-		if last == nil || vp.LastCheckTime.After(last.LastCheckTime.Time) {
-			last = &snap.cluster.Status.VantagePoints[i]
+		found, _, _ := subnets.Discover(snap.cluster.Spec, nil, sets.Items)
+		for _, s := range found {
+			expected = append(expected, s.Name)
 		}
 	}
-	check := findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker)
-	if last != nil {
-		check.LastCheckTime = last.LastCheckTime
-		// Every subnet's latest round passed, not the hysteresis-held
-		// status: a failing round while the condition is still True is
-		// no success.
-		if allPassed {
-			check.LastSuccessTime = last.LastCheckTime
-		}
+	s := snap.settings
+	st, requeue := egress.Workers(snap.cluster.Status, s.InternetChecks, expected, r.Clock.Now(), 3*s.InternetInterval, s.Thresholds.Failures)
+	if st == nil {
+		return reconcile.Result{RequeueAfter: requeue}, nil // nothing changed: no write
 	}
-	if old := conditionByType(snap.cluster.Status.Conditions, cond.Type); old != nil && old.Status == cond.Status && old.Reason == cond.Reason &&
-		old.Message == cond.Message && sameCheck(findCheck(snap.cluster.Status.Checks, arov1alpha1.CheckInternetWorker), check) {
-		return reconcile.Result{RequeueAfter: staleAfter}, nil // nothing changed: no write
-	}
-	st := arov1alpha1.ClusterStatus{
-		Conditions: []operatorv1.OperatorCondition{condition(snap.cluster.Status.Conditions, cond, now)},
-		Checks:     []arov1alpha1.CheckStatus{check},
-	}
-	return reconcile.Result{RequeueAfter: staleAfter}, applyStatus(ctx, r.Client, WorkerConditionFieldManager, st)
+	return reconcile.Result{RequeueAfter: requeue}, applyStatus(ctx, r.Client, WorkerConditionFieldManager, *st)
 }
 
 func findVantagePoint(vps []arov1alpha1.VantagePoint, name string) arov1alpha1.VantagePoint {
@@ -230,17 +169,6 @@ func findVantagePoint(vps []arov1alpha1.VantagePoint, name string) arov1alpha1.V
 	}
 	return arov1alpha1.VantagePoint{}
 }
-
-func conditionByType(conds []operatorv1.OperatorCondition, t string) *operatorv1.OperatorCondition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
-func sameCheck(a, b arov1alpha1.CheckStatus) bool { return equality.Semantic.DeepEqual(a, b) }
 
 // vantagePointsChanged passes Cluster updates that changed the vantage
 // points or the spec: the other checks' status writes do not wake it.

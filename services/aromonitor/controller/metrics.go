@@ -12,6 +12,7 @@ import (
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 
+	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 	"github.com/upshift-io/upshift/services/aromonitor/metrics"
 )
 
@@ -57,14 +58,14 @@ func (r *StatusMetricsReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 		return reconcile.Result{}, err
 	}
 	for _, t := range ConditionTypes {
-		if c := conditionByType(cluster.Status.Conditions, t); c != nil {
+		if c := clusterstatus.ConditionByType(cluster.Status.Conditions, t); c != nil {
 			r.Metrics.Condition(t, string(c.Status))
 		} else {
 			r.Metrics.ConditionAbsent(t)
 		}
 	}
 	for _, name := range []arov1alpha1.CheckName{arov1alpha1.CheckCredentials, arov1alpha1.CheckNSG} {
-		if c := findCheck(cluster.Status.Checks, name); c.LastSuccessTime != nil {
+		if c := clusterstatus.FindCheck(cluster.Status.Checks, name); c.LastSuccessTime != nil {
 			r.Metrics.Success(name, "", c.LastSuccessTime.Time)
 		}
 	}

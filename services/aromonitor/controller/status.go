@@ -2,60 +2,42 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
-	"time"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
+	"github.com/upshift-io/upshift/libs/apply"
 
 	"github.com/upshift-io/upshift/services/aromonitor/config"
 )
 
-// condition returns c with its lastTransitionTime kept from the existing
-// condition of the same type when the status did not change.
-func condition(existing []operatorv1.OperatorCondition, c operatorv1.OperatorCondition, now time.Time) operatorv1.OperatorCondition {
-	c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
-	for _, e := range existing {
-		if e.Type == c.Type && e.Status == c.Status {
-			c.LastTransitionTime = e.LastTransitionTime
-		}
-	}
-	return c
+// clusterStatus is the apply configuration of the ARO Cluster's status. The
+// Cluster type is ARO's, with no generated apply configurations: this one
+// sends the object's identity and the status fields set in Status, and
+// nothing of the spec, so that each manager owns exactly the status fields
+// its check writes.
+type clusterStatus struct {
+	metav1ac.TypeMetaApplyConfiguration    `json:",inline"`
+	*metav1ac.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
+	Status                                 *arov1alpha1.ClusterStatus `json:"status,omitempty"`
 }
 
-func findCheck(checks []arov1alpha1.CheckStatus, n arov1alpha1.CheckName) arov1alpha1.CheckStatus {
-	for _, c := range checks {
-		if c.Name == n {
-			return c
-		}
-	}
-	return arov1alpha1.CheckStatus{Name: n}
-}
+// IsApplyConfiguration marks clusterStatus as an apply configuration.
+func (*clusterStatus) IsApplyConfiguration() {}
 
 // applyStatus writes the fields set in st — and only those — under the field
-// manager, forcing ownership: these fields are this check's alone.
+// manager (libs/apply forces ownership: these fields are this check's alone).
 func applyStatus(ctx context.Context, c client.Client, manager string, st arov1alpha1.ClusterStatus) error {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return err
+	ac := &clusterStatus{
+		TypeMetaApplyConfiguration:   *metav1ac.TypeMeta().WithAPIVersion(arov1alpha1.GroupVersion.String()).WithKind("Cluster"),
+		ObjectMetaApplyConfiguration: metav1ac.ObjectMeta().WithName(arov1alpha1.SingletonName),
+		Status:                       &st,
 	}
-	status := map[string]any{}
-	if err := json.Unmarshal(raw, &status); err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": arov1alpha1.GroupVersion.String(),
-		"kind":       "Cluster",
-		"metadata":   map[string]any{"name": arov1alpha1.SingletonName},
-		"status":     status,
-	}}
-	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
+	_, err := apply.Status(ctx, c, ac, manager)
+	return err
 }
 
 // snapshot is what every check reads first.

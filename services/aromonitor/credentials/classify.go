@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	"github.com/upshift-io/upshift/libs/truncate"
 )
 
 // The AAD error codes that mean the credential itself is bad, as ARO reads
@@ -102,20 +103,18 @@ func Roles(token string) ([]string, error) {
 // a multi-line dump of the response: the AAD code's line when there is one.
 func summary(s string) string {
 	if i := strings.Index(s, "AADSTS"); i >= 0 {
-		return truncate(strings.TrimSpace(strings.SplitN(s[i:], "\n", 2)[0]))
+		return truncateSummary(strings.TrimSpace(strings.SplitN(s[i:], "\n", 2)[0]))
 	}
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			return truncate(l)
+			return truncateSummary(l)
 		}
 	}
-	return truncate(s)
+	return truncateSummary(s)
 }
 
-func truncate(s string) string {
-	const limit = 512
-	if len(s) > limit {
-		return s[:limit] + "…"
-	}
-	return s
-}
+// summaryLimit bounds the line taken from an error: a condition message
+// reads one line, not a response dump.
+const summaryLimit = 512
+
+func truncateSummary(s string) string { return truncate.String(s, summaryLimit) }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	"github.com/upshift-io/upshift/libs/truncate"
 
 	"github.com/upshift-io/upshift/services/aromonitor/hysteresis"
 	"github.com/upshift-io/upshift/services/aromonitor/probe"
@@ -47,7 +48,7 @@ func Record(prev arov1alpha1.VantagePoint, name string, role arov1alpha1.Role, n
 		if !r.OK() {
 			passed = false
 			t.FailedPhase = r.FailedPhase
-			t.Error = truncate(r.Err.Error(), 1024)
+			t.Error = truncate.String(r.Err.Error(), 1024)
 		}
 		if r.Path == arov1alpha1.PathProxy {
 			vp.Path = arov1alpha1.PathProxy
@@ -163,11 +164,4 @@ func describe(vp arov1alpha1.VantagePoint) string {
 		via = " (through the proxy)"
 	}
 	return fmt.Sprintf("from %s%s: %s", vp.Name, via, strings.Join(parts, "; "))
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n-3] + "..."
-	}
-	return s
 }

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	machinev1 "github.com/openshift/api/machine/v1"
@@ -18,9 +16,8 @@ import (
 )
 
 // act performs the planner's one mutation and records what the cache must
-// show before the next plan. It returns the Machine the action concerned
-// (for the Event), when there is one.
-func (r *Reconciler) act(ctx context.Context, cpms *machinev1.ControlPlaneMachineSet, a *plan.Action, now time.Time) (client.Object, error) {
+// show before the next plan.
+func (r *Reconciler) act(ctx context.Context, cpms *machinev1.ControlPlaneMachineSet, a *plan.Action, now time.Time) error {
 	switch a.Kind {
 	case plan.CreateMachine:
 		m := a.Machine.DeepCopy()
@@ -32,10 +29,10 @@ func (r *Reconciler) act(ctx context.Context, cpms *machinev1.ControlPlaneMachin
 			// for the cache to show it, whatever its version.
 			m.ResourceVersion, m.UID = "", ""
 		case err != nil:
-			return nil, err
+			return err
 		}
-		r.barrier.expectSeen(&machinev1beta1.Machine{}, m, false, now, r.CacheTimeout)
-		return m, nil
+		r.expect.Created(m, now)
+		return nil
 	case plan.DeleteMachine:
 		return r.deleteMachine(ctx, a.Target, now)
 	case plan.Remediate:
@@ -48,33 +45,33 @@ func (r *Reconciler) act(ctx context.Context, cpms *machinev1.ControlPlaneMachin
 		}
 		cpms.Annotations[plan.RemediationAnnotation] = a.Annotation
 		if err := r.Client.Patch(ctx, cpms, patch); err != nil {
-			return nil, err
+			return err
 		}
-		r.barrier.expectSeen(&machinev1.ControlPlaneMachineSet{}, cpms, true, now, r.CacheTimeout)
+		r.expect.Updated(cpms, now)
 		return r.deleteMachine(ctx, a.Target, now)
 	case plan.Adopt:
 		for _, ref := range a.Adopt {
 			if err := r.adopt(ctx, cpms, ref, now); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		return nil, nil
+		return nil
 	}
-	return nil, fmt.Errorf("unknown action %q", a.Kind)
+	return fmt.Errorf("unknown action %q", a.Kind)
 }
 
 // deleteMachine deletes the machine the planner chose, and no namesake: the
 // UID precondition makes a delete decided on a stale view fail instead.
 // NotFound and a failed precondition both mean that machine is already gone.
-func (r *Reconciler) deleteMachine(ctx context.Context, t *plan.MachineRef, now time.Time) (client.Object, error) {
+func (r *Reconciler) deleteMachine(ctx context.Context, t *plan.MachineRef, now time.Time) error {
 	m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: t.Name, UID: t.UID}}
 	uid := t.UID
 	err := r.Client.Delete(ctx, m, client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return nil, err
+		return err
 	}
-	r.barrier.expectGone(&machinev1beta1.Machine{}, client.ObjectKeyFromObject(m), uid, now, r.CacheTimeout)
-	return m, nil
+	r.expect.Deleted(m, now)
+	return nil
 }
 
 // adopt makes the set the controller owner of one machine. The patch is
@@ -98,7 +95,7 @@ func (r *Reconciler) adopt(ctx context.Context, cpms *machinev1.ControlPlaneMach
 	if err := r.Client.Patch(ctx, m, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.barrier.expectSeen(&machinev1beta1.Machine{}, m, true, now, r.CacheTimeout)
+	r.expect.Updated(m, now)
 	return nil
 }
 
@@ -115,34 +112,22 @@ func (r *Reconciler) release(ctx context.Context, cpms *machinev1.ControlPlaneMa
 	if err := r.Client.List(ctx, &list, client.InNamespace(Namespace)); err != nil {
 		return err
 	}
-	var released []string
-	for i := range list.Items {
-		m := &list.Items[i]
-		var keep []metav1.OwnerReference
-		for _, o := range m.OwnerReferences {
-			if o.UID != cpms.UID {
-				keep = append(keep, o)
-			}
-		}
-		if len(keep) == len(m.OwnerReferences) {
-			continue
-		}
+	rel := plan.Release(cpms, list.Items)
+	for _, m := range rel.Machines {
 		patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		m.OwnerReferences = keep
+		m.OwnerReferences = rel.Keep[m.Name]
 		if err := r.Client.Patch(ctx, m, patch); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		released = append(released, m.Name)
 	}
-	sort.Strings(released)
-	if len(released) > 0 {
-		r.event(cpms, nil, plan.Event{Reason: "Released", Message: fmt.Sprintf("The set is being deleted: released machines %s, which keep running", strings.Join(released, ", "))}, "Delete")
+	if rel.Event != nil {
+		r.Recorder.Record(*rel.Event)
 	}
 	patch := client.MergeFromWithOptions(cpms.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(cpms, Finalizer)
 	if err := r.Client.Patch(ctx, cpms, patch); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	r.metrics.Forget()
+	r.Metrics.Forget()
 	return nil
 }

@@ -5,12 +5,12 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/upshift-io/upshift/libs/runtime"
+	"github.com/upshift-io/upshift/libs/trim"
 )
 
 // ManagerOptions narrows the informers to what the planner reads, which is
@@ -39,63 +39,28 @@ var controlPlaneRoleLabels = []string{"node-role.kubernetes.io/master", "node-ro
 // watchedOperators are the ClusterOperators the pre-flight checks read.
 var watchedOperators = map[string]bool{"etcd": true, "kube-apiserver": true}
 
-func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		Generation:        m.Generation,
-		CreationTimestamp: m.CreationTimestamp,
-		DeletionTimestamp: m.DeletionTimestamp,
-	}
-}
-
-// trimNode keeps the role labels, the providerID (a Node whose providerID
-// matches a machine is that machine's before nodelink sets nodeRef) and the
-// Ready condition without its heartbeat. A worker keeps only its identity.
-func trimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	t := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: trimMeta(n.ObjectMeta)}
-	for _, k := range controlPlaneRoleLabels {
-		if v, ok := n.Labels[k]; ok {
-			if t.Labels == nil {
-				t.Labels = map[string]string{}
-			}
-			t.Labels[k] = v
-		}
-	}
-	if t.Labels == nil {
-		return t, nil
-	}
-	t.Spec.ProviderID = n.Spec.ProviderID
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			c.LastHeartbeatTime = metav1.Time{}
-			t.Status.Conditions = []corev1.NodeCondition{c}
-		}
-	}
-	return t, nil
-}
+// trimNode keeps, of control-plane Nodes, the role labels, the providerID
+// (a Node whose providerID matches a machine is that machine's before
+// nodelink sets nodeRef) and the Ready condition without its heartbeat. A
+// worker keeps only its identity.
+var trimNode = trim.Node{
+	Keep:       func(n *corev1.Node) bool { return isControlPlaneNode(n) },
+	Labels:     trim.Only(controlPlaneRoleLabels...),
+	Conditions: []corev1.NodeConditionType{corev1.NodeReady},
+	ProviderID: true,
+}.Transform()
 
 // trimClusterOperator keeps the Degraded condition of the operators the
 // pre-flight reads, and only the name of the others.
-func trimClusterOperator(obj any) (any, error) {
-	co, ok := obj.(*configv1.ClusterOperator)
-	if !ok {
-		return obj, nil
-	}
-	t := &configv1.ClusterOperator{TypeMeta: co.TypeMeta, ObjectMeta: trimMeta(co.ObjectMeta)}
+var trimClusterOperator = trim.Func(func(co *configv1.ClusterOperator) *configv1.ClusterOperator {
+	t := &configv1.ClusterOperator{TypeMeta: co.TypeMeta, ObjectMeta: trim.Meta(co.ObjectMeta)}
 	if !watchedOperators[co.Name] {
-		return t, nil
+		return t
 	}
 	for _, c := range co.Status.Conditions {
 		if c.Type == configv1.OperatorDegraded {
 			t.Status.Conditions = []configv1.ClusterOperatorStatusCondition{c}
 		}
 	}
-	return t, nil
-}
+	return t
+})

@@ -2,16 +2,18 @@
 // ControlPlaneMachineSet `cluster`, the Machines of openshift-machine-api,
 // the control-plane Nodes and the etcd and kube-apiserver ClusterOperators
 // from its caches, asks the planner (package plan) for the status and at most
-// one mutation, writes the status when it changed, performs the mutation,
+// one mutation, performs the mutation, writes the status when it changed,
 // records the Events and publishes the metrics. Every decision is the
-// planner's; what is left here is I/O, the finalizer that orphans the
-// machines when the set is deleted, and the barrier that keeps the next plan
-// from running on a cache that has not seen this process's own writes.
+// planner's, including what a failed mutation means (plan.Failed); what is
+// left here is I/O, the finalizer that orphans the machines when the set is
+// deleted, and the expectations (libs/ownwrite) that keep the next plan from
+// running on a cache that has not seen this process's own writes.
 package controller
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,9 +23,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -35,6 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/ownwrite"
 	"github.com/upshift-io/upshift/services/cpms/metrics"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 )
@@ -50,24 +52,30 @@ const (
 	// the machines are released (owner references removed), never deleted.
 	Finalizer = "controlplanemachineset.machine.openshift.io"
 	// DefaultCacheTimeout bounds how long a plan waits for the cache to show
-	// this process's own write before it goes ahead (see barrier).
-	DefaultCacheTimeout = 30 * time.Second
+	// this process's own write before it goes ahead.
+	DefaultCacheTimeout = ownwrite.DefaultTimeout
 )
 
 var setKey = types.NamespacedName{Namespace: Namespace, Name: Name}
 
 // Reconciler keeps the control-plane Machines at the ControlPlaneMachineSet.
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
-	Clock    clock.PassiveClock
+	Client client.Client
+	// Recorder records the planner's Events; nil records none.
+	Recorder *events.Recorder
+	// Metrics publishes every pass (metrics.New on the manager's registry).
+	Metrics *metrics.Recorder
+	Clock   clock.PassiveClock
 	// Config is the planner's configuration; zero means plan.DefaultConfig().
 	Config plan.Config
 	// CacheTimeout bounds the wait for own writes; zero means DefaultCacheTimeout.
 	CacheTimeout time.Duration
 
-	barrier  barrier
-	metrics  *metrics.Recorder
+	// expect holds the next plan until the cache shows this process's own
+	// last writes: the planner trusts its snapshot to include its own
+	// decisions (a machine it created, one it deleted, the remediation
+	// budget it spent, the status it wrote).
+	expect   ownwrite.Expectations
 	mu       sync.Mutex
 	warnings string // last logged provider-spec warnings, to log changes only
 }
@@ -84,7 +92,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.CacheTimeout == 0 {
 		r.CacheTimeout = DefaultCacheTimeout
 	}
-	r.metrics = metrics.NewRecorder()
+	if r.Metrics == nil {
+		return fmt.Errorf("%s: no Metrics (metrics.New on the manager's registry)", ControllerName)
+	}
+	if r.Recorder == nil {
+		r.Recorder = events.NewRecorder(nil)
+	}
+	r.expect.Timeout = r.CacheTimeout
 	toSet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: setKey}}
 	})
@@ -149,24 +163,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	now := r.Clock.Now()
-	wait, unmet, expired, err := r.barrier.check(ctx, r.Client, now)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	for _, e := range expired {
-		logger.Info("the cache did not show an own write in time; planning anyway (machine names are deterministic, so a repeated create fails)", "write", e)
-	}
-	if len(unmet) > 0 {
-		// The watch event that shows the write wakes us; the requeue only
-		// bounds the wait.
-		logger.V(1).Info("waiting for the cache to show own writes", "writes", unmet)
-		return reconcile.Result{RequeueAfter: wait}, nil
+	// Past an expectation's deadline planning goes ahead: machine names are
+	// deterministic, so a repeated create fails.
+	if wait, err := r.expect.Wait(ctx, r.Client, now); err != nil || wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, err
 	}
 
 	cpms := &machinev1.ControlPlaneMachineSet{}
 	if err := r.Client.Get(ctx, setKey, cpms); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			r.metrics.Forget()
+			r.Metrics.Forget()
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -182,7 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.Client.Patch(ctx, cpms, patch); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-		r.barrier.expectSeen(&machinev1.ControlPlaneMachineSet{}, cpms, true, now, r.CacheTimeout)
+		r.expect.Updated(cpms, now)
 		return reconcile.Result{}, nil
 	}
 
@@ -195,36 +201,52 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if cpms.Spec.Replicas != nil {
 		desired = *cpms.Spec.Replicas
 	}
-	r.metrics.Observe(now, out, desired, created)
+	r.Metrics.Observe(now, out, desired, created)
 	r.logWarnings(ctx, out.Warnings)
 
-	if !equality.Semantic.DeepEqual(cpms.Status, out.Status) {
+	// Kubernetes objects first, then the status that summarises them, then
+	// the Events of both (docs/architecture.md, "The order of side effects").
+	status, evs := out.Status, out.Events
+	var actErr error
+	if a := out.Action; a != nil {
+		actErr = r.act(ctx, cpms, a, now)
+		r.Metrics.ObserveAction(a.Kind, actErr)
+		if actErr != nil {
+			logger.Info("action failed", "action", a.Kind, "index", a.Index, "error", actErr.Error())
+			var failed events.Event
+			status, failed = plan.Failed(cpms, out.Status, a, actErr)
+			evs = append(slices.Clone(evs), failed)
+		} else {
+			logger.Info(a.Event.Note, "action", a.Kind, "index", a.Index)
+			evs = append(slices.Clone(evs), a.Event)
+		}
+	}
+	if !equality.Semantic.DeepEqual(cpms.Status, status) {
 		patch := client.MergeFrom(cpms.DeepCopy())
-		cpms.Status = out.Status
+		cpms.Status = status
 		// The status has one writer, this controller (leader-elected), and
-		// the barrier makes every plan start from its last write: no lock.
+		// the expectations make every plan start from its last write: no
+		// lock.
 		if err := r.Client.Status().Patch(ctx, cpms, patch); err != nil {
+			if out.Action != nil {
+				// The action's outcome is the last Event; it happened
+				// whatever became of the status.
+				r.Recorder.Record(evs[len(evs)-1])
+			}
+			if actErr != nil {
+				return reconcile.Result{}, actErr
+			}
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-		r.barrier.expectSeen(&machinev1.ControlPlaneMachineSet{}, cpms, true, now, r.CacheTimeout)
+		r.expect.Updated(cpms, now)
 	}
-	for _, e := range out.Events {
-		r.event(cpms, nil, e, "Reconcile")
-	}
-	if a := out.Action; a != nil {
-		related, err := r.act(ctx, cpms, a, now)
-		metrics.ObserveAction(a.Kind, err)
-		if err != nil {
-			logger.Info("action failed", "action", a.Kind, "index", a.Index, "error", err.Error())
-			r.event(cpms, nil, plan.Event{Warning: true, Reason: "Failed" + string(a.Kind), Message: fmt.Sprintf("%s in index %d failed: %v", a.Kind, a.Index, err)}, string(a.Kind))
-			// Retried with the controller's rate-limited backoff.
-			return reconcile.Result{}, err
-		}
-		logger.Info(a.Event.Message, "action", a.Kind, "index", a.Index)
-		r.event(cpms, related, a.Event, string(a.Kind))
+	r.Recorder.Record(evs...)
+	if actErr != nil {
+		// Retried with the controller's rate-limited backoff.
+		return reconcile.Result{}, actErr
 	}
 	// After an action no requeue is needed: its object comes back through
-	// the watch, and the barrier holds the next plan until it has.
+	// the watch, and the expectations hold the next plan until it has.
 	return reconcile.Result{RequeueAfter: out.RequeueAfter}, nil
 }
 
@@ -248,21 +270,6 @@ func (r *Reconciler) snapshot(ctx context.Context, cpms *machinev1.ControlPlaneM
 		created[m.Name] = m.CreationTimestamp.Time
 	}
 	return plan.Input{CPMS: cpms, Machines: machines.Items, Nodes: nodes.Items, ClusterOperators: cos.Items, Config: r.Config, Now: now}, created, nil
-}
-
-func (r *Reconciler) event(cpms *machinev1.ControlPlaneMachineSet, related client.Object, e plan.Event, action string) {
-	if r.Recorder == nil {
-		return
-	}
-	typ := corev1.EventTypeNormal
-	if e.Warning {
-		typ = corev1.EventTypeWarning
-	}
-	var rel runtime.Object
-	if related != nil {
-		rel = related
-	}
-	r.Recorder.Eventf(cpms, rel, typ, e.Reason, action, "%s", e.Message)
 }
 
 func (r *Reconciler) logWarnings(ctx context.Context, w []string) {

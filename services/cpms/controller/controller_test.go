@@ -13,6 +13,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,6 +24,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/upshift-io/upshift/libs/metricstest"
+	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/cpms/controller"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
@@ -117,13 +119,7 @@ func statusWrites() int {
 	GinkgoHelper()
 	evs, err := env.AuditEvents(controllerUser)
 	Expect(err).NotTo(HaveOccurred())
-	n := 0
-	for _, e := range evs {
-		if (e.Verb == "patch" || e.Verb == "update") && e.ObjectRef != nil && e.ObjectRef.Resource == "controlplanemachinesets" && e.ObjectRef.Subresource == "status" {
-			n++
-		}
-	}
-	return n
+	return testenv.Writes(evs, "controlplanemachinesets", "status")
 }
 
 // setEvents are the Events on the set with the given reason.
@@ -140,11 +136,12 @@ func setEvents(ctx context.Context, g Gomega, reason string) []string {
 	return out
 }
 
-// scrape returns the series of a metric in the controller-runtime registry
-// as "label=value,..." -> value (a histogram's count as "<labels>#count").
+// scrape returns the series of a metric as the running controller's process
+// would serve it (controller-runtime's metrics and the controller's own) as
+// "label=value,..." -> value (a histogram's count as "<labels>#count").
 func scrape(name string) map[string]float64 {
 	GinkgoHelper()
-	out, err := metricstest.Series(ctrlmetrics.Registry, name)
+	out, err := metricstest.Series(prometheus.Gatherers{ctrlmetrics.Registry, controllerMetrics}, name)
 	Expect(err).NotTo(HaveOccurred())
 	return out
 }

@@ -14,9 +14,8 @@ import (
 
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -27,10 +26,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/cpms/controller"
+	"github.com/upshift-io/upshift/services/cpms/metrics"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/webhook"
@@ -58,6 +59,8 @@ var (
 	cluster      *simcluster.Cluster
 	env          *testenv.Env
 	controllerRC *rest.Config
+	// controllerMetrics is the registry of the controller running now.
+	controllerMetrics *prometheus.Registry
 )
 
 var _ = BeforeSuite(func(ctx context.Context) {
@@ -89,18 +92,10 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	}()
 	DeferCleanup(func() { cancel(); <-done })
 
-	for _, n := range []string{controllerNS, controller.Namespace} {
-		Expect(env.CreateNamespace(ctx, n)).To(Succeed())
-	}
-	Expect(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNS, Name: controllerSA}})).To(Succeed())
-	// The chart's least-privilege role is the next step's; here the
+	Expect(env.CreateNamespace(ctx, controller.Namespace)).To(Succeed())
+	// The chart's least-privilege role is e2e/cpms's to check; here the
 	// identity only has to be distinct.
-	Expect(env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "cpms-controller-test"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: controllerNS, Name: controllerSA}},
-	})).To(Succeed())
-	controllerRC, err = env.ServiceAccountConfig(ctx, controllerNS, controllerSA)
+	controllerRC, err = env.AdminServiceAccountConfig(ctx, controllerNS, controllerSA)
 	Expect(err).NotTo(HaveOccurred())
 
 	startSimulators()
@@ -129,9 +124,12 @@ func startController(cfg plan.Config) (stop func()) {
 		return opts
 	}())
 	Expect(err).NotTo(HaveOccurred())
+	// A fresh registry per controller, as a process has one.
+	controllerMetrics = prometheus.NewRegistry()
 	Expect((&controller.Reconciler{
 		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("cpms-controller"),
+		Recorder: events.NewRecorder(mgr.GetEventRecorder("cpms-controller")),
+		Metrics:  metrics.New(controllerMetrics),
 		Config:   cfg,
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())

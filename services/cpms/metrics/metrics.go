@@ -19,47 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/upshift-io/upshift/services/cpms/plan"
-)
-
-// The names are an interface: the chart's alerts and dashboard use them.
-var (
-	indexState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "upshift_cpms_index_state",
-		Help: "State set of each index of the ControlPlaneMachineSet: 1 for its current state (Stable, ReplacementRequested, WaitingForDeletion, ReplacementProvisioning, ReplacementReady, OldDeleting, Blocked), 0 for the others.",
-	}, []string{"index", "state"})
-	replicas = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "upshift_cpms_replicas",
-		Help: "Control-plane machines by kind: desired (spec.replicas), current, ready, updated and unavailable, as in the ControlPlaneMachineSet status.",
-	}, []string{"kind"})
-	blocked = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "upshift_cpms_blocked",
-		Help: "1 for the reason the controller is not making progress although work exists (a Degraded reason, a failed pre-flight check, Paused, WaitingForUserDeletion), 0 for the others.",
-	}, []string{"reason"})
-	condition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "upshift_cpms_condition",
-		Help: "1 when the ControlPlaneMachineSet's condition (Available, Degraded, Progressing) is True, 0 otherwise.",
-	}, []string{"condition"})
-	hookWaitStart = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "upshift_cpms_etcd_hook_wait_start_timestamp_seconds",
-		Help: "Unix time an index's deleting machine started waiting on the etcd operator's EtcdQuorumOperator hook; absent while no machine of the index waits.",
-	}, []string{"index"})
-	hookWait = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "upshift_cpms_etcd_hook_wait_duration_seconds",
-		Help:    "Time from a control-plane machine's deletion until the etcd operator released its hook, as seen by the controller.",
-		Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 s .. 2.3 h
-	})
-	replacementDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "upshift_cpms_replacement_duration_seconds",
-		Help:    "Time from the creation of an index's replacement machine until the index was Stable again (the old machine gone).",
-		Buckets: prometheus.ExponentialBuckets(15, 2, 12), // 15 s .. 8.5 h
-	})
-	actions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "upshift_cpms_actions_total",
-		Help: "Mutations performed, by kind (CreateMachine, DeleteMachine, Remediate, Adopt) and result (success, error).",
-	}, []string{"kind", "result"})
 )
 
 // ActionKinds are the values of the kind label of upshift_cpms_actions_total.
@@ -77,20 +38,15 @@ var BlockedReasons = []string{
 	plan.ReasonPaused, plan.ReasonWaitingForUserDeletion,
 }
 
-func init() {
-	ctrlmetrics.Registry.MustRegister(indexState, replicas, blocked, condition, hookWaitStart, hookWait, replacementDuration, actions)
-	for _, k := range ActionKinds {
-		for _, r := range []string{"success", "error"} {
-			actions.WithLabelValues(string(k), r)
-		}
-	}
-}
-
 // Recorder turns successive planner outputs into metrics. It remembers the
 // previous pass only to see transitions (a replacement finished, a hook
 // released); after a restart the first transition of an index in flight is
 // not timed, which loses one sample rather than inventing one.
 type Recorder struct {
+	indexState, replicas, blocked, condition, hookWaitStart *prometheus.GaugeVec
+	hookWait, replacementDuration                           prometheus.Histogram
+	actions                                                 *prometheus.CounterVec
+
 	mu sync.Mutex
 	// last state per index, and the deleting machine each index waited on.
 	states  map[int]plan.IndexState
@@ -98,9 +54,57 @@ type Recorder struct {
 	indexes map[int]bool
 }
 
-// NewRecorder returns a Recorder with no history.
-func NewRecorder() *Recorder {
-	return &Recorder{states: map[int]plan.IndexState{}, waiting: map[int]time.Time{}, indexes: map[int]bool{}}
+// New registers the metrics on reg (the manager's registry in the binary,
+// a fresh one in a test) and returns the Recorder that sets them. The names
+// are an interface: the chart's alerts and dashboard use them.
+func New(reg prometheus.Registerer) *Recorder {
+	r := &Recorder{
+		indexState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "upshift_cpms_index_state",
+			Help: "State set of each index of the ControlPlaneMachineSet: 1 for its current state (Stable, ReplacementRequested, WaitingForDeletion, ReplacementProvisioning, ReplacementReady, OldDeleting, Blocked), 0 for the others.",
+		}, []string{"index", "state"}),
+		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "upshift_cpms_replicas",
+			Help: "Control-plane machines by kind: desired (spec.replicas), current, ready, updated and unavailable, as in the ControlPlaneMachineSet status.",
+		}, []string{"kind"}),
+		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "upshift_cpms_blocked",
+			Help: "1 for the reason the controller is not making progress although work exists (a Degraded reason, a failed pre-flight check, Paused, WaitingForUserDeletion), 0 for the others.",
+		}, []string{"reason"}),
+		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "upshift_cpms_condition",
+			Help: "1 when the ControlPlaneMachineSet's condition (Available, Degraded, Progressing) is True, 0 otherwise.",
+		}, []string{"condition"}),
+		hookWaitStart: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "upshift_cpms_etcd_hook_wait_start_timestamp_seconds",
+			Help: "Unix time an index's deleting machine started waiting on the etcd operator's EtcdQuorumOperator hook; absent while no machine of the index waits.",
+		}, []string{"index"}),
+		hookWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "upshift_cpms_etcd_hook_wait_duration_seconds",
+			Help:    "Time from a control-plane machine's deletion until the etcd operator released its hook, as seen by the controller.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14), // 1 s .. 2.3 h
+		}),
+		replacementDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "upshift_cpms_replacement_duration_seconds",
+			Help:    "Time from the creation of an index's replacement machine until the index was Stable again (the old machine gone).",
+			Buckets: prometheus.ExponentialBuckets(15, 2, 12), // 15 s .. 8.5 h
+		}),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "upshift_cpms_actions_total",
+			Help: "Mutations performed, by kind (CreateMachine, DeleteMachine, Remediate, Adopt) and result (success, error).",
+		}, []string{"kind", "result"}),
+
+		states:  map[int]plan.IndexState{},
+		waiting: map[int]time.Time{},
+		indexes: map[int]bool{},
+	}
+	reg.MustRegister(r.indexState, r.replicas, r.blocked, r.condition, r.hookWaitStart, r.hookWait, r.replacementDuration, r.actions)
+	for _, k := range ActionKinds {
+		for _, res := range []string{"success", "error"} {
+			r.actions.WithLabelValues(string(k), res)
+		}
+	}
+	return r
 }
 
 // Observe publishes one pass. created gives the creation time of the set's
@@ -114,14 +118,14 @@ func (r *Recorder) Observe(now time.Time, out plan.Output, desired int32, create
 		seen[ix.Index] = true
 		label := strconv.Itoa(ix.Index)
 		for _, s := range plan.IndexStates {
-			indexState.WithLabelValues(label, string(s)).Set(boolValue(s == ix.State))
+			r.indexState.WithLabelValues(label, string(s)).Set(boolValue(s == ix.State))
 		}
 		prev, known := r.states[ix.Index]
 		if known && prev != plan.Stable && ix.State == plan.Stable && len(ix.Machines) == 1 {
 			// The index's one machine is its replacement: time it from its
 			// creation (machines that were there all along never leave Stable).
 			if t, ok := created[ix.Machines[0]]; ok && !t.IsZero() {
-				replacementDuration.Observe(now.Sub(t).Seconds())
+				r.replacementDuration.Observe(now.Sub(t).Seconds())
 			}
 		}
 		r.states[ix.Index] = ix.State
@@ -130,12 +134,12 @@ func (r *Recorder) Observe(now time.Time, out plan.Output, desired int32, create
 		switch {
 		case ix.DeletingSince != nil && ix.HeldByEtcdHook:
 			r.waiting[ix.Index] = *ix.DeletingSince
-			hookWaitStart.WithLabelValues(label).Set(float64(ix.DeletingSince.UnixNano()) / 1e9)
+			r.hookWaitStart.WithLabelValues(label).Set(float64(ix.DeletingSince.UnixNano()) / 1e9)
 		case wasWaiting:
 			// Released (or the machine is gone): the wait ended about now.
-			hookWait.Observe(now.Sub(since).Seconds())
+			r.hookWait.Observe(now.Sub(since).Seconds())
 			delete(r.waiting, ix.Index)
-			hookWaitStart.DeleteLabelValues(label)
+			r.hookWaitStart.DeleteLabelValues(label)
 		}
 	}
 	for i := range r.indexes {
@@ -147,15 +151,15 @@ func (r *Recorder) Observe(now time.Time, out plan.Output, desired int32, create
 
 	st := out.Status
 	for kind, v := range map[string]int32{"desired": desired, "current": st.Replicas, "ready": st.ReadyReplicas, "updated": st.UpdatedReplicas, "unavailable": st.UnavailableReplicas} {
-		replicas.WithLabelValues(kind).Set(float64(v))
+		r.replicas.WithLabelValues(kind).Set(float64(v))
 	}
 	for _, t := range Conditions {
 		c := meta.FindStatusCondition(st.Conditions, t)
-		condition.WithLabelValues(t).Set(boolValue(c != nil && c.Status == metav1.ConditionTrue))
+		r.condition.WithLabelValues(t).Set(boolValue(c != nil && c.Status == metav1.ConditionTrue))
 	}
 	active := blockedReasons(st.Conditions)
 	for _, reason := range BlockedReasons {
-		blocked.WithLabelValues(reason).Set(boolValue(active[reason]))
+		r.blocked.WithLabelValues(reason).Set(boolValue(active[reason]))
 	}
 }
 
@@ -180,12 +184,12 @@ func blockedReasons(conds []metav1.Condition) map[string]bool {
 }
 
 // ObserveAction counts a mutation.
-func ObserveAction(kind plan.ActionKind, err error) {
+func (r *Recorder) ObserveAction(kind plan.ActionKind, err error) {
 	result := "success"
 	if err != nil {
 		result = "error"
 	}
-	actions.WithLabelValues(string(kind), result).Inc()
+	r.actions.WithLabelValues(string(kind), result).Inc()
 }
 
 // Forget removes every per-index series and the counters' current values,
@@ -202,15 +206,15 @@ func (r *Recorder) Forget() {
 		r.forget(i)
 	}
 	r.indexes = map[int]bool{}
-	replicas.Reset()
-	blocked.Reset()
-	condition.Reset()
+	r.replicas.Reset()
+	r.blocked.Reset()
+	r.condition.Reset()
 }
 
 func (r *Recorder) forget(i int) {
 	label := strconv.Itoa(i)
-	indexState.DeletePartialMatch(prometheus.Labels{"index": label})
-	hookWaitStart.DeleteLabelValues(label)
+	r.indexState.DeletePartialMatch(prometheus.Labels{"index": label})
+	r.hookWaitStart.DeleteLabelValues(label)
 	delete(r.states, i)
 	delete(r.waiting, i)
 }

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/upshift-io/upshift/libs/events"
 )
 
 var t0 = time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
@@ -49,7 +51,7 @@ type world struct {
 	now      time.Time
 	members  map[string]string // machine -> learner|voting
 	uids     int
-	events   []Event
+	events   []events.Event
 	// ceoStalled: the etcd operator never promotes nor releases.
 	ceoStalled bool
 	trace      []string
@@ -428,7 +430,7 @@ func (w *world) expectCond(t string, s metav1.ConditionStatus, reason string) {
 
 func (w *world) hasEvent(reason, substr string) bool {
 	for _, e := range w.events {
-		if e.Reason == reason && strings.Contains(e.Message, substr) {
+		if e.Reason == reason && strings.Contains(e.Note, substr) {
 			return true
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 )
 
@@ -160,15 +161,6 @@ func isControlPlaneNode(n *corev1.Node) bool {
 	return master || cp
 }
 
-func nodeReady(n *corev1.Node) *corev1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == corev1.NodeReady {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func hasEtcdHook(m *machinev1beta1.Machine) bool {
 	for _, h := range m.Spec.LifecycleHooks.PreDrain {
 		if h.Name == EtcdHookName && h.Owner == EtcdHookOwner {
@@ -197,7 +189,7 @@ func readiness(m *machine, node *corev1.Node, grace time.Duration, now time.Time
 	if node == nil {
 		return // a missing Node is a Node that is not ready, not an error
 	}
-	c := nodeReady(node)
+	c := nodes.ReadyCondition(node)
 	isReady := c != nil && c.Status == corev1.ConditionTrue
 	switch {
 	case m.deleting:

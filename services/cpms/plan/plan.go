@@ -5,13 +5,14 @@
 // and at most one mutating action.
 //
 // The reconciler around it reads the snapshot from its caches, calls Plan,
-// writes Output.Status, performs Output.Action and records the Events. It
-// must not plan again before its cache has seen its own last write (a
-// created Machine, a deletion, the remediation annotation): the planner
-// trusts the snapshot to contain its own decisions. Deterministic machine
-// names make a repeated create fail with AlreadyExists, which the reconciler
-// treats as success, so even a lapse of that barrier cannot double a
-// replacement for the same desired spec.
+// performs Output.Action, writes Output.Status (or, when the action failed,
+// the status Failed returns) and records the Events. It must not plan again
+// before its cache has seen its own last write (a created Machine, a
+// deletion, the remediation annotation): the planner trusts the snapshot to
+// contain its own decisions. Deterministic machine names make a repeated
+// create fail with AlreadyExists, which the reconciler treats as success, so
+// even a lapse of that wait cannot double a replacement for the same desired
+// spec.
 //
 // Nothing is remembered between passes except what the cluster shows: the
 // index of a machine comes from its name, its progress from its phase and
@@ -26,6 +27,8 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/upshift-io/upshift/libs/events"
 )
 
 const (
@@ -105,30 +108,25 @@ type Input struct {
 
 // Output is the decision.
 type Output struct {
-	// Status is the status to write (whatever happens to Action).
+	// Status is the status to write once Action succeeded (Failed gives the
+	// one to write when it failed).
 	Status machinev1.ControlPlaneMachineSetStatus
 	// Indexes is the derived state of every index, sorted by index (for
 	// metrics, logs and Events).
 	Indexes []IndexReport
 	// Action is at most one mutation.
 	Action *Action
-	// Events are decisions and state changes worth a `kubectl describe`;
-	// record them on the ControlPlaneMachineSet. The action's own Event is
-	// Action.Event, recorded once the action succeeded.
-	Events []Event
+	// Events are decisions and state changes worth a `kubectl describe`,
+	// about the ControlPlaneMachineSet; record them once the status is
+	// written. The action's own Event is Action.Event, recorded once the
+	// action succeeded.
+	Events []events.Event
 	// Warnings name provider-spec fields the platform's type does not know
 	// and that were therefore not compared (sorted; for the log).
 	Warnings []string
 	// RequeueAfter is set when only time can change the answer (a deadline,
 	// the end of a Node's grace period, a retry period); zero otherwise.
 	RequeueAfter time.Duration
-}
-
-// Event is a Kubernetes Event on the ControlPlaneMachineSet.
-type Event struct {
-	Warning bool
-	Reason  string
-	Message string
 }
 
 // ActionKind is a mutation.
@@ -163,8 +161,9 @@ type Action struct {
 	Adopt []MachineRef
 	// Annotation is the new RemediationAnnotation value (Remediate).
 	Annotation string
-	// Event is recorded after the action succeeded.
-	Event Event
+	// Event is recorded after the action succeeded (Failed gives the one
+	// for a failure).
+	Event events.Event
 }
 
 // MachineRef names a Machine; UID guards a delete against a namesake.

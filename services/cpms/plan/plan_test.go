@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"math/rand"
 	"reflect"
 	"strings"
@@ -9,7 +10,9 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -152,8 +155,8 @@ func TestRemediationSurvivesACrash(t *testing.T) {
 	if again.Action == nil || again.Action.Kind != Remediate || again.Action.Target.Name != name || again.Action.Annotation != out.Action.Annotation {
 		t.Fatalf("after the crash: %s %q", describe(again.Action), again.Action.Annotation)
 	}
-	if !strings.Contains(again.Action.Event.Message, "retry 1 of 1") {
-		t.Fatalf("event %q", again.Action.Event.Message)
+	if !strings.Contains(again.Action.Event.Note, "retry 1 of 1") {
+		t.Fatalf("event %q", again.Action.Event.Note)
 	}
 	// A budget that does not parse is reported and starts afresh.
 	w.cpms.Annotations[RemediationAnnotation] = "{"
@@ -245,5 +248,51 @@ func TestIndexStates(t *testing.T) {
 	w.mao()
 	if s := state(); s != Stable {
 		t.Fatalf("%s: %s", s, w.summary())
+	}
+}
+
+// A failed action is the planner's to interpret: Progressing names it (the
+// reason stays what the plan decided), and the Warning Event is
+// Failed<Kind>, about the set.
+func TestFailedAction(t *testing.T) {
+	cpms := &machinev1.ControlPlaneMachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}}
+	planned := machinev1.ControlPlaneMachineSetStatus{Conditions: []metav1.Condition{
+		{Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: ReasonNeedsUpdateReplicas, Message: "index 0: ReplacementRequested"},
+	}}
+	a := &Action{Kind: CreateMachine, Index: 0}
+	st, ev := Failed(cpms, planned, a, errors.New("machines is forbidden"))
+	c := meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+	if c.Reason != ReasonNeedsUpdateReplicas || c.Message != "index 0: ReplacementRequested; CreateMachine in index 0 failed: machines is forbidden" {
+		t.Fatalf("Progressing %s: %q", c.Reason, c.Message)
+	}
+	if planned.Conditions[0].Message != "index 0: ReplacementRequested" {
+		t.Fatal("Failed changed the planned status it was given")
+	}
+	if !ev.Warning || ev.Reason != "FailedCreateMachine" || ev.Action != "CreateMachine" || ev.Regarding != cpms ||
+		ev.Note != "CreateMachine in index 0 failed: machines is forbidden" {
+		t.Fatalf("event %+v", ev)
+	}
+}
+
+func TestRelease(t *testing.T) {
+	cpms := &machinev1.ControlPlaneMachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster", UID: "set"}}
+	other := metav1.OwnerReference{Kind: "Other", Name: "o", UID: "other"}
+	set := metav1.OwnerReference{Kind: "ControlPlaneMachineSet", Name: "cluster", UID: "set"}
+	owned := func(name string, refs ...metav1.OwnerReference) machinev1beta1.Machine {
+		return machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: refs}}
+	}
+	if r := Release(cpms, []machinev1beta1.Machine{owned("c1-master-0", other)}); len(r.Machines) != 0 || r.Event != nil {
+		t.Fatalf("a set that owns nothing released %+v", r)
+	}
+	r := Release(cpms, []machinev1beta1.Machine{owned("c1-master-2", set), owned("c1-master-0", other, set), owned("c1-worker-a", other)})
+	if len(r.Machines) != 2 || r.Machines[0].Name != "c1-master-0" || r.Machines[1].Name != "c1-master-2" {
+		t.Fatalf("released %+v", r.Machines)
+	}
+	if !reflect.DeepEqual(r.Keep["c1-master-0"], []metav1.OwnerReference{other}) || r.Keep["c1-master-2"] != nil {
+		t.Fatalf("kept %+v", r.Keep)
+	}
+	if r.Event == nil || r.Event.Warning || r.Event.Reason != "Released" || r.Event.Action != "Delete" ||
+		r.Event.Note != "The set is being deleted: released machines c1-master-0, c1-master-2, which keep running" {
+		t.Fatalf("event %+v", r.Event)
 	}
 }

@@ -10,6 +10,10 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/nodes"
+	"github.com/upshift-io/upshift/libs/requeue"
 )
 
 // IndexState is the derived state of one index.
@@ -114,7 +118,8 @@ type planner struct {
 	failWhy map[int]string
 	// progressBlock is the pre-flight verdict for the next index in line.
 	progressBlock []blocker
-	requeue       time.Duration
+	// requeue collects the times at which time alone changes the answer.
+	requeue requeue.Soonest
 }
 
 type blocker struct{ reason, message string }
@@ -124,7 +129,7 @@ func Plan(in Input) Output {
 	p := &planner{in: in, o: observe(in), reports: map[int]*IndexReport{}, failure: map[int]*machine{}, failWhy: map[int]string{}}
 	b, err := ParseBudget(in.CPMS.Annotations[RemediationAnnotation])
 	if err != nil {
-		p.out.Events = append(p.out.Events, Event{Warning: true, Reason: "InvalidAnnotation", Message: fmt.Sprintf("annotation %s does not parse (%v); the remediation budget starts afresh", RemediationAnnotation, err)})
+		p.out.Events = append(p.out.Events, events.Warning(in.CPMS, "InvalidAnnotation", actionReconcile, fmt.Sprintf("annotation %s does not parse (%v); the remediation budget starts afresh", RemediationAnnotation, err)))
 	}
 	p.budget = b
 	p.checkCluster()
@@ -140,7 +145,7 @@ func Plan(in Input) Output {
 		p.out.Warnings = append(p.out.Warnings, fmt.Sprintf("providerSpec field %q is unknown to the %s provider type and not compared", u, p.o.platform.Type()))
 	}
 	sort.Strings(p.out.Warnings)
-	p.out.RequeueAfter = p.requeue
+	p.out.RequeueAfter = p.requeue.After(in.Now)
 	return p.out
 }
 
@@ -156,15 +161,7 @@ func (p *planner) mayMutate() bool {
 	return p.active() && !p.paused() && len(p.o.halt) == 0 && p.in.CPMS.DeletionTimestamp == nil
 }
 
-func (p *planner) wakeAt(t time.Time) {
-	d := t.Sub(p.in.Now)
-	if d <= 0 {
-		d = time.Second
-	}
-	if p.requeue == 0 || d < p.requeue {
-		p.requeue = d
-	}
-}
+func (p *planner) wakeAt(t time.Time) { p.requeue.At(t) }
 
 // checkCluster finds the problems that stop every mutation.
 func (p *planner) checkCluster() {
@@ -304,7 +301,7 @@ func (p *planner) decide() {
 		for i, a := range adopt {
 			names[i] = a.Name
 		}
-		p.out.Action = &Action{Kind: Adopt, Index: -1, Adopt: adopt, Event: Event{Reason: "Adopted", Message: "Adopted machines " + strings.Join(names, ", ")}}
+		p.out.Action = &Action{Kind: Adopt, Index: -1, Adopt: adopt, Event: events.Normal(p.in.CPMS, "Adopted", string(Adopt), "Adopted machines "+strings.Join(names, ", "))}
 		return
 	}
 	for _, g := range o.groups {
@@ -354,7 +351,7 @@ func (p *planner) remediate(g *group) bool {
 		// A previous pass counted this retry and was interrupted before the
 		// delete: finish it without counting again.
 		p.out.Action = &Action{Kind: Remediate, Index: g.index, Target: &target, Annotation: p.budget.String(),
-			Event: Event{Warning: true, Reason: "Remediated", Message: fmt.Sprintf("Deleted failed replacement %s in index %d (retry %d of %d): %s", f.name, g.index, e.Retries, rem.MaxRetries, r.Reason)}}
+			Event: p.machineEvent(true, "Remediated", Remediate, p.machineObject(target), fmt.Sprintf("Deleted failed replacement %s in index %d (retry %d of %d): %s", f.name, g.index, e.Retries, rem.MaxRetries, r.Reason))}
 		return true
 	}
 	switch {
@@ -382,7 +379,7 @@ func (p *planner) remediate(g *group) bool {
 	e = BudgetEntry{Spec: g.specHash, Retries: e.Retries + 1, Machine: f.name, At: p.in.Now.UTC()}
 	next[strconv.Itoa(g.index)] = e
 	p.out.Action = &Action{Kind: Remediate, Index: g.index, Target: &target, Annotation: next.String(),
-		Event: Event{Warning: true, Reason: "Remediated", Message: fmt.Sprintf("Deleted failed replacement %s in index %d (retry %d of %d): %s", f.name, g.index, e.Retries, rem.MaxRetries, r.Reason)}}
+		Event: p.machineEvent(true, "Remediated", Remediate, p.machineObject(target), fmt.Sprintf("Deleted failed replacement %s in index %d (retry %d of %d): %s", f.name, g.index, e.Retries, rem.MaxRetries, r.Reason))}
 	return true
 }
 
@@ -415,7 +412,7 @@ func (p *planner) restore(g *group) bool {
 		why = "machine " + del[0].name + " is being deleted"
 	}
 	p.out.Action = &Action{Kind: CreateMachine, Index: g.index, Machine: m,
-		Event: Event{Reason: "Created", Message: fmt.Sprintf("Created machine %s in index %d (%s): %s", m.Name, g.index, g.fd, why)}}
+		Event: p.machineEvent(false, "Created", CreateMachine, m, fmt.Sprintf("Created machine %s in index %d (%s): %s", m.Name, g.index, g.fd, why))}
 	return true
 }
 
@@ -490,7 +487,7 @@ func (p *planner) deleteReplaced(g *group) bool {
 	}
 	t := victim.ref()
 	p.out.Action = &Action{Kind: DeleteMachine, Index: g.index, Target: &t,
-		Event: Event{Reason: "Deleted", Message: fmt.Sprintf("Deleted machine %s in index %d: %s", victim.name, g.index, why)}}
+		Event: p.machineEvent(false, "Deleted", DeleteMachine, p.machineObject(t), fmt.Sprintf("Deleted machine %s in index %d: %s", victim.name, g.index, why))}
 	return true
 }
 
@@ -523,7 +520,7 @@ func (p *planner) startNext() {
 		m := p.newMachine(next, p.budget.entry(next.index, next.specHash).Retries)
 		old := next.outdated()[0]
 		p.out.Action = &Action{Kind: CreateMachine, Index: next.index, Machine: m,
-			Event: Event{Reason: "Created", Message: fmt.Sprintf("Created machine %s in index %d (%s) to replace %s: %s", m.Name, next.index, next.fd, old.name, old.diff.Summary(3))}}
+			Event: p.machineEvent(false, "Created", CreateMachine, m, fmt.Sprintf("Created machine %s in index %d (%s) to replace %s: %s", m.Name, next.index, next.fd, old.name, old.diff.Summary(3)))}
 		return
 	}
 	p.progressBlock = bs
@@ -561,7 +558,7 @@ func (p *planner) preflight(next *group) []blocker {
 		}
 	}
 	for _, n := range o.cpNodes {
-		if c := nodeReady(n); c == nil || c.Status != "True" {
+		if !nodes.Ready(n) {
 			notReady = append(notReady, n.Name)
 		}
 	}

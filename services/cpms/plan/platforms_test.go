@@ -80,8 +80,8 @@ func TestPlatformsThroughThePlanner(t *testing.T) {
 			if !strings.Contains(raw, `"large"`) || !strings.Contains(raw, c.zoneField) {
 				t.Fatalf("created spec %s lacks the size or %s", raw, c.zoneField)
 			}
-			if !strings.Contains(out.Action.Event.Message, `"small" -> "large"`) {
-				t.Fatalf("event %q", out.Action.Event.Message)
+			if !strings.Contains(out.Action.Event.Note, `"small" -> "large"`) {
+				t.Fatalf("event %q", out.Action.Event.Note)
 			}
 		})
 	}

@@ -13,13 +13,16 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	libnodes "github.com/upshift-io/upshift/libs/nodes"
 )
 
 // TestPlannerProperties plays random histories: template changes (good and
 // faulty), replacements that fail or never finish, machines a person deletes,
 // nodes that flap, operators that degrade, pauses, clock jumps, and a
 // planner that often sees a cache lagging up to three steps behind (though
-// always containing its own writes, as the reconciler's barrier ensures).
+// always containing its own writes, as the reconciler's expectations
+// ensure).
 // After every action:
 //
 //   - never more than replicas+1 machines exist (one surge);
@@ -349,7 +352,7 @@ func checkDelete(in Input, a *Action, fatal func(string, ...any)) {
 		others++
 		n := nodes[m.Name]
 		if m.DeletionTimestamp == nil && m.Status.Phase != nil && *m.Status.Phase == machinev1beta1.PhaseRunning && hasEtcdHook(&m) &&
-			n != nil && nodeReady(n) != nil && nodeReady(n).Status == corev1.ConditionTrue {
+			n != nil && libnodes.Ready(n) {
 			keepers++
 		}
 	}

@@ -103,8 +103,8 @@ func TestScenarios(t *testing.T) {
 			if out.Action == nil || out.Action.Kind != CreateMachine || !strings.HasSuffix(out.Action.Machine.Name, "-0") {
 				t.Fatalf("first action %s", describe(out.Action))
 			}
-			if !strings.Contains(out.Action.Event.Message, `instanceType: "m6i.xlarge" -> "m6i.2xlarge"`) {
-				t.Fatalf("the Event must carry the diff: %s", out.Action.Event.Message)
+			if !strings.Contains(out.Action.Event.Note, `instanceType: "m6i.xlarge" -> "m6i.2xlarge"`) {
+				t.Fatalf("the Event must carry the diff: %s", out.Action.Event.Note)
 			}
 			if !strings.HasPrefix(out.Action.Machine.Name, "c1-master-") || out.Action.Machine.OwnerReferences[0].UID != "cpms-uid" {
 				t.Fatalf("machine %s owner %v", out.Action.Machine.Name, out.Action.Machine.OwnerReferences)

@@ -8,6 +8,9 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/truncate"
 )
 
 const maxMessage = 4096
@@ -39,10 +42,7 @@ func (p *planner) status() {
 	}
 
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		if len(msg) > maxMessage {
-			msg = msg[:maxMessage-3] + "..."
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate.String(msg, maxMessage),
 			ObservedGeneration: cpms.Generation, LastTransitionTime: metav1.NewTime(p.in.Now)})
 	}
 
@@ -153,7 +153,7 @@ func (p *planner) status() {
 		if now.Message != "" {
 			msg += ": " + now.Message
 		}
-		p.out.Events = append(p.out.Events, Event{Warning: warn, Reason: now.Reason, Message: msg})
+		p.out.Events = append(p.out.Events, events.Event{Regarding: cpms, Warning: warn, Reason: now.Reason, Action: actionReconcile, Note: msg})
 	}
 	p.out.Status = st
 }

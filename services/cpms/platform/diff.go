@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/upshift-io/upshift/libs/truncate"
 )
 
 // Change is one field that differs between a machine and the template.
@@ -94,9 +96,5 @@ func render(v any) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	s := string(b)
-	if len(s) > 80 {
-		s = s[:77] + "..."
-	}
-	return s
+	return truncate.String(string(b), 80)
 }

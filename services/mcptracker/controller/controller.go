@@ -1,10 +1,10 @@
 // Package controller is the mcp-tracker's thin reconciler: it reads the
 // MachineConfigPools, the Nodes (trimmed to their MCO annotations) and the
-// UpgradeConfigs from informer caches, asks package track what every pool's
-// update looks like, exports that as metrics, records the Events, and writes
-// the tracker's own part of each UpgradeConfig's status with server-side
-// apply under the field manager FieldManager, at most once per
-// MinWriteInterval per UpgradeConfig.
+// UpgradeConfigs from informer caches, asks package plan what every pool's
+// update looks like and what to write, exports the figures as metrics,
+// writes the tracker's own part of each UpgradeConfig's status the plan
+// names with server-side apply (libs/apply) under the field manager
+// FieldManager, and records the plan's Events (libs/events).
 package controller
 
 import (
@@ -16,10 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -32,7 +29,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/apply"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/nodes"
+	"github.com/upshift-io/upshift/services/mcptracker/plan"
 	"github.com/upshift-io/upshift/services/mcptracker/track"
 )
 
@@ -57,8 +58,9 @@ var key = reconcile.Request{NamespacedName: types.NamespacedName{Name: "pools"}}
 // Reconciler tracks every pool and writes into the UpgradeConfigs of
 // Namespace (all namespaces when empty).
 type Reconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// Recorder records the plan's Events; nil records none.
+	Recorder *events.Recorder
 	Clock    clock.PassiveClock
 	Metrics  *Metrics
 
@@ -72,9 +74,9 @@ type Reconciler struct {
 	// it are coalesced into one write at its end.
 	MinWriteInterval time.Duration
 
-	mu        sync.Mutex
-	state     track.State
-	seeded    bool
+	mu sync.Mutex
+	// state is what the previous pass remembered (nil before the first).
+	state     *track.State
 	lastWrite map[types.NamespacedName]time.Time
 }
 
@@ -108,7 +110,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile runs one pass over every pool.
+// Reconcile runs one pass over every pool: read, plan, write, record.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
 	var (
@@ -131,141 +133,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.Clock.Now()
-	if !r.seeded {
-		// After a restart the pools' times come back from the status.
-		r.state = track.Seed(nil)
-		for _, uc := range ucs.Items {
-			if len(uc.Status.Pools) > 0 {
-				r.state = track.Seed(uc.Status.Pools)
-				break
-			}
-		}
-		r.seeded = true
-	}
-	in := track.Input{Prev: r.state, Now: now, StuckAfter: max(r.StuckAfter, 0), RemovedRetention: r.RemovedRetention}
-	for i := range pools.Items {
-		in.Pools = append(in.Pools, poolOf(&pools.Items[i]))
-	}
-	for i := range nodes.Items {
-		in.Nodes = append(in.Nodes, nodeOf(&nodes.Items[i]))
-	}
-	out := track.Track(in)
-	r.state = out.State
+	p := plan.Plan(plan.Input{
+		Pools: pools.Items, Nodes: nodes.Items, UpgradeConfigs: ucs.Items,
+		Prev: r.state, Now: now, StuckAfter: max(r.StuckAfter, 0), RemovedRetention: r.RemovedRetention,
+		LastWrite: r.lastWrite, MinWriteInterval: r.MinWriteInterval,
+	})
+	r.state = &p.Track.State
+	r.lastWrite = p.LastWrite
 	if r.Metrics != nil {
-		r.Metrics.Observe(out)
+		r.Metrics.Observe(p.Track)
 	}
-	r.record(ucs.Items, pools.Items, out.Events)
 
-	requeue := out.Recheck
-	later := func(d time.Duration) {
-		if d > 0 && (requeue == 0 || d < requeue) {
-			requeue = d
-		}
-	}
 	var firstErr error
-	live := map[types.NamespacedName]bool{}
-	for i := range ucs.Items {
-		live[client.ObjectKeyFromObject(&ucs.Items[i])] = true
-	}
-	for k := range r.lastWrite {
-		if !live[k] {
-			delete(r.lastWrite, k)
-		}
-	}
-	for i := range ucs.Items {
-		uc := &ucs.Items[i]
-		if uc.DeletionTimestamp != nil {
-			continue
-		}
-		want := desiredStatus(uc, out.Pools, now)
-		if equality.Semantic.DeepEqual(want, liveStatus(uc)) {
-			continue
-		}
-		k := client.ObjectKeyFromObject(uc)
-		if wait := r.lastWrite[k].Add(r.MinWriteInterval).Sub(now); wait > 0 {
-			// Coalesce: the state at the end of the interval is written then.
-			later(wait)
-			continue
-		}
-		if err := r.apply(ctx, uc, want); err != nil {
+	for _, w := range p.Writes {
+		if _, err := apply.Status(ctx, r.Client, w.Status, FieldManager); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			logger.Info("status apply failed", "upgradeconfig", k.String(), "error", err.Error())
+			logger.Info("status apply failed", "upgradeconfig", w.Key.String(), "error", err.Error())
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		r.lastWrite[k] = now
+		r.lastWrite[w.Key] = now
 		if r.Metrics != nil {
 			r.Metrics.writes.Inc()
 		}
 	}
+	// The Events report what the pass saw in the pools, which a failed
+	// write does not undo: they are recorded either way. One call each:
+	// the tracker's Events of one kind on one object (a NodeStuck per
+	// node, thousands in a large stuck pool) are meant to fold into one
+	// series, as the events library does across calls, and not to stay
+	// apart as the Events of one call that say different things do.
+	for _, e := range p.Events {
+		r.Recorder.Record(e)
+	}
 	if firstErr != nil {
 		return reconcile.Result{}, firstErr
 	}
-	return reconcile.Result{RequeueAfter: requeue}, nil
-}
-
-// record puts the Events on every UpgradeConfig, or, when there is none,
-// on the pool they are about.
-func (r *Reconciler) record(ucs []upgradev1alpha1.UpgradeConfig, pools []mcfgv1.MachineConfigPool, evs []track.Event) {
-	if r.Recorder == nil {
-		return
-	}
-	for _, e := range evs {
-		typ := corev1.EventTypeNormal
-		if e.Warning {
-			typ = corev1.EventTypeWarning
-		}
-		if len(ucs) == 0 {
-			for i := range pools {
-				if pools[i].Name == e.Pool {
-					r.Recorder.Eventf(&pools[i], nil, typ, e.Reason, "Track", "%s", e.Message)
-				}
-			}
-			continue
-		}
-		for i := range ucs {
-			r.Recorder.Eventf(&ucs[i], nil, typ, e.Reason, "Track", "%s", e.Message)
-		}
-	}
-}
-
-func poolOf(p *mcfgv1.MachineConfigPool) track.Pool {
-	out := track.Pool{Name: p.Name, Target: p.Spec.Configuration.Name}
-	if p.Spec.NodeSelector != nil {
-		if sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector); err == nil {
-			out.Selector = sel
-		}
-	}
-	if out.Selector == nil {
-		out.Selector = labels.Nothing()
-	}
-	for _, c := range p.Status.Conditions {
-		switch c.Type {
-		case mcfgv1.MachineConfigPoolUpdated:
-			out.Updated = c.Status == corev1.ConditionTrue
-		case mcfgv1.MachineConfigPoolDegraded:
-			out.Degraded = c.Status == corev1.ConditionTrue
-			out.DegradedMessage = c.Message
-		}
-	}
-	return out
-}
-
-func nodeOf(n *corev1.Node) track.Node {
-	return track.Node{Name: n.Name, Labels: n.Labels, Annotations: n.Annotations, Ready: nodeReady(n), Unschedulable: n.Spec.Unschedulable}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return reconcile.Result{RequeueAfter: p.Requeue}, nil
 }
 
 // nodeChanged drops node updates the tracker does not read (heartbeats,
@@ -276,7 +184,7 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 {
 		return true
 	}
-	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || nodeReady(o) != nodeReady(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
+	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || nodes.Ready(o) != nodes.Ready(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
 		!equality.Semantic.DeepEqual(mcostate.Annotations(o.Annotations), mcostate.Annotations(n.Annotations))
 }}
 

@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
@@ -80,7 +81,7 @@ func startTracker(ctx context.Context, r *controller.Reconciler) *tracker {
 	Expect(err).NotTo(HaveOccurred())
 	reg := prometheus.NewRegistry()
 	r.Client = mgr.GetClient()
-	r.Recorder = mgr.GetEventRecorder("mcp-tracker")
+	r.Recorder = events.NewRecorder(mgr.GetEventRecorder("mcp-tracker"))
 	r.Metrics = controller.NewMetrics(reg)
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	mctx, cancel := context.WithCancel(context.Background())

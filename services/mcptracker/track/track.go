@@ -17,6 +17,8 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/requeue"
+	"github.com/upshift-io/upshift/libs/truncate"
 )
 
 // Pool is what the tracker reads of a MachineConfigPool.
@@ -181,7 +183,7 @@ func Track(in Input) Output {
 	slices.Sort(unassigned)
 
 	out := Output{State: State{Pools: map[string]PoolRecord{}, Nodes: map[string]NodeMemory{}}, Unassigned: unassigned}
-	var recheck []time.Time
+	var recheck requeue.Soonest
 	present := map[string]bool{}
 	for _, p := range pools {
 		present[p.Name] = true
@@ -251,7 +253,7 @@ func Track(in Input) Output {
 							n.Name, p.Name, what, now.Sub(mem.Since).Round(time.Second), mem.Since.UTC().Format(time.RFC3339), why)})
 					}
 				} else {
-					recheck = append(recheck, due)
+					recheck.At(due)
 				}
 			}
 			if phase.InProgress() {
@@ -263,7 +265,7 @@ func Track(in Input) Output {
 			out.State.Nodes[n.Name] = mem
 		}
 		if slowest != nil {
-			st.SlowestNode = &upgradev1alpha1.SlowestNode{Name: slowestName, State: string(slowest.Phase), Since: metaTime(slowest.Since), Reason: truncate(slowestReason, 1024)}
+			st.SlowestNode = &upgradev1alpha1.SlowestNode{Name: slowestName, State: string(slowest.Phase), Since: metaTime(slowest.Since), Reason: truncate.String(slowestReason, slowestReasonLimit)}
 		}
 		complete := allDone && p.Updated
 
@@ -343,7 +345,7 @@ func Track(in Input) Output {
 		if !now.Before(forget) {
 			continue
 		}
-		recheck = append(recheck, forget)
+		recheck.At(forget)
 		rec.Degraded = false
 		out.State.Pools[name] = rec
 		out.Pools = append(out.Pools, PoolStatus{Settled: rec.Settled, PoolUpdate: upgradev1alpha1.PoolUpdate{
@@ -353,9 +355,7 @@ func Track(in Input) Output {
 		}})
 	}
 	slices.SortFunc(out.Pools, func(a, b PoolStatus) int { return cmp.Compare(a.Name, b.Name) })
-	if len(recheck) > 0 {
-		out.Recheck = slices.MinFunc(recheck, func(a, b time.Time) int { return a.Compare(b) }).Sub(now)
-	}
+	out.Recheck = recheck.After(now)
 	return out
 }
 
@@ -436,12 +436,8 @@ func orNone(reason string) string {
 	return reason
 }
 
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
+// slowestReasonLimit is status.pools[].slowestNode.reason's MaxLength.
+const slowestReasonLimit = 1024
 
 // metaTime is t as the API stores it: whole seconds, so that what the
 // tracker computes compares equal to what it reads back.

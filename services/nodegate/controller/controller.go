@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -29,9 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -45,8 +42,10 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/ownwrite"
+	"github.com/upshift-io/upshift/libs/requeue"
 	"github.com/upshift-io/upshift/services/nodegate/drain"
 	"github.com/upshift-io/upshift/services/nodegate/metrics"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
@@ -68,9 +67,11 @@ type Reconciler struct {
 	// APIReader reads the pods and PodDisruptionBudgets of draining nodes
 	// straight from the API server: node-gate caches no pods.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
-	Clock     clock.PassiveClock
-	Metrics   *metrics.Metrics
+	// Recorder records the planner's and the drain remediation's Events;
+	// nil records none.
+	Recorder *events.Recorder
+	Clock    clock.PassiveClock
+	Metrics  *metrics.Metrics
 	// Alerts serves runs with a health gate; nil makes such runs wait
 	// (fail closed) with the reason in status.
 	Alerts alerts.Client
@@ -81,7 +82,13 @@ type Reconciler struct {
 	// written lets a pass plan from a run as this controller last wrote it
 	// while the cache lags behind that write.
 	written ownwrite.Writes[*nodegatev1alpha1.MutexRunConfig]
-	pools   poolWrites
+	// pools holds every pass until the cache shows node-gate's own last
+	// pool writes. The planner decides from what it reads: a pass that
+	// paused a pool, followed by a pass whose cache still shows the pool
+	// unpaused, would take the pool for restored (unpaused, as it was
+	// before the run) and drop the recorded original; the pause then lands
+	// and the pool stays paused for good.
+	pools ownwrite.Expectations
 }
 
 // SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
@@ -92,6 +99,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = events.NewRecorder(nil)
 	}
 	all := handler.EnqueueRequestsFromMapFunc(r.allRuns)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -164,6 +174,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if run.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(run, Finalizer) {
 		return reconcile.Result{}, nil
 	}
+	// The watch event that shows an own pool write wakes every run.
+	if wait, err := r.pools.Wait(ctx, r.Client, r.Clock.Now()); err != nil || wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, err
+	}
 	in, err := r.input(ctx, run)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -174,10 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	requeue := res.RequeueAfter
-	if dr.requeue > 0 && (requeue == 0 || dr.requeue < requeue) {
-		requeue = dr.requeue
-	}
+	wait := requeue.Min(res.RequeueAfter, dr.requeue)
 
 	old := run.Status.DeepCopy()
 	if published, write := plan.Publish(run.Status, res.Status, in); write {
@@ -207,10 +218,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if r.Metrics != nil {
 			r.Metrics.Forced(a.Step)
 		}
-		r.eventOnPodAndNode(ctx, a)
+		r.Recorder.Record(drain.ActionEvents(a.Node, a.Action)...)
 	}
-	r.record(ctx, run, in, res.Events)
-	r.record(ctx, run, in, dr.events)
+	r.Recorder.Record(res.Events...)
+	r.Recorder.Record(dr.events...)
 	if len(errs) > 0 {
 		logger.Info("some actions failed; retrying", "errors", errors.Join(errs...).Error())
 		return reconcile.Result{}, errors.Join(errs...)
@@ -233,7 +244,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{RequeueAfter: requeue}, nil
+	return reconcile.Result{RequeueAfter: wait}, nil
 }
 
 // input reads the planner's inputs from the caches.
@@ -269,21 +280,7 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	if err := r.Client.List(ctx, &runs); err != nil {
 		return in, err
 	}
-	fresh, err := r.pools.fresh(pools.Items, func(name string) (*mcfgv1.MachineConfigPool, error) {
-		// A list by name: the chart grants list (for the cache), not get.
-		var live mcfgv1.MachineConfigPoolList
-		if err := r.APIReader.List(ctx, &live, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)}); err != nil {
-			return nil, err
-		}
-		if len(live.Items) == 0 {
-			return nil, nil
-		}
-		return &live.Items[0], nil
-	})
-	if err != nil {
-		return in, err
-	}
-	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, fresh, nodes.Items, jobs.Items
+	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes.Items, jobs.Items
 	cv := &configv1.ClusterVersion{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); {
 	case err == nil:
@@ -383,15 +380,20 @@ func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
 		err := r.Client.Create(ctx, pool)
 		switch {
 		case apierrors.IsAlreadyExists(err):
-			return nil
+			// An earlier pass created it: any version the cache shows will do.
+			pool.UID, pool.ResourceVersion = "", ""
 		case err != nil:
 			return err
 		}
-		r.pools.wrote(pool.Name, pool.ResourceVersion)
+		r.pools.Created(pool, r.Clock.Now())
 		return nil
 	case plan.DeletePool:
-		r.pools.deleted(a.Pool)
-		return client.IgnoreNotFound(r.Client.Delete(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}))
+		pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: a.Pool}}
+		if err := r.Client.Delete(ctx, pool); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		r.pools.Deleted(pool, r.Clock.Now())
+		return nil
 	case plan.LabelNode:
 		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType,
 			map[string]any{"metadata": map[string]any{"labels": map[string]any{plan.ReleaseLabel: a.Pool}}})
@@ -408,14 +410,14 @@ func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
 
-// patchPool patches a pool and has the next passes read it back (see
-// poolWrites).
+// patchPool patches a pool and holds the next passes until the cache shows
+// the patch (see Reconciler.pools).
 func (r *Reconciler) patchPool(ctx context.Context, name string, pt types.PatchType, body any) error {
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := r.patch(ctx, pool, pt, body); err != nil {
 		return err
 	}
-	r.pools.wrote(name, pool.ResourceVersion)
+	r.pools.Updated(pool, r.Clock.Now())
 	return nil
 }
 
@@ -425,45 +427,6 @@ func (r *Reconciler) patch(ctx context.Context, obj client.Object, pt types.Patc
 		return err
 	}
 	return r.Client.Patch(ctx, obj, client.RawPatch(pt, data))
-}
-
-// record turns the planner's Events into Kubernetes Events on the run, the
-// node or the pool they are about.
-func (r *Reconciler) record(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig, in plan.Input, evs []plan.Event) {
-	if r.Recorder == nil {
-		return
-	}
-	nodes := map[string]*corev1.Node{}
-	for i := range in.Nodes {
-		nodes[in.Nodes[i].Name] = &in.Nodes[i]
-	}
-	pools := map[string]*mcfgv1.MachineConfigPool{}
-	for i := range in.Pools {
-		pools[in.Pools[i].Name] = &in.Pools[i]
-	}
-	for _, e := range evs {
-		var obj runtime.Object = run
-		switch e.Kind {
-		case plan.OnNode:
-			if n := nodes[e.Name]; n != nil {
-				obj = n
-			}
-		case plan.OnPool:
-			if p := pools[e.Name]; p != nil {
-				obj = p
-			} else {
-				obj = &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: e.Name}}
-			}
-		}
-		// The run is the related object of Events on nodes and pools, so
-		// `kubectl events --for` on either finds them.
-		var related runtime.Object
-		if obj != runtime.Object(run) {
-			related = run
-		}
-		r.Recorder.Eventf(obj, related, e.Type, e.Reason, "Gate", "%s", e.Message)
-	}
-	_ = ctx
 }
 
 // blockedReason is why the run holds nodes back, for the metric.
@@ -485,7 +448,7 @@ func blockedReason(st *nodegatev1alpha1.MutexRunConfigStatus) string {
 // drainResult is the drain remediation's part of a pass.
 type drainResult struct {
 	actions []nodeAction
-	events  []plan.Event
+	events  []events.Event
 	requeue time.Duration
 	blocked int
 	stuck   int
@@ -506,17 +469,14 @@ func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunC
 	}
 	ignored, err := drain.CompilePatterns(spec.IgnoredNamespacePatterns)
 	if err != nil {
-		out.events = append(out.events, plan.Event{Kind: plan.OnRun, Type: corev1.EventTypeWarning, Reason: "InvalidDrainRemediation", Message: err.Error()})
+		out.events = append(out.events, drain.InvalidPatterns(run, err))
 		return out, nil
 	}
 	timeout, err := r.drainTimeout(ctx, run)
 	if err != nil {
 		return out, err
 	}
-	step := drain.DefaultStepTimeout
-	if spec.StepTimeout != nil && spec.StepTimeout.Duration > 0 {
-		step = spec.StepTimeout.Duration
-	}
+	step := drain.StepTimeoutFor(spec.StepTimeout)
 	nodes := map[string]*corev1.Node{}
 	for i := range in.Nodes {
 		nodes[in.Nodes[i].Name] = &in.Nodes[i]
@@ -524,10 +484,7 @@ func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunC
 	for i := range st.Nodes {
 		rec := &st.Nodes[i]
 		n := nodes[rec.Name]
-		if n == nil || rec.Phase != nodegatev1alpha1.NodeReleased {
-			continue
-		}
-		if !mcostate.Draining(n.Annotations) && (rec.Drain == nil || rec.Drain.CompletionTime != nil) {
+		if n == nil || !drain.Needed(rec, n) {
 			continue
 		}
 		var pods []corev1.Pod
@@ -537,56 +494,24 @@ func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunC
 			if apierrors.IsForbidden(err) {
 				// Installed without the remediation's grants: say so, do not
 				// stall the run on it.
-				out.events = append(out.events, plan.Event{Kind: plan.OnRun, Type: corev1.EventTypeWarning, Reason: "DrainRemediationForbidden",
-					Message: fmt.Sprintf("spec.drainRemediation is set but node-gate may not read pods or PodDisruptionBudgets: %v", err)})
+				out.events = append(out.events, drain.Forbidden(run, err))
 				return out, nil
 			}
 			if err != nil {
 				return out, err
 			}
 		}
-		d := drain.Decide(drain.Input{Now: in.Now, Node: n, Pods: pods, PDBs: pdbs, Prev: rec.Drain, Timeout: timeout, StepTimeout: step, Ignored: ignored})
-		// Escalation already started in an earlier pass: the DrainBlocked
-		// Event was recorded then.
-		wasBlocked := false
-		if rec.Drain != nil && rec.Drain.CompletionTime == nil && rec.Drain.Request == n.Annotations[mcostate.DesiredDrain] {
-			for _, b := range rec.Drain.BlockingPods {
-				wasBlocked = wasBlocked || b.Step != ""
-			}
-		}
+		d := drain.Decide(drain.Input{Now: in.Now, Node: n, Pods: pods, PDBs: pdbs, Prev: rec.Drain, Timeout: timeout, StepTimeout: step, Ignored: ignored, Run: run})
 		rec.Drain = d.Record
 		for _, a := range d.Actions {
 			out.actions = append(out.actions, nodeAction{Action: a, Node: n.Name})
 		}
 		if d.Blocked {
 			out.blocked++
-			if !wasBlocked {
-				var names []string
-				for _, b := range d.Record.BlockingPods {
-					s := b.Namespace + "/" + b.Name
-					if len(b.PDBs) > 0 {
-						s += fmt.Sprintf(" (PodDisruptionBudgets %v)", b.PDBs)
-					}
-					names = append(names, s)
-				}
-				sort.Strings(names)
-				out.events = append(out.events, plan.Event{Kind: plan.OnNode, Name: n.Name, Type: corev1.EventTypeWarning, Reason: "DrainBlocked",
-					Message: fmt.Sprintf("the drain of node %s has been blocked for %s by %v: forcing its pods off", n.Name, timeout, names)})
-			}
 		}
 		out.stuck += len(d.Stuck)
-		if d.Completed && d.Record.ForcedPods > 0 {
-			out.events = append(out.events, plan.Event{Kind: plan.OnNode, Name: n.Name, Type: corev1.EventTypeNormal, Reason: "DrainCompleted",
-				Message: fmt.Sprintf("the drain of node %s finished after node-gate forced %d pods", n.Name, d.Record.ForcedPods)})
-		}
-		if d.RequeueAfter > 0 && (out.requeue == 0 || d.RequeueAfter < out.requeue) {
-			out.requeue = d.RequeueAfter
-		}
-		// While the MCO drains, pods come and go without a watch here: look
-		// again soon.
-		if mcostate.Draining(n.Annotations) && (out.requeue == 0 || out.requeue > 10*time.Second) {
-			out.requeue = 10 * time.Second
-		}
+		out.events = append(out.events, d.Events...)
+		out.requeue = requeue.Min(out.requeue, d.RequeueAfter, d.Recheck)
 	}
 	return out, nil
 }
@@ -661,17 +586,6 @@ func (r *Reconciler) force(ctx context.Context, a drain.Action) error {
 		return err
 	}
 	return fmt.Errorf("unknown step %q", a.Step)
-}
-
-func (r *Reconciler) eventOnPodAndNode(_ context.Context, a nodeAction) {
-	if r.Recorder == nil {
-		return
-	}
-	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name, UID: types.UID(a.UID)}}
-	node := &corev1.Node{TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: a.Node}}
-	reason := "Drain" + string(a.Step)
-	r.Recorder.Eventf(pod, node, corev1.EventTypeWarning, reason, "ForceDrain", "%s", a.Message)
-	r.Recorder.Eventf(node, pod, corev1.EventTypeWarning, reason, "ForceDrain", "%s", a.Message)
 }
 
 // CacheByObject is the cache configuration node-gate's manager needs:

@@ -281,6 +281,7 @@ func failingHook(ctx SpecContext) {
 	key := client.ObjectKeyFromObject(run)
 	gt := startGate(ctx)
 	Eventually(func(g Gomega) { g.Expect(getRun(ctx, key).Status.Phase).To(Equal(nodegatev1alpha1.RunIdle)) }).Should(Succeed())
+	nodeWrites := gateNodeWrites()
 	before := map[string]string{}
 	for _, n := range workers(ctx) {
 		before[n.Name] = n.Annotations[mcostate.DesiredConfig]
@@ -302,17 +303,18 @@ func failingHook(ctx SpecContext) {
 	Eventually(func() []string { return eventReasons(ctx, "MutexRunConfig", ns, "fail") }).Should(ContainElement(plan.ReasonHookFailed))
 	runLabel := map[string]string{"run": ns + "/fail"}
 	Eventually(func() float64 { return gt.metric(metrics.PausedName, runLabel) }).Should(Equal(1.0))
-	// The worker pool has rendered the new config; no node was told to run it.
+	// The worker pool has rendered the new config; no node was told to run
+	// it: up to the run's deletion, node-gate wrote no Node (it releases a
+	// node only by labelling it), and no node has the new config.
 	Expect(getPool(ctx, "worker").Spec.Paused).To(BeTrue())
-	Consistently(func(g Gomega) {
-		for _, n := range workers(ctx) {
-			g.Expect(n.Annotations[mcostate.DesiredConfig]).To(Equal(before[n.Name]), n.Name)
-			g.Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel))
-		}
-	}).WithTimeout(3 * time.Second).Should(Succeed())
 
 	By("deleting the run restores the pool and its selector exactly, and removes the gate pool")
 	origSel := getPool(ctx, "worker").Spec.NodeSelector
+	Expect(gateNodeWrites()).To(Equal(nodeWrites), "node-gate wrote a Node while its run was paused")
+	for _, n := range workers(ctx) {
+		Expect(n.Annotations[mcostate.DesiredConfig]).To(Equal(before[n.Name]), n.Name)
+		Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel))
+	}
 	Expect(env.Client.Delete(ctx, run)).To(Succeed())
 	Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, run)) }).Should(BeTrue())
 	// The deleted run's series go with it (else NodeGateRunPaused would

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/libs/scheme"
@@ -44,16 +46,40 @@ func TestController(t *testing.T) {
 	RunSpecs(t, "node-gate: controller")
 }
 
-var env *testenv.Env
+// node-gate's identity, so that the audit log tells its requests from the
+// test's and the simulators'.
+const (
+	gateNS   = "upshift"
+	gateSA   = "node-gate"
+	gateUser = "system:serviceaccount:" + gateNS + ":" + gateSA
+)
+
+var (
+	env    *testenv.Env
+	gateRC *rest.Config
+)
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 	var err error
-	cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true}})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true}})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cluster.Stop)
 	env = cluster.Env
+	// The chart's least-privilege role is e2e/nodegate's to check; here the
+	// identity only has to be distinct.
+	gateRC, err = env.AdminServiceAccountConfig(ctx, gateNS, gateSA)
+	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(2*time.Minute))
+
+// gateNodeWrites counts node-gate's writes of Nodes so far (the release
+// label is the only thing it writes on one), from the audit log.
+func gateNodeWrites() int {
+	GinkgoHelper()
+	evs, err := env.AuditEvents(gateUser)
+	Expect(err).NotTo(HaveOccurred())
+	return testenv.Writes(evs, "nodes", "")
+}
 
 // gate is one running node-gate with its own metrics registry.
 type gate struct {
@@ -64,7 +90,7 @@ type gate struct {
 // startGate runs the reconciler in a manager of its own, with the cache a
 // binary uses, until stop or the end of the spec.
 func startGate(ctx context.Context) *gate {
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(gateRC, ctrl.Options{
 		Scheme:     scheme.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: controller.CacheByObject()},
@@ -72,7 +98,7 @@ func startGate(ctx context.Context) *gate {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	reg := prometheus.NewRegistry()
-	r := &controller.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("node-gate"), Metrics: metrics.New(reg)}
+	r := &controller.Reconciler{Client: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorder("node-gate")), Metrics: metrics.New(reg)}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -26,10 +26,14 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/requeue"
 )
 
 // Defaults when the run sets none.
@@ -81,6 +85,9 @@ type Input struct {
 	Timeout, StepTimeout time.Duration
 	// Ignored are namespace patterns whose pods are never forced.
 	Ignored []*regexp.Regexp
+	// Run is the run the node's drain is recorded in: the related object of
+	// the Events on the node.
+	Run runtime.Object
 }
 
 // Action is one forced step on one pod.
@@ -110,6 +117,35 @@ type Result struct {
 	RequeueAfter time.Duration
 	// Completed: the drain finished in this pass (Record.CompletionTime set).
 	Completed bool
+	// Recheck is set while the MCO drains: pods come and go without a
+	// watch in node-gate, so the node is looked at again this soon.
+	Recheck time.Duration
+	// Events are the drain's transitions on the node: blocked (once per
+	// request, when forcing starts) and completed after pods were forced.
+	Events []events.Event
+}
+
+// Recheck bounds the wait while the MCO drains: pods come and go without a
+// watch in node-gate, so it looks again this soon.
+const Recheck = 10 * time.Second
+
+// Needed reports whether a node's drain needs a decision: the run released
+// the node (before that the MCO does not drain it for the run), and the MCO
+// drains it or its record is still open (the drain may just have ended).
+func Needed(rec *nodegatev1alpha1.NodeRecord, n *corev1.Node) bool {
+	if rec.Phase != nodegatev1alpha1.NodeReleased {
+		return false
+	}
+	return mcostate.Draining(n.Annotations) || (rec.Drain != nil && rec.Drain.CompletionTime == nil)
+}
+
+// StepTimeoutFor is a run's step timeout: its own when positive, else
+// DefaultStepTimeout.
+func StepTimeoutFor(run *metav1.Duration) time.Duration {
+	if run != nil && run.Duration > 0 {
+		return run.Duration
+	}
+	return DefaultStepTimeout
 }
 
 // CompilePatterns anchors and compiles namespace patterns.
@@ -125,8 +161,74 @@ func CompilePatterns(patterns []string) ([]*regexp.Regexp, error) {
 	return out, nil
 }
 
-// Decide computes the node's drain record and the steps to take now.
+// Decide computes the node's drain record, the steps to take now and the
+// Events of the drain's transitions.
 func Decide(in Input) Result {
+	res := decide(in)
+	if res.Blocked && !escalated(in) {
+		var names []string
+		for _, b := range res.Record.BlockingPods {
+			s := b.Namespace + "/" + b.Name
+			if len(b.PDBs) > 0 {
+				s += fmt.Sprintf(" (PodDisruptionBudgets %v)", b.PDBs)
+			}
+			names = append(names, s)
+		}
+		sort.Strings(names)
+		res.Events = append(res.Events, events.Event{Regarding: in.Node, Related: in.Run, Warning: true, Reason: "DrainBlocked", Action: "Gate",
+			Note: fmt.Sprintf("the drain of node %s has been blocked for %s by %v: forcing its pods off", in.Node.Name, in.Timeout, names)})
+	}
+	if res.Completed && res.Record.ForcedPods > 0 {
+		res.Events = append(res.Events, events.Event{Regarding: in.Node, Related: in.Run, Reason: "DrainCompleted", Action: "Gate",
+			Note: fmt.Sprintf("the drain of node %s finished after node-gate forced %d pods", in.Node.Name, res.Record.ForcedPods)})
+	}
+	if mcostate.Draining(in.Node.Annotations) {
+		res.Recheck = Recheck
+	}
+	return res
+}
+
+// escalated: forcing started for this very request in an earlier pass, which
+// recorded the DrainBlocked Event then.
+func escalated(in Input) bool {
+	p := in.Prev
+	if p == nil || p.CompletionTime != nil || p.Request != in.Node.Annotations[mcostate.DesiredDrain] {
+		return false
+	}
+	for _, b := range p.BlockingPods {
+		if b.Step != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// ActionEvents are the Events of a step taken on a pod, once it succeeded:
+// one on the pod and one on its node, each naming the other.
+func ActionEvents(node string, a Action) []events.Event {
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name, UID: types.UID(a.UID)}}
+	n := &corev1.Node{TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: node}}
+	reason := "Drain" + string(a.Step)
+	return []events.Event{
+		{Regarding: pod, Related: n, Warning: true, Reason: reason, Action: "ForceDrain", Note: a.Message},
+		{Regarding: n, Related: pod, Warning: true, Reason: reason, Action: "ForceDrain", Note: a.Message},
+	}
+}
+
+// InvalidPatterns is the Event of a run whose ignoredNamespacePatterns do
+// not compile: its drains are not remediated.
+func InvalidPatterns(run runtime.Object, err error) events.Event {
+	return events.Warning(run, "InvalidDrainRemediation", "Gate", err.Error())
+}
+
+// Forbidden is the Event of a run whose drains node-gate may not look into
+// (installed without the remediation's grants): said, not stalled on.
+func Forbidden(run runtime.Object, err error) events.Event {
+	return events.Warning(run, "DrainRemediationForbidden", "Gate",
+		fmt.Sprintf("spec.drainRemediation is set but node-gate may not read pods or PodDisruptionBudgets: %v", err))
+}
+
+func decide(in Input) Result {
 	var res Result
 	a := in.Node.Annotations
 	now := metav1.NewTime(in.Now)
@@ -172,12 +274,8 @@ func Decide(in Input) Result {
 	})
 	res.Record = rec
 	wake := func(d time.Duration) {
-		if d <= 0 {
-			d = time.Second
-		}
-		if res.RequeueAfter == 0 || d < res.RequeueAfter {
-			res.RequeueAfter = d
-		}
+		// A time already passed looks again in a second, not at once.
+		res.RequeueAfter = requeue.Min(res.RequeueAfter, max(d, time.Second))
 	}
 	blockedFor := in.Now.Sub(rec.StartTime.Time)
 	if blockedFor < in.Timeout {

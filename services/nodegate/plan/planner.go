@@ -19,7 +19,10 @@ import (
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/requeue"
+	"github.com/upshift-io/upshift/libs/truncate"
 	"github.com/upshift-io/upshift/libs/window"
 )
 
@@ -133,19 +136,34 @@ func newPlanner(in Input) *planner {
 	return p
 }
 
+// event records an Event on the run, or on the node or pool it is about
+// with the run as related object, so that `kubectl events --for` on either
+// finds it.
 func (p *planner) event(kind ObjectKind, name, typ, reason, format string, args ...any) {
-	p.res.Events = append(p.res.Events, Event{Kind: kind, Name: name, Type: typ, Reason: reason, Message: fmt.Sprintf(format, args...)})
+	e := events.Event{Regarding: p.run, Warning: typ == corev1.EventTypeWarning, Reason: reason, Action: "Gate", Note: fmt.Sprintf(format, args...)}
+	switch kind {
+	case OnNode:
+		if n := p.nodes[name]; n != nil {
+			e.Regarding, e.Related = n, p.run
+		}
+	case OnPool:
+		pool := p.pools[name]
+		if pool == nil {
+			pool = &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		}
+		e.Regarding, e.Related = pool, p.run
+	}
+	p.res.Events = append(p.res.Events, e)
 }
 
 func (p *planner) act(a Action) { p.res.Actions = append(p.res.Actions, a) }
 
+// conditionMessageLimit is the API's limit on a condition's message.
+const conditionMessageLimit = 32768
+
 func (p *planner) wake(after time.Duration) {
-	if after <= 0 {
-		after = time.Second
-	}
-	if p.requeue == 0 || after < p.requeue {
-		p.requeue = after
-	}
+	// A time already passed looks again in a second, not at once.
+	p.requeue = requeue.Min(p.requeue, max(after, time.Second))
 }
 
 func (p *planner) poolRecord(name string) *nodegatev1alpha1.PoolRecord {
@@ -1469,7 +1487,10 @@ func (p *planner) finishStatus() {
 	}
 	gen := p.run.Generation
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: p.now})
+		// A message over the API's limit would have the whole status write
+		// refused (a list of thousands of nodes can be).
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate.String(msg, conditionMessageLimit),
+			ObservedGeneration: gen, LastTransitionTime: p.now})
 	}
 	if p.blockReason != "" {
 		set(CondBlocked, metav1.ConditionTrue, p.blockReason, p.blockMsg)

@@ -28,6 +28,7 @@ import (
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
@@ -153,20 +154,13 @@ const (
 	OnPool ObjectKind = "MachineConfigPool"
 )
 
-// Event is one Kubernetes Event to record.
-type Event struct {
-	Kind    ObjectKind
-	Name    string // empty for the run itself
-	Type    string // corev1.EventTypeNormal or corev1.EventTypeWarning
-	Reason  string
-	Message string
-}
-
 // Result is the decision.
 type Result struct {
 	Status  nodegatev1alpha1.MutexRunConfigStatus
 	Actions []Action
-	Events  []Event
+	// Events are about the run, or about a node or pool with the run as
+	// related object; record them after the actions.
+	Events []events.Event
 	// RequeueAfter, when not zero, is when time alone changes the decision
 	// (a window opening, a hook timing out).
 	RequeueAfter time.Duration

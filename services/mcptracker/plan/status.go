@@ -1,18 +1,17 @@
-package controller
+package plan
 
 import (
-	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	upgradeac "github.com/upshift-io/upshift/api/upgrade/v1alpha1/applyconfiguration/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/truncate"
 	"github.com/upshift-io/upshift/services/mcptracker/track"
 )
 
@@ -70,7 +69,7 @@ func desiredStatus(uc *upgradev1alpha1.UpgradeConfig, pools []track.PoolStatus, 
 	}
 	st, reason, msg := track.WorkersUpgraded(pools)
 	cond := metav1.Condition{
-		Type: upgradev1alpha1.WorkersUpgradedCondition, Status: st, Reason: reason, Message: truncate(msg, 32768),
+		Type: upgradev1alpha1.WorkersUpgradedCondition, Status: st, Reason: reason, Message: truncate.String(msg, conditionMessageLimit),
 		ObservedGeneration: uc.Generation, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
 	}
 	if old := meta.FindStatusCondition(uc.Status.Conditions, cond.Type); old != nil && old.Status == cond.Status {
@@ -95,29 +94,94 @@ func desiredStatus(uc *upgradev1alpha1.UpgradeConfig, pools []track.PoolStatus, 
 	return s
 }
 
-// apply writes the tracker's fields with server-side apply, forcing
-// ownership: the upgrade-scheduler's full status updates co-own whatever
-// they carried along, and these fields are the tracker's alone.
-func (r *Reconciler) apply(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, s ownStatus) error {
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return err
+// applyConfiguration is the apply configuration of uc holding the
+// tracker's fields s and nothing else, so that the server-side apply
+// neither touches nor takes over the upgrade-scheduler's fields. Fields
+// are set as their JSON would carry them: a zero value the API type leaves
+// out (omitempty) is left out here too.
+func applyConfiguration(uc *upgradev1alpha1.UpgradeConfig, s ownStatus) *upgradeac.UpgradeConfigApplyConfiguration {
+	st := upgradeac.UpgradeConfigStatus()
+	for _, p := range s.Pools {
+		st.WithPools(poolApplyConfiguration(p))
 	}
-	status := map[string]any{}
-	if err := json.Unmarshal(raw, &status); err != nil {
-		return err
+	for _, c := range s.Conditions {
+		ac := metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
+			WithLastTransitionTime(c.LastTransitionTime)
+		if c.ObservedGeneration != 0 {
+			ac.WithObservedGeneration(c.ObservedGeneration)
+		}
+		st.WithConditions(ac)
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": upgradev1alpha1.GroupVersion.String(),
-		"kind":       "UpgradeConfig",
-		"metadata":   map[string]any{"name": uc.Name, "namespace": uc.Namespace},
-		"status":     status,
-	}}
-	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	for _, h := range s.History {
+		ac := upgradeac.UpgradeHistory().WithVersion(h.Version)
+		if h.WorkerStartTime != nil {
+			ac.WithWorkerStartTime(*h.WorkerStartTime)
+		}
+		if h.WorkerCompleteTime != nil {
+			ac.WithWorkerCompleteTime(*h.WorkerCompleteTime)
+		}
+		st.WithHistory(ac)
+	}
+	return upgradeac.UpgradeConfig(uc.Name, uc.Namespace).WithStatus(st)
+}
+
+func poolApplyConfiguration(p upgradev1alpha1.PoolUpdate) *upgradeac.PoolUpdateApplyConfiguration {
+	ac := upgradeac.PoolUpdate().WithName(p.Name)
+	if p.TargetConfig != "" {
+		ac.WithTargetConfig(p.TargetConfig)
+	}
+	if p.StartTime != nil {
+		ac.WithStartTime(*p.StartTime)
+	}
+	if p.CompleteTime != nil {
+		ac.WithCompleteTime(*p.CompleteTime)
+	}
+	if p.RemovedTime != nil {
+		ac.WithRemovedTime(*p.RemovedTime)
+	}
+	if p.MachineCount != 0 {
+		ac.WithMachineCount(p.MachineCount)
+	}
+	ac.WithNodes(nodeCountsApplyConfiguration(p.Nodes))
+	if p.StuckNodes != 0 {
+		ac.WithStuckNodes(p.StuckNodes)
+	}
+	if p.LastUpdateDurationSeconds != 0 {
+		ac.WithLastUpdateDurationSeconds(p.LastUpdateDurationSeconds)
+	}
+	if sn := p.SlowestNode; sn != nil {
+		sac := upgradeac.SlowestNode().WithName(sn.Name).WithState(sn.State).WithSince(sn.Since)
+		if sn.Reason != "" {
+			sac.WithReason(sn.Reason)
+		}
+		ac.WithSlowestNode(sac)
+	}
+	return ac
+}
+
+// nodeCountsApplyConfiguration sets the counts that are not zero (the API
+// type leaves zero counts out).
+func nodeCountsApplyConfiguration(c upgradev1alpha1.PoolNodeCounts) *upgradeac.PoolNodeCountsApplyConfiguration {
+	ac := upgradeac.PoolNodeCounts()
+	set := func(n int32, with func(int32) *upgradeac.PoolNodeCountsApplyConfiguration) {
+		if n != 0 {
+			with(n)
+		}
+	}
+	set(c.Pending, ac.WithPending)
+	set(c.Draining, ac.WithDraining)
+	set(c.Updating, ac.WithUpdating)
+	set(c.Rebooting, ac.WithRebooting)
+	set(c.Done, ac.WithDone)
+	set(c.Degraded, ac.WithDegraded)
+	return ac
 }
 
 // maxPools is status.pools' MaxItems.
 const maxPools = 64
+
+// conditionMessageLimit is a condition message's MaxLength.
+const conditionMessageLimit = 32768
 
 func cmpBool(a, b bool) int {
 	switch {
@@ -127,11 +191,4 @@ func cmpBool(a, b bool) int {
 		return 1
 	}
 	return -1
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
