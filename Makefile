@@ -72,10 +72,13 @@ demo: testbin build ## Run an update on a local simulated OpenShift cluster and 
 	go build -o $(BIN)/upshift-demo ./e2e/cmd/upshift-demo
 	$(BIN)/upshift-demo --bin-dir $(BIN)
 
+# BENCH is the upshift-bench subcommand: update-status (the default),
+# mcp-tracker or node-gate.
+BENCH ?=
 .PHONY: bench
-bench: testbin build ## Measure the update-status-controller on a 5,000-node simulated cluster (BENCH_FLAGS=--sweep=10,30,100 for the time-scale sweep; BENCH_FLAGS=--component=mcp-tracker measures the mcp-tracker, --component=node-gate node-gate on 500 workers).
+bench: testbin build ## Measure the update-status-controller on a 5,000-node simulated cluster (BENCH_FLAGS=--sweep=10,30,100 for the time-scale sweep; BENCH=mcp-tracker, or BENCH_FLAGS=--component=mcp-tracker, measures the mcp-tracker, BENCH=node-gate node-gate on 500 workers).
 	go build -o $(BIN)/upshift-bench ./e2e/cmd/upshift-bench
-	$(BIN)/upshift-bench --bin-dir $(BIN) $(BENCH_FLAGS)
+	$(BIN)/upshift-bench $(BENCH) --bin-dir $(BIN) $(BENCH_FLAGS)
 
 ##@ Release
 

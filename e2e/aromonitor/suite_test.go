@@ -58,9 +58,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	bins, err := framework.BuildBinaries(GinkgoT().TempDir(), "github.com/upshift-io/upshift/cmd/aro-monitor")
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = testenv.Start(ctx, testenv.Options{AuditLog: true})
+	// A bare control plane: ARO's objects are not ocpsim's (StartAROCluster
+	// seeds them).
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{ControlPlane: testenv.Options{AuditLog: true}})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+	env = cluster.Env
 
 	started = time.Now()
 	aro, err = framework.StartAROCluster(ctx, env, bins["aro-monitor"], namespace, GinkgoT().TempDir(), settings)

@@ -44,9 +44,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
 	// The charts install Upshift's CRDs themselves.
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, WithoutUpshiftCRDs: true})
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, WithoutUpshiftCRDs: true}})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+	env = cluster.Env
 	helm, err = framework.NewHelm(env.KubeconfigPath, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
 

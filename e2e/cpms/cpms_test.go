@@ -29,7 +29,6 @@ import (
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
-	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/webhook"
@@ -513,20 +512,15 @@ var _ = Describe("cpms-controller", Ordered, func() {
 	It("answers openshift/api's own ControlPlaneMachineSets for AWS, Azure and GCP, applied unchanged, as the upstream expects, or refuses them by its webhook when they cannot run the cluster; no machine touched", func(ctx SpecContext) {
 		// A cluster of its own: the upstream objects are applied under the
 		// name `cluster`, which this suite's cluster gives its own set.
-		rendered, err := framework.RenderChart(chartName, release, namespace)
+		dcluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+			Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace,
+				Binary: bin, LeaderElect: true, Webhook: true}},
+		})
 		Expect(err).NotTo(HaveOccurred())
-		hooks, err := rendered.ValidatingWebhooks()
-		Expect(err).NotTo(HaveOccurred())
-		denv, err := testenv.Start(ctx, testenv.Options{ValidatingWebhooks: hooks})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(denv.Stop)
-		did, err := framework.InstallChartIdentity(ctx, denv, chartName, release, namespace)
-		Expect(err).NotTo(HaveOccurred())
-		r, err := framework.StartAsIdentity(bin, did, namespace, true, framework.WebhookFlags(denv)...)
-		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(dcluster.Stop()).To(Succeed()) })
+		r := dcluster.Components[release].Running
 		DeferCleanup(func() { Expect(r.Stop(10*time.Second)).To(Succeed(), r.Logs()) })
-		waitReady(r)
-		c := denv.Client
+		c := dcluster.Client
 
 		// The control plane the objects meet: ocpsim's three AWS masters (the
 		// topology of this suite's cluster), without the set ocpsim seeds,

@@ -42,7 +42,6 @@ const (
 	// ocpsim plays ten simulated minutes per wall second: a machine
 	// launches and joins in 0.6 s.
 	timeScale = 600
-	monitorNS = "monitoring"
 )
 
 var (
@@ -62,33 +61,23 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	bin = bins["cpms-controller"]
 
-	// The apiserver calls the webhook as the chart registers it.
-	rendered, err := framework.RenderChart(chartName, release, namespace)
+	// The apiserver calls the webhook as the chart registers it, so the
+	// controller starts — and answers — before the seeded set is created
+	// (the chart's failure policy is Fail).
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+		ControlPlane: testenv.Options{AuditLog: true},
+		Seed:         &ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 0},
+		Sim:          &ocpsim.Options{TimeScale: timeScale, MachineAPI: machineapi.DefaultDurations()},
+		Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace,
+			Scraper: "prometheus", Binary: bin, LeaderElect: true, Webhook: true}},
+	})
 	Expect(err).NotTo(HaveOccurred())
-	hooks, err := rendered.ValidatingWebhooks()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(hooks).To(HaveLen(1))
-	env, err = testenv.Start(ctx, testenv.Options{AuditLog: true, ValidatingWebhooks: hooks})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-
-	id, err = framework.InstallChartIdentity(ctx, env, chartName, release, namespace)
-	Expect(err).NotTo(HaveOccurred())
-	scraper, err = framework.InstallMetricsScraper(ctx, env, id.Chart, monitorNS, "prometheus")
-	Expect(err).NotTo(HaveOccurred())
-
-	// The webhook must answer before the seeded set is created (the chart's
-	// failure policy is Fail): the controller starts first, with no set yet.
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+	env = cluster.Env
+	c := cluster.Components[release]
+	id, scraper, ctl = c.Identity, c.Scraper, c.Running
 	ctlFlags = framework.WebhookFlags(env)
-	start(true)
 	DeferCleanup(func() { stop() })
-
-	_, err = ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 0})
-	Expect(err).NotTo(HaveOccurred())
-	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: timeScale, MachineAPI: machineapi.DefaultDurations()})
-	Expect(err).NotTo(HaveOccurred())
-	stopSim := sim.Start(context.Background())
-	DeferCleanup(func() { Expect(stopSim()).To(Succeed()) })
 }, NodeTimeout(5*time.Minute))
 
 // start runs the binary with the flags its chart's Deployment passes, as

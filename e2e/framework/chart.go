@@ -130,6 +130,16 @@ func InstallChartIdentity(ctx context.Context, env *testenv.Env, chartName, rele
 	if err != nil {
 		return nil, err
 	}
+	// The namespaces the chart grants Roles in exist on every OpenShift
+	// cluster (openshift-config, openshift-machine-config-operator...); a
+	// control plane has only those its seed created.
+	for _, o := range chart.Kinds(RBACKinds...) {
+		if ns := o.GetNamespace(); ns != "" {
+			if err := env.CreateNamespace(ctx, ns); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := chart.InstallIdentity(ctx, env.Client); err != nil {
 		return nil, err
 	}

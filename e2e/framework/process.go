@@ -19,6 +19,9 @@ type Component struct {
 	cmd  *exec.Cmd
 	out  *syncBuffer
 	done chan error
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // StartComponent runs path with args.
@@ -49,8 +52,15 @@ func (c *Component) Pid() int { return c.cmd.Process.Pid }
 // Logs returns everything the component wrote so far.
 func (c *Component) Logs() string { return c.out.String() }
 
-// Stop sends SIGTERM and waits up to grace for a clean exit.
+// Stop sends SIGTERM and waits up to grace for a clean exit. Stopping it
+// again returns what the first Stop did: a suite stops a component itself
+// (to show its logs), and the cluster it runs in stops whatever is left.
 func (c *Component) Stop(grace time.Duration) error {
+	c.stopOnce.Do(func() { c.stopErr = c.stop(grace) })
+	return c.stopErr
+}
+
+func (c *Component) stop(grace time.Duration) error {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-c.done:

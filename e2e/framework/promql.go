@@ -247,50 +247,21 @@ func unquote(t string) string { return t[1 : len(t)-1] }
 // label names seen on it.
 type Exposition map[string]map[string]bool
 
-// ParseExposition reads the Prometheus text format.
+// ParseExposition reads the Prometheus text format (ParseMetrics).
 func ParseExposition(text string) (Exposition, error) {
+	ms, err := ParseMetrics(text)
+	if err != nil {
+		return nil, err
+	}
 	out := Exposition{}
-	for n, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		end := strings.IndexAny(line, "{ ")
-		if end <= 0 {
-			return nil, fmt.Errorf("line %d: no sample: %q", n+1, line)
-		}
-		name := line[:end]
-		labels := out[name]
+	for _, s := range ms {
+		labels := out[s.Name]
 		if labels == nil {
 			labels = map[string]bool{}
-			out[name] = labels
+			out[s.Name] = labels
 		}
-		if line[end] != '{' {
-			continue
-		}
-		rest := line[end+1:]
-		for {
-			rest = strings.TrimLeft(rest, ", ")
-			if strings.HasPrefix(rest, "}") {
-				break
-			}
-			eq := strings.Index(rest, `="`)
-			if eq <= 0 {
-				return nil, fmt.Errorf("line %d: bad labels: %q", n+1, line)
-			}
-			labels[rest[:eq]] = true
-			// Skip the quoted value, which may hold escaped quotes.
-			j := eq + 2
-			for j < len(rest) && rest[j] != '"' {
-				if rest[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			if j >= len(rest) {
-				return nil, fmt.Errorf("line %d: unclosed label value: %q", n+1, line)
-			}
-			rest = rest[j+1:]
+		for l := range s.Labels {
+			labels[l] = true
 		}
 	}
 	return out, nil

@@ -60,15 +60,14 @@ scale:
 )
 
 var (
-	env       *testenv.Env
-	bins      map[string]string
-	schedID   *framework.Identity
-	trackID   *framework.Identity
-	sched     *framework.Component
-	tracker   *framework.Component
-	scraper   *framework.Scraper
-	metrics   string
-	monitorNS = "monitoring"
+	env     *testenv.Env
+	bins    map[string]string
+	schedID *framework.Identity
+	trackID *framework.Identity
+	sched   *framework.Component
+	tracker *framework.Component
+	scraper *framework.Scraper
+	metrics string
 )
 
 var _ = BeforeSuite(func(ctx context.Context) {
@@ -80,30 +79,26 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		"github.com/upshift-io/upshift/cmd/upgrade-scheduler", "github.com/upshift-io/upshift/cmd/mcp-tracker")
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true})
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true},
+		Seed: &ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
+			CustomPools: []ocpsim.CustomPool{{Name: "infra", Nodes: infraNodes}},
+			Graph:       []string{"4.16.1", "4.16.2", "4.16.3"}},
+		Sim: &ocpsim.Options{TimeScale: timeScale},
+		Components: []framework.ComponentOptions{
+			{Chart: schedChart, Release: schedRelease, Namespace: namespace},
+			{Chart: trackChart, Release: trackRelease, Namespace: namespace, Scraper: "prometheus"},
+		},
+	})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-
-	_, err = ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
-		CustomPools: []ocpsim.CustomPool{{Name: "infra", Nodes: infraNodes}},
-		Graph:       []string{"4.16.1", "4.16.2", "4.16.3"}})
-	Expect(err).NotTo(HaveOccurred())
-	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: timeScale})
-	Expect(err).NotTo(HaveOccurred())
-	stopSim := sim.Start(context.Background())
-	DeferCleanup(func() { Expect(stopSim()).To(Succeed()) })
-
-	schedID, err = framework.InstallChartIdentity(ctx, env, schedChart, schedRelease, namespace)
-	Expect(err).NotTo(HaveOccurred())
-	trackID, err = framework.InstallChartIdentity(ctx, env, trackChart, trackRelease, namespace)
-	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+	env = cluster.Env
+	schedID, trackID = cluster.Components[schedRelease].Identity, cluster.Components[trackRelease].Identity
+	scraper = cluster.Components[trackRelease].Scraper
 	Expect(env.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-operator-config", Namespace: namespace},
 		Data:       map[string]string{"config.yaml": muoConfig},
 	})).To(Succeed())
-
-	scraper, err = framework.InstallMetricsScraper(ctx, env, trackID.Chart, monitorNS, "prometheus")
-	Expect(err).NotTo(HaveOccurred())
 
 	sched = start(schedChart, schedID)
 	DeferCleanup(func() { stop(schedChart, sched) })

@@ -64,32 +64,29 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	Expect(err).NotTo(HaveOccurred())
 	bin = bins[chartName]
 
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-
-	_, err = ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
-		Graph: []string{"4.16.1", "4.16.2", "4.16.3"}})
-	Expect(err).NotTo(HaveOccurred())
 	d := mco.DefaultDurations()
 	// node-gate's remediation, not the MCD's own give-up, acts on a blocked drain.
 	d.DrainTimeout = 1000 * time.Hour
-	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: timeScale, MCO: d})
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true},
+		Seed: &ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
+			Graph: []string{"4.16.1", "4.16.2", "4.16.3"}},
+		Sim:        &ocpsim.Options{TimeScale: timeScale, MCO: d},
+		Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace, Scraper: "prometheus"}},
+		// The runs take their drain timeout from the UpgradeConfig of their
+		// namespace, as MUO's NodeKeeper did: one minute.
+		Prepare: func(ctx context.Context, c *framework.Cluster) error {
+			return c.Client.Create(ctx, &upgradev1alpha1.UpgradeConfig{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "managed-upgrade-config"},
+				Spec: upgradev1alpha1.UpgradeConfigSpec{Desired: upgradev1alpha1.Update{Version: "4.16.2", Channel: "stable-4.16"},
+					UpgradeAt: "2026-01-01T00:00:00Z", PDBForceDrainTimeout: 1, Type: upgradev1alpha1.OSD},
+			})
+		},
+	})
 	Expect(err).NotTo(HaveOccurred())
-	stopSim := sim.Start(context.Background())
-	DeferCleanup(func() { Expect(stopSim()).To(Succeed()) })
-
-	id, err = framework.InstallChartIdentity(ctx, env, chartName, release, namespace)
-	Expect(err).NotTo(HaveOccurred())
-	// The runs take their drain timeout from the UpgradeConfig of their
-	// namespace, as MUO's NodeKeeper did: one minute.
-	Expect(env.Client.Create(ctx, &upgradev1alpha1.UpgradeConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "managed-upgrade-config"},
-		Spec: upgradev1alpha1.UpgradeConfigSpec{Desired: upgradev1alpha1.Update{Version: "4.16.2", Channel: "stable-4.16"},
-			UpgradeAt: "2026-01-01T00:00:00Z", PDBForceDrainTimeout: 1, Type: upgradev1alpha1.OSD},
-	})).To(Succeed())
-	scraper, err = framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
-	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+	env = cluster.Env
+	id, scraper = cluster.Components[release].Identity, cluster.Components[release].Scraper
 	gate = start()
 	DeferCleanup(func() { stop(gate) })
 }, NodeTimeout(5*time.Minute))

@@ -47,8 +47,6 @@ var (
 	scraper *framework.Scraper
 )
 
-const monitoringNamespace = "monitoring"
-
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
@@ -57,29 +55,23 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		"github.com/upshift-io/upshift/cmd/kubectl-upshift")
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true})
+	// The component's identity and permissions come from its chart, nothing
+	// else; it runs with the same flags the chart's Deployment passes, and
+	// its POD_NAMESPACE.
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true},
+		Seed: &ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 6,
+			Graph: []string{"4.16.1", "4.16.2", "4.16.3"}},
+		Sim: &ocpsim.Options{TimeScale: timeScale},
+		Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace,
+			Scraper: "prometheus", Binary: bins["update-status-controller"], LeaderElect: true}},
+	})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-
-	_, err = ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 6,
-		Graph: []string{"4.16.1", "4.16.2", "4.16.3"}})
-	Expect(err).NotTo(HaveOccurred())
-	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: timeScale})
-	Expect(err).NotTo(HaveOccurred())
-	stopSim := sim.Start(context.Background())
-	DeferCleanup(func() { Expect(stopSim()).To(Succeed()) })
-
-	// The component's identity and permissions come from its chart, nothing else.
-	id, err := framework.InstallChartIdentity(ctx, env, chartName, release, namespace)
-	Expect(err).NotTo(HaveOccurred())
-	chart, saName = id.Chart, id.ServiceAccount
-
-	scraper, err = framework.InstallMetricsScraper(ctx, env, chart, monitoringNamespace, "prometheus")
-	Expect(err).NotTo(HaveOccurred())
-	// The same flags the chart's Deployment passes, and its POD_NAMESPACE.
-	running, err := framework.StartAsIdentity(bins["update-status-controller"], id, namespace, true)
-	Expect(err).NotTo(HaveOccurred())
-	controller, metricsURL, readyzURL = running.Component, running.MetricsURL, running.ReadyzURL
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+	env = cluster.Env
+	c := cluster.Components[release]
+	chart, saName, scraper = c.Identity.Chart, c.Identity.ServiceAccount, c.Scraper
+	controller, metricsURL, readyzURL = c.Running.Component, c.Running.MetricsURL, c.Running.ReadyzURL
 	DeferCleanup(func() {
 		Expect(controller.Stop(10 * time.Second)).To(Succeed())
 		if CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {

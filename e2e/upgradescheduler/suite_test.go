@@ -17,6 +17,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -88,8 +89,6 @@ var (
 	workerMS []string
 )
 
-const monitoringNamespace = "monitoring"
-
 // silenceTTL is the scheduler's lease length in this suite.
 const silenceTTL = 6 * time.Second
 
@@ -116,30 +115,33 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	bins, err = framework.BuildBinaries(GinkgoT().TempDir(), "github.com/upshift-io/upshift/cmd/"+binary)
 	Expect(err).NotTo(HaveOccurred())
 
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true, Alertmanager: true})
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true, Alertmanager: true},
+		Seed: &ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
+			Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5", "4.16.6", "4.16.7", "4.16.8", "4.16.9", "4.16.10"},
+			// 4.16.6 is reachable only as a conditional update: a risk that
+			// applies to every cluster, as OCM may still schedule.
+			Releases: []ocpsim.GraphRelease{{Version: "4.16.6", Risks: []ocpsim.Risk{{Name: "SimulatedRegression",
+				Message: "A simulated regression affects every cluster updating to 4.16.6.", URL: "https://example.com/simulated-regression"}}}}},
+		Sim: &ocpsim.Options{TimeScale: timeScale},
+		// The chart grants the pull secret's read with ocm.enabled.
+		Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace,
+			Set: []string{"ocm.enabled=true"}, Scraper: "prometheus"}},
+	})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-
-	objs, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
-		Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5", "4.16.6", "4.16.7", "4.16.8", "4.16.9", "4.16.10"},
-		// 4.16.6 is reachable only as a conditional update: a risk that
-		// applies to every cluster, as OCM may still schedule.
-		Releases: []ocpsim.GraphRelease{{Version: "4.16.6", Risks: []ocpsim.Risk{{Name: "SimulatedRegression",
-			Message: "A simulated regression affects every cluster updating to 4.16.6.", URL: "https://example.com/simulated-regression"}}}}})
-	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+	env = cluster.Env
+	id, scraper = cluster.Components[release].Identity, cluster.Components[release].Scraper
+	chart = id.Chart
 	// Hive labels the worker pool's MachineSets; the scheduler reserves
-	// capacity for exactly those.
-	for _, ms := range objs.MachineSets {
+	// capacity for exactly those. A merge patch: the simulated machine-api
+	// writes them too.
+	for _, ms := range cluster.Objects.MachineSets {
 		workerMS = append(workerMS, ms.Name)
-		Expect(env.Client.Get(ctx, keyOf(ms), ms)).To(Succeed())
-		ms.Labels[hivePoolLabel] = "worker"
-		Expect(env.Client.Update(ctx, ms)).To(Succeed())
+		Expect(env.Client.Patch(ctx, ms, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"`+hivePoolLabel+`":"worker"}}}`)))).To(Succeed())
 	}
 	Expect(workerMS).NotTo(BeEmpty())
-	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: timeScale})
-	Expect(err).NotTo(HaveOccurred())
-	stopSim := sim.Start(context.Background())
-	DeferCleanup(func() { Expect(stopSim()).To(Succeed()) })
 
 	// OCM: the local OCM knows this cluster by its ClusterVersion ID and the
 	// pull secret's cloud.openshift.com token. The chart grants the pull
@@ -159,16 +161,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 			`","email":"sre@example.com"},"quay.io":{"auth":"cXVheTpxdWF5"}}}`)},
 	}))).To(Succeed())
 
-	id, err = framework.InstallChartIdentity(ctx, env, chartName, release, namespace, "ocm.enabled=true")
-	Expect(err).NotTo(HaveOccurred())
-	chart = id.Chart
 	Expect(env.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-operator-config", Namespace: namespace},
 		Data:       map[string]string{"config.yaml": muoConfig},
 	})).To(Succeed())
 
-	scraper, err = framework.InstallMetricsScraper(ctx, env, chart, monitoringNamespace, "prometheus")
-	Expect(err).NotTo(HaveOccurred())
 	sched = startScheduler(true)
 	DeferCleanup(func() { stopScheduler(sched) })
 }, NodeTimeout(5*time.Minute))

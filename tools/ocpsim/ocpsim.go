@@ -6,13 +6,15 @@
 // controllers reading ClusterVersion, ClusterOperators, MachineConfigPools,
 // MachineConfigs, Nodes and Machines cannot tell the difference.
 //
-// In a test (with libs/testenv):
+// In a test, package simcluster starts a control plane (libs/testenv), seeds
+// it with Seed and runs New's simulator on it:
 //
-//	env, _ := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
-//	_, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 6})
-//	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: 600})
-//	stop := sim.Start(ctx) // or sim.Run(ctx), which blocks
-//	defer stop()
+//	c, err := simcluster.Start(ctx, simcluster.Options{
+//		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true},
+//		Seed:         &ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 6},
+//		Sim:          &ocpsim.Options{TimeScale: 600},
+//	})
+//	defer c.Stop()
 //	// now patch ClusterVersion.spec.desiredUpdate and watch the cluster update
 //
 // From a shell: `ocpsim seed --kubeconfig ... --workers 6` then
@@ -35,12 +37,13 @@
 //
 // Sub-packages: seed (topology → objects), cvo, mco, machineapi, etcd (one
 // simulated operator each, pure decisions + controller-runtime loops),
-// faults, timescale.
+// faults, timescale, simcluster.
 package ocpsim
 
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -98,6 +101,25 @@ type Options struct {
 	MachineAPI machineapi.Durations
 	// Log receives what is simulated (default: controller-runtime's logger).
 	Log logr.Logger
+	// Parts are the operators to play (none: all of them). A controller
+	// suite that seeds no ClusterVersion or pools plays only what its
+	// controller talks to, so the others never touch its objects.
+	Parts []Part
+}
+
+// Part is one simulated operator.
+type Part string
+
+// The simulated operators.
+const (
+	PartCVO        Part = "cvo"
+	PartMCO        Part = "mco"
+	PartMachineAPI Part = "machineapi"
+	PartEtcd       Part = "etcd"
+)
+
+func (o Options) plays(p Part) bool {
+	return len(o.Parts) == 0 || slices.Contains(o.Parts, p)
 }
 
 // Sim is a running (or ready to run) simulator.
@@ -139,17 +161,25 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 	if err := mco.IndexPodsByNode(context.Background(), mgr); err != nil {
 		return nil, err
 	}
-	if err := cvo.Setup(mgr, cvo.Options{Scale: scale, Operators: o.Operators, Graph: o.Graph, Log: o.Log}); err != nil {
-		return nil, err
+	if o.plays(PartCVO) {
+		if err := cvo.Setup(mgr, cvo.Options{Scale: scale, Operators: o.Operators, Graph: o.Graph, Log: o.Log}); err != nil {
+			return nil, err
+		}
 	}
-	if err := mco.Setup(mgr, mco.Options{Scale: scale, Durations: o.MCO, Log: o.Log}); err != nil {
-		return nil, err
+	if o.plays(PartMCO) {
+		if err := mco.Setup(mgr, mco.Options{Scale: scale, Durations: o.MCO, Log: o.Log}); err != nil {
+			return nil, err
+		}
 	}
-	if err := machineapi.Setup(mgr, machineapi.Options{Scale: scale, Durations: o.MachineAPI, Log: o.Log, KubeletVersion: seed.KubeletVersion}); err != nil {
-		return nil, err
+	if o.plays(PartMachineAPI) {
+		if err := machineapi.Setup(mgr, machineapi.Options{Scale: scale, Durations: o.MachineAPI, Log: o.Log, KubeletVersion: seed.KubeletVersion}); err != nil {
+			return nil, err
+		}
 	}
-	if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Log: o.Log}); err != nil {
-		return nil, err
+	if o.plays(PartEtcd) {
+		if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Log: o.Log}); err != nil {
+			return nil, err
+		}
 	}
 	return &Sim{mgr: mgr}, nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/mco"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 func TestOCPSim(t *testing.T) {
@@ -52,15 +53,11 @@ type cluster struct {
 // startCluster starts a fresh control plane (kube-controller-manager for PDBs,
 // scheduler and kwok for workloads), seeds topology t and runs the simulator.
 func startCluster(ctx context.Context, t ocpsim.Topology, o ocpsim.Options) *cluster {
-	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
+	c, err := simcluster.Start(ctx, simcluster.Options{
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true}, Seed: &t, Sim: &o})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
-	_, err = ocpsim.Seed(ctx, env.Client, t)
-	Expect(err).NotTo(HaveOccurred())
-	sim, err := ocpsim.New(env.Config, o)
-	Expect(err).NotTo(HaveOccurred())
-	stop := sim.Start(context.Background())
-	DeferCleanup(func(context.Context) { Expect(stop()).To(Succeed()) }, NodeTimeout(20*time.Second))
+	DeferCleanup(func(context.Context) { Expect(c.Stop()).To(Succeed()) }, NodeTimeout(80*time.Second))
+	env := c.Env
 	return &cluster{env: env, c: env.Client}
 }
 

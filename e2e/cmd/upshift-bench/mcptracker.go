@@ -1,6 +1,6 @@
 package main
 
-// The mcp-tracker bench (--component=mcp-tracker): a simulated cluster of
+// The mcp-tracker bench (mcp-tracker): a simulated cluster of
 // three pools (3 masters, workers, a custom infra pool) updated by ocpsim,
 // with the tracker running as its chart's ServiceAccount. While ocpsim rolls
 // the pools, the bench probes the tracker's reaction: one at a time, it turns
@@ -16,12 +16,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,40 +59,23 @@ func runTracker(ctx context.Context, o options) (err error) {
 	if o.infra <= 0 || o.infra >= o.workers {
 		return fmt.Errorf("--infra-nodes must be between 1 and --workers-1")
 	}
-	env, err := testenv.Start(ctx, testenv.Options{Kwok: true})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if stopErr := env.Stop(); err == nil {
-			err = stopErr
-		}
-	}()
-	step(start, "control plane up")
-
 	graph := []string{"4.16.1", "4.16.2"}
-	if _, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{
-		Version: "4.16.1", Masters: 3, Workers: o.workers - o.infra, WorkerMaxUnavailable: o.maxUnavailable, Graph: graph,
-		CustomPools: []ocpsim.CustomPool{{Name: infraPool, Nodes: o.infra, MaxUnavailable: o.maxUnavailable}},
-	}); err != nil {
-		return err
-	}
 	nodes := o.workers + 3
-	step(start, "seeded %d nodes: 3 master, %d worker, %d infra", nodes, o.workers-o.infra, o.infra)
-	sim := &simulator{cfg: env.Config, graph: graph}
-	if err := sim.start(ctx, o.timeScale); err != nil {
+	cluster, m, id, err := startCluster(ctx, start, benchCluster{
+		controlPlane: testenv.Options{Kwok: true},
+		seed: ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: o.workers - o.infra, WorkerMaxUnavailable: o.maxUnavailable, Graph: graph,
+			CustomPools: []ocpsim.CustomPool{{Name: infraPool, Nodes: o.infra, MaxUnavailable: o.maxUnavailable}}},
+		sim:   ocpsim.Options{TimeScale: o.timeScale, Graph: graph},
+		chart: "mcp-tracker", release: "mcpt", namespace: trackerNamespace,
+		controlPlaneUp: "control plane up",
+		seededNodes:    fmt.Sprintf("seeded %d nodes: 3 master, %d worker, %d infra", nodes, o.workers-o.infra, o.infra),
+	})
+	if err != nil {
 		return err
 	}
-	defer sim.stop()
+	defer cluster.StopInto(&err)
+	env := cluster.Env
 
-	id, err := framework.InstallChartIdentity(ctx, env, "mcp-tracker", "mcpt", trackerNamespace)
-	if err != nil {
-		return err
-	}
-	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
-	if err != nil {
-		return err
-	}
 	// The UpgradeConfig, with the history entry the upgrade-scheduler would
 	// write as the upgrade starts.
 	uc := &upgradev1alpha1.UpgradeConfig{
@@ -113,20 +94,13 @@ func runTracker(ctx context.Context, o options) (err error) {
 
 	// The bench's own view: nodes (MCO annotation changes), pools and the
 	// UpgradeConfig (status.pools as written).
-	watchCache, err := cache.New(env.Config, cache.Options{Scheme: env.Client.Scheme()})
+	obs := newTrackerObserver()
+	_, stopWatches, err := startWatches(ctx, env.Config, cache.Options{Scheme: env.Client.Scheme()},
+		func(c cache.Cache) error { return obs.watch(ctx, c) })
 	if err != nil {
 		return err
 	}
-	obs := newTrackerObserver()
-	if err := obs.watch(ctx, watchCache); err != nil {
-		return err
-	}
-	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
-	go func() { _ = watchCache.Start(watchCtx) }()
-	if !watchCache.WaitForCacheSync(ctx) {
-		return fmt.Errorf("bench watches did not sync")
-	}
 
 	trackerStart := time.Now()
 	tracker, err := framework.StartAsIdentity(binary, id, trackerNamespace, true,
@@ -136,32 +110,19 @@ func runTracker(ctx context.Context, o options) (err error) {
 	}
 	defer func() { _ = tracker.Stop(10 * time.Second) }()
 	pid := tracker.Pid()
-	m := endpoint{scraper: scraper, url: tracker.MetricsURL}
+	m.url = tracker.MetricsURL
 
 	// First pass: every node counted in the metrics, every pool in status.
 	if err := framework.WaitFor(ctx, 10*time.Minute, func() bool {
-		counts, err := trackerGauges(m)
-		if err != nil {
-			return false
-		}
-		total := 0.0
-		for k, v := range counts {
-			if strings.HasPrefix(k, "upshift_mcp_tracker_nodes{") {
-				total += v
-			}
-		}
-		return int(total) == nodes && obs.poolsInStatus() == 3
+		ms, err := m.metrics()
+		return err == nil && int(ms.Sum("upshift_mcp_tracker_nodes", nil)) == nodes && obs.poolsInStatus() == 3
 	}); err != nil {
 		return fmt.Errorf("waiting for the tracker's first pass: %w", err)
 	}
 	firstPass := time.Since(trackerStart)
 	step(start, "tracker counted %d nodes in 3 pools and wrote status.pools in %s (RSS %s)", nodes, firstPass.Round(100*time.Millisecond), rss(pid))
 
-	before, err := trackerGauges(m)
-	if err != nil {
-		return err
-	}
-	writesBefore, err := writeRequests(m)
+	before, err := m.metrics()
 	if err != nil {
 		return err
 	}
@@ -171,13 +132,7 @@ func runTracker(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	cv := &configv1.ClusterVersion{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(cv.DeepCopy())
-	cv.Spec.DesiredUpdate = &configv1.Update{Version: graph[1]}
-	if err := env.Client.Patch(ctx, cv, patch); err != nil {
+	if err := requestUpdate(ctx, env.Client, graph[1]); err != nil {
 		return err
 	}
 	updateStart := time.Now()
@@ -204,17 +159,14 @@ func runTracker(ctx context.Context, o options) (err error) {
 	// Past --update-timeout the figures cover the part of the update done.
 	took := time.Since(updateStart)
 	finished := waitErr == nil
-	after, err := trackerGauges(m)
+	after, err := m.metrics()
 	if err != nil {
 		return err
 	}
-	writesAfter, err := writeRequests(m)
-	if err != nil {
-		return err
-	}
-	applies := int(after["upshift_mcp_tracker_status_writes_total"] - before["upshift_mcp_tracker_status_writes_total"])
-	passes := int(sumPrefix(after, `controller_runtime_reconcile_total{controller="mcptracker",`) -
-		sumPrefix(before, `controller_runtime_reconcile_total{controller="mcptracker",`))
+	writesBefore, writesAfter := int(writeRequests(before)), int(writeRequests(after))
+	applies := int(after.Sum("upshift_mcp_tracker_status_writes_total", nil) - before.Sum("upshift_mcp_tracker_status_writes_total", nil))
+	reconciles := map[string]string{"controller": "mcptracker"}
+	passes := int(after.Sum("controller_runtime_reconcile_total", reconciles) - before.Sum("controller_runtime_reconcile_total", reconciles))
 	transitions, probeTransitions := obs.transitions(), pr.transitions()
 	natural := transitions - probeTransitions
 
@@ -240,43 +192,6 @@ func runTracker(ctx context.Context, o options) (err error) {
 	fmt.Printf("tracker write requests (all):    %d (status, Events, Lease) = %.4f per node transition\n",
 		writesAfter-writesBefore, float64(writesAfter-writesBefore)/float64(max(transitions, 1)))
 	return nil
-}
-
-// trackerGauges reads every sample of the tracker's metrics, keyed by the
-// series as exposed (name{labels}).
-func trackerGauges(e endpoint) (map[string]float64, error) {
-	lines, err := metrics(e)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, l := range lines {
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		i := strings.LastIndex(l, " ")
-		if i < 0 {
-			continue
-		}
-		v, err := sampleValue(l)
-		if err != nil {
-			continue
-		}
-		out[l[:i]] = v
-	}
-	return out, nil
-}
-
-// sumPrefix adds the samples of every series starting with prefix (a
-// counter over all its label values).
-func sumPrefix(samples map[string]float64, prefix string) float64 {
-	total := 0.0
-	for k, v := range samples {
-		if strings.HasPrefix(k, prefix) {
-			total += v
-		}
-	}
-	return total
 }
 
 func poolTargets(ctx context.Context, c client.Client) (map[string]string, error) {
@@ -558,12 +473,13 @@ func (p *prober) setState(node, state string) (time.Time, error) {
 // await waits until the metric and the status show pool's degraded count as
 // want, and returns how long after at each did.
 func (p *prober) await(ctx context.Context, pool string, want int32, at time.Time) (metric, status time.Duration, ok bool) {
-	series := fmt.Sprintf(`upshift_mcp_tracker_nodes{pool=%q,state="degraded"}`, pool)
+	series := map[string]string{"pool": pool, "state": "degraded"}
 	deadline := time.Now().Add(time.Minute)
 	var metricSeen bool
 	for time.Now().Before(deadline) {
 		if !metricSeen {
-			if g, err := trackerGauges(p.m); err == nil && g[series] == float64(want) {
+			// A series not exposed yet counts as none.
+			if ms, err := p.m.metrics(); err == nil && ms.Sum("upshift_mcp_tracker_nodes", series) == float64(want) {
 				metric, metricSeen = time.Since(at), true
 			}
 		}

@@ -1,6 +1,6 @@
 package main
 
-// The node-gate bench (--component=node-gate): a simulated cluster of 3
+// The node-gate bench (node-gate): a simulated cluster of 3
 // masters and --workers workers (maxUnavailable --max-unavailable on both
 // the worker pool and the run) on a control plane with
 // kube-controller-manager, kube-scheduler and kwok, so hook Jobs really run;
@@ -21,15 +21,12 @@ package main
 // run between them is the Job controller's, the scheduler's and kwok's.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +38,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,55 +67,30 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if stopErr := env.Stop(); err == nil {
-			err = stopErr
-		}
-	}()
-	step(start, "control plane up (with kube-controller-manager, kube-scheduler, kwok)")
-
 	graph := []string{"4.16.1", "4.16.2", "4.16.3"}
-	if _, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{
-		Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers, WorkerMaxUnavailable: o.maxUnavailable, Graph: graph,
-	}); err != nil {
+	cluster, m, id, err := startCluster(ctx, start, benchCluster{
+		controlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true},
+		seed: ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers,
+			WorkerMaxUnavailable: o.maxUnavailable, Graph: graph},
+		sim:   ocpsim.Options{TimeScale: o.timeScale, Graph: graph},
+		chart: "node-gate", release: "ngate", namespace: gateNamespace,
+		controlPlaneUp: "control plane up (with kube-controller-manager, kube-scheduler, kwok)",
+		seededNodes:    fmt.Sprintf("seeded %d nodes (3 master, %d worker)", o.workers+3, o.workers),
+	})
+	if err != nil {
 		return err
 	}
-	step(start, "seeded %d nodes (3 master, %d worker)", o.workers+3, o.workers)
-	sim := &simulator{cfg: env.Config, graph: graph}
-	if err := sim.start(ctx, o.timeScale); err != nil {
-		return err
-	}
-	defer sim.stop()
+	defer cluster.StopInto(&err)
+	env := cluster.Env
 
-	id, err := framework.InstallChartIdentity(ctx, env, "node-gate", "ngate", gateNamespace)
-	if err != nil {
-		return err
-	}
-	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus")
-	if err != nil {
-		return err
-	}
-
-	watchCache, err := cache.New(env.Config, cache.Options{Scheme: env.Client.Scheme(), ByObject: map[client.Object]cache.ByObject{
-		&batchv1.Job{}: {Namespaces: map[string]cache.Config{gateNamespace: {}}},
-	}})
-	if err != nil {
-		return err
-	}
 	obs := &gateObserver{}
-	if err := obs.watch(ctx, watchCache); err != nil {
+	watchCache, stopWatches, err := startWatches(ctx, env.Config, cache.Options{Scheme: env.Client.Scheme(), ByObject: map[client.Object]cache.ByObject{
+		&batchv1.Job{}: {Namespaces: map[string]cache.Config{gateNamespace: {}}},
+	}}, func(c cache.Cache) error { return obs.watch(ctx, c) })
+	if err != nil {
 		return err
 	}
-	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
-	go func() { _ = watchCache.Start(watchCtx) }()
-	if !watchCache.WaitForCacheSync(ctx) {
-		return fmt.Errorf("bench watches did not sync")
-	}
 
 	gate, err := framework.StartAsIdentity(binary, id, gateNamespace, true, "--job-namespaces="+gateNamespace,
 		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps))
@@ -128,7 +99,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	}
 	defer func() { _ = gate.Stop(10 * time.Second) }()
 	pid := gate.Pid()
-	m := endpoint{scraper: scraper, url: gate.MetricsURL}
+	m.url = gate.MetricsURL
 
 	// The same update, twice: no gate, then gated.
 	ungated, err := obs.update(ctx, env.Client, watchCache, o, start, graph[1], false, pid)
@@ -143,7 +114,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("waiting for the run to be Idle (node-gate up and caches synced): %w", err)
 	}
 	step(start, "MutexRunConfig Idle (RSS %s)", rss(pid))
-	before, err := trackerGauges(m)
+	before, err := m.metrics()
 	if err != nil {
 		return err
 	}
@@ -158,13 +129,14 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	}
 	cpuUsed, gatedWall := cpuSeconds(pid)-cpuBefore, time.Since(gatedStart)
 	floor := probe.finish()
-	after, err := trackerGauges(m)
+	after, err := m.metrics()
 	if err != nil {
 		return err
 	}
-	passes := sumPrefix(after, `controller_runtime_reconcile_total{controller="nodegate",`) - sumPrefix(before, `controller_runtime_reconcile_total{controller="nodegate",`)
-	passSeconds := after[`controller_runtime_reconcile_time_seconds_sum{controller="nodegate"}`] - before[`controller_runtime_reconcile_time_seconds_sum{controller="nodegate"}`]
-	writes := sumWrites(after) - sumWrites(before)
+	nodegate := map[string]string{"controller": "nodegate"}
+	passes := after.Sum("controller_runtime_reconcile_total", nodegate) - before.Sum("controller_runtime_reconcile_total", nodegate)
+	passSeconds := after.Sum("controller_runtime_reconcile_time_seconds_sum", nodegate) - before.Sum("controller_runtime_reconcile_time_seconds_sum", nodegate)
+	writes := writeRequests(after) - writeRequests(before)
 
 	r := obs.reactions()
 	limit := gated.initialStarts
@@ -211,8 +183,8 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("  passes longer than 25/50/100 ms:  %s\n", slowPasses(before, after, "0.025", "0.05", "0.1"))
 	var results []string
 	for _, res := range []string{"success", "requeue", "requeue_after", "error"} {
-		k := `controller_runtime_reconcile_total{controller="nodegate",result="` + res + `"}`
-		results = append(results, fmt.Sprintf("%s %.0f", res, after[k]-before[k]))
+		k := map[string]string{"controller": "nodegate", "result": res}
+		results = append(results, fmt.Sprintf("%s %.0f", res, after.Sum("controller_runtime_reconcile_total", k)-before.Sum("controller_runtime_reconcile_total", k)))
 	}
 	fmt.Printf("  by result:                        %s (requeue_after: a status write lost to a newer one)\n", strings.Join(results, ", "))
 	return nil
@@ -220,14 +192,15 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 
 // slowPasses counts node-gate's passes longer than each bound, from its
 // reconcile time histogram (the bounds must be bucket bounds).
-func slowPasses(before, after map[string]float64, bounds ...string) string {
-	const hist = `controller_runtime_reconcile_time_seconds_bucket{controller="nodegate",le="%s"}`
-	inf := func(m map[string]float64) float64 { return m[fmt.Sprintf(hist, "+Inf")] }
-	total := inf(after) - inf(before)
+func slowPasses(before, after framework.Metrics, bounds ...string) string {
+	const hist = "controller_runtime_reconcile_time_seconds_bucket"
+	bucket := func(ms framework.Metrics, le string) float64 {
+		return ms.Sum(hist, map[string]string{"controller": "nodegate", "le": le})
+	}
+	total := bucket(after, "+Inf") - bucket(before, "+Inf")
 	var out []string
 	for _, b := range bounds {
-		k := fmt.Sprintf(hist, b)
-		out = append(out, fmt.Sprintf("%.0f", total-(after[k]-before[k])))
+		out = append(out, fmt.Sprintf("%.0f", total-(bucket(after, b)-bucket(before, b))))
 	}
 	return strings.Join(out, " / ")
 }
@@ -244,22 +217,6 @@ func ratio(a, b time.Duration) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
-}
-
-// sumWrites adds the client-go requests that write.
-func sumWrites(samples map[string]float64) float64 {
-	total := 0.0
-	for k, v := range samples {
-		if !strings.HasPrefix(k, "rest_client_requests_total{") {
-			continue
-		}
-		for _, m := range []string{`method="POST"`, `method="PUT"`, `method="PATCH"`, `method="DELETE"`} {
-			if strings.Contains(k, m) {
-				total += v
-			}
-		}
-	}
-	return total
 }
 
 // createGateRun creates a rule with one no-op pre-update hook, a target on
@@ -659,81 +616,4 @@ func (g *gateObserver) reactions() reactionStats {
 	return reactionStats{n: len(total), total: percentiles(total), gate: percentiles(gate), start: percentiles(hop1),
 		release: percentiles(hop2), job: percentiles(job), meanGate: mean(gate), meanJob: mean(job),
 		startDecide: percentiles(decide1), startAct: percentiles(act1), releaseDecide: percentiles(decide2), releaseAct: percentiles(act2)}
-}
-
-// writeProbe times one small write (a merge patch of a ConfigMap), then
-// pauses for an interval, until stopped: the floor under any write a
-// controller makes on this cluster at that moment. Every node-gate hop
-// contains two (the status, then the Job or the label); every insight the
-// update-status-controller shows contains one.
-type writeProbe struct {
-	stop chan struct{}
-	done chan struct{}
-
-	mu     sync.Mutex
-	writes []probeWrite
-}
-
-func startWriteProbe(ctx context.Context, c client.Client, namespace string, every time.Duration) (*writeProbe, error) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bench-write-probe", Namespace: namespace}}
-	if err := c.Create(ctx, cm); err != nil {
-		return nil, err
-	}
-	p := &writeProbe{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		for i := 0; ; i++ {
-			select {
-			case <-p.stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-time.After(every):
-			}
-			body := fmt.Appendf(nil, `{"data":{"tick":"%d"}}`, i)
-			t := time.Now()
-			if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, body)); err == nil {
-				p.mu.Lock()
-				p.writes = append(p.writes, probeWrite{t, time.Since(t)})
-				p.mu.Unlock()
-			}
-		}
-	}()
-	return p, nil
-}
-
-// between are the writes that started in [from, to]; none without a probe.
-func (p *writeProbe) between(from, to time.Time) []probeWrite {
-	if p == nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	i := sort.Search(len(p.writes), func(i int) bool { return !p.writes[i].at.Before(from) })
-	j := sort.Search(len(p.writes), func(j int) bool { return p.writes[j].at.After(to) })
-	return append([]probeWrite(nil), p.writes[i:max(i, j)]...)
-}
-
-// finish stops the probe and returns the p50, p99 and max of its writes.
-func (p *writeProbe) finish() [3]time.Duration {
-	close(p.stop)
-	<-p.done
-	return probePercentiles(p.between(time.Time{}, time.Now()))
-}
-
-// cpuSeconds is the user+system CPU time the process used so far, from
-// /proc/<pid>/stat (clock ticks of 10 ms).
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name may hold spaces: fields count from after its ")".
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / 100
 }

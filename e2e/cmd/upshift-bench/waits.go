@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 )
@@ -35,12 +34,6 @@ type waitPoint struct {
 	// recomputations and recomputeSeconds are the count and sum of
 	// upshift_update_status_reconcile_duration_seconds.
 	recomputations, recomputeSeconds float64
-}
-
-// probeWrite is one timed write of the bench's write probe.
-type probeWrite struct {
-	at time.Time
-	d  time.Duration
 }
 
 // waitSampler records the controller's pending insight writes and
@@ -139,15 +132,6 @@ func (s *waitSampler) peakPending() float64 {
 	return best
 }
 
-// probePercentiles are the p50, p99 and max of writes.
-func probePercentiles(writes []probeWrite) [3]time.Duration {
-	ds := make([]time.Duration, len(writes))
-	for i, w := range writes {
-		ds[i] = w.d
-	}
-	return percentiles(ds)
-}
-
 // waitSummary is, for the changes slower than a threshold, what happened
 // while each waited.
 type waitSummary struct {
@@ -221,29 +205,15 @@ func mid[T any](sorted []T) T { return sorted[len(sorted)/2] }
 // count and sum (the bench's totals read them too).
 func scrapeWaitPoint(e endpoint) (waitPoint, error) {
 	p := waitPoint{at: time.Now()}
-	lines, err := metrics(e)
+	ms, err := e.metrics()
 	if err != nil {
 		return p, err
 	}
-	found := 0
-	for _, line := range lines {
-		var into *float64
-		switch {
-		case strings.HasPrefix(line, `upshift_update_status_pending_writes{kind="nodeprogressinsight"}`):
-			into = &p.insights
-		case strings.HasPrefix(line, "upshift_update_status_reconcile_duration_seconds_count"):
-			into = &p.recomputations
-		case strings.HasPrefix(line, "upshift_update_status_reconcile_duration_seconds_sum"):
-			into = &p.recomputeSeconds
-		default:
-			continue
-		}
-		if *into, err = sampleValue(line); err != nil {
-			return p, err
-		}
-		found++
-	}
-	if found != 3 {
+	var pending, count, sum bool
+	p.insights, pending = ms.Value("upshift_update_status_pending_writes", map[string]string{"kind": "nodeprogressinsight"})
+	p.recomputations, count = ms.Value("upshift_update_status_reconcile_duration_seconds_count", nil)
+	p.recomputeSeconds, sum = ms.Value("upshift_update_status_reconcile_duration_seconds_sum", nil)
+	if !pending || !count || !sum {
 		return p, fmt.Errorf("the controller's metrics lack pending writes or recomputations")
 	}
 	return p, nil

@@ -19,7 +19,6 @@ import (
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
-	"github.com/upshift-io/upshift/libs/testenv"
 )
 
 // runARO is the ARO act (DEMO_ARO=1): ARO's own Cluster object on a local
@@ -40,15 +39,14 @@ func runARO(ctx context.Context, o options) (err error) {
 		return fmt.Errorf("%s not found: run `make build` first", bin)
 	}
 	say("Starting a local control plane (etcd, kube-apiserver), a local Azure Resource Manager and Azure AD over TLS, a DNS server and a proxy per role")
-	env, err := testenv.Start(ctx, testenv.Options{})
+	// A bare control plane: ARO's objects are not ocpsim's
+	// (StartAROCluster seeds them).
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := env.Stop(); err == nil {
-			err = stopErr
-		}
-	}()
+	defer cluster.StopInto(&err)
+	env := cluster.Env
 	dir, err := os.MkdirTemp("", "upshift-demo-aro-")
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -15,45 +14,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/upshift-io/upshift/e2e/framework"
-	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
 )
 
 // cpmsNamespace is where the cpms-controller runs: the namespace of the
 // ControlPlaneMachineSet, as OpenShift's own operator for it runs there.
 const cpmsNamespace = "openshift-machine-api"
-
-// startCPMS runs the cpms-controller as its chart's ServiceAccount, serving
-// its webhook where the apiserver calls it, and waits until it is ready
-// (caches synced, webhook listening).
-func startCPMS(ctx context.Context, env *testenv.Env, binary string) (*framework.Component, *framework.Scraper, string, error) {
-	id, err := framework.InstallChartIdentity(ctx, env, "cpms-controller", "cpms", cpmsNamespace)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus-cpms")
-	if err != nil {
-		return nil, nil, "", err
-	}
-	r, err := framework.StartAsIdentity(binary, id, cpmsNamespace, true, framework.WebhookFlags(env)...)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	ready := func() bool {
-		resp, err := http.Get(r.ReadyzURL)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}
-	if err := framework.WaitFor(ctx, time.Minute, ready); err != nil {
-		_ = r.Stop(5 * time.Second)
-		return nil, nil, "", fmt.Errorf("cpms-controller not ready: %w\n%s", err, r.Logs())
-	}
-	return r.Component, scraper, r.MetricsURL, nil
-}
 
 // rollControlPlane is the second act: it changes the instance type in the
 // ControlPlaneMachineSet's template and prints one line per step of every

@@ -48,6 +48,7 @@ import (
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocmsim"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 )
 
@@ -118,99 +119,78 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}
 
-	say("Starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok")
 	// The apiserver calls the cpms-controller's webhook as its chart
-	// registers it.
-	cpmsChart, err := framework.RenderChart("cpms-controller", "cpms", cpmsNamespace)
-	if err != nil {
-		return err
-	}
-	hooks, err := cpmsChart.ValidatingWebhooks()
-	if err != nil {
-		return err
-	}
-	env, err := testenv.Start(ctx, testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, ValidatingWebhooks: hooks})
-	if err != nil {
-		return err
-	}
+	// registers it, so the cpms-controller starts before the cluster is
+	// seeded.
+	var ocm *ocmsim.Server
 	defer func() {
-		if stopErr := env.Stop(); err == nil {
-			err = stopErr
+		if ocm != nil {
+			ocm.Close()
 		}
 	}()
-
-	say("Running the cpms-controller as its chart's ServiceAccount in %s; it serves the ControlPlaneMachineSet webhook, so it starts before the cluster is seeded", cpmsNamespace)
-	if err := env.CreateNamespace(ctx, "monitoring"); err != nil {
-		return err
-	}
-	cpms, cpmsScraper, cpmsMetricsURL, err := startCPMS(ctx, env, cpmsController)
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true},
+		Seed:         &ocpsim.Topology{Version: o.from, Masters: o.masters, Workers: o.workers, Graph: []string{o.from, o.to}},
+		Sim:          &ocpsim.Options{TimeScale: o.timeScale},
+		Components: []framework.ComponentOptions{
+			{Chart: "cpms-controller", Release: "cpms", Namespace: cpmsNamespace, Scraper: "prometheus-cpms",
+				Binary: cpmsController, LeaderElect: true, Webhook: true},
+			{Chart: "update-status-controller", Release: "usc", Namespace: namespace, Scraper: "prometheus-usc",
+				Binary: usc, LeaderElect: true},
+			{Chart: "upgrade-scheduler", Release: "sched", Namespace: namespace, Set: []string{"ocm.enabled=true"}, Scraper: "prometheus-sched",
+				Binary: scheduler, LeaderElect: true, Args: []string{"--ocm=true", "--ocm-timeout=5s", "--ocm-sync-interval=1s"}},
+			// At this time scale the chart's 5s between status writes is 20
+			// simulated minutes: write at most once a second instead.
+			{Chart: "mcp-tracker", Release: "mcpt", Namespace: namespace, Scraper: "prometheus-mcpt",
+				Binary: mcpTracker, LeaderElect: true, Args: []string{"--min-write-interval=1s"}},
+			{Chart: "node-gate", Release: "ngate", Namespace: namespace, Scraper: "prometheus-ngate",
+				Binary: nodeGate, LeaderElect: true},
+		},
+		// The local OCM knows the cluster by its ClusterVersion's ID, so it
+		// starts once the cluster is seeded, before the scheduler.
+		Prepare: func(ctx context.Context, c *framework.Cluster) (err error) {
+			ocm, err = startOCM(ctx, c.Client)
+			return err
+		},
+		Progress: func(s framework.Stage) {
+			switch s {
+			case framework.StageControlPlane:
+				say("Starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok")
+			case framework.StageWebhooks:
+				say("Running the cpms-controller as its chart's ServiceAccount in %s; it serves the ControlPlaneMachineSet webhook, so it starts before the cluster is seeded", cpmsNamespace)
+			case framework.StageSeed:
+				say("Seeding an OpenShift %s cluster: %d control-plane and %d worker nodes", o.from, o.masters, o.workers)
+			case framework.StageComponents:
+				say("Installing the update-status-controller's, the upgrade-scheduler's, the mcp-tracker's and node-gate's ServiceAccounts and RBAC from their charts, and running each as its ServiceAccount")
+			}
+		},
+	})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if stopErr := cpms.Stop(10 * time.Second); err == nil && stopErr != nil {
-			err = fmt.Errorf("cpms-controller: %w\n%s", stopErr, cpms.Logs())
-		}
-	}()
-
-	say("Seeding an OpenShift %s cluster: %d control-plane and %d worker nodes", o.from, o.masters, o.workers)
-	if _, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{
-		Version: o.from, Masters: o.masters, Workers: o.workers, Graph: []string{o.from, o.to},
-	}); err != nil {
-		return err
+	defer cluster.StopInto(&err)
+	env := cluster.Env
+	running := func(release string) (*framework.Component, *framework.Scraper, string) {
+		c := cluster.Components[release]
+		return c.Running.Component, c.Scraper, c.Running.MetricsURL
 	}
-	sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: o.timeScale})
-	if err != nil {
-		return err
+	cpms, cpmsScraper, cpmsMetricsURL := running("cpms")
+	controller, scraper, metricsURL := running("usc")
+	sched, schedScraper, schedMetricsURL := running("sched")
+	tracker, trackScraper, trackMetricsURL := running("mcpt")
+	gate, gateScraper, gateMetricsURL := running("ngate")
+	// Each component's error comes with its logs; the last started stops
+	// first.
+	for _, c := range []struct {
+		name string
+		c    *framework.Component
+	}{{"cpms-controller", cpms}, {"update-status-controller", controller}, {"upgrade-scheduler", sched}, {"mcp-tracker", tracker}, {"node-gate", gate}} {
+		defer func() {
+			if stopErr := c.c.Stop(10 * time.Second); err == nil && stopErr != nil {
+				err = fmt.Errorf("%s: %w\n%s", c.name, stopErr, c.c.Logs())
+			}
+		}()
 	}
-	stopSim := sim.Start(ctx)
-	defer func() { _ = stopSim() }()
-
-	say("Installing the update-status-controller's, the upgrade-scheduler's, the mcp-tracker's and node-gate's ServiceAccounts and RBAC from their charts, and running each as its ServiceAccount")
-	controller, scraper, metricsURL, err := startComponent(ctx, env, usc, "update-status-controller", "usc")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if stopErr := controller.Stop(10 * time.Second); err == nil && stopErr != nil {
-			err = fmt.Errorf("update-status-controller: %w\n%s", stopErr, controller.Logs())
-		}
-	}()
-	ocm, err := startOCM(ctx, env.Client)
-	if err != nil {
-		return err
-	}
-	defer ocm.Close()
-	sched, schedScraper, schedMetricsURL, err := startComponentWith(ctx, env, scheduler, "upgrade-scheduler", "sched",
-		[]string{"ocm.enabled=true"}, "--ocm=true", "--ocm-timeout=5s", "--ocm-sync-interval=1s")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if stopErr := sched.Stop(10 * time.Second); err == nil && stopErr != nil {
-			err = fmt.Errorf("upgrade-scheduler: %w\n%s", stopErr, sched.Logs())
-		}
-	}()
-	// At this time scale the chart's 5s between status writes is 20
-	// simulated minutes: write at most once a second instead.
-	tracker, trackScraper, trackMetricsURL, err := startComponent(ctx, env, mcpTracker, "mcp-tracker", "mcpt", "--min-write-interval=1s")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if stopErr := tracker.Stop(10 * time.Second); err == nil && stopErr != nil {
-			err = fmt.Errorf("mcp-tracker: %w\n%s", stopErr, tracker.Logs())
-		}
-	}()
-	gate, gateScraper, gateMetricsURL, err := startComponent(ctx, env, nodeGate, "node-gate", "ngate")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if stopErr := gate.Stop(10 * time.Second); err == nil && stopErr != nil {
-			err = fmt.Errorf("node-gate: %w\n%s", stopErr, gate.Logs())
-		}
-	}()
 	say("Gating the workers with node-gate: a MutexRule with one pre-update hook Job, a MutexTarget on pool worker, a MutexRunConfig")
 	if err := createGate(ctx, env.Client); err != nil {
 		return err
@@ -303,30 +283,6 @@ func run(ctx context.Context, o options) (err error) {
 // namespace is where the demo installs the components, and where the
 // UpgradeConfig and its ConfigMap live.
 const namespace = "upshift"
-
-// startComponent runs a component as its chart's ServiceAccount, and
-// returns it with a scraper for its metrics (a ServiceAccount bound to the
-// chart's metrics-reader ClusterRole) and their URL.
-func startComponent(ctx context.Context, env *testenv.Env, binary, chart, release string, extra ...string) (*framework.Component, *framework.Scraper, string, error) {
-	return startComponentWith(ctx, env, binary, chart, release, nil, extra...)
-}
-
-// startComponentWith is startComponent with chart values set.
-func startComponentWith(ctx context.Context, env *testenv.Env, binary, chart, release string, set []string, extra ...string) (*framework.Component, *framework.Scraper, string, error) {
-	id, err := framework.InstallChartIdentity(ctx, env, chart, release, namespace, set...)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	scraper, err := framework.InstallMetricsScraper(ctx, env, id.Chart, "monitoring", "prometheus-"+release)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	r, err := framework.StartAsIdentity(binary, id, namespace, true, extra...)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	return r.Component, scraper, r.MetricsURL, nil
-}
 
 func statusReady(ctx context.Context, c client.Client) bool {
 	us := &updatev1alpha1.UpgradeStatus{}

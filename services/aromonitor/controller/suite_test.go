@@ -19,6 +19,7 @@ import (
 	libevents "github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 func TestController(t *testing.T) {
@@ -39,9 +40,10 @@ var (
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{}})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	DeferCleanup(cluster.Stop)
+	env = cluster.Env
 	cs, err := env.Clientset()
 	Expect(err).NotTo(HaveOccurred())
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})

@@ -22,6 +22,7 @@ import (
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/aromonitor/config"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 var env *testenv.Env
@@ -29,13 +30,14 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{})
 	cancel()
 	if err != nil {
 		panic(err)
 	}
+	env = cluster.Env
 	code := m.Run()
-	_ = env.Stop()
+	_ = cluster.Stop()
 	os.Exit(code)
 }
 

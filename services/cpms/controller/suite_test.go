@@ -20,12 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/upshift-io/upshift/libs/events"
@@ -37,10 +35,9 @@ import (
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/webhook"
-	"github.com/upshift-io/upshift/tools/ocpsim/etcd"
+	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
-	"github.com/upshift-io/upshift/tools/ocpsim/mco"
-	"github.com/upshift-io/upshift/tools/ocpsim/timescale"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 func TestController(t *testing.T) {
@@ -59,6 +56,7 @@ const (
 )
 
 var (
+	cluster      *simcluster.Cluster
 	env          *testenv.Env
 	controllerRC *rest.Config
 	// controllerMetrics is the registry of the controller running now.
@@ -69,16 +67,17 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// Shown only for a failed spec (GinkgoWriter).
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{
+	cluster, err = simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{
 		AuditLog: true,
 		// The garbage collector, so that a set deleted without releasing
 		// its machines would take the control plane with it.
 		ControllerManager:  true,
 		Controllers:        []string{"garbagecollector"},
 		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{webhook.Configuration(controllerNS, controllerSA)},
-	})
+	}})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	DeferCleanup(cluster.Stop)
+	env = cluster.Env
 
 	// The webhook server, for the whole suite (the controller restarts;
 	// the webhook must answer meanwhile, or its finalizer could not go on).
@@ -108,28 +107,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // released from a deleting one once enough members vote) for the suite.
 // 600x: an instance launch and join of 6 simulated minutes take 0.6 s.
 func startSimulators() {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler = rest.NoWarnings{}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 logf.Log.WithName("ocpsim"),
-		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	Expect(err).NotTo(HaveOccurred())
-	scale := timescale.New(600)
-	Expect(mco.IndexPodsByNode(context.Background(), mgr)).To(Succeed())
-	Expect(machineapi.Setup(mgr, machineapi.Options{Scale: scale, Log: logf.Log.WithName("ocpsim")})).To(Succeed())
-	Expect(etcd.Setup(mgr, etcd.Options{Scale: scale, Log: logf.Log.WithName("ocpsim")})).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	DeferCleanup(func() { cancel(); <-done })
+	Expect(cluster.Restart(ocpsim.Options{TimeScale: 600, Parts: []ocpsim.Part{ocpsim.PartMachineAPI, ocpsim.PartEtcd},
+		Log: logf.Log.WithName("ocpsim")})).To(Succeed())
 }
 
 // startController runs the controller in a manager of its own, as its

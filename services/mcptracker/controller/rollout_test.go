@@ -22,6 +22,7 @@ import (
 	"github.com/upshift-io/upshift/services/mcptracker/track"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/mco"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 // observed is the test's own record of the MCO's moves, from watches
@@ -124,13 +125,10 @@ func within(a *metav1.Time, b time.Time) {
 
 func mcoRollout() {
 	It("times every pool from the node annotations, exports metrics without an UpgradeConfig, and writes its status fields", func(ctx SpecContext) {
-		_, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 1, Workers: 2,
-			CustomPools: []ocpsim.CustomPool{{Name: "infra", Nodes: 1, Paused: true}}})
+		sim, err := simcluster.Simulate(ctx, env, ocpsim.Topology{Version: "4.16.1", Masters: 1, Workers: 2,
+			CustomPools: []ocpsim.CustomPool{{Name: "infra", Nodes: 1, Paused: true}}}, ocpsim.Options{TimeScale: 600})
 		Expect(err).NotTo(HaveOccurred())
-		sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: 600})
-		Expect(err).NotTo(HaveOccurred())
-		stop := sim.Start(context.Background())
-		DeferCleanup(func(context.Context) { Expect(stop()).To(Succeed()) }, NodeTimeout(20*time.Second))
+		DeferCleanup(func(context.Context) { Expect(sim.Stop()).To(Succeed()) }, NodeTimeout(20*time.Second))
 
 		t := startTracker(ctx, &controller.Reconciler{Namespace: "rollout", MinWriteInterval: 200 * time.Millisecond})
 

@@ -28,6 +28,7 @@ import (
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/mcptracker/controller"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 func TestController(t *testing.T) {
@@ -42,9 +43,10 @@ var env *testenv.Env
 var _ = BeforeSuite(func(ctx context.Context) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{Kwok: true})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{Kwok: true}})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	DeferCleanup(cluster.Stop)
+	env = cluster.Env
 }, NodeTimeout(2*time.Minute))
 
 // The specs share one control plane and run in this order: the first two

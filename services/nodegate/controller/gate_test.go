@@ -28,6 +28,7 @@ import (
 	"github.com/upshift-io/upshift/services/nodegate/plan"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/mco"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 const ns = "gate"
@@ -38,14 +39,11 @@ const ns = "gate"
 // PDB-blocked drain forced during the update to 4.16.3.
 var _ = Describe("node-gate", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
-		_, err := ocpsim.Seed(ctx, env.Client, ocpsim.Topology{Version: "4.16.1", Masters: 1, Workers: 3})
-		Expect(err).NotTo(HaveOccurred())
 		d := mco.DefaultDurations()
 		d.DrainTimeout = 1000 * time.Hour // the remediation, not the MCD, acts on a blocked drain here
-		sim, err := ocpsim.New(env.Config, ocpsim.Options{TimeScale: 600, MCO: d})
+		sim, err := simcluster.Simulate(ctx, env, ocpsim.Topology{Version: "4.16.1", Masters: 1, Workers: 3}, ocpsim.Options{TimeScale: 600, MCO: d})
 		Expect(err).NotTo(HaveOccurred())
-		stop := sim.Start(context.Background())
-		DeferCleanup(func(context.Context) { Expect(stop()).To(Succeed()) }, NodeTimeout(20*time.Second))
+		DeferCleanup(func(context.Context) { Expect(sim.Stop()).To(Succeed()) }, NodeTimeout(20*time.Second))
 		Expect(env.CreateNamespace(ctx, ns)).To(Succeed())
 		Expect(env.Client.Create(ctx, &nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: ns},
 			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}})).To(Succeed())

@@ -24,6 +24,7 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 const exampleNS = "node-upgrade-mutex-operator"
@@ -33,13 +34,14 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{})
 	cancel()
 	if err != nil {
 		panic(err)
 	}
+	env = cluster.Env
 	code := m.Run()
-	_ = env.Stop()
+	_ = cluster.Stop()
 	os.Exit(code)
 }
 

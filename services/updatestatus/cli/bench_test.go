@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
-	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 	"github.com/upshift-io/upshift/services/updatestatus/render"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 // largeSnapshot is a cluster of 3 masters and `workers` workers whose
@@ -111,11 +111,12 @@ func BenchmarkOfflineStatus5000Nodes(b *testing.B) {
 // plain `go test` does not run it.
 func BenchmarkClusterStatus5000Nodes(b *testing.B) {
 	ctx := context.Background()
-	env, err := testenv.Start(ctx, testenv.Options{})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer env.Stop()
+	defer cluster.Stop()
+	env := cluster.Env
 	s := largeSnapshot(5000)
 	r, err := assess.Assess(s, nil)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 	"github.com/upshift-io/upshift/services/updatestatus/render"
 	"github.com/upshift-io/upshift/services/updatestatus/snapshot"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 // The cluster-mode specs run against a real kube-apiserver (libs/testenv);
@@ -52,9 +53,10 @@ var _ = Describe("cluster mode with the Upshift CRDs installed", Ordered, func()
 
 	BeforeAll(func(ctx SpecContext) {
 		var err error
-		env, err = testenv.Start(ctx, testenv.Options{})
+		cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{}})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
+		DeferCleanup(cluster.Stop)
+		env = cluster.Env
 	})
 
 	It("says the controller has not computed the status while there is no UpgradeStatus", func(ctx SpecContext) {
@@ -164,9 +166,10 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 
 	BeforeAll(func(ctx SpecContext) {
 		var err error
-		env, err = testenv.Start(ctx, testenv.Options{})
+		cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{}})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
+		DeferCleanup(cluster.Stop)
+		env = cluster.Env
 		us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: updatev1alpha1.UpgradeStatusName}}
 		Expect(env.Client.Create(ctx, us)).To(Succeed())
 	})
@@ -458,9 +461,10 @@ var _ = Describe("cluster mode without the Upshift CRDs", Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		var err error
-		env, err = testenv.Start(ctx, testenv.Options{WithoutUpshiftCRDs: true})
+		cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{WithoutUpshiftCRDs: true}})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
+		DeferCleanup(cluster.Stop)
+		env = cluster.Env
 	})
 
 	It("says the UpgradeStatus CRD is not installed and which chart installs it", func(ctx SpecContext) {

@@ -41,6 +41,7 @@ import (
 	upruntime "github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/updatestatus/controller"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 // BenchmarkFirstStartMemory measures the controller's memory on a large
@@ -70,11 +71,12 @@ func BenchmarkFirstStartMemory(b *testing.B) {
 	logf.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = env.Stop() }()
+	defer func() { _ = cluster.Stop() }()
+	env := cluster.Env
 
 	const workers = benchNodes - 3
 	started := time.Now().Add(-20 * time.Minute)

@@ -23,8 +23,8 @@ import (
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
-	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/updatestatus/controller"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 // What the controller reads besides its informers: the MCO Deployment's
@@ -45,9 +45,10 @@ var _ = Describe("what the controller reads beside its informers", Ordered, func
 	)
 
 	BeforeAll(func(ctx SpecContext) {
-		own, err := testenv.Start(ctx, testenv.Options{})
+		cluster, err := simcluster.Start(ctx, simcluster.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(own.Stop)
+		DeferCleanup(cluster.Stop)
+		own := cluster.Env
 		c = own.Client
 		prom = newFakePrometheus()
 		DeferCleanup(prom.Close)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 func TestController(t *testing.T) {
@@ -28,7 +29,8 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// kube-controller-manager for garbage collection of insights whose Node
 	// goes, and nothing else: these Nodes have no kubelet, and nodelifecycle
 	// would mark them unreachable.
-	env, err = testenv.Start(ctx, testenv.Options{ControllerManager: true, Controllers: []string{"garbagecollector"}})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{ControllerManager: true, Controllers: []string{"garbagecollector"}}})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	DeferCleanup(cluster.Stop)
+	env = cluster.Env
 }, NodeTimeout(3*time.Minute))

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 func TestController(t *testing.T) {
@@ -22,7 +23,8 @@ var env *testenv.Env
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error
-	env, err = testenv.Start(ctx, testenv.Options{AuditLog: true, Alertmanager: true})
+	cluster, err := simcluster.Start(ctx, simcluster.Options{ControlPlane: testenv.Options{AuditLog: true, Alertmanager: true}})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(env.Stop)
+	DeferCleanup(cluster.Stop)
+	env = cluster.Env
 }, NodeTimeout(2*time.Minute))

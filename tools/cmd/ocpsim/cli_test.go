@@ -15,6 +15,7 @@ import (
 
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocpsim/faults"
+	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
 // TestSeedAndFaultAgainstAPIServer runs the seed, fault and run commands
@@ -27,11 +28,13 @@ func TestSeedAndFaultAgainstAPIServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
+	// A bare control plane: the commands under test seed and simulate it.
+	cluster, err := simcluster.Start(ctx, simcluster.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer env.Stop()
+	defer cluster.Stop()
+	env := cluster.Env
 	var out, errb bytes.Buffer
 	if err := run(context.Background(), []string{"seed", "--kubeconfig", env.KubeconfigPath, "--masters", "3", "--workers", "4", "--version", "4.17.2"}, &out, &errb); err != nil {
 		t.Fatalf("seed: %v (%s)", err, errb.String())
