@@ -2,7 +2,8 @@ package plan
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,22 +202,13 @@ func (w *world) userDelete(name string) {
 
 func (w *world) input() Input {
 	in := Input{CPMS: w.cpms.DeepCopy(), Config: w.cfg, Now: w.now, ClusterOperators: w.cos}
-	for _, n := range sortedKeys(w.machines) {
+	for _, n := range slices.Sorted(maps.Keys(w.machines)) {
 		in.Machines = append(in.Machines, *w.machines[n].DeepCopy())
 	}
-	for _, n := range sortedKeys(w.nodes) {
+	for _, n := range slices.Sorted(maps.Keys(w.nodes)) {
 		in.Nodes = append(in.Nodes, *w.nodes[n].DeepCopy())
 	}
 	return in
-}
-
-func sortedKeys[T any](m map[string]T) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // plan runs the planner and writes its status, as the reconciler would.
@@ -266,7 +258,7 @@ func (w *world) apply(a *Action) {
 // asks for the "bad" instance type, which fails), deleting machines go once
 // no preDrain hook holds them.
 func (w *world) mao() {
-	for _, name := range sortedKeys(w.machines) {
+	for _, name := range slices.Sorted(maps.Keys(w.machines)) {
 		m := w.machines[name]
 		switch {
 		case m.DeletionTimestamp != nil:
@@ -296,7 +288,7 @@ func (w *world) ceo() {
 		return
 	}
 	replicas := int(*w.cpms.Spec.Replicas)
-	for _, name := range sortedKeys(w.machines) {
+	for _, name := range slices.Sorted(maps.Keys(w.machines)) {
 		m := w.machines[name]
 		if m.DeletionTimestamp == nil {
 			w.addHook(m)
@@ -310,7 +302,7 @@ func (w *world) ceo() {
 			}
 		}
 	}
-	for _, name := range sortedKeys(w.machines) {
+	for _, name := range slices.Sorted(maps.Keys(w.machines)) {
 		m := w.machines[name]
 		if m.DeletionTimestamp == nil || !hasEtcdHook(m) {
 			continue
@@ -358,7 +350,7 @@ func (w *world) settle() {
 // summary is one line of machine states: name:phase[flags].
 func (w *world) summary() string {
 	var parts []string
-	for _, name := range sortedKeys(w.machines) {
+	for _, name := range slices.Sorted(maps.Keys(w.machines)) {
 		m := w.machines[name]
 		s := name + ":"
 		if m.Status.Phase != nil {
@@ -379,7 +371,7 @@ func (w *world) summary() string {
 // nothing moves any more.
 func (w *world) fingerprint() string {
 	s := w.summary()
-	for _, name := range sortedKeys(w.machines) {
+	for _, name := range slices.Sorted(maps.Keys(w.machines)) {
 		s += fmt.Sprintf(" %s:%d:%s", name, len(w.machines[name].Spec.LifecycleHooks.PreDrain), w.members[name])
 	}
 	return s
@@ -412,7 +404,7 @@ func (w *world) cond(t string) *metav1.Condition {
 
 func (w *world) inIndex(i int) []string {
 	var out []string
-	for _, name := range sortedKeys(w.machines) {
+	for _, name := range slices.Sorted(maps.Keys(w.machines)) {
 		if strings.HasSuffix(name, fmt.Sprintf("-%d", i)) {
 			out = append(out, name)
 		}

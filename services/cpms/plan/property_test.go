@@ -2,8 +2,10 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,14 +88,14 @@ func (w *world) view(old state, created, deleted map[string]bool) Input {
 			ms[name] = w.machines[name]
 		}
 	}
-	for _, name := range sortedKeys(ms) {
+	for _, name := range slices.Sorted(maps.Keys(ms)) {
 		m := *ms[name].DeepCopy()
 		if deleted[string(m.UID)] && m.DeletionTimestamp == nil {
 			m.DeletionTimestamp = ptr(metav1.NewTime(w.now))
 		}
 		in.Machines = append(in.Machines, m)
 	}
-	for _, name := range sortedKeys(old.nodes) {
+	for _, name := range slices.Sorted(maps.Keys(old.nodes)) {
 		in.Nodes = append(in.Nodes, *old.nodes[name].DeepCopy())
 	}
 	return in
@@ -269,7 +271,7 @@ func randomHistory(t *testing.T, seed int64) {
 }
 
 func pick[T any](rng *rand.Rand, m map[string]T) string {
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	if len(keys) == 0 {
 		return ""
 	}
@@ -279,7 +281,7 @@ func pick[T any](rng *rand.Rand, m map[string]T) string {
 // person deletes machines the set will not: failed ones and, under OnDelete,
 // outdated ones (one per visit).
 func person(w *world) {
-	for _, name := range sortedKeys(w.machines) {
+	for _, name := range slices.Sorted(maps.Keys(w.machines)) {
 		m := w.machines[name]
 		if m.DeletionTimestamp != nil {
 			continue

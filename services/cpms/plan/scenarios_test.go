@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +53,7 @@ func (w *world) checkShape() {
 
 func (w *world) allNew(t *testing.T) {
 	t.Helper()
-	for _, name := range sortedKeys(w.machines) {
+	for _, name := range slices.Sorted(maps.Keys(w.machines)) {
 		m := w.machines[name]
 		if !strings.Contains(string(m.Spec.ProviderSpec.Value.Raw), "m6i.2xlarge") || m.DeletionTimestamp != nil {
 			t.Fatalf("machine %s not replaced: %s\n%s", name, w.summary(), w.tail())

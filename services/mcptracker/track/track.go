@@ -9,6 +9,7 @@ package track
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -328,7 +329,7 @@ func Track(in Input) Output {
 	}
 
 	// Pools gone: keep them listed for RemovedRetention.
-	for _, name := range sortedKeys(in.Prev.Pools) {
+	for _, name := range slices.Sorted(maps.Keys(in.Prev.Pools)) {
 		if present[name] {
 			continue
 		}
@@ -449,13 +450,4 @@ func metaTimePtr(t *time.Time) *metav1.Time {
 	}
 	m := metaTime(*t)
 	return &m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

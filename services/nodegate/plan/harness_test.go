@@ -2,7 +2,8 @@ package plan
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,25 +122,16 @@ func newWorld(t testing.TB, workers int) *world {
 func (w *world) input() Input {
 	in := Input{Now: w.now, Run: w.run.DeepCopy(), Rules: w.rules, Targets: w.targets, ClusterVersion: w.cv.DeepCopy(),
 		Alerts: w.alerts, AlertsErr: w.alertsErr, OtherRuns: w.others, JobNamespaces: w.jobNS, GatedPools: w.gated}
-	for _, k := range sortedKeys(w.pools) {
+	for _, k := range slices.Sorted(maps.Keys(w.pools)) {
 		in.Pools = append(in.Pools, *w.pools[k].DeepCopy())
 	}
-	for _, k := range sortedKeys(w.nodes) {
+	for _, k := range slices.Sorted(maps.Keys(w.nodes)) {
 		in.Nodes = append(in.Nodes, *w.nodes[k].DeepCopy())
 	}
-	for _, k := range sortedKeys(w.jobs) {
+	for _, k := range slices.Sorted(maps.Keys(w.jobs)) {
 		in.Jobs = append(in.Jobs, *w.jobs[k].DeepCopy())
 	}
 	return in
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // reconcile runs the planner once, writes the status, then applies the
@@ -237,7 +229,7 @@ func (w *world) finishControlPlane() {
 // primary is the MCO's pool for a node, with the pools as they are now.
 func (w *world) primary(n *corev1.Node) string {
 	var sel []string
-	for _, k := range sortedKeys(w.pools) {
+	for _, k := range slices.Sorted(maps.Keys(w.pools)) {
 		if selects(w.pools[k].Spec.NodeSelector, n.Labels) {
 			sel = append(sel, k)
 		}
@@ -258,7 +250,7 @@ func (w *world) primary(n *corev1.Node) string {
 func (w *world) mco() []string {
 	var touched []string
 	members := map[string][]*corev1.Node{}
-	for _, name := range sortedKeys(w.nodes) {
+	for _, name := range slices.Sorted(maps.Keys(w.nodes)) {
 		n := w.nodes[name]
 		a := n.Annotations
 		if a[mcostate.DesiredConfig] != a[mcostate.CurrentConfig] {
@@ -270,7 +262,7 @@ func (w *world) mco() []string {
 			members[p] = append(members[p], n)
 		}
 	}
-	for _, pname := range sortedKeys(members) {
+	for _, pname := range slices.Sorted(maps.Keys(members)) {
 		pool := w.pools[pname]
 		if pool == nil || pool.Spec.Paused {
 			continue
@@ -306,7 +298,7 @@ func (w *world) mco() []string {
 func (w *world) setJob(key string, cond batchv1.JobConditionType) {
 	j, ok := w.jobs[key]
 	if !ok {
-		w.t.Fatalf("no Job %s; have %v", key, sortedKeys(w.jobs))
+		w.t.Fatalf("no Job %s; have %v", key, slices.Sorted(maps.Keys(w.jobs)))
 	}
 	j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: cond, Status: corev1.ConditionTrue, Reason: "Test"})
 }
@@ -314,7 +306,7 @@ func (w *world) setJob(key string, cond batchv1.JobConditionType) {
 // runningJobs lists Jobs without a final condition.
 func (w *world) runningJobs() []string {
 	var out []string
-	for _, k := range sortedKeys(w.jobs) {
+	for _, k := range slices.Sorted(maps.Keys(w.jobs)) {
 		if s, _ := stateOf(w.jobs[k]); s == jobRunning {
 			out = append(out, k)
 		}

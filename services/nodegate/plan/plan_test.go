@@ -2,6 +2,8 @@ package plan
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -661,7 +663,7 @@ func TestStartGates(t *testing.T) {
 				t.Fatalf("%d nodes pending, want 2 (none started)", n)
 			}
 			if len(w.jobs) != 0 {
-				t.Fatalf("jobs created: %v", sortedKeys(w.jobs))
+				t.Fatalf("jobs created: %v", slices.Sorted(maps.Keys(w.jobs)))
 			}
 			c := w.cond(CondProgressing)
 			if c.Reason != tc.reason {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"slices"
@@ -135,7 +136,7 @@ func configVersion(name string) string { return name[strings.LastIndex(name, "-"
 func (c *checker) targeted(before map[string]string) {
 	w := c.w
 	round := w.run.Status.RunID
-	for _, name := range sortedKeys(w.nodes) {
+	for _, name := range slices.Sorted(maps.Keys(w.nodes)) {
 		n := w.nodes[name]
 		desired := n.Annotations[mcostate.DesiredConfig]
 		if before[name] == desired || n.Labels[ReleaseLabel] == "" {
@@ -173,7 +174,7 @@ func (c *checker) targeted(before map[string]string) {
 // not: what the MCO counts as unavailable.
 func (c *checker) unavailable() {
 	var updating []string
-	for _, name := range sortedKeys(c.w.nodes) {
+	for _, name := range slices.Sorted(maps.Keys(c.w.nodes)) {
 		n := c.w.nodes[name]
 		if n.Labels[ReleaseLabel] == "" && !slices.Contains(c.w.targets[0].Spec.MachineConfigPools, c.w.primary(n)) {
 			continue // not gated: a master, or a worker when infra is gated
@@ -184,7 +185,7 @@ func (c *checker) unavailable() {
 	}
 	if len(updating) > c.mu {
 		var st []string
-		for _, p := range sortedKeys(c.w.pools) {
+		for _, p := range slices.Sorted(maps.Keys(c.w.pools)) {
 			st = append(st, fmt.Sprintf("%s paused=%v cfg=%s", p, c.w.pools[p].Spec.Paused, c.w.pools[p].Spec.Configuration.Name))
 		}
 		for _, name := range updating {
@@ -430,7 +431,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 				}
 			case k == 16:
 				if rng.Intn(4) == 0 {
-					names := sortedKeys(w.nodes)
+					names := slices.Sorted(maps.Keys(w.nodes))
 					n := names[rng.Intn(len(names))]
 					if _, master := w.nodes[n].Labels[masterRole]; !master {
 						delete(w.nodes, n)
