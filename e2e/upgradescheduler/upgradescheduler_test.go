@@ -33,8 +33,6 @@ import (
 
 const ucName = "managed-upgrade-config"
 
-func keyOf(o client.Object) client.ObjectKey { return client.ObjectKeyFromObject(o) }
-
 var ucKey = client.ObjectKey{Namespace: namespace, Name: ucName}
 
 // newUC is an UpgradeConfig as OCM writes them for MUO.
