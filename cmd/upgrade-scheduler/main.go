@@ -14,11 +14,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/controller"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
@@ -70,9 +73,10 @@ func main() {
 			log.Info("running UpgradeConfigs", "namespace", namespace, "configMap", config.ConfigMapName)
 			r := &controller.Reconciler{
 				Client:     mgr.GetClient(),
-				Recorder:   mgr.GetEventRecorder("upgrade-scheduler"),
+				Recorder:   events.NewRecorder(mgr.GetEventRecorder("upgrade-scheduler")),
 				Namespace:  namespace,
 				SilenceTTL: silenceTTL,
+				Metrics:    metrics.New(ctrlmetrics.Registry),
 			}
 			if am.URL != "" {
 				if silenceTTL < 2*time.Second {

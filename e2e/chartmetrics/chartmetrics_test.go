@@ -9,10 +9,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
-	// The scheduler's process registers these: the upgrade metrics, and
-	// (through libs/runtime) upshift_build_info.
+	// The scheduler's process registers upshift_build_info through
+	// libs/runtime, and its upgrade metrics on the same registry.
 	_ "github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
@@ -46,12 +47,13 @@ func everySeries() *upgradev1alpha1.UpgradeConfig {
 }
 
 func TestEveryMetricTheChartQueriesIsRegistered(t *testing.T) {
-	metrics.Default.Update("ns/uc", metrics.Samples(everySeries(), metrics.Cluster{ID: "id", Version: "4.16.1"}))
-	defer metrics.Default.Forget("ns/uc")
-	metrics.ObserveSteps([]metrics.StepDone{{Step: string(plan.StepUpgradeCommenced), Duration: time.Second}})
-	metrics.ObserveOCMRequest("patch_policy_state", "500")
-	metrics.ObserveNotification("uc", plan.EventStarted, "failed")
-	metrics.ObserveSync("uc", time.Unix(1, 0))
+	m := metrics.New(ctrlmetrics.Registry)
+	m.Update("ns/uc", metrics.Samples(everySeries(), metrics.Cluster{ID: "id", Version: "4.16.1"}))
+	defer m.Forget("ns/uc")
+	m.ObserveSteps([]metrics.StepDone{{Step: string(plan.StepUpgradeCommenced), Duration: time.Second}})
+	m.ObserveOCMRequest("patch_policy_state", "500")
+	m.ObserveNotification("uc", plan.EventStarted, "failed")
+	m.ObserveSync("uc", time.Unix(1, 0))
 	for _, name := range metrics.Names() {
 		if !registered(name) {
 			t.Fatalf("%s is not registered: the check below would prove nothing", name)

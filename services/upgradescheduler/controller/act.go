@@ -20,7 +20,6 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
-	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/ocm"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
@@ -113,17 +112,17 @@ func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig,
 		}
 		outcome, err := r.OCM.deliver(ctx, uc, cfg, cv, n)
 		if err != nil {
-			metrics.ObserveNotification(uc.Name, n.Event, "failed")
+			r.Metrics.ObserveNotification(uc.Name, n.Event, "failed")
 			return err
 		}
 		if outcome == ocm.PolicyGone && plan.PolicyGoneBlocks(n.Event) {
 			// Not recorded: the step stays blocked. A sync now turns the
 			// removal into a cancellation (or the new policy into a
 			// reschedule) without waiting for the next watchInterval.
-			metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
+			r.Metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
 			return r.policyGone(ctx, n.Event)
 		}
-		metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
+		r.Metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
 		// The record goes into the status written next; the step moves on
 		// only in the plan that reads it.
 		*status = plan.RecordNotification(*status, n, string(outcome), r.Clock.Now())

@@ -7,18 +7,18 @@ package controller
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/events"
+
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -32,6 +32,7 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
@@ -44,8 +45,9 @@ const Name = "upgradescheduler"
 // Reconciler runs UpgradeConfigs in Namespace (all namespaces when empty),
 // reading the configuration ConfigMap from each UpgradeConfig's namespace.
 type Reconciler struct {
-	Client       client.Client
-	Recorder     events.EventRecorder
+	Client client.Client
+	// Recorder records the plan's Events (libs/events: nil records none).
+	Recorder     *events.Recorder
 	Namespace    string
 	Clock        clock.PassiveClock
 	Integrations plan.Integrations
@@ -62,6 +64,9 @@ type Reconciler struct {
 	// OCM delivers the notifications when the configuration's source is
 	// OCM; nil: no notifications whatever the configuration says.
 	OCM *OCM
+	// Metrics are the scheduler's metrics (metrics.New on the manager's
+	// registry in production); nil: kept on a registry nobody serves.
+	Metrics *metrics.Metrics
 
 	mu       sync.Mutex
 	lastGood map[string]*config.Config // per namespace
@@ -81,6 +86,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.CheckURLs == nil {
 		r.CheckURLs = checkURLs
+	}
+	if r.Metrics == nil {
+		r.Metrics = metrics.New(prometheus.NewRegistry())
+	}
+	if r.OCM != nil {
+		r.OCM.observe = r.Metrics.ObserveOCMRequest
 	}
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list upgradev1alpha1.UpgradeConfigList
@@ -149,8 +160,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	uc := &upgradev1alpha1.UpgradeConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, uc); err != nil {
 		if apierrors.IsNotFound(err) {
-			metrics.Default.Forget(req.String())
-			metrics.ClearNotificationFailed(req.Name, nil)
+			r.Metrics.Forget(req.String())
+			r.Metrics.ClearNotificationFailed(req.Name, nil)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -207,7 +218,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if a := action; a != nil && a.Kind == plan.RemoveFinalizer {
 		// The object is gone or going; there is no status left to write.
 		if actErr == nil {
-			metrics.Default.Forget(req.String())
+			r.Metrics.Forget(req.String())
 		}
 		return reconcile.Result{}, actErr
 	}
@@ -216,7 +227,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		uc.Status = status
 		if err := r.Client.Status().Update(ctx, uc); err != nil {
 			if apierrors.IsNotFound(err) {
-				metrics.Default.Forget(req.String())
+				r.Metrics.Forget(req.String())
 				return reconcile.Result{}, nil
 			}
 			// A conflict means a newer object is on its way through the
@@ -225,30 +236,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		// Only once written: a write that failed is planned again, and the
 		// step would be counted twice.
-		metrics.ObserveSteps(done)
+		r.Metrics.ObserveSteps(done)
 	}
-	metrics.Default.Update(req.String(), metrics.Samples(uc, clusterOf(snap)))
-	metrics.ClearNotificationFailed(uc.Name, func(event string) bool { return plan.NotificationWanted(uc.Status, event) })
-	if r.Recorder != nil {
-		// The events library folds Events with the same object, reason and
-		// action into one series that keeps the first message only: when one
-		// plan records several Events with one reason (two failing health
-		// checks), they are numbered so that each message reaches
-		// `kubectl describe`.
-		seen := map[string]int{}
-		for _, e := range out.Events {
-			typ := corev1.EventTypeNormal
-			if e.Warning {
-				typ = corev1.EventTypeWarning
-			}
-			seen[e.Reason]++
-			action := "Plan"
-			if n := seen[e.Reason]; n > 1 {
-				action = fmt.Sprintf("Plan-%d", n)
-			}
-			r.Recorder.Eventf(uc, nil, typ, e.Reason, action, "%s", e.Message)
+	r.Metrics.Update(req.String(), metrics.Samples(uc, clusterOf(snap)))
+	r.Metrics.ClearNotificationFailed(uc.Name, func(event string) bool { return plan.NotificationWanted(uc.Status, event) })
+	// One call: libs/events numbers the actions of Events of one reason
+	// that say different things (two failing health checks), so that each
+	// message reaches `kubectl describe`.
+	evs := make([]events.Event, 0, len(out.Events))
+	for _, e := range out.Events {
+		if e.Warning {
+			evs = append(evs, events.Warning(uc, e.Reason, "Plan", e.Message))
+		} else {
+			evs = append(evs, events.Normal(uc, e.Reason, "Plan", e.Message))
 		}
 	}
+	r.Recorder.Record(evs...)
 	if actErr != nil {
 		// Retried with the controller's rate-limited backoff.
 		return reconcile.Result{}, actErr

@@ -23,6 +23,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/controller"
@@ -48,7 +49,8 @@ func startControllerWithClock(ctx context.Context, namespace string, clk clock.P
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&controller.Reconciler{
 		Client:    mgr.GetClient(),
-		Recorder:  mgr.GetEventRecorder("upgrade-scheduler"),
+		Recorder:  events.NewRecorder(mgr.GetEventRecorder("upgrade-scheduler")),
+		Metrics:   schedulerMetrics,
 		Namespace: namespace,
 		Clock:     clk,
 	}).SetupWithManager(mgr)).To(Succeed())

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/metricstest"
@@ -22,13 +21,13 @@ import (
 	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 )
 
-// series scrapes the registry the scheduler exports (the process's, as
-// /metrics serves it) and returns the series of a gauge whose labels contain
+// series scrapes the registry the suite's schedulers export to (as /metrics
+// would serve it) and returns the series of a gauge whose labels contain
 // filter, as "label=value,..." (names sorted) -> value.
 func series(name, filter string) func() map[string]float64 {
 	return func() map[string]float64 {
 		GinkgoHelper()
-		all, err := metricstest.Series(ctrlmetrics.Registry, name)
+		all, err := metricstest.Series(registry, name)
 		Expect(err).NotTo(HaveOccurred())
 		out := map[string]float64{}
 		for key, v := range all {
@@ -43,7 +42,7 @@ func series(name, filter string) func() map[string]float64 {
 // stepsObserved is the number of observations of the step duration histogram.
 func stepsObserved() uint64 {
 	GinkgoHelper()
-	all, err := metricstest.Series(ctrlmetrics.Registry, metrics.StepDuration)
+	all, err := metricstest.Series(registry, metrics.StepDuration)
 	Expect(err).NotTo(HaveOccurred())
 	var n uint64
 	for key, v := range all {

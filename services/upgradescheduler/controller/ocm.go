@@ -13,7 +13,6 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
-	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/ocm"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
@@ -32,6 +31,10 @@ type OCM struct {
 	Reader client.Reader
 	// Timeout bounds one OCM request.
 	Timeout time.Duration
+
+	// observe counts each OCM request (the Reconciler's metrics, set by
+	// SetupWithManager).
+	observe func(op, code string)
 
 	mu      sync.Mutex
 	conn    *ocm.Client
@@ -66,7 +69,7 @@ func (o *OCM) client(ctx context.Context, cfg *config.Config, cv *configv1.Clust
 		if o.conn != nil {
 			_ = o.conn.Close()
 		}
-		c, err := ocm.NewClient(cfg.OCMBaseURL, token, o.Timeout, metrics.ObserveOCMRequest)
+		c, err := ocm.NewClient(cfg.OCMBaseURL, token, o.Timeout, o.observe)
 		if err != nil {
 			return nil, ocm.Cluster{}, err
 		}

@@ -22,6 +22,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/controller"
@@ -48,8 +49,9 @@ func startWithOCM(ctx context.Context, namespace string, syncEvery time.Duration
 	}())
 	Expect(err).NotTo(HaveOccurred())
 	r := &controller.Reconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("upgrade-scheduler"), Namespace: namespace, Clock: clock.RealClock{},
-		OCM: &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: 2 * time.Second},
+		Client: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorder("upgrade-scheduler")), Namespace: namespace, Clock: clock.RealClock{},
+		Metrics: schedulerMetrics,
+		OCM:     &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: 2 * time.Second},
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	syncer := &controller.PolicySyncer{R: r, Interval: syncEvery}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
-	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/services/upgradescheduler/ocm"
 )
 
@@ -125,7 +125,7 @@ func (s *PolicySyncer) sync(ctx context.Context) (time.Duration, ocm.SyncAction,
 	if err := s.apply(ctx, key, existing, d); err != nil {
 		return interval, "", err
 	}
-	metrics.ObserveSync(ocm.UpgradeConfigName, r.Clock.Now())
+	r.Metrics.ObserveSync(ocm.UpgradeConfigName, r.Clock.Now())
 	return interval, d.Action, nil
 }
 
@@ -191,8 +191,11 @@ func (s *PolicySyncer) apply(ctx context.Context, key client.ObjectKey, existing
 }
 
 func (s *PolicySyncer) event(uc *upgradev1alpha1.UpgradeConfig, typ, reason, format string, args ...any) {
-	if s.R.Recorder != nil {
-		s.R.Recorder.Eventf(uc, nil, typ, reason, "PolicySync", "%s", fmt.Sprintf(format, args...))
+	note := fmt.Sprintf(format, args...)
+	if typ == corev1.EventTypeWarning {
+		s.R.Recorder.Record(events.Warning(uc, reason, "PolicySync", note))
+	} else {
+		s.R.Recorder.Record(events.Normal(uc, reason, "PolicySync", note))
 	}
 }
 

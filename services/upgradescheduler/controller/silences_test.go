@@ -23,6 +23,7 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/controller"
@@ -53,7 +54,8 @@ func startWithAlertmanager(ctx context.Context, namespace string) func() {
 	ac, err := alerts.New(alerts.Config{URL: env.Alertmanager.URL, API: alerts.Alertmanager, Timeout: 2 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
 	Expect((&controller.Reconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("upgrade-scheduler"), Namespace: namespace, Clock: clock.RealClock{},
+		Client: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorder("upgrade-scheduler")), Namespace: namespace, Clock: clock.RealClock{},
+		Metrics:      schedulerMetrics,
 		Integrations: plan.Integrations{Silences: true}, Silences: sc, SilenceTTL: silenceTTL, Alerts: ac,
 	}).SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(ctx)

@@ -8,7 +8,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
 )
 
@@ -20,6 +23,14 @@ func TestController(t *testing.T) {
 }
 
 var env *testenv.Env
+
+// registry is where every scheduler the suite starts keeps its metrics (one
+// at a time runs, as one runs in a cluster), and what the metrics specs
+// scrape.
+var (
+	registry         = prometheus.NewRegistry()
+	schedulerMetrics = metrics.New(registry)
+)
 
 var _ = BeforeSuite(func(ctx context.Context) {
 	var err error

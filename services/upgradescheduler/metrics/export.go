@@ -5,99 +5,47 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
 
-// gauges are every gauge of Samples, with their help and label names.
-var gauges = map[string]*prometheus.GaugeVec{}
+// Metrics are the scheduler's metrics, registered on the registry they were
+// made with: the manager's in production, a fresh one in a test, so that
+// tests of several reconcilers never share series.
+type Metrics struct {
+	// gauges are every gauge of Samples, by name.
+	gauges map[string]*prometheus.GaugeVec
 
-func gauge(name, help string, labels ...string) {
-	gauges[name] = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
-}
+	// Written by the reconciler as things happen (not derived from the status).
+	stepDuration       *prometheus.HistogramVec
+	ocmRequests        *prometheus.CounterVec
+	notifications      *prometheus.CounterVec
+	notificationFailed *prometheus.GaugeVec
+	syncTimestamp      *prometheus.GaugeVec
 
-// Counters and gauges written by the reconciler as things happen (not
-// derived from the status).
-var (
-	ocmRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: OCMRequests,
-		Help: "Requests to OCM by operation and HTTP status code (\"error\" when no answer came: a timeout, a lost connection).",
-	}, []string{LabelOp, LabelCode})
-	notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: Notifications,
-		Help: "Notification deliveries by event and result: sent, already_sent (found in OCM on a resend), not_allowed (the policy state does not allow it), policy_gone, failed (retried).",
-	}, []string{LabelEvent, LabelResult})
-	notificationFailed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: NotificationFailed,
-		Help: "1 when the last delivery of a notification failed, 0 once one succeeded (MUO's name, unprefixed as MUO exports it).",
-	}, []string{LabelUpgradeConfig, LabelEvent})
-	syncTimestamp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: SyncTimestamp,
-		Help: "Unix time of the last successful sync of the OCM upgrade policies (MUO).",
-	}, []string{LabelUpgradeConfig})
-)
-
-// ObserveOCMRequest counts one OCM request.
-func ObserveOCMRequest(op, code string) { ocmRequests.WithLabelValues(op, code).Inc() }
-
-// ObserveNotification counts one delivery of a notification of
-// UpgradeConfig name; result is a lower-case outcome, or "failed".
-func ObserveNotification(name, event, result string) {
-	notifications.WithLabelValues(event, result).Inc()
-	failingMu.Lock()
-	defer failingMu.Unlock()
-	notificationFailed.WithLabelValues(name, event).Set(boolValue(result == "failed"))
-	failing[[2]string{name, event}] = result == "failed"
-}
-
-// failing are the (UpgradeConfig, event) pairs whose
-// upgrade_notification_failed is 1.
-var (
+	// failing are the (UpgradeConfig, event) pairs whose
+	// upgrade_notification_failed is 1.
 	failingMu sync.Mutex
-	failing   = map[[2]string]bool{}
-)
+	failing   map[[2]string]bool
 
-// ClearNotificationFailed resets to 0 the upgrade_notification_failed
-// series of UpgradeConfig name whose event is failing but no longer wanted
-// (the attempt was cancelled or ended): a notice nobody will send again
-// must not keep its alert firing. wanted nil (the UpgradeConfig is gone)
-// deletes all its series.
-func ClearNotificationFailed(name string, wanted func(event string) bool) {
-	failingMu.Lock()
-	defer failingMu.Unlock()
-	for _, event := range notificationEvents() {
-		if wanted == nil {
-			notificationFailed.DeleteLabelValues(name, event)
-			delete(failing, [2]string{name, event})
-			continue
-		}
-		if k := [2]string{name, event}; failing[k] && !wanted(event) {
-			notificationFailed.WithLabelValues(name, event).Set(0)
-			delete(failing, k)
-		}
+	// last are the samples exported per UpgradeConfig key, by series key:
+	// series an UpgradeConfig no longer has are deleted.
+	mu   sync.Mutex
+	last map[string]map[string]Sample
+}
+
+// gaugeDef is one gauge of Samples: its name, help and label names.
+type gaugeDef struct {
+	name, help string
+	labels     []string
+}
+
+// gaugeDefs are every gauge of Samples.
+func gaugeDefs() []gaugeDef {
+	var defs []gaugeDef
+	gauge := func(name, help string, labels ...string) {
+		defs = append(defs, gaugeDef{name, help, labels})
 	}
-}
-
-func notificationEvents() []string {
-	return []string{plan.EventStarted, plan.EventDelayed, plan.EventFailed, plan.EventCompleted,
-		plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL}
-}
-
-// ObserveSync records a successful policy sync.
-func ObserveSync(name string, t time.Time) {
-	syncTimestamp.WithLabelValues(name).Set(float64(t.Unix()))
-}
-
-var stepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-	Name: StepDuration,
-	Help: "Time from a step's first evaluation to its completion, by step (a history condition type), observed when the step completes.",
-	// One second to about three days: a step that completes at once, up to a
-	// worker pool of hundreds of nodes.
-	Buckets: prometheus.ExponentialBuckets(1, 4, 10),
-}, []string{LabelStep})
-
-func init() {
 	muo, ts := []string{LabelUpgradeConfig}, []string{LabelClusterID, LabelUpgradeConfig, LabelVersion}
 	own := []string{LabelNamespace, LabelName}
 	gauge(ValidationFailed, "1 when the UpgradeConfig's validation fails, 0 when it passes (MUO).", muo...)
@@ -125,66 +73,133 @@ func init() {
 	gauge(SilencesActive, "Alertmanager silences the upgrade holds (status.silences): renewed while its phase runs, expired when it ends.", own...)
 	gauge(Notification, "1 for every notification delivered (an OCM policy state or a service log), by event and target version (MUO).", LabelUpgradeConfig, LabelEvent, LabelVersion)
 	gauge(CapacityReservationSet, "State set of the capacity reservation's outcome (Ready, TimedOut, Skipped, Removed).", LabelNamespace, LabelName, LabelOutcome)
-	for _, g := range gauges {
-		ctrlmetrics.Registry.MustRegister(g)
+	return defs
+}
+
+// New makes the scheduler's metrics and registers them on reg.
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		gauges: map[string]*prometheus.GaugeVec{},
+		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: StepDuration,
+			Help: "Time from a step's first evaluation to its completion, by step (a history condition type), observed when the step completes.",
+			// One second to about three days: a step that completes at once, up to a
+			// worker pool of hundreds of nodes.
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10),
+		}, []string{LabelStep}),
+		ocmRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: OCMRequests,
+			Help: "Requests to OCM by operation and HTTP status code (\"error\" when no answer came: a timeout, a lost connection).",
+		}, []string{LabelOp, LabelCode}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: Notifications,
+			Help: "Notification deliveries by event and result: sent, already_sent (found in OCM on a resend), not_allowed (the policy state does not allow it), policy_gone, failed (retried).",
+		}, []string{LabelEvent, LabelResult}),
+		notificationFailed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: NotificationFailed,
+			Help: "1 when the last delivery of a notification failed, 0 once one succeeded (MUO's name, unprefixed as MUO exports it).",
+		}, []string{LabelUpgradeConfig, LabelEvent}),
+		syncTimestamp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: SyncTimestamp,
+			Help: "Unix time of the last successful sync of the OCM upgrade policies (MUO).",
+		}, []string{LabelUpgradeConfig}),
+		failing: map[[2]string]bool{},
+		last:    map[string]map[string]Sample{},
 	}
-	ctrlmetrics.Registry.MustRegister(stepDuration, ocmRequests, notifications, notificationFailed, syncTimestamp)
+	for _, d := range gaugeDefs() {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.name, Help: d.help}, d.labels)
+		m.gauges[d.name] = g
+		reg.MustRegister(g)
+	}
+	reg.MustRegister(m.stepDuration, m.ocmRequests, m.notifications, m.notificationFailed, m.syncTimestamp)
+	return m
+}
+
+// ObserveOCMRequest counts one OCM request.
+func (m *Metrics) ObserveOCMRequest(op, code string) { m.ocmRequests.WithLabelValues(op, code).Inc() }
+
+// ObserveNotification counts one delivery of a notification of
+// UpgradeConfig name; result is a lower-case outcome, or "failed".
+func (m *Metrics) ObserveNotification(name, event, result string) {
+	m.notifications.WithLabelValues(event, result).Inc()
+	m.failingMu.Lock()
+	defer m.failingMu.Unlock()
+	m.notificationFailed.WithLabelValues(name, event).Set(boolValue(result == "failed"))
+	m.failing[[2]string{name, event}] = result == "failed"
+}
+
+// ClearNotificationFailed resets to 0 the upgrade_notification_failed
+// series of UpgradeConfig name whose event is failing but no longer wanted
+// (the attempt was cancelled or ended): a notice nobody will send again
+// must not keep its alert firing. wanted nil (the UpgradeConfig is gone)
+// deletes all its series.
+func (m *Metrics) ClearNotificationFailed(name string, wanted func(event string) bool) {
+	m.failingMu.Lock()
+	defer m.failingMu.Unlock()
+	for _, event := range notificationEvents() {
+		if wanted == nil {
+			m.notificationFailed.DeleteLabelValues(name, event)
+			delete(m.failing, [2]string{name, event})
+			continue
+		}
+		if k := [2]string{name, event}; m.failing[k] && !wanted(event) {
+			m.notificationFailed.WithLabelValues(name, event).Set(0)
+			delete(m.failing, k)
+		}
+	}
+}
+
+func notificationEvents() []string {
+	return []string{plan.EventStarted, plan.EventDelayed, plan.EventFailed, plan.EventCompleted,
+		plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL}
+}
+
+// ObserveSync records a successful policy sync.
+func (m *Metrics) ObserveSync(name string, t time.Time) {
+	m.syncTimestamp.WithLabelValues(name).Set(float64(t.Unix()))
 }
 
 // Names are the names of every metric this package exports.
 func Names() []string {
 	out := []string{StepDuration, OCMRequests, Notifications, NotificationFailed, SyncTimestamp}
-	for name := range gauges {
-		out = append(out, name)
+	for _, d := range gaugeDefs() {
+		out = append(out, d.name)
 	}
 	return out
 }
 
-// Exporter keeps the registered series in step with the samples of each
-// UpgradeConfig: series an UpgradeConfig no longer has are deleted.
-type Exporter struct {
-	mu   sync.Mutex
-	last map[string]map[string]Sample // by UpgradeConfig key, by series key
-}
-
-// Default is the exporter of the process (the registry is the process's too).
-var Default = &Exporter{}
-
 // Update replaces the series of the UpgradeConfig key with samples.
-func (e *Exporter) Update(key string, samples []Sample) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.last == nil {
-		e.last = map[string]map[string]Sample{}
-	}
+func (m *Metrics) Update(key string, samples []Sample) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	next := make(map[string]Sample, len(samples))
 	for _, s := range samples {
 		next[s.Key()] = s
 	}
-	for k, s := range e.last[key] {
-		if _, ok := next[k]; !ok && !e.ownedElsewhere(key, k) {
-			gauges[s.Name].Delete(s.Labels)
+	for k, s := range m.last[key] {
+		if _, ok := next[k]; !ok && !m.ownedElsewhere(key, k) {
+			m.gauges[s.Name].Delete(s.Labels)
 		}
 	}
 	for _, s := range samples {
-		gauges[s.Name].With(s.Labels).Set(s.Value)
+		m.gauges[s.Name].With(s.Labels).Set(s.Value)
 	}
-	e.last[key] = next
+	m.last[key] = next
 }
 
 // Forget deletes the series of an UpgradeConfig that is gone.
-func (e *Exporter) Forget(key string) {
-	e.Update(key, nil)
-	e.mu.Lock()
-	delete(e.last, key)
-	e.mu.Unlock()
+func (m *Metrics) Forget(key string) {
+	m.Update(key, nil)
+	m.mu.Lock()
+	delete(m.last, key)
+	m.mu.Unlock()
 }
 
 // ownedElsewhere: another UpgradeConfig has the same series (only
 // upgrade_state_timestamp, which MUO labels by version alone, can).
-func (e *Exporter) ownedElsewhere(key, series string) bool {
-	for k, m := range e.last {
-		if _, ok := m[series]; ok && k != key {
+func (m *Metrics) ownedElsewhere(key, series string) bool {
+	for k, byKey := range m.last {
+		if _, ok := byKey[series]; ok && k != key {
 			return true
 		}
 	}
@@ -192,8 +207,8 @@ func (e *Exporter) ownedElsewhere(key, series string) bool {
 }
 
 // ObserveSteps records completed steps in the step duration histogram.
-func ObserveSteps(done []StepDone) {
+func (m *Metrics) ObserveSteps(done []StepDone) {
 	for _, d := range done {
-		stepDuration.WithLabelValues(d.Step).Observe(d.Duration.Seconds())
+		m.stepDuration.WithLabelValues(d.Step).Observe(d.Duration.Seconds())
 	}
 }

@@ -11,7 +11,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/metricstest"
@@ -215,10 +214,10 @@ func TestStepsCompletedCountsEachCompletionOnce(t *testing.T) {
 	}
 }
 
-// gathered returns the registry's series of a metric as "k=v,..." -> value.
-func gathered(t *testing.T, name string) map[string]float64 {
+// gathered returns reg's series of a metric as "k=v,..." -> value.
+func gathered(t *testing.T, reg prometheus.Gatherer, name string) map[string]float64 {
 	t.Helper()
-	out, err := metricstest.Series(ctrlmetrics.Registry, name)
+	out, err := metricstest.Series(reg, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +225,8 @@ func gathered(t *testing.T, name string) map[string]float64 {
 }
 
 func TestExporterDeletesSeriesThatGoAway(t *testing.T) {
-	e := &Exporter{}
+	reg := prometheus.NewRegistry()
+	e := New(reg)
 	a := []Sample{
 		{Name: CurrentStepInfo, Labels: map[string]string{LabelNamespace: "ns", LabelName: "a", LabelStep: "UpgradeCommenced"}, Value: 1},
 		{Name: UpgradeStateTimestamp, Labels: map[string]string{LabelVersion: "4.16.2", LabelState: "started"}, Value: 10},
@@ -234,36 +234,37 @@ func TestExporterDeletesSeriesThatGoAway(t *testing.T) {
 	b := []Sample{{Name: UpgradeStateTimestamp, Labels: map[string]string{LabelVersion: "4.16.2", LabelState: "started"}, Value: 10}}
 	e.Update("ns/a", a)
 	e.Update("ns/b", b)
-	if got := gathered(t, CurrentStepInfo); got["name=a,namespace=ns,step=UpgradeCommenced"] != 1 {
+	if got := gathered(t, reg, CurrentStepInfo); got["name=a,namespace=ns,step=UpgradeCommenced"] != 1 {
 		t.Fatalf("current step = %v", got)
 	}
 	// The step moves on: the old step's series goes.
 	a[0].Labels = map[string]string{LabelNamespace: "ns", LabelName: "a", LabelStep: "ControlPlaneUpgraded"}
 	e.Update("ns/a", a)
-	if got := gathered(t, CurrentStepInfo); len(got) != 1 || got["name=a,namespace=ns,step=ControlPlaneUpgraded"] != 1 {
+	if got := gathered(t, reg, CurrentStepInfo); len(got) != 1 || got["name=a,namespace=ns,step=ControlPlaneUpgraded"] != 1 {
 		t.Errorf("current step after moving on = %v", got)
 	}
 	// a goes away; the state series b shares stays.
 	e.Forget("ns/a")
-	if got := gathered(t, CurrentStepInfo); len(got) != 0 {
+	if got := gathered(t, reg, CurrentStepInfo); len(got) != 0 {
 		t.Errorf("current step of a forgotten UpgradeConfig = %v", got)
 	}
-	if got := gathered(t, UpgradeStateTimestamp); got["state=started,version=4.16.2"] != 10 {
+	if got := gathered(t, reg, UpgradeStateTimestamp); got["state=started,version=4.16.2"] != 10 {
 		t.Errorf("state timestamp shared with b = %v", got)
 	}
 	e.Forget("ns/b")
-	if got := gathered(t, UpgradeStateTimestamp); len(got) != 0 {
+	if got := gathered(t, reg, UpgradeStateTimestamp); len(got) != 0 {
 		t.Errorf("state timestamps after both forgotten = %v", got)
 	}
 }
 
 func TestClearNotificationFailed(t *testing.T) {
-	ObserveNotification("uc-clear", plan.EventStarted, "failed")
-	ObserveNotification("uc-clear", plan.EventFailed, "failed")
-	ObserveNotification("uc-clear", plan.EventCompleted, "sent")
+	m := New(prometheus.NewRegistry())
+	m.ObserveNotification("uc-clear", plan.EventStarted, "failed")
+	m.ObserveNotification("uc-clear", plan.EventFailed, "failed")
+	m.ObserveNotification("uc-clear", plan.EventCompleted, "sent")
 	values := func() map[string]float64 {
 		ch := make(chan prometheus.Metric, 64)
-		notificationFailed.Collect(ch)
+		m.notificationFailed.Collect(ch)
 		close(ch)
 		out := map[string]float64{}
 		for m := range ch {
@@ -284,12 +285,12 @@ func TestClearNotificationFailed(t *testing.T) {
 		}
 		return out
 	}
-	ClearNotificationFailed("uc-clear", func(e string) bool { return e == plan.EventFailed })
+	m.ClearNotificationFailed("uc-clear", func(e string) bool { return e == plan.EventFailed })
 	want := map[string]float64{plan.EventStarted: 0, plan.EventFailed: 1, plan.EventCompleted: 0}
 	if got := values(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after the started notice stopped being wanted: %v, want %v", got, want)
 	}
-	ClearNotificationFailed("uc-clear", nil)
+	m.ClearNotificationFailed("uc-clear", nil)
 	if got := values(); len(got) != 0 {
 		t.Fatalf("after the UpgradeConfig is gone: %v", got)
 	}

@@ -23,6 +23,7 @@ package silence
 
 import (
 	"cmp"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -205,7 +206,7 @@ func Decide(in Input) Plan {
 		}
 	}
 	var expire, keep []Action
-	for _, key := range sortedKeys(live) {
+	for _, key := range slices.Sorted(maps.Keys(live)) {
 		group := live[key]
 		w, ok := wanted[key]
 		if !ok {
@@ -296,15 +297,6 @@ func leaseKey(version string, p Purpose) string { return version + "/" + string(
 
 func purposeOf(key string) Purpose {
 	return Purpose(key[strings.LastIndexByte(key, '/')+1:])
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // matchers are MUO's, with two changes: the critical-alert silence is scoped

@@ -3,6 +3,7 @@ package silence
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -32,7 +33,7 @@ func (f *fakeAM) state(s *Silence) State {
 
 func (f *fakeAM) list(uid string) []Silence {
 	var out []Silence
-	for _, id := range sortedKeys(f.byID) {
+	for _, id := range slices.Sorted(maps.Keys(f.byID)) {
 		s := *f.byID[id]
 		s.State = f.state(&s)
 		if slices.Contains(s.Matchers, Matcher{Name: LabelOwner, Value: uid}) {
