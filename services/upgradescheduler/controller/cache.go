@@ -12,6 +12,7 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/runtime"
+	"github.com/upshift-io/upshift/libs/trim"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
@@ -36,7 +37,7 @@ func ManagerOptions(namespace string) runtime.Options {
 	return runtime.Options{Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 		// The transforms replace the cache's default one for their type;
 		// each drops managedFields too.
-		&corev1.Node{}:                   {Transform: trimNode},
+		&corev1.Node{}:                   {Transform: nodeFields.Transform()},
 		&configv1.ClusterOperator{}:      {Transform: trimClusterOperator},
 		&policyv1.PodDisruptionBudget{}:  {Transform: trimPDB},
 		&configv1.ClusterVersion{}:       {Field: fields.OneTermEqualSelector("metadata.name", "version")},
@@ -47,50 +48,23 @@ func ManagerOptions(namespace string) runtime.Options {
 	}}}
 }
 
-// trimMeta keeps the identity and the lifecycle fields of an object.
+// trimMeta keeps an object's identity and lifecycle (libs/trim) and its
+// labels.
 func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		Generation:        m.Generation,
-		CreationTimestamp: m.CreationTimestamp,
-		DeletionTimestamp: m.DeletionTimestamp,
-		Labels:            m.Labels,
-	}
+	t := trim.Meta(m)
+	t.Labels = m.Labels
+	return t
 }
 
-// trimNode keeps what the health checks, the surge readiness check and the
-// node predicate read: the MCO's state annotations, cordoning and the Ready
-// condition (without its heartbeat, which changes every few seconds and
-// nobody reads). Images, capacity, addresses and the other conditions are
-// most of a Node's size.
-func trimNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
-	}
-	t := &corev1.Node{
-		TypeMeta:   n.TypeMeta,
-		ObjectMeta: trimMeta(n.ObjectMeta),
-		Spec:       corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
-	}
-	for _, k := range plan.NodeAnnotations {
-		if v, ok := n.Annotations[k]; ok {
-			if t.Annotations == nil {
-				t.Annotations = make(map[string]string, len(plan.NodeAnnotations))
-			}
-			t.Annotations[k] = v
-		}
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			c.LastHeartbeatTime = metav1.Time{}
-			t.Status.Conditions = append(t.Status.Conditions, c)
-		}
-	}
-	return t, nil
+// nodeFields is what the health checks, the surge readiness check and the
+// node predicate read of a Node: its labels, the MCO's state annotations,
+// cordoning and the Ready condition. Images, capacity, addresses and the
+// other conditions are most of a Node's size.
+var nodeFields = trim.Node{
+	Labels:        trim.All,
+	Annotations:   trim.Only(plan.NodeAnnotations...),
+	Conditions:    []corev1.NodeConditionType{corev1.NodeReady},
+	Unschedulable: true,
 }
 
 // trimClusterOperator keeps the conditions: the health check reads Degraded

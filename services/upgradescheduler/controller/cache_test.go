@@ -83,8 +83,7 @@ func TestTrimmedObjectsPlanTheSame(t *testing.T) {
 	trimmed := full
 	trimmed.Nodes, trimmed.ClusterOperators, trimmed.PDBs = nil, nil, nil
 	for i := range full.Nodes {
-		o, _ := trimNode(full.Nodes[i].DeepCopy())
-		trimmed.Nodes = append(trimmed.Nodes, *o.(*corev1.Node))
+		trimmed.Nodes = append(trimmed.Nodes, *nodeFields.Trim(full.Nodes[i].DeepCopy()))
 	}
 	for i := range full.ClusterOperators {
 		o, _ := trimClusterOperator(full.ClusterOperators[i].DeepCopy())

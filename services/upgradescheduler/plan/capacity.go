@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	nodeutil "github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/window"
 )
 
@@ -219,7 +220,7 @@ func (p *planner) surgeReady(ms *machinev1beta1.MachineSet) bool {
 			return false
 		}
 		n := nodes[m.Status.NodeRef.Name]
-		if n == nil || !nodeReady(*n) {
+		if n == nil || !nodeutil.Ready(n) {
 			return false
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/nodes"
 )
 
 // Health check names, as in status.preflight.
@@ -115,7 +116,7 @@ func (p *planner) healthChecks() []upgradev1alpha1.PreflightCheck {
 		if n.DeletionTimestamp != nil || nodeUpdating(n) {
 			continue
 		}
-		if !nodeReady(n) {
+		if !nodes.Ready(&n) {
 			notReady = append(notReady, n.Name)
 		}
 		if n.Spec.Unschedulable {
@@ -232,15 +233,6 @@ func (p *planner) externalDependencies() result {
 		}
 	}
 	return result{message: "checking " + strings.Join(p.cfg.HTTPCheckURLs, ", "), action: &Action{Kind: CheckExternalDependencies}}
-}
-
-func nodeReady(n corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // nodeUpdating: the MCO is moving the node to a new configuration (it may be

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	truncatelib "github.com/upshift-io/upshift/libs/truncate"
 	"github.com/upshift-io/upshift/libs/window"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 )
@@ -470,12 +471,7 @@ func (p *planner) delayedCheck() result {
 // maxErrorLength is the API's limit on lastError.
 const maxErrorLength = 4096
 
-func truncate(s string) string {
-	if len(s) <= maxErrorLength {
-		return s
-	}
-	return s[:maxErrorLength-3] + "..."
-}
+func truncate(s string) string { return truncatelib.String(s, maxErrorLength) }
 
 // failedNotice sends the failed notification of an attempt that failed
 // before commencement (MUO's OSD failure: its window passed), once, after
