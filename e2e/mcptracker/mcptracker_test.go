@@ -252,8 +252,9 @@ var _ = Describe("the mcp-tracker", Ordered, func() {
 			ContainSubstring(`upshift_mcp_tracker_node_update_duration_seconds_count{pool="infra"} `+fmt.Sprint(infraNodes))))
 	})
 
-	It("times master, worker and infra through an upgrade New → Upgraded as ocpsim records them, next to the scheduler's fields", func(ctx SpecContext) {
+	It("times master, worker and infra through an upgrade New → Upgraded as ocpsim records them, next to the scheduler's fields, neither writer ever dropping the other's", func(ctx SpecContext) {
 		rec := watchSim(ctx)
+		revs := watchRevisions(ctx)
 		writesBefore := statusWrites()
 		started := time.Now()
 		Expect(env.Client.Create(ctx, newUC("4.16.2", time.Now().Truncate(time.Second)))).To(Succeed())
@@ -299,6 +300,15 @@ var _ = Describe("the mcp-tracker", Ordered, func() {
 			Expect(c.Status).To(Equal(corev1.ConditionTrue), string(c.Type))
 		}
 		Expect(reasonsAbout(events(ctx, namespace)(Default), "UpgradeConfig", ucName)).To(ContainElements("PoolUpdateStarted", "PoolUpdateCompleted"))
+
+		By("racing writers: no revision lost a field of either, each owns its own by apply, neither was refused")
+		all := revs.all()
+		Expect(len(all)).To(BeNumerically(">", 10), "the watch saw the update's revisions")
+		Expect(lostFields(all)).To(BeEmpty())
+		Expect(statusManagers(getUC(ctx))).To(ConsistOf("upgrade-scheduler/Apply", "mcp-tracker/Apply"))
+		Expect(refusedStatusWrites(schedID)).To(BeZero(), "the scheduler's status writes refused with a conflict")
+		Expect(refusedStatusWrites(trackID)).To(BeZero(), "the tracker's status writes refused with a conflict")
+		AddReportEntry("UpgradeConfig revisions compared", len(all))
 
 		writes, transitions := statusWrites()-writesBefore, rec.nodeTransitions()
 		Expect(transitions).To(BeNumerically(">", 0))

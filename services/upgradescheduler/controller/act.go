@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -46,10 +45,6 @@ var (
 	fileIntegrityReinit = "file-integrity.openshift.io/re-init"
 )
 
-// cacheWait bounds how long a side effect waits for the cache to show it, so
-// that the next plan decides from a view that includes it.
-const cacheWait = 10 * time.Second
-
 // act performs the planner's side effect. Results that live in the status
 // (the external checks, the record of a delivered notification) are written
 // into status.
@@ -65,30 +60,30 @@ func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig,
 		if err := r.Client.Patch(ctx, cv, client.RawPatch(types.MergePatchType, a.ClusterVersion.MergePatch())); err != nil {
 			return err
 		}
-		// Wait for the cache to show what was patched (not for this exact
-		// resourceVersion: the CVO may write again in between).
-		return r.waitFor(ctx, &configv1.ClusterVersion{}, client.ObjectKey{Name: "version"}, func(o client.Object) bool {
-			got := o.(*configv1.ClusterVersion)
-			p := a.ClusterVersion
-			if p.Channel != nil && got.Spec.Channel != *p.Channel {
-				return false
-			}
-			if d := p.DesiredUpdate; d != nil {
-				return got.Spec.DesiredUpdate != nil && got.Spec.DesiredUpdate.Version == d.Version && got.Spec.DesiredUpdate.Image == d.Image
-			}
-			return true
-		})
+		// The next plan waits until the cache shows the patch (or a later
+		// version: the CVO may write again in between).
+		r.expect.Updated(cv, r.Clock.Now())
+		return nil
 	case plan.CreateMachineSet:
 		ms := a.MachineSet.DeepCopy()
-		if err := r.Client.Create(ctx, ms); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, ms)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// Any version of the namesake meets it.
+			r.expect.Created(&machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Namespace: ms.Namespace, Name: ms.Name}}, r.Clock.Now())
+			return nil
+		case err != nil:
 			return err
 		}
-		return r.waitFor(ctx, &machinev1beta1.MachineSet{}, client.ObjectKeyFromObject(a.MachineSet), func(client.Object) bool { return true })
+		r.expect.Created(ms, r.Clock.Now())
+		return nil
 	case plan.DeleteMachineSet:
-		if err := r.Client.Delete(ctx, a.MachineSet.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+		ms := a.MachineSet.DeepCopy()
+		if err := r.Client.Delete(ctx, ms); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		return r.waitGone(ctx, &machinev1beta1.MachineSet{}, client.ObjectKeyFromObject(a.MachineSet))
+		r.expect.Deleted(ms, r.Clock.Now())
+		return nil
 	case plan.RemoveFinalizer:
 		patch := client.MergeFrom(uc.DeepCopy())
 		controllerutil.RemoveFinalizer(uc, plan.Finalizer)
@@ -137,25 +132,6 @@ func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig,
 		return r.Client.Patch(ctx, fi, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+fileIntegrityReinit+`":""}}}`)))
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
-}
-
-func (r *Reconciler) waitFor(ctx context.Context, obj client.Object, key client.ObjectKey, ok func(client.Object) bool) error {
-	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
-		if err := r.Client.Get(ctx, key, obj); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		return ok(obj), nil
-	})
-}
-
-func (r *Reconciler) waitGone(ctx context.Context, obj client.Object, key client.ObjectKey) error {
-	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
-		err := r.Client.Get(ctx, key, obj)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return err == nil && obj.GetDeletionTimestamp() != nil, err
-	})
 }
 
 // checkURLs is MUO's external dependency check: every URL answers below 400.

@@ -37,13 +37,15 @@ func ManagerOptions(namespace string) runtime.Options {
 	return runtime.Options{Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 		// The transforms replace the cache's default one for their type;
 		// each drops managedFields too.
-		&corev1.Node{}:                   {Transform: nodeFields.Transform()},
-		&configv1.ClusterOperator{}:      {Transform: trimClusterOperator},
-		&policyv1.PodDisruptionBudget{}:  {Transform: trimPDB},
-		&configv1.ClusterVersion{}:       {Field: fields.OneTermEqualSelector("metadata.name", "version")},
-		&machinev1beta1.MachineSet{}:     {Namespaces: map[string]cache.Config{plan.MachineAPINamespace: {}}},
-		&machinev1beta1.Machine{}:        {Namespaces: map[string]cache.Config{plan.MachineAPINamespace: {}}},
-		&corev1.ConfigMap{}:              configMaps,
+		&corev1.Node{}:                  {Transform: nodeFields.Transform()},
+		&configv1.ClusterOperator{}:     {Transform: trimClusterOperator},
+		&policyv1.PodDisruptionBudget{}: {Transform: trimPDB},
+		&configv1.ClusterVersion{}:      {Field: fields.OneTermEqualSelector("metadata.name", "version")},
+		&machinev1beta1.MachineSet{}:    {Namespaces: map[string]cache.Config{plan.MachineAPINamespace: {}}},
+		&machinev1beta1.Machine{}:       {Namespaces: map[string]cache.Config{plan.MachineAPINamespace: {}}},
+		&corev1.ConfigMap{}:             configMaps,
+		// The UpgradeConfigs keep their managedFields (a few objects): the
+		// status write reads them to take over fields written by update.
 		&upgradev1alpha1.UpgradeConfig{}: upgradeConfigs,
 	}}}
 }

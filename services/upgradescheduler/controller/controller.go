@@ -34,6 +34,7 @@ import (
 	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/nodes"
+	"github.com/upshift-io/upshift/libs/ownwrite"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
@@ -71,6 +72,12 @@ type Reconciler struct {
 
 	mu       sync.Mutex
 	lastGood map[string]*config.Config // per namespace
+
+	// expect holds the next plan until the cache shows this scheduler's
+	// last writes: the status it applied, the ClusterVersion it patched,
+	// the MachineSets it created or deleted. A plan from an older view
+	// would decide (and apply) again what the last one did.
+	expect ownwrite.Expectations
 
 	alertsMu   sync.Mutex
 	alertsRead *plan.AlertsResult
@@ -149,6 +156,11 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 // Reconcile plans one UpgradeConfig and carries the plan out.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
+	// Past an expectation's deadline planning goes ahead: every side effect
+	// is decided from what the cluster shows, so a repeat is harmless.
+	if wait, err := r.expect.Wait(ctx, r.Client, r.Clock.Now()); err != nil || wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, err
+	}
 	uc := &upgradev1alpha1.UpgradeConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, uc); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -164,6 +176,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.Client.Patch(ctx, uc, patch); err != nil {
 			return reconcile.Result{}, err
 		}
+		r.expect.Updated(uc, r.Clock.Now())
 	}
 	cfg, cfgErr := r.config(ctx, uc.Namespace)
 	snap, err := r.snapshot(ctx, cfg)
@@ -216,16 +229,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !equality.Semantic.DeepEqual(uc.Status, status) {
 		done := metrics.StepsCompleted(&uc.Status, &status)
-		uc.Status = status
-		if err := r.Client.Status().Update(ctx, uc); err != nil {
+		written, err := writeStatus(ctx, r.Client, uc, &status)
+		if err != nil {
 			if apierrors.IsNotFound(err) {
 				r.Metrics.Forget(req.String())
 				return reconcile.Result{}, nil
 			}
-			// A conflict means a newer object is on its way through the
-			// cache; the rate-limited retry plans again from it.
 			return reconcile.Result{}, err
 		}
+		r.expect.Updated(written, r.Clock.Now())
+		uc = written
 		// Only once written: a write that failed is planned again, and the
 		// step would be counted twice.
 		r.Metrics.ObserveSteps(done)
@@ -260,7 +273,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	// After a side effect no requeue is needed: the object it changed and the
-	// status (its step's attempts) both come back as watch events, and act
-	// waited until the cache showed the change, so the next plan sees it.
+	// status (its step's attempts) both come back as watch events, and the
+	// next plan waits until the cache shows them (r.expect).
 	return reconcile.Result{RequeueAfter: out.RequeueAfter}, nil
 }

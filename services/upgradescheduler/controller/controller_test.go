@@ -342,6 +342,47 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		}).Should(ContainElement("InvalidConfig"))
 	})
 
+	It("takes over the status fields an earlier writer wrote by update, and clears them as its own", func(ctx context.Context) {
+		const ns = "scheduler-adopt"
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
+			Data: map[string]string{config.ConfigKey: "maintenance:\n  controlPlaneTime: 90\n"}})).To(Succeed())
+		uc := &upgradev1alpha1.UpgradeConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: ns},
+			Spec: upgradev1alpha1.UpgradeConfigSpec{
+				Desired:   upgradev1alpha1.Update{Version: "4.16.3", Channel: "stable-4.16"},
+				UpgradeAt: time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339), Type: upgradev1alpha1.ARO,
+			},
+		}
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		// What MUO (or a release of Upshift that wrote by update) leaves: an
+		// attempt at an older target that reserved capacity.
+		uc.Status = upgradev1alpha1.UpgradeConfigStatus{
+			History:             []upgradev1alpha1.UpgradeHistory{{Version: "4.16.2", Phase: upgradev1alpha1.UpgradePhasePending}},
+			CapacityReservation: &upgradev1alpha1.CapacityReservationStatus{MachineSets: []string{"gone-upgrade"}},
+		}
+		Expect(env.Client.Status().Update(ctx, uc, client.FieldOwner("managed-upgrade-operator"))).To(Succeed())
+
+		stop := startController(ctx, ns)
+		defer stop()
+		By("the new target supersedes the old attempt, and the old reservation is cleared, not left to the update's owner")
+		Eventually(func(g Gomega) {
+			got := &upgradev1alpha1.UpgradeConfig{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(uc), got)).To(Succeed())
+			g.Expect(got.Status.History).To(HaveLen(2))
+			g.Expect(got.Status.History[0].Version).To(Equal("4.16.3"))
+			g.Expect(got.Status.History[1].Phase).To(Equal(upgradev1alpha1.UpgradePhaseCancelled))
+			g.Expect(got.Status.CapacityReservation).To(BeNil())
+			var status []string
+			for _, e := range got.ManagedFields {
+				if e.Subresource == "status" {
+					status = append(status, e.Manager+"/"+string(e.Operation))
+				}
+			}
+			g.Expect(status).To(ConsistOf("upgrade-scheduler/Apply"))
+		}).Should(Succeed())
+	})
+
 	It("resumes after a restart at every stage without repeating a side effect", func(ctx context.Context) {
 		const ns = "scheduler-restart"
 		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
