@@ -45,10 +45,19 @@ var (
 	fileIntegrityReinit = "file-integrity.openshift.io/re-init"
 )
 
-// act performs the planner's side effect. Results that live in the status
-// (the external checks, the record of a delivered notification) are written
-// into status.
-func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, a *plan.Action, cfg *config.Config, cv *configv1.ClusterVersion, status *upgradev1alpha1.UpgradeConfigStatus) error {
+// act performs the planner's side effect. For a notification it returns the
+// delivery's outcome, for plan.Executed to record ("" when nothing settled:
+// the policy was gone and the step stays blocked).
+func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, a *plan.Action, cfg *config.Config, cv *configv1.ClusterVersion) (string, error) {
+	if a.Kind == plan.Notify {
+		return r.notify(ctx, uc, cfg, cv, a.Notification)
+	}
+	return "", r.change(ctx, uc, a, cfg)
+}
+
+// change creates, patches or deletes the object the action names, and
+// records what the cache must show before the next plan (r.expect).
+func (r *Reconciler) change(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, a *plan.Action, cfg *config.Config) error {
 	switch a.Kind {
 	case plan.PatchClusterVersion:
 		if a.ClusterVersion.DesiredUpdate != nil && r.OCM != nil && ocmSource(cfg) && uc.Name == ocm.UpgradeConfigName {
@@ -88,40 +97,6 @@ func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig,
 		patch := client.MergeFrom(uc.DeepCopy())
 		controllerutil.RemoveFinalizer(uc, plan.Finalizer)
 		return client.IgnoreNotFound(r.Client.Patch(ctx, uc, patch))
-	case plan.CheckExternalDependencies:
-		ok, details := r.CheckURLs(ctx, cfg.HTTPCheckURLs, cfg.HTTPCheckTimeout)
-		now := metav1.NewTime(r.Clock.Now())
-		res := upgradev1alpha1.PreflightCheck{Check: plan.CheckExternalDeps, Passed: ok, Details: details, LastRun: &now}
-		for i := range status.Preflight {
-			if status.Preflight[i].Check == res.Check {
-				status.Preflight[i] = res
-				return nil
-			}
-		}
-		status.Preflight = append(status.Preflight, res)
-		return nil
-	case plan.Notify:
-		n := a.Notification
-		if r.OCM == nil {
-			return fmt.Errorf("no OCM connection configured")
-		}
-		outcome, err := r.OCM.deliver(ctx, uc, cfg, cv, n)
-		if err != nil {
-			r.Metrics.ObserveNotification(uc.Name, n.Event, "failed")
-			return err
-		}
-		if outcome == ocm.PolicyGone && plan.PolicyGoneBlocks(n.Event) {
-			// Not recorded: the step stays blocked. A sync now turns the
-			// removal into a cancellation (or the new policy into a
-			// reschedule) without waiting for the next watchInterval.
-			r.Metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
-			return r.policyGone(ctx, n.Event)
-		}
-		r.Metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
-		// The record goes into the status written next; the step moves on
-		// only in the plan that reads it.
-		*status = plan.RecordNotification(*status, n, string(outcome), r.Clock.Now())
-		return nil
 	case plan.ReinitFileIntegrity:
 		fi := &unstructured.Unstructured{}
 		fi.SetGroupVersionKind(fileIntegrityGVK)
@@ -132,6 +107,27 @@ func (r *Reconciler) act(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig,
 		return r.Client.Patch(ctx, fi, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+fileIntegrityReinit+`":""}}}`)))
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// notify delivers n to OCM and returns the outcome to record.
+func (r *Reconciler) notify(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, cfg *config.Config, cv *configv1.ClusterVersion, n *plan.Notification) (string, error) {
+	if r.OCM == nil {
+		return "", fmt.Errorf("no OCM connection configured")
+	}
+	outcome, err := r.OCM.deliver(ctx, uc, cfg, cv, n)
+	if err != nil {
+		r.Metrics.ObserveNotification(uc.Name, n.Event, "failed")
+		return "", err
+	}
+	r.Metrics.ObserveNotification(uc.Name, n.Event, notificationResult(outcome))
+	if outcome == ocm.PolicyGone && plan.PolicyGoneBlocks(n.Event) {
+		// Not recorded: the step stays blocked. A sync now turns the
+		// removal into a cancellation (or the new policy into a
+		// reschedule) without waiting for the next watchInterval.
+		return "", r.policyGone(ctx, n.Event)
+	}
+	// The step moves on only in the plan that reads the record.
+	return string(outcome), nil
 }
 
 // checkURLs is MUO's external dependency check: every URL answers below 400.

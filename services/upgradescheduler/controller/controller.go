@@ -5,7 +5,6 @@
 package controller
 
 import (
-	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -153,6 +152,39 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		nodes.Ready(o) != nodes.Ready(n)
 }}
 
+// decide plans from in, reading the inputs outside the cluster only for a
+// plan that asks for them: the firing alerts (most plans run no health
+// check, and a read of an unreachable Alertmanager costs seconds), a run of
+// the HTTP dependency checks, and the UpgradeConfig's silences. Planning
+// again is cheap; the plan that asked is discarded. The error is the
+// silences' listing's, for the lease step to be retried.
+func (r *Reconciler) decide(ctx context.Context, in plan.Input) (plan.Output, error) {
+	in.Snapshot.AlertsUnread = r.Alerts != nil && in.Config != nil
+	in.Snapshot.LeasesUnread = r.Silences != nil
+	in.SilenceTTL = r.SilenceTTL
+	var listErr error
+	for {
+		out := plan.Plan(in)
+		switch {
+		case out.NeedsAlerts:
+			in.Snapshot.AlertsUnread = false
+			in.Snapshot.Alerts = r.criticalAlerts(ctx, in.Config)
+		case out.NeedsExternalChecks:
+			ok, details := r.CheckURLs(ctx, in.Config.HTTPCheckURLs, in.Config.HTTPCheckTimeout)
+			in.Snapshot.ExternalChecks = &plan.ExternalChecksResult{Passed: ok, Details: details}
+		case out.NeedsLeases:
+			in.Snapshot.LeasesUnread = false
+			in.Snapshot.Leases = &plan.LeasesRead{}
+			in.Snapshot.Leases.Existing, listErr = r.Silences.List(ctx, silence.OwnerFilter(string(in.UpgradeConfig.UID)))
+			if listErr != nil {
+				in.Snapshot.Leases.Err = listErr.Error()
+			}
+		default:
+			return out, listErr
+		}
+	}
+}
+
 // Reconcile plans one UpgradeConfig and carries the plan out.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	logger := log.FromContext(ctx)
@@ -188,22 +220,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// Notifications go to OCM only when the configuration says OCM: with
 	// LOCAL (or none) the scheduler never talks to OCM.
 	integrations.Notifications = r.OCM != nil && ocmSource(cfg)
-	in := plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: integrations, Now: now}
-	// The alerts are read only for a plan that checks them: most plans run
-	// no health check, and a read of an unreachable Alertmanager costs
-	// seconds. Planning twice is cheap; the first plan is then discarded.
-	in.Snapshot.AlertsUnread = r.Alerts != nil && cfg != nil
-	out := plan.Plan(in)
-	if out.NeedsAlerts {
-		in.Snapshot.AlertsUnread = false
-		in.Snapshot.Alerts = r.criticalAlerts(ctx, cfg)
-		out = plan.Plan(in)
-	}
+	out, leaseErr := r.decide(ctx, plan.Input{UpgradeConfig: uc, Config: cfg, ConfigError: cfgErr, Snapshot: snap, Integrations: integrations, Now: now})
 
-	status := out.Status
 	// The leases first: on a deletion the finalizer goes only in a plan
 	// after they are expired and status.silences is empty.
-	leaseErr := r.leases(ctx, uc, cfg, out.Silences, &status, now)
+	var done plan.Done
+	if out.Leases != nil {
+		done.Leases, leaseErr = r.Silences.Apply(ctx, out.Leases.Plan)
+		done.LeasesApplied = true
+	}
 	if leaseErr != nil {
 		logger.Info("Alertmanager silences not in step", "error", leaseErr.Error())
 	}
@@ -215,11 +240,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	var actErr error
 	if a := action; a != nil {
-		if actErr = r.act(ctx, uc, a, cfg, snap.ClusterVersion, &status); actErr != nil {
+		done.Action = a
+		done.Outcome, actErr = r.act(ctx, uc, a, cfg, snap.ClusterVersion)
+		if actErr != nil {
 			logger.Info("side effect failed", "action", a.Kind, "step", a.Step, "error", actErr.Error())
-			status = plan.ActionFailed(out.Status, status.Silences, a.Step, actErr, now)
+			done.Err = actErr
 		}
 	}
+	status := plan.Executed(out, done, now)
 	if a := action; a != nil && a.Kind == plan.RemoveFinalizer {
 		// The object is gone or going; there is no status left to write.
 		if actErr == nil {
@@ -263,14 +291,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if leaseErr != nil {
 		return reconcile.Result{}, leaseErr
-	}
-	if len(out.Silences.Wanted) > 0 {
-		// Renewal is due when less than half the TTL is left: looking
-		// every quarter keeps a lease from lapsing while it is wanted.
-		renew := cmp.Or(r.SilenceTTL, silence.DefaultTTL) / 4
-		if out.RequeueAfter == 0 || renew < out.RequeueAfter {
-			out.RequeueAfter = renew
-		}
 	}
 	// After a side effect no requeue is needed: the object it changed and the
 	// status (its step's attempts) both come back as watch events, and the

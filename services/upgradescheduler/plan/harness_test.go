@@ -132,18 +132,6 @@ func (a *fakeAM) apply(now time.Time, p silence.Plan) map[silence.Purpose]string
 	return rec
 }
 
-// leases does what the reconciler does with a plan's Silences.
-func (w *world) leases(s Silences) {
-	existing := w.am.list(w.now)
-	p := silence.Decide(silence.Input{
-		Owner: silence.Owner{Namespace: w.uc.Namespace, Name: w.uc.Name, UID: "uid-1"}, Version: s.Version,
-		CreatedBy: "upgrade-scheduler", Criticals: w.cfg.ControlPlaneCriticals, Wanted: s.Wanted,
-		Recorded: RecordedSilences(w.uc.Status), Existing: existing, Now: w.now,
-	})
-	rec := w.am.apply(w.now, p)
-	w.uc.Status.Silences = SilenceStatus(rec, p, existing)
-}
-
 func mustConfig(t testing.TB, yaml string) *config.Config {
 	t.Helper()
 	c, err := config.Parse([]byte(yaml))
@@ -242,15 +230,33 @@ func (w *world) plan() Output {
 	w.t.Helper()
 	before, _ := json.Marshal(w.uc)
 	in := Input{UpgradeConfig: w.uc, Config: w.cfg, ConfigError: w.configErr, Snapshot: w.snap, Integrations: w.integrations, Now: w.now}
+	in.Snapshot.LeasesUnread = w.integrations.Silences
 	out := Plan(in)
+	// As the reconciler does: read what the plan asks for, plan again.
+	for range 3 {
+		switch {
+		case out.NeedsExternalChecks:
+			w.externalChecks++
+			in.Snapshot.ExternalChecks = &ExternalChecksResult{Passed: w.externalOK, Details: "checked"}
+		case out.NeedsLeases:
+			in.Snapshot.LeasesUnread = false
+			in.Snapshot.Leases = &LeasesRead{Existing: w.am.list(w.now)}
+		default:
+			continue
+		}
+		out = Plan(in)
+	}
+	if out.NeedsExternalChecks || out.NeedsLeases {
+		w.t.Fatalf("a plan given what it asked for asked again: %+v", out)
+	}
 	checkAlertsUnread(w.t, in, out)
 	after, _ := json.Marshal(w.uc)
 	if string(before) != string(after) {
 		w.t.Fatal("Plan mutated its input")
 	}
 	w.uc.Status = out.Status
-	if w.integrations.Silences && out.Silences.Manage {
-		w.leases(out.Silences)
+	if out.Leases != nil {
+		w.uc.Status = Executed(out, Done{LeasesApplied: true, Leases: w.am.apply(w.now, out.Leases.Plan)}, w.now)
 	}
 	w.events = append(w.events, out.Events...)
 	if out.Action != nil {
@@ -294,16 +300,6 @@ func (w *world) apply(a *Action) {
 	case RemoveFinalizer:
 		w.finalizerRemoved = true
 		w.uc.Finalizers = nil
-	case CheckExternalDependencies:
-		w.externalChecks++
-		res := upgradev1alpha1.PreflightCheck{Check: CheckExternalDeps, Passed: w.externalOK, Details: "checked", LastRun: ptrTime(w.now)}
-		for i := range w.uc.Status.Preflight {
-			if w.uc.Status.Preflight[i].Check == CheckExternalDeps {
-				w.uc.Status.Preflight[i] = res
-				return
-			}
-		}
-		w.uc.Status.Preflight = append(w.uc.Status.Preflight, res)
 	case ReinitFileIntegrity:
 		w.snap.FileIntegrityReinitRequested = true
 	case Notify:

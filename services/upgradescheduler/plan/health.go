@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -209,9 +210,11 @@ func (p *planner) healthStep(when string) result {
 func (p *planner) preHealth() result  { return p.healthStep("before") }
 func (p *planner) postHealth() result { return p.healthStep("after") }
 
-// externalDependencies runs MUO's HTTP availability checks through the
-// reconciler (CheckExternalDependencies) and reads the result back from
-// status.preflight; a failed result is retried a minute later.
+// externalDependencies is MUO's HTTP availability check. A result is kept
+// in status.preflight: one from this attempt of the step that passed ends
+// the step; a failed one is retried a minute after it ran. A fresh check is
+// a planner input (Snapshot.ExternalChecks): without one the plan asks for it
+// (Output.NeedsExternalChecks) and is planned again with the result.
 func (p *planner) externalDependencies() result {
 	if len(p.cfg.HTTPCheckURLs) == 0 {
 		return result{done: true, message: "no external dependency checks configured"}
@@ -232,7 +235,24 @@ func (p *planner) externalDependencies() result {
 			return result{failure: "external dependencies unavailable: " + c.Details, wakeAt: retry}
 		}
 	}
-	return result{message: "checking " + strings.Join(p.cfg.HTTPCheckURLs, ", "), action: &Action{Kind: CheckExternalDependencies}}
+	res := p.in.Snapshot.ExternalChecks
+	if res == nil {
+		p.needsExternalChecks = true
+		return result{message: "checking " + strings.Join(p.cfg.HTTPCheckURLs, ", ")}
+	}
+	// Every run is recorded with its time, unchanged or not: the retry
+	// above counts from it.
+	t := p.nowT
+	run := upgradev1alpha1.PreflightCheck{Check: CheckExternalDeps, Passed: res.Passed, Details: res.Details, LastRun: &t}
+	if i := slices.IndexFunc(p.st.Preflight, func(c upgradev1alpha1.PreflightCheck) bool { return c.Check == CheckExternalDeps }); i >= 0 {
+		p.st.Preflight[i] = run
+	} else {
+		p.st.Preflight = append(p.st.Preflight, run)
+	}
+	if res.Passed {
+		return result{done: true, message: res.Details}
+	}
+	return result{failure: "external dependencies unavailable: " + res.Details, wakeAt: p.now.Add(time.Minute)}
 }
 
 // nodeUpdating: the MCO is moving the node to a new configuration (it may be

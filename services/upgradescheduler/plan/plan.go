@@ -3,10 +3,15 @@
 // status to write, at most one side effect to perform, the Events to record,
 // and when to look again if only time can change the answer.
 //
-// The reconciler around it does the I/O: it reads the snapshot from its
-// caches, calls Plan, writes Output.Status, performs Output.Action (recording
-// an error with RecordActionError, or ActionFailed when it ran the lease step
-// first), and requeues after Output.RequeueAfter.
+// The reconciler around it does the I/O, in one order for every side
+// effect, act then record: it reads the snapshot from its caches (and, only
+// for a plan that asks, the firing alerts and a run of the HTTP dependency
+// checks: Output.NeedsAlerts, Output.NeedsExternalChecks), calls Plan,
+// carries out the lease decision and Output.Action, writes the status
+// Executed returns from Output.Status and what it did, records the Events,
+// and requeues after Output.RequeueAfter. Acting first is safe because every
+// side effect is found again by the next plan (below) and its record is a
+// summary that plan can rebuild.
 //
 // Durability comes from the status and from observation, never from memory:
 // a step whose history condition is True is never run again; a side effect is
@@ -27,6 +32,7 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
 
 // Snapshot is what the planner knows of the cluster.
@@ -50,6 +56,17 @@ type Snapshot struct {
 	// would check the alerts reports Output.NeedsAlerts instead, and is to be
 	// planned again with Alerts read.
 	AlertsUnread bool
+	// Leases are this UpgradeConfig's silences as Alertmanager lists them
+	// (silence.OwnerFilter), read only for a plan that manages its leases
+	// (Output.NeedsLeases); nil when they were not read.
+	Leases *LeasesRead
+	// LeasesUnread is set (with Leases nil) when Alertmanager is wired in
+	// but its silences were not listed for this plan.
+	LeasesUnread bool
+	// ExternalChecks is the result of a run of the HTTP dependency checks,
+	// made only for a plan that asks for one (Output.NeedsExternalChecks);
+	// nil otherwise.
+	ExternalChecks *ExternalChecksResult
 	// FileIntegrityReinitRequested is true when the FedRAMP FileIntegrity
 	// object already carries the re-init annotation.
 	FileIntegrityReinitRequested bool
@@ -62,6 +79,21 @@ type AlertsResult struct {
 	Firing []string
 	// Err is set when the alerts could not be read; the check then fails.
 	Err string
+}
+
+// LeasesRead is the listing of an UpgradeConfig's silences.
+type LeasesRead struct {
+	Existing []silence.Silence
+	// Err is set when they could not be listed: no lease step is planned
+	// (the reconciler retries with its backoff).
+	Err string
+}
+
+// ExternalChecksResult is the outcome of one run of the HTTP dependency
+// checks: every URL answered below 400, or what failed.
+type ExternalChecksResult struct {
+	Passed  bool
+	Details string
 }
 
 // Integrations says which managed-service integrations are wired in. Steps
@@ -83,14 +115,17 @@ type Input struct {
 	Snapshot     Snapshot
 	Integrations Integrations
 	Now          time.Time
+	// SilenceTTL is each lease's length (silence.DefaultTTL when zero).
+	SilenceTTL time.Duration
 }
 
 // Output is the decision.
 type Output struct {
-	// Status is the status to write. It assumes Action succeeds; when it
-	// fails, write ActionFailed's (or RecordActionError's) result instead.
+	// Status is the status planned. The reconciler writes what Executed
+	// makes of it once the lease step and Action have run.
 	Status upgradev1alpha1.UpgradeConfigStatus
-	// Action is at most one side effect, to perform after writing Status.
+	// Action is at most one side effect, performed before the status is
+	// written (act, then record).
 	Action *Action
 	// Events are the decisions worth showing in `kubectl describe`.
 	Events []Event
@@ -98,14 +133,37 @@ type Output struct {
 	// scheduled start, a window opening, a deadline); zero otherwise.
 	RequeueAfter time.Duration
 	// Silences are the Alertmanager leases to hold now (with Integrations.
-	// Silences); the reconciler applies them and records status.silences.
+	// Silences).
 	Silences Silences
+	// Leases is the lease step to carry out this pass (silence.Client.Apply),
+	// decided from Silences and the listing; Executed records its result in
+	// status.silences. nil: no lease step this pass.
+	Leases *LeaseStep
+	// NeedsLeases is set when Silences are to be managed and
+	// Snapshot.LeasesUnread was: the rest of this Output is then void, and
+	// the reconciler lists the silences and plans again.
+	NeedsLeases bool
 	// NeedsAlerts is set when Snapshot.AlertsUnread was and a health check
 	// needed the alerts: the rest of this Output is then void, and the
 	// reconciler plans again with Snapshot.Alerts read. When it is not set
 	// the Output is the one Plan returns for any Snapshot.Alerts.
 	NeedsAlerts bool
+	// NeedsExternalChecks is set when the external dependency step needs a
+	// fresh run of the HTTP checks and Snapshot.ExternalChecks is nil: the
+	// rest of this Output is then void, and the reconciler runs the checks
+	// and plans again with their result.
+	NeedsExternalChecks bool
 }
+
+// LeaseStep is the lease decision and the listing it was made from.
+type LeaseStep struct {
+	Plan     silence.Plan
+	Existing []silence.Silence
+}
+
+// CreatedBy is written on every silence: MUO's name, which SRE alert rules
+// and people search for.
+const CreatedBy = "managed-upgrade-operator"
 
 // Event is a Kubernetes Event on the UpgradeConfig.
 type Event struct {
@@ -124,14 +182,11 @@ const (
 	CreateMachineSet ActionKind = "CreateMachineSet"
 	// DeleteMachineSet deletes a temporary worker MachineSet.
 	DeleteMachineSet ActionKind = "DeleteMachineSet"
-	// CheckExternalDependencies runs the configured HTTP checks and records
-	// the result as status.preflight check ExternalDependencies.
-	CheckExternalDependencies ActionKind = "CheckExternalDependencies"
 	// ReinitFileIntegrity adds the FedRAMP re-init annotation to the
 	// FileIntegrity object (adds it: other annotations stay).
 	ReinitFileIntegrity ActionKind = "ReinitFileIntegrity"
 	// Notify delivers Action.Notification (an OCM policy state or a service
-	// log) and records it in status.notifications (RecordNotification).
+	// log); Executed records the outcome in status.notifications.
 	Notify ActionKind = "Notify"
 	// RemoveFinalizer removes the scheduler's finalizer from a deleted
 	// UpgradeConfig once nothing is left to clean up.

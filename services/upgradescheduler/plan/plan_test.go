@@ -729,19 +729,25 @@ func TestExternalDependencyChecks(t *testing.T) {
 	w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
 	w.externalOK = false
 	out := w.plan()
-	if out.Action == nil || out.Action.Kind != CheckExternalDependencies {
-		t.Fatalf("%+v", out.Action)
+	if out.Action != nil || out.RequeueAfter != time.Minute || w.externalChecks != 1 {
+		t.Fatalf("a failed check is retried a minute later: %+v, checks %d", out, w.externalChecks)
+	}
+	if c := w.stepCondition(StepExternalDependenciesAvailable); c == nil || c.LastError != "external dependencies unavailable: checked" {
+		t.Fatalf("the failure is on the step: %+v", c)
 	}
 	out = w.plan()
 	if out.Action != nil || out.RequeueAfter != time.Minute || w.externalChecks != 1 {
-		t.Fatalf("failed check retried at once: %+v", out)
+		t.Fatalf("failed check retried at once: %+v, checks %d", out, w.externalChecks)
 	}
 	w.now = w.now.Add(time.Minute)
 	w.externalOK = true
-	w.plan() // re-check
-	out = w.plan()
+	out = w.plan() // re-checked, passed: the upgrade commences in the same plan
 	if out.Action == nil || out.Action.Kind != PatchClusterVersion || w.externalChecks != 2 {
 		t.Fatalf("%+v checks %d", out.Action, w.externalChecks)
+	}
+	w.plan()
+	if w.externalChecks != 2 {
+		t.Fatalf("a passed check ran again: %d", w.externalChecks)
 	}
 }
 

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	truncatelib "github.com/upshift-io/upshift/libs/truncate"
 	"github.com/upshift-io/upshift/libs/window"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
 
 type planner struct {
@@ -33,6 +35,8 @@ type planner struct {
 	deadlineHit string
 	// needsAlerts: a health check ran on a snapshot with AlertsUnread.
 	needsAlerts bool
+	// needsExternalChecks: the external dependency step needs a fresh run.
+	needsExternalChecks bool
 }
 
 func newPlanner(in Input) *planner {
@@ -54,14 +58,49 @@ func newPlanner(in Input) *planner {
 }
 
 func (p *planner) output() Output {
-	out := Output{Status: p.st, Action: p.action, Events: p.events, Silences: p.silences(), NeedsAlerts: p.needsAlerts}
+	out := Output{Status: p.st, Action: p.action, Events: p.events, Silences: p.silences(), NeedsAlerts: p.needsAlerts,
+		NeedsExternalChecks: p.needsExternalChecks}
 	if !p.wakeAt.IsZero() && p.action == nil {
 		out.RequeueAfter = p.wakeAt.Sub(p.now)
 		if out.RequeueAfter <= 0 {
 			out.RequeueAfter = time.Second
 		}
 	}
+	p.leaseStep(&out)
 	return out
+}
+
+// leaseStep decides the lease step from out.Silences and the listing, and
+// how soon to renew a wanted lease.
+func (p *planner) leaseStep(out *Output) {
+	if !out.Silences.Manage {
+		return
+	}
+	if len(out.Silences.Wanted) > 0 {
+		// Renewal is due when less than half the TTL is left: looking
+		// every quarter keeps a lease from lapsing while it is wanted.
+		renew := cmp.Or(p.in.SilenceTTL, silence.DefaultTTL) / 4
+		if out.RequeueAfter == 0 || renew < out.RequeueAfter {
+			out.RequeueAfter = renew
+		}
+	}
+	switch s := p.in.Snapshot; {
+	case s.LeasesUnread:
+		out.NeedsLeases = true
+	case s.Leases != nil && s.Leases.Err == "":
+		in := silence.Input{
+			Owner:     silence.Owner{Namespace: p.uc.Namespace, Name: p.uc.Name, UID: string(p.uc.UID)},
+			Version:   out.Silences.Version,
+			CreatedBy: CreatedBy,
+			Criticals: p.cfg.ControlPlaneCriticals,
+			Wanted:    out.Silences.Wanted,
+			Recorded:  RecordedSilences(p.st),
+			Existing:  s.Leases.Existing,
+			Now:       p.now,
+			TTL:       p.in.SilenceTTL,
+		}
+		out.Leases = &LeaseStep{Plan: silence.Decide(in), Existing: s.Leases.Existing}
+	}
 }
 
 func (p *planner) event(warning bool, reason, format string, args ...any) {

@@ -28,7 +28,7 @@ func TestHoldForLeases(t *testing.T) {
 		{"finalizer, leases failed", &Action{Kind: RemoveFinalizer}, failed, true},
 		{"patch ClusterVersion, leases failed", &Action{Kind: PatchClusterVersion, Step: StepUpgradeCommenced}, failed, false},
 		{"delete MachineSet, leases failed", &Action{Kind: DeleteMachineSet, Step: StepComputeCapacityRemoved}, failed, false},
-		{"external checks, leases failed", &Action{Kind: CheckExternalDependencies}, failed, false},
+		{"notify, leases failed", &Action{Kind: Notify, Step: StepUpgradeCommenced}, failed, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := HoldForLeases(tc.action, tc.leaseErr); got != tc.hold {
@@ -38,7 +38,7 @@ func TestHoldForLeases(t *testing.T) {
 	}
 }
 
-func TestActionFailedKeepsTheLeasesOfThePass(t *testing.T) {
+func TestExecutedKeepsTheLeasesOfThePass(t *testing.T) {
 	now := t0.Add(time.Hour)
 	ends := metav1.NewTime(now.Add(silence.DefaultTTL))
 	cp := upgradev1alpha1.SilenceLease{Purpose: string(silence.ControlPlane), ID: "cp-new", EndsAt: &ends}
@@ -53,18 +53,31 @@ func TestActionFailedKeepsTheLeasesOfThePass(t *testing.T) {
 		}
 	}
 	actErr := errors.New("etcdserver: request timed out")
+	// The lease step of the pass: the old workers lease expired, the two
+	// control-plane leases created.
+	step := &LeaseStep{
+		Plan: silence.Plan{Actions: []silence.Action{
+			{Kind: silence.Expire, Purpose: silence.Workers, ID: "workers-old"},
+			{Kind: silence.Create, Purpose: silence.ControlPlane, Silence: silence.Silence{EndsAt: ends.Time}},
+			{Kind: silence.Create, Purpose: silence.ControlPlaneCriticals, Silence: silence.Silence{EndsAt: ends.Time}},
+		}},
+		Existing: []silence.Silence{{ID: "workers-old", EndsAt: ends.Time}},
+	}
 	for _, tc := range []struct {
-		name   string
-		leased []upgradev1alpha1.SilenceLease
-		want   []upgradev1alpha1.SilenceLease
+		name    string
+		applied bool
+		record  map[silence.Purpose]string
+		want    []upgradev1alpha1.SilenceLease
 	}{
-		{"leases created this pass are kept", []upgradev1alpha1.SilenceLease{cp, crit}, []upgradev1alpha1.SilenceLease{cp, crit}},
-		{"leases expired this pass stay gone", nil, nil},
-		{"a lease step that did nothing keeps the record", []upgradev1alpha1.SilenceLease{old}, []upgradev1alpha1.SilenceLease{old}},
+		{"leases created this pass are kept", true, map[silence.Purpose]string{silence.ControlPlane: "cp-new", silence.ControlPlaneCriticals: "crit-new"}, []upgradev1alpha1.SilenceLease{cp, crit}},
+		{"leases expired this pass stay gone", true, map[silence.Purpose]string{}, nil},
+		{"a lease step that stopped half-way records what exists", true, map[silence.Purpose]string{silence.ControlPlane: "cp-new"}, []upgradev1alpha1.SilenceLease{cp}},
+		{"a lease step that did not run keeps the record", false, nil, []upgradev1alpha1.SilenceLease{old}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := planned()
-			got := ActionFailed(p, tc.leased, StepUpgradeCommenced, actErr, now)
+			out := Output{Status: planned(), Leases: step}
+			done := Done{LeasesApplied: tc.applied, Leases: tc.record, Action: &Action{Kind: PatchClusterVersion, Step: StepUpgradeCommenced}, Err: actErr}
+			got := Executed(out, done, now)
 			if !equality.Semantic.DeepEqual(got.Silences, tc.want) {
 				t.Fatalf("silences %+v, want %+v", got.Silences, tc.want)
 			}
@@ -72,19 +85,38 @@ func TestActionFailedKeepsTheLeasesOfThePass(t *testing.T) {
 			if c == nil || c.Status != corev1.ConditionFalse || c.LastError != actErr.Error() {
 				t.Fatalf("action error not recorded: %+v", c)
 			}
-			// Everything else is the planned status, not what the failed
-			// action may have written.
+			// Everything else is the planned status.
 			if !equality.Semantic.DeepEqual(got.Preflight, planned().Preflight) {
 				t.Fatalf("preflight %+v", got.Preflight)
 			}
-			// The inputs are not mutated (the reconciler still holds them).
-			if !equality.Semantic.DeepEqual(p, planned()) {
-				t.Fatalf("planned status mutated: %+v", p)
-			}
-			if len(tc.leased) > 0 && &got.Silences[0] == &tc.leased[0] {
-				t.Fatal("silences alias the reconciler's slice")
+			// The planned status is not mutated (the reconciler still holds it).
+			if !equality.Semantic.DeepEqual(out.Status, planned()) {
+				t.Fatalf("planned status mutated: %+v", out.Status)
 			}
 		})
+	}
+}
+
+// A delivered notification is recorded; a delivery that settled nothing
+// (the policy was gone) and a failed one are not.
+func TestExecutedRecordsADeliveredNotification(t *testing.T) {
+	now := t0.Add(time.Hour)
+	n := &Notification{Event: "StateStarted", Version: "4.14.16", Generation: 2}
+	a := &Action{Kind: Notify, Step: StepUpgradeCommenced, Notification: n}
+	planned := upgradev1alpha1.UpgradeConfigStatus{History: []upgradev1alpha1.UpgradeHistory{{Version: "4.14.16", Phase: upgradev1alpha1.UpgradePhaseUpgrading}}}
+	got := Executed(Output{Status: planned}, Done{Action: a, Outcome: "Sent"}, now)
+	if len(got.Notifications) != 1 || got.Notifications[0].Event != "StateStarted" || got.Notifications[0].Outcome != "Sent" || !got.Notifications[0].Time.Time.Equal(now) {
+		t.Fatalf("delivery not recorded: %+v", got.Notifications)
+	}
+	if len(planned.Notifications) != 0 {
+		t.Fatal("planned status mutated")
+	}
+	if got := Executed(Output{Status: planned}, Done{Action: a}, now); len(got.Notifications) != 0 {
+		t.Fatalf("a delivery that settled nothing recorded: %+v", got.Notifications)
+	}
+	failed := Executed(Output{Status: planned}, Done{Action: a, Outcome: "Sent", Err: errors.New("503")}, now)
+	if len(failed.Notifications) != 0 || findStepCondition(failed.History[0].Conditions, StepUpgradeCommenced).LastError != "503" {
+		t.Fatalf("a failed delivery: %+v", failed)
 	}
 }
 

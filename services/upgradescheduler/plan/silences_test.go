@@ -317,3 +317,36 @@ func TestCriticalAlertsGateThePreCheck(t *testing.T) {
 		t.Fatalf("resolved: step %+v, patches %d", w.stepCondition(StepClusterHealthyBeforeUpgrade), w.desiredPatches)
 	}
 }
+
+// The silences are listed only for a plan that manages leases; a plan given
+// a failed listing plans no lease step but still looks again in time to
+// renew.
+func TestLeasesAreAPlannerInput(t *testing.T) {
+	w := silenceWorld(t)
+	w.settle()
+	in := Input{UpgradeConfig: w.uc, Config: w.cfg, Snapshot: w.snap, Integrations: w.integrations, Now: w.now}
+	in.Snapshot.LeasesUnread = true
+	if out := Plan(in); !out.NeedsLeases || out.Leases != nil {
+		t.Fatalf("a plan holding leases must ask for the listing: %+v", out.NeedsLeases)
+	}
+	in.Snapshot.LeasesUnread, in.Snapshot.Leases = false, &LeasesRead{Err: "connection refused"}
+	out := Plan(in)
+	if out.NeedsLeases || out.Leases != nil {
+		t.Fatalf("a failed listing plans no lease step: %+v", out.Leases)
+	}
+	if want := silence.DefaultTTL / 4; out.RequeueAfter == 0 || out.RequeueAfter > want {
+		t.Fatalf("requeue %v, want at most %v for the renewal", out.RequeueAfter, want)
+	}
+	in.Snapshot.Leases = &LeasesRead{Existing: w.am.list(w.now)}
+	if out := Plan(in); out.Leases == nil {
+		t.Fatal("a listing gives a lease step")
+	}
+
+	paused := *w.uc.DeepCopy()
+	paused.Spec.Paused = true
+	in.UpgradeConfig = &paused
+	in.Snapshot.Leases, in.Snapshot.LeasesUnread = nil, true
+	if out := Plan(in); out.NeedsLeases || out.Leases != nil {
+		t.Fatal("a paused upgrade neither lists nor touches its leases")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
 
 // setCondition sets a summary condition (status.conditions).
@@ -127,19 +128,40 @@ func RecordActionError(st upgradev1alpha1.UpgradeConfigStatus, step upgradev1alp
 	return out
 }
 
-// ActionFailed is RecordActionError for a reconciler that ran the lease step
-// before the action: planned is Output.Status, silences the status.silences
-// that step wrote this pass. The leases were created or expired in
-// Alertmanager whatever became of the action, so their record is kept (the
-// next plan would otherwise adopt again what it already knew); anything the
-// failed action itself wrote is dropped with the rest of its result.
-func ActionFailed(planned upgradev1alpha1.UpgradeConfigStatus, silences []upgradev1alpha1.SilenceLease, step upgradev1alpha1.UpgradeConditionType, err error, now time.Time) upgradev1alpha1.UpgradeConfigStatus {
-	out := RecordActionError(planned, step, err, now)
-	out.Silences = nil
-	for _, s := range silences {
-		out.Silences = append(out.Silences, *s.DeepCopy())
+// Done is what the reconciler did with an Output before writing the status.
+type Done struct {
+	// LeasesApplied is set once Output.Leases was carried out (completely or
+	// not), and Leases is the record silence.Client.Apply returned: the IDs
+	// of the silences that exist, by purpose.
+	LeasesApplied bool
+	Leases        map[silence.Purpose]string
+	// Action is the side effect performed (nil: none), Outcome the outcome
+	// of a delivered notification ("" when nothing settled), and Err the
+	// action's failure.
+	Action  *Action
+	Outcome string
+	Err     error
+}
+
+// Executed returns the status to write after a pass: out.Status with the
+// lease step's record and the action's result, a delivered notification
+// recorded or the failure recorded on the action's step. The leases were
+// created or expired in Alertmanager whatever became of the action, so their
+// record is kept either way (the next plan would otherwise adopt again what
+// it already knew). out is not modified.
+func Executed(out Output, d Done, now time.Time) upgradev1alpha1.UpgradeConfigStatus {
+	st := *out.Status.DeepCopy()
+	if d.LeasesApplied && out.Leases != nil {
+		st.Silences = SilenceStatus(d.Leases, out.Leases.Plan, out.Leases.Existing)
 	}
-	return out
+	switch {
+	case d.Action == nil:
+	case d.Err != nil:
+		st = RecordActionError(st, d.Action.Step, d.Err, now)
+	case d.Action.Kind == Notify && d.Outcome != "":
+		st = RecordNotification(st, d.Action.Notification, d.Outcome, now)
+	}
+	return st
 }
 
 // HoldForLeases reports whether action a must wait because the lease step

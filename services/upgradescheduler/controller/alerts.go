@@ -4,53 +4,15 @@ import (
 	"context"
 	"time"
 
-	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
-	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
-
-// CreatedBy is written on every silence: MUO's name, which SRE alert rules
-// and people search for.
-const CreatedBy = "managed-upgrade-operator"
 
 // alertReads bounds the attempts of one alerts read; each is bounded by the
 // client's timeout, so an unreachable Alertmanager costs at most
 // alertReads × timeout plus the pauses before the check fails closed.
 const alertReads = 3
-
-// leases carries out the planner's lease decision: list this UpgradeConfig's
-// silences (Alertmanager filters them by the owner marker), decide, apply,
-// and record the result in status.silences. On an error what is known is
-// recorded (a created silence is re-adopted next time anyway).
-func (r *Reconciler) leases(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, cfg *config.Config, s plan.Silences,
-	status *upgradev1alpha1.UpgradeConfigStatus, now time.Time) error {
-	if r.Silences == nil || !s.Manage {
-		return nil
-	}
-	existing, err := r.Silences.List(ctx, silence.OwnerFilter(string(uc.UID)))
-	if err != nil {
-		return err
-	}
-	in := silence.Input{
-		Owner:     silence.Owner{Namespace: uc.Namespace, Name: uc.Name, UID: string(uc.UID)},
-		Version:   s.Version,
-		CreatedBy: CreatedBy,
-		Wanted:    s.Wanted,
-		Recorded:  plan.RecordedSilences(*status),
-		Existing:  existing,
-		Now:       now,
-		TTL:       r.SilenceTTL,
-	}
-	if cfg != nil {
-		in.Criticals = cfg.ControlPlaneCriticals
-	}
-	p := silence.Decide(in)
-	record, err := r.Silences.Apply(ctx, p)
-	status.Silences = plan.SilenceStatus(record, p, existing)
-	return err
-}
 
 // criticalAlerts reads the firing alerts, a few times if the source does not
 // answer, and selects the critical ones. Unreachable: the result carries the
