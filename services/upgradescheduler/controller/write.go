@@ -9,11 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	upgradeac "github.com/upshift-io/upshift/api/upgrade/v1alpha1/applyconfiguration/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/apply"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // FieldManager is the scheduler's field manager on the UpgradeConfig status.
@@ -64,7 +64,8 @@ func statusApplyConfiguration(uc *upgradev1alpha1.UpgradeConfig, st *upgradev1al
 
 // writeStatus applies the scheduler's fields of st to uc and returns the
 // object as the API server left it (both writers' fields, at the new
-// resourceVersion): what the next pass plans from until the cache shows it.
+// resourceVersion): what the metrics export, and the version the next plan
+// waits for the cache to show.
 func writeStatus(ctx context.Context, c client.Client, uc *upgradev1alpha1.UpgradeConfig, st *upgradev1alpha1.UpgradeConfigStatus) (*upgradev1alpha1.UpgradeConfig, error) {
 	if err := adoptUpdatedFields(ctx, c, uc); err != nil {
 		return nil, err
