@@ -70,7 +70,10 @@ func main() {
 				r.Alerts = c
 			}
 			log.Info("gating nodes", "jobNamespaces", nss, "gatedPools", r.GatedPools, "alerts", alertsCfg.URL != "")
-			return r.SetupWithManager(mgr)
+			if err := r.SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return (&controller.ObjectStatus{Client: mgr.GetClient(), JobNamespaces: nss}).SetupWithManager(mgr)
 		},
 	})
 }

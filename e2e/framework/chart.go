@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -96,13 +97,18 @@ func (c *Chart) Kinds(kinds ...string) []*unstructured.Unstructured {
 	return out
 }
 
-// RBACKinds are what InstallIdentity creates: the component's identity and
-// permissions, without its Deployment (the test runs the binary itself).
+// RBACKinds are the component's identity and permissions, without its
+// Deployment (the test runs the binary itself).
 var RBACKinds = []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 
-// InstallIdentity creates the chart's ServiceAccount and RBAC objects.
+// AdmissionKinds are the chart's admission policies: what the API server
+// refuses on the component's behalf belongs to what it allows.
+var AdmissionKinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+
+// InstallIdentity creates the chart's ServiceAccount, RBAC objects and
+// admission policies.
 func (c *Chart) InstallIdentity(ctx context.Context, cl client.Client) error {
-	for _, o := range c.Kinds(RBACKinds...) {
+	for _, o := range c.Kinds(slices.Concat(RBACKinds, AdmissionKinds)...) {
 		if err := cl.Create(ctx, o.DeepCopy()); err != nil {
 			return fmt.Errorf("creating %s %s: %w", o.GetKind(), o.GetName(), err)
 		}

@@ -291,6 +291,8 @@ var _ = Describe("node-gate", Ordered, func() {
 		Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Name: "worker-gate"}, &mcfgv1.MachineConfigPool{}))).To(BeTrue())
 	})
 
+	It("refuses at admission a rule that would borrow privileges through node-gate, naming the field", admission)
+
 	It("serves its metrics to the chart's metrics reader, was never refused a request and used every permission its chart grants", func(ctx SpecContext) {
 		Eventually(func(g Gomega) {
 			body, err := scraper.Scrape(metricsURL)

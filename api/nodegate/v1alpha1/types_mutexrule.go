@@ -118,9 +118,10 @@ type MutexRuleSpec struct {
 	PostHooks []Hook `json:"postHooks,omitempty"`
 }
 
-// Hook is one Job run for each gated node. node-gate appends NODE_NAME, POOL,
-// TARGET_CONFIG, TARGET_VERSION and RUN_ID to the environment of every
-// container (after the user's own variables, which are kept).
+// Hook is one Job run for each gated node. node-gate appends NODE_NAME,
+// MUTEX_RULE (the rule's name), POOL, TARGET_CONFIG, TARGET_VERSION and
+// RUN_ID to the environment of every container (after the user's own
+// variables, which are kept).
 //
 // +kubebuilder:validation:XValidation:rule="self.name != 'job' && self.name != 'cleanup'",message="name must not be job or cleanup: those name the rule's jobSpec and cleanUpJobSpec"
 type Hook struct {

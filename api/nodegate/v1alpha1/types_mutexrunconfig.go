@@ -15,12 +15,16 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=numo
-// +kubebuilder:printcolumn:name="Canary",type=string,JSONPath=`.spec.canary.name`
+// Its printer columns start with the mutex operator's (Canary, Rules,
+// Targets, under that operator's names and paths: scripts and people read
+// them); Upshift's follow.
+//
+// +kubebuilder:printcolumn:name="Canary",type=string,JSONPath=`.spec.canary.name`,description="The canary MachineConfigPool"
+// +kubebuilder:printcolumn:name="Rules",type=string,JSONPath=`.spec.mutexRules`,description="The MutexRules every node goes through"
+// +kubebuilder:printcolumn:name="Targets",type=string,JSONPath=`.spec.mutexTargets`,description="The MutexTargets whose nodes are gated"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Current",type=string,JSONPath=`.status.currentNodes`
 // +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`
-// +kubebuilder:printcolumn:name="Mutex Rules",type=string,JSONPath=`.spec.mutexRules[*].name`,priority=1
-// +kubebuilder:printcolumn:name="Mutex Targets",type=string,JSONPath=`.spec.mutexTargets[*].name`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MutexRunConfig struct {
 	metav1.TypeMeta   `json:",inline"`

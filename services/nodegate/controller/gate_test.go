@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -52,7 +53,87 @@ var _ = Describe("node-gate", Ordered, func() {
 	It("gates every worker (one added mid-run too): pre-hooks done before the MCO starts on it, the next released only after it is Done and Ready, restored at the end, across a restart", gatedUpdate)
 	It("pauses on a failing hook without the MCO touching any node, and restores pools and selectors exactly when the run is deleted", failingHook)
 	It("forces a PDB-blocked drain past its timeout, step by step, naming the pod", blockedDrain)
+	It("writes the mutex operator's status on rules and targets: ValidConfig, NodeListGathered and the nodes, following pools and node labels", objectStatus)
 })
+
+// objectStatus: the status node-gate keeps on MutexRules and MutexTargets.
+func objectStatus(ctx SpecContext) {
+	startGate(ctx)
+	target := func(name string) func(Gomega) *nodegatev1alpha1.MutexTarget {
+		return func(g Gomega) *nodegatev1alpha1.MutexTarget {
+			t := &nodegatev1alpha1.MutexTarget{}
+			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, t)).To(Succeed())
+			return t
+		}
+	}
+	conditions := func(t *nodegatev1alpha1.MutexTarget) []string {
+		var out []string
+		for _, typ := range []string{plan.ConditionValidConfig, plan.ConditionNodeListGathered} {
+			if c := meta.FindStatusCondition(t.Status.Conditions, typ); c != nil {
+				out = append(out, typ+"="+string(c.Status)+"/"+c.Reason)
+			}
+		}
+		return out
+	}
+	var names []string
+	for _, n := range workers(ctx) {
+		names = append(names, n.Name)
+	}
+	Expect(names).NotTo(BeEmpty())
+
+	By("the worker target: the worker pool's nodes, both conditions True")
+	Eventually(func(g Gomega) {
+		t := target("workers")(g)
+		g.Expect(t.Status.Nodes).To(ConsistOf(names))
+		g.Expect(conditions(t)).To(Equal([]string{"ValidConfig=True/MachineConfigPoolFetchSucceeded", "NodeListGathered=True/MachineConfigPoolFetchSucceeded"}))
+	}).Should(Succeed())
+
+	By("a target naming a pool that does not exist: False, naming it; the nodes of the one that exists listed")
+	Expect(env.Client.Create(ctx, &nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "with-gpu", Namespace: ns},
+		Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker", "gpu"}}})).To(Succeed())
+	Eventually(func(g Gomega) {
+		t := target("with-gpu")(g)
+		g.Expect(t.Status.Nodes).To(ConsistOf(names))
+		g.Expect(conditions(t)).To(Equal([]string{"ValidConfig=False/MachineConfigPoolFetchFailed", "NodeListGathered=False/MachineConfigPoolFetchFailed"}))
+		g.Expect(meta.FindStatusCondition(t.Status.Conditions, plan.ConditionValidConfig).Message).To(ContainSubstring("gpu"))
+	}).Should(Succeed())
+
+	By("the pool created (paused: the MCO leaves its nodes alone) and a worker labelled into it: it moves from one target's nodes to the other's")
+	gpu := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: mcfgv1.MachineConfigPoolSpec{
+		Paused:                true,
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/gpu": ""}},
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"machineconfiguration.openshift.io/role": "worker"}},
+	}}
+	Expect(env.Client.Create(ctx, gpu)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, gpu))).To(Succeed()) })
+	moved := names[0]
+	label := func(ctx context.Context, value *string) {
+		GinkgoHelper()
+		patch := map[string]any{"metadata": map[string]any{"labels": map[string]any{"node-role.kubernetes.io/gpu": value}}}
+		data, err := json.Marshal(patch)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.Client.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: moved}}, client.RawPatch(types.MergePatchType, data))).To(Succeed())
+	}
+	label(ctx, ptr.To(""))
+	DeferCleanup(func(ctx context.Context) { label(ctx, nil) })
+	Eventually(func(g Gomega) {
+		g.Expect(target("workers")(g).Status.Nodes).NotTo(ContainElement(moved))
+		t := target("with-gpu")(g)
+		g.Expect(t.Status.Nodes).To(ConsistOf(names))
+		g.Expect(conditions(t)).To(Equal([]string{"ValidConfig=True/MachineConfigPoolFetchSucceeded", "NodeListGathered=True/MachineConfigPoolFetchSucceeded"}))
+	}).Should(Succeed())
+
+	By("a rule node-gate can run: ValidConfig True")
+	rule := twoHookRule("status-rule")
+	Expect(env.Client.Create(ctx, rule)).To(Succeed())
+	Eventually(func(g Gomega) string {
+		got := &nodegatev1alpha1.MutexRule{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rule), got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, plan.ConditionValidConfig)
+		g.Expect(c).NotTo(BeNil())
+		return string(c.Status) + "/" + c.Reason
+	}).Should(Equal("True/ValidConfig"))
+}
 
 func twoHookRule(name string) *nodegatev1alpha1.MutexRule {
 	pre := hookSpec("pre", corev1.EnvVar{Name: "USER_VAR", Value: "kept"})
@@ -152,13 +233,15 @@ func gatedUpdate(ctx SpecContext) {
 		for _, e := range env {
 			names = append(names, e.Name)
 		}
-		want := []string{plan.EnvNodeName, plan.EnvPool, plan.EnvTargetConfig, plan.EnvTargetVersion, plan.EnvRunID}
+		want := []string{plan.EnvNodeName, plan.EnvMutexRule, plan.EnvPool, plan.EnvTargetConfig, plan.EnvTargetVersion, plan.EnvRunID}
 		if j.Spec.Template.Spec.Containers[0].Name == "pre" {
 			want = append([]string{"USER_VAR"}, want...)
 		}
 		Expect(names).To(Equal(want))
 		for _, e := range env {
 			switch e.Name {
+			case plan.EnvMutexRule:
+				Expect(e.Value).To(Equal("db"))
 			case plan.EnvPool:
 				Expect(e.Value).To(Equal("worker"))
 			case plan.EnvTargetVersion:

@@ -100,6 +100,7 @@ func startGate(ctx context.Context) *gate {
 	reg := prometheus.NewRegistry()
 	r := &controller.Reconciler{Client: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorder("node-gate")), Metrics: metrics.New(reg)}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	Expect((&controller.ObjectStatus{Client: mgr.GetClient()}).SetupWithManager(mgr)).To(Succeed())
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -108,6 +108,7 @@ func BuildJob(h nodegatev1alpha1.Hook, rule *nodegatev1alpha1.MutexRule, stage n
 	}
 	env := []corev1.EnvVar{
 		{Name: EnvNodeName, Value: p.Node},
+		{Name: EnvMutexRule, Value: rule.Name},
 		{Name: EnvPool, Value: p.Pool},
 		{Name: EnvTargetConfig, Value: p.TargetConfig},
 		{Name: EnvTargetVersion, Value: p.TargetVersion},

@@ -122,7 +122,7 @@ func TestNodeLifecycle(t *testing.T) {
 	for _, e := range env {
 		names = append(names, e.Name+"="+e.Value)
 	}
-	want := "USER_VAR=kept,NODE_NAME=w00,POOL=worker,TARGET_CONFIG=rendered-worker-gate-4.16.0,TARGET_VERSION=4.16.0,RUN_ID=" + w.run.Status.RunID
+	want := "USER_VAR=kept,NODE_NAME=w00,MUTEX_RULE=drain-db,POOL=worker,TARGET_CONFIG=rendered-worker-gate-4.16.0,TARGET_VERSION=4.16.0,RUN_ID=" + w.run.Status.RunID
 	if strings.Join(names, ",") != want {
 		t.Fatalf("env\n got %s\nwant %s", strings.Join(names, ","), want)
 	}

@@ -363,14 +363,8 @@ func (p *planner) validate() bool {
 		if !ok {
 			return block(ReasonMissingRule, "MutexRule %s does not exist", ref(r))
 		}
-		if rule.Spec.Type != "" && rule.Spec.Type != nodegatev1alpha1.RuleTypeKubernetes {
-			return block(ReasonInvalidRule, "MutexRule %s: spec.type %q is not supported", ref(r), rule.Spec.Type)
-		}
-		if len(p.in.JobNamespaces) > 0 && !slices.Contains(p.in.JobNamespaces, rule.Spec.JobNamespace) {
-			// node-gate may not create Jobs there: every create would be
-			// Forbidden, pass after pass, with the pools already paused.
-			return block(ReasonJobNamespace, "MutexRule %s: spec.jobNamespace %q is not one of node-gate's job namespaces %v (the chart's jobNamespaces)",
-				ref(r), rule.Spec.JobNamespace, p.in.JobNamespaces)
+		if reason, msg := ruleProblem(rule, p.in.JobNamespaces); reason != "" {
+			return block(reason, "MutexRule %s: %s", ref(r), msg)
 		}
 		p.rules = append(p.rules, rule)
 	}

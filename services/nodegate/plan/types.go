@@ -60,9 +60,12 @@ const (
 	MinJobTTL int32 = 3600
 )
 
-// Environment variables appended to every hook container.
+// Environment variables appended to every hook container. NODE_NAME and
+// MUTEX_RULE (the rule's name) are the two the mutex operator set; hooks
+// written for it read them.
 const (
 	EnvNodeName      = "NODE_NAME"
+	EnvMutexRule     = "MUTEX_RULE"
 	EnvPool          = "POOL"
 	EnvTargetConfig  = "TARGET_CONFIG"
 	EnvTargetVersion = "TARGET_VERSION"

@@ -163,7 +163,8 @@ func TestMutexOperatorExamplesApply(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := got.Spec.Template.Spec.Containers[0].Env
-		if len(env) != 5 || env[0].Name != plan.EnvNodeName || env[0].Value != "worker-0" {
+		if len(env) != 6 || env[0].Name != plan.EnvNodeName || env[0].Value != "worker-0" ||
+			env[1].Name != plan.EnvMutexRule || env[1].Value != rule.Name {
 			t.Fatalf("env %+v", env)
 		}
 		if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != run.UID {
@@ -298,17 +299,39 @@ func TestRejectsInvalidObjects(t *testing.T) {
 	}
 }
 
-// The status subresource and printer columns are served.
-func TestStatusAndColumns(t *testing.T) {
-	ctx := context.Background()
+// The mutex operator's printer columns, as its CRDs (bundle 0.2.66) declare
+// them: name and path, in order. They come first, under those names, in
+// ours; Upshift's columns follow.
+var mutexOperatorColumns = map[string][]string{
+	"mutexrules":      {"Job Name=.spec.jobName", "Job Namespace=.spec.jobNamespace"},
+	"mutexrunconfigs": {"Canary=.spec.canary.name", "Rules=.spec.mutexRules", "Targets=.spec.mutexTargets"},
+	"mutextargets":    {"Machine Config Pools=.spec.machineConfigPools", "Nodes=.status.nodes"},
+}
+
+// printerColumns are the CRD's printer columns as "name=path", in order.
+func printerColumns(t *testing.T, ctx context.Context, plural string) []string {
+	t.Helper()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "mutexrunconfigs.nodegate.upshift.io"}, crd); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: plural + ".nodegate.upshift.io"}, crd); err != nil {
 		t.Fatal(err)
 	}
 	var cols []string
 	for _, c := range crd.Spec.Versions[0].AdditionalPrinterColumns {
 		cols = append(cols, c.Name+"="+c.JSONPath)
 	}
+	return cols
+}
+
+// The status subresource and printer columns are served: the mutex
+// operator's first, then Upshift's.
+func TestStatusAndColumns(t *testing.T) {
+	ctx := context.Background()
+	for plural, want := range mutexOperatorColumns {
+		if cols := printerColumns(t, ctx, plural); len(cols) < len(want) || !reflect.DeepEqual(cols[:len(want)], want) {
+			t.Errorf("%s: printer columns %v, want the mutex operator's %v first", plural, cols, want)
+		}
+	}
+	cols := printerColumns(t, ctx, "mutexrunconfigs")
 	for _, want := range []string{"Phase=.status.phase", "Current=.status.currentNodes", "Progress=.status.progress"} {
 		if !strings.Contains(strings.Join(cols, " "), want) {
 			t.Errorf("printer column %s missing from %v", want, cols)

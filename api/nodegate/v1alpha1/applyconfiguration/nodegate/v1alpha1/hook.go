@@ -11,9 +11,10 @@ import (
 // HookApplyConfiguration represents a declarative configuration of the Hook type for use
 // with apply.
 //
-// Hook is one Job run for each gated node. node-gate appends NODE_NAME, POOL,
-// TARGET_CONFIG, TARGET_VERSION and RUN_ID to the environment of every
-// container (after the user's own variables, which are kept).
+// Hook is one Job run for each gated node. node-gate appends NODE_NAME,
+// MUTEX_RULE (the rule's name), POOL, TARGET_CONFIG, TARGET_VERSION and
+// RUN_ID to the environment of every container (after the user's own
+// variables, which are kept).
 type HookApplyConfiguration struct {
 	// name identifies the hook within its rule; it is part of the Job names.
 	Name *string `json:"name,omitempty"`

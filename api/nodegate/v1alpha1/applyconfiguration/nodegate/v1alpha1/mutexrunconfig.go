@@ -18,6 +18,10 @@ import (
 // node is released to the machine-config operator only after its rules'
 // pre-update operations succeeded, and the next node only after the previous
 // one finished its update and its post-update operations.
+//
+// Its printer columns start with the mutex operator's (Canary, Rules,
+// Targets, under that operator's names and paths: scripts and people read
+// them); Upshift's follow.
 type MutexRunConfigApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:",inline"`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

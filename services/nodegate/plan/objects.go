@@ -1,0 +1,97 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+)
+
+// The mutex operator's conditions on MutexRules and MutexTargets, with its
+// types and reasons: alert rules and scripts written for it read them.
+const (
+	ConditionValidConfig      = "ValidConfig"
+	ConditionNodeListGathered = "NodeListGathered"
+
+	ReasonValidConfig        = "ValidConfig"
+	ReasonInvalidConfig      = "InvalidConfig"
+	ReasonPoolFetchSucceeded = "MachineConfigPoolFetchSucceeded"
+	ReasonPoolFetchFailed    = "MachineConfigPoolFetchFailed"
+)
+
+// ruleProblem says why node-gate cannot run rule's Jobs ("" when it can):
+// what every run using it is blocked on, and what the rule's ValidConfig
+// condition says.
+func ruleProblem(rule *nodegatev1alpha1.MutexRule, jobNamespaces []string) (reason, message string) {
+	if rule.Spec.Type != "" && rule.Spec.Type != nodegatev1alpha1.RuleTypeKubernetes {
+		return ReasonInvalidRule, fmt.Sprintf("spec.type %q is not supported", rule.Spec.Type)
+	}
+	if len(jobNamespaces) > 0 && !slices.Contains(jobNamespaces, rule.Spec.JobNamespace) {
+		// node-gate may not create Jobs there: every create would be
+		// Forbidden, pass after pass, with the pools already paused.
+		return ReasonJobNamespace, fmt.Sprintf("spec.jobNamespace %q is not one of node-gate's job namespaces %v (the chart's jobNamespaces)",
+			rule.Spec.JobNamespace, jobNamespaces)
+	}
+	return "", ""
+}
+
+// RuleStatus is the status rule should carry: ValidConfig True (reason
+// ValidConfig) when node-gate can run its Jobs, else False (InvalidConfig)
+// saying why. The conditions of old keep their transition times; now stamps
+// a change.
+func RuleStatus(rule *nodegatev1alpha1.MutexRule, jobNamespaces []string, now time.Time) nodegatev1alpha1.MutexRuleStatus {
+	st := *rule.Status.DeepCopy()
+	st.ObservedGeneration = rule.Generation
+	c := metav1.Condition{Type: ConditionValidConfig, Status: metav1.ConditionTrue, Reason: ReasonValidConfig,
+		Message: "node-gate can run this rule's Jobs", ObservedGeneration: rule.Generation, LastTransitionTime: metav1.NewTime(now)}
+	if _, msg := ruleProblem(rule, jobNamespaces); msg != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonInvalidConfig, msg
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+	return st
+}
+
+// TargetStatus is the status target should carry: status.nodes, the nodes
+// the MCO places in its pools (PoolMembers), and ValidConfig and
+// NodeListGathered, True (MachineConfigPoolFetchSucceeded) when every pool
+// exists, else False (MachineConfigPoolFetchFailed) naming the missing
+// ones. (The mutex operator wrote NodeListGathered True on that path; a
+// list gathered without a pool is not complete, so node-gate says False.)
+// The nodes of the pools that exist are listed either way.
+func TargetStatus(target *nodegatev1alpha1.MutexTarget, pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, now time.Time) nodegatev1alpha1.MutexTargetStatus {
+	st := *target.Status.DeepCopy()
+	st.ObservedGeneration = target.Generation
+	st.Nodes = PoolMembers(pools, nodes, target.Spec.MachineConfigPools)
+	var missing []string
+	for _, name := range target.Spec.MachineConfigPools {
+		if !slices.ContainsFunc(pools, func(p mcfgv1.MachineConfigPool) bool { return p.Name == name }) {
+			missing = append(missing, name)
+		}
+	}
+	status, reason := metav1.ConditionTrue, ReasonPoolFetchSucceeded
+	valid := fmt.Sprintf("every MachineConfigPool exists (%s)", strings.Join(target.Spec.MachineConfigPools, ", "))
+	gathered := fmt.Sprintf("%d nodes in the pools", len(st.Nodes))
+	if len(missing) > 0 {
+		status, reason = metav1.ConditionFalse, ReasonPoolFetchFailed
+		valid = "MachineConfigPools not found: " + strings.Join(missing, ", ")
+		gathered = fmt.Sprintf("%d nodes in the pools found; not found: %s", len(st.Nodes), strings.Join(missing, ", "))
+	}
+	for _, c := range []metav1.Condition{
+		{Type: ConditionValidConfig, Status: status, Reason: reason, Message: valid},
+		{Type: ConditionNodeListGathered, Status: status, Reason: reason, Message: gathered},
+	} {
+		c.ObservedGeneration, c.LastTransitionTime = target.Generation, metav1.NewTime(now)
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	if len(st.Nodes) == 0 {
+		st.Nodes = nil
+	}
+	return st
+}

@@ -1,0 +1,82 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+)
+
+func TestRuleStatus(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	rule := &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ops", Generation: 3},
+		Spec: nodegatev1alpha1.MutexRuleSpec{JobNamespace: "ops"}}
+	for _, tc := range []struct {
+		name       string
+		typ        string
+		namespaces []string
+		want       string
+	}{
+		{"valid", "", []string{"ops"}, "True/ValidConfig/"},
+		{"any namespace allowed", "", nil, "True/ValidConfig/"},
+		{"a namespace node-gate may not use", "", []string{"hooks"}, `False/InvalidConfig/spec.jobNamespace "ops" is not one of node-gate's job namespaces [hooks]`},
+		{"an unsupported type", "ansible", nil, `False/InvalidConfig/spec.type "ansible" is not supported`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rule.DeepCopy()
+			r.Spec.Type = nodegatev1alpha1.RuleType(tc.typ)
+			st := RuleStatus(r, tc.namespaces, now)
+			c := meta.FindStatusCondition(st.Conditions, ConditionValidConfig)
+			if c == nil {
+				t.Fatal("no ValidConfig")
+			}
+			got := string(c.Status) + "/" + c.Reason + "/"
+			if c.Status == metav1.ConditionFalse {
+				got += c.Message
+			}
+			if !strings.HasPrefix(got, tc.want) || st.ObservedGeneration != 3 || c.ObservedGeneration != 3 {
+				t.Fatalf("got %s (generation %d), want %s", got, st.ObservedGeneration, tc.want)
+			}
+		})
+	}
+	// An unchanged verdict keeps its transition time: no write.
+	first := RuleStatus(rule, nil, now)
+	again := rule.DeepCopy()
+	again.Status = first
+	if st := RuleStatus(again, nil, now.Add(time.Hour)); !st.Conditions[0].LastTransitionTime.Equal(&first.Conditions[0].LastTransitionTime) {
+		t.Fatalf("transition time moved: %v", st.Conditions[0].LastTransitionTime)
+	}
+}
+
+func TestTargetStatus(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	w := newWorld(t, 3)
+	in := w.input()
+	target := &nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ops", Generation: 2},
+		Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}}
+	st := TargetStatus(target, in.Pools, in.Nodes, now)
+	if strings.Join(st.Nodes, ",") != "w00,w01,w02" {
+		t.Fatalf("nodes %v", st.Nodes)
+	}
+	for _, typ := range []string{ConditionValidConfig, ConditionNodeListGathered} {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonPoolFetchSucceeded {
+			t.Fatalf("%s: %+v", typ, c)
+		}
+	}
+	target.Spec.MachineConfigPools = []string{"worker", "gpu"}
+	target.Status = st
+	st = TargetStatus(target, in.Pools, in.Nodes, now)
+	if strings.Join(st.Nodes, ",") != "w00,w01,w02" {
+		t.Fatalf("the nodes of the pools that exist stay listed: %v", st.Nodes)
+	}
+	for _, typ := range []string{ConditionValidConfig, ConditionNodeListGathered} {
+		c := meta.FindStatusCondition(st.Conditions, typ)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonPoolFetchFailed || !strings.Contains(c.Message, "gpu") {
+			t.Fatalf("%s with a missing pool: %+v", typ, c)
+		}
+	}
+}
