@@ -301,7 +301,11 @@ func Parse(data []byte) (*Config, error) {
 	c.Cincinnati = f.Validation.Cincinnati
 	for i, g := range f.FeatureGate.Enabled {
 		if g != FeatureGatePreHealthCheck && g != FeatureGateServiceLogNotification {
-			bad(fmt.Sprintf("featureGate.enabled[%d]", i), "unknown feature gate %q (known: %s, %s)", g, FeatureGatePreHealthCheck, FeatureGateServiceLogNotification)
+			// MUO looks its gates up in the list and passes over the
+			// others: a gate of a newer MUO, or a misspelt one, turns
+			// nothing on and stops nothing. Said, not refused.
+			c.Warnings = append(c.Warnings, fmt.Sprintf("featureGate.enabled[%d]: unknown feature gate %q ignored (known: %s, %s)",
+				i, g, FeatureGatePreHealthCheck, FeatureGateServiceLogNotification))
 			continue
 		}
 		c.FeatureGates[g] = true

@@ -129,7 +129,6 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 			[]string{"configManager.ocmBaseUrl: the ocm-agent (ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081) is not supported"}},
 		{"configManager:\n  source: LOCAL\n", []string{"configManager.localConfigName: must name the UpgradeConfig"}},
 		{"configManager:\n  watchInterval: 0\n", []string{"configManager.watchInterval: must be at least 1 minute(s), got 0"}},
-		{"featureGate:\n  enabled: [PreHealthChecks]\n", []string{"featureGate.enabled[0]: unknown feature gate \"PreHealthChecks\""}},
 		{"healthCheck:\n  ignoredCriticals: ['']\n", []string{"healthCheck.ignoredCriticals[0]: must not be empty"}},
 		{"deadlines:\n  workers:\n    policy: retry\n", []string{"deadlines.workers.policy: must be alert, pause or fail, got \"retry\""}},
 		{"deadlines:\n  start:\n    minutes: 10\n", []string{"deadlines: start and controlPlane take their minutes from"}},
@@ -157,6 +156,21 @@ func TestSourceIsCaseInsensitiveAndUnknownKeysWarn(t *testing.T) {
 	}
 	if c.Source != "LOCAL" || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "somethingNew") {
 		t.Errorf("source %q warnings %v", c.Source, c.Warnings)
+	}
+}
+
+// An unknown feature gate is passed over, as MUO passes over it, and said;
+// the known ones in the same list still count.
+func TestUnknownFeatureGateWarns(t *testing.T) {
+	c, err := Parse([]byte("featureGate:\n  enabled: [PreHealthChecks, ServiceLogNotification]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], `featureGate.enabled[0]: unknown feature gate "PreHealthChecks" ignored`) {
+		t.Errorf("warnings %v", c.Warnings)
+	}
+	if c.FeatureGates[FeatureGatePreHealthCheck] || !c.FeatureGates[FeatureGateServiceLogNotification] {
+		t.Errorf("gates %v", c.FeatureGates)
 	}
 }
 
