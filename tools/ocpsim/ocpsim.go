@@ -41,6 +41,8 @@
 package ocpsim
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"slices"
@@ -99,6 +101,10 @@ type Options struct {
 	// MCO, MachineAPI override simulated durations (zero: defaults).
 	MCO        mco.Durations
 	MachineAPI machineapi.Durations
+	// EtcdPromotion is the simulated time from a new control-plane node's
+	// Ready to its etcd member voting (zero: one minute), after which the
+	// etcd operator releases the old machine's hook.
+	EtcdPromotion time.Duration
 	// Log receives what is simulated (default: controller-runtime's logger).
 	Log logr.Logger
 	// Parts are the operators to play (none: all of them). A controller
@@ -177,7 +183,7 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 		}
 	}
 	if o.plays(PartEtcd) {
-		if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Log: o.Log}); err != nil {
+		if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Promotion: o.EtcdPromotion, Log: o.Log}); err != nil {
 			return nil, err
 		}
 	}

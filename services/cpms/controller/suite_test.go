@@ -105,9 +105,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // drain and terminate when deleted, held by preDrain hooks) and etcd
 // operator (the EtcdQuorumOperator hook on every live control-plane machine,
 // released from a deleting one once enough members vote) for the suite.
-// 600x: an instance launch and join of 6 simulated minutes take 0.6 s.
+// 600x: an instance launch and join of 6 simulated minutes take 0.6 s. A
+// member votes 10 simulated minutes (1 s) after its node is Ready, as a real
+// one takes minutes: the old machine's deletion is then always seen held by
+// the hook (a one-minute promotion raced the controller's own watch).
 func startSimulators() {
-	Expect(cluster.Restart(ocpsim.Options{TimeScale: 600, Parts: []ocpsim.Part{ocpsim.PartMachineAPI, ocpsim.PartEtcd},
+	Expect(cluster.Restart(ocpsim.Options{TimeScale: 600, EtcdPromotion: 10 * time.Minute, Parts: []ocpsim.Part{ocpsim.PartMachineAPI, ocpsim.PartEtcd},
 		Log: logf.Log.WithName("ocpsim")})).To(Succeed())
 }
 
