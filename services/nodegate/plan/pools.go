@@ -119,6 +119,10 @@ func (p *planner) membership() (map[string]string, map[string]error) {
 	return member, errs
 }
 
+// MembershipLabels are a node's labels as pool membership reads them:
+// without node-gate's release label.
+func MembershipLabels(in map[string]string) map[string]string { return withoutRelease(in) }
+
 func withoutRelease(in map[string]string) map[string]string {
 	if _, ok := in[ReleaseLabel]; !ok {
 		return in
