@@ -89,6 +89,16 @@ type MutexRunConfigSpec struct {
 	// +optional
 	HealthGate *HealthGate `json:"healthGate,omitempty"`
 
+	// holdUntil says how long gated nodes wait while ClusterVersion updates
+	// the cluster. Rendered (the default): until every gated pool and its
+	// gate pool target a configuration rendered for the requested release,
+	// which is when the machine-config operator would start updating them
+	// without a gate. ControlPlaneUpdated: until ClusterVersion reports the
+	// update Completed, the gate pools paused all that time. (Upshift)
+	// +optional
+	// +kubebuilder:default=Rendered
+	HoldUntil HoldUntil `json:"holdUntil,omitempty"`
+
 	// paused stops releasing nodes (nodes already released finish). Setting it
 	// back to false resumes a run that a failure paused. (Upshift)
 	// +optional
@@ -145,6 +155,17 @@ type ObjectReference struct {
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 }
+
+// HoldUntil is how long gated nodes wait while the cluster updates.
+// +kubebuilder:validation:Enum=Rendered;ControlPlaneUpdated
+type HoldUntil string
+
+const (
+	// HoldUntilRendered: until the gated pools target the requested release.
+	HoldUntilRendered HoldUntil = "Rendered"
+	// HoldUntilControlPlaneUpdated: until ClusterVersion completed the update.
+	HoldUntilControlPlaneUpdated HoldUntil = "ControlPlaneUpdated"
+)
 
 // HealthGate blocks releasing nodes while matching alerts are active. Alert
 // read errors block too (fail closed).
@@ -351,6 +372,11 @@ type NodeRecord struct {
 	// +optional
 	// +listType=atomic
 	Hooks []HookRecord `json:"hooks,omitempty"`
+	// hooksTarget is the rendered configuration its pool targeted when its
+	// pre-update hooks started. If the pool renders another one before the
+	// machine-config operator starts the node, the hooks run again.
+	// +optional
+	HooksTarget string `json:"hooksTarget,omitempty"`
 	// startTime is when the node's first pre-hook started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`

@@ -288,6 +288,11 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	case !apierrors.IsNotFound(err):
 		return in, err
 	}
+	releases, err := r.renderedReleases(ctx, pools.Items)
+	if err != nil {
+		return in, err
+	}
+	in.RenderedReleases = releases
 	targetPools := map[string][]string{}
 	for _, t := range targets.Items {
 		targetPools[t.Namespace+"/"+t.Name] = t.Spec.MachineConfigPools
@@ -314,6 +319,32 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 		}
 	}
 	return in, nil
+}
+
+// renderedReleases reads the release each pool's rendered target was
+// rendered for: the machine-config operator writes it on the rendered
+// MachineConfig. Only metadata is read (and cached): a rendered config's
+// body is the node's whole Ignition config.
+func (r *Reconciler) renderedReleases(ctx context.Context, pools []mcfgv1.MachineConfigPool) (map[string]string, error) {
+	out := map[string]string{}
+	for i := range pools {
+		name := pools[i].Spec.Configuration.Name
+		if name == "" {
+			continue
+		}
+		mc := &metav1.PartialObjectMetadata{}
+		mc.SetGroupVersionKind(mcfgv1.GroupVersion.WithKind("MachineConfig"))
+		switch err := r.Client.Get(ctx, client.ObjectKey{Name: name}, mc); {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, err
+		default:
+			if v := mc.Annotations[mcostate.ReleaseImageVersion]; v != "" {
+				out[name] = v
+			}
+		}
+	}
+	return out, nil
 }
 
 // parallelWrites bounds the node labels and Job creations of one pass that

@@ -169,6 +169,12 @@ func gatedUpdate(ctx SpecContext) {
 
 	oldConfig := getPool(ctx, "worker").Spec.Configuration.Name
 	tl := watchTimeline(ctx)
+	// The master pool is paused for the first part of the update: the
+	// control plane cannot complete (the CVO waits for the masters) while
+	// the pools render 4.16.2, so that holdUntil Rendered (the default) is
+	// seen releasing workers before ClusterVersion completes.
+	setPoolPaused(ctx, "master", true)
+	DeferCleanup(func(ctx context.Context) { setPoolPaused(ctx, "master", false) })
 	setDesiredVersion(ctx, "4.16.2")
 
 	By("pausing the worker pool as soon as the update is requested, the original recorded")
@@ -187,10 +193,11 @@ func gatedUpdate(ctx SpecContext) {
 		g.Expect(getPool(ctx, "worker-gate").Spec.MaxUnavailable).To(HaveValue(Equal(intstr.FromString("100%"))))
 	}).Should(Succeed())
 
-	By("restarting node-gate once the first node passed")
+	By("restarting node-gate once the first node passed, while the control plane still updates; then letting the masters update")
 	Eventually(func(g Gomega) {
 		g.Expect(getRun(ctx, key).Status.Summary.Succeeded).To(BeNumerically(">=", 1))
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	setPoolPaused(ctx, "master", false)
 	g.stop()
 	g = startGate(ctx)
 
@@ -266,6 +273,7 @@ func gatedUpdate(ctx SpecContext) {
 	Eventually(func(g Gomega) {
 		tl.mu.Lock()
 		defer tl.mu.Unlock()
+		g.Expect(tl.cvCompleted).To(HaveKey("4.16.2"))
 		for _, n := range r.Status.PlannedOrder {
 			g.Expect(tl.working).To(HaveKey(n))
 			g.Expect(tl.done).To(HaveKey(n))
@@ -281,6 +289,10 @@ func gatedUpdate(ctx SpecContext) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	order := r.Status.PlannedOrder
+	// holdUntil Rendered (the default): the first worker is released once
+	// the pools rendered 4.16.2, while the control plane still updates, as
+	// the MCO would update it without a gate.
+	Expect(tl.labelled[order[0]]).To(BeNumerically("<", tl.cvCompleted["4.16.2"]), "the first worker was released only after the control plane completed")
 	for i, n := range order {
 		rec := findNode(r, n)
 		Expect(rec).NotTo(BeNil())

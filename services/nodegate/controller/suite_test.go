@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -144,6 +146,8 @@ type timeline struct {
 	desiredAt map[string]uint64 // first desiredConfig change
 	jobDone   map[string]uint64 // job name -> write that completed it
 	jobNode   map[string]string // job name -> NODE_NAME
+	// cvCompleted is the write that marked each version's update Completed.
+	cvCompleted map[string]uint64
 	// Wall-clock arrival of the labelling and Done writes, for the
 	// reaction-time figure only (never for ordering).
 	labelledAt, doneAt map[string]time.Time
@@ -160,7 +164,7 @@ func watchTimeline(ctx context.Context) *timeline {
 	Expect(err).NotTo(HaveOccurred())
 	tl := &timeline{labelled: map[string]uint64{}, working: map[string]uint64{}, done: map[string]uint64{},
 		desiredAt: map[string]uint64{}, jobDone: map[string]uint64{}, jobNode: map[string]string{},
-		labelledAt: map[string]time.Time{}, doneAt: map[string]time.Time{}}
+		labelledAt: map[string]time.Time{}, doneAt: map[string]time.Time{}, cvCompleted: map[string]uint64{}}
 	var nodes corev1.NodeList
 	Expect(wc.List(ctx, &nodes)).To(Succeed())
 	first := map[string]string{}
@@ -196,6 +200,24 @@ func watchTimeline(ctx context.Context) *timeline {
 			if _, ok := tl.done[n.Name]; !ok && moved && mcostate.UpdatedTo(n, n.Annotations[mcostate.DesiredConfig]) {
 				tl.done[n.Name] = now
 				tl.doneAt[n.Name] = time.Now()
+			}
+			tl.mu.Unlock()
+		}
+	}()
+	var cvs configv1.ClusterVersionList
+	Expect(wc.List(ctx, &cvs)).To(Succeed())
+	cw, err := wc.Watch(context.Background(), &configv1.ClusterVersionList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: cvs.ResourceVersion}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(cw.Stop)
+	go func() {
+		for ev := range cw.ResultChan() {
+			cv, ok := ev.Object.(*configv1.ClusterVersion)
+			if !ok || len(cv.Status.History) == 0 || cv.Status.History[0].State != configv1.CompletedUpdate {
+				continue
+			}
+			tl.mu.Lock()
+			if _, ok := tl.cvCompleted[cv.Status.History[0].Version]; !ok {
+				tl.cvCompleted[cv.Status.History[0].Version] = rv(cv)
 			}
 			tl.mu.Unlock()
 		}
@@ -237,6 +259,12 @@ func setDesiredVersion(ctx context.Context, version string) {
 	patch := client.MergeFrom(cv.DeepCopy())
 	cv.Spec.DesiredUpdate = &configv1.Update{Version: version}
 	Expect(env.Client.Patch(ctx, cv, patch)).To(Succeed())
+}
+
+func setPoolPaused(ctx context.Context, name string, paused bool) {
+	GinkgoHelper()
+	patch := []byte(fmt.Sprintf(`{"spec":{"paused":%t}}`, paused))
+	Expect(env.Client.Patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 }
 
 func getRun(ctx context.Context, key client.ObjectKey) *nodegatev1alpha1.MutexRunConfig {

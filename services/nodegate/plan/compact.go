@@ -49,7 +49,7 @@ func Compact(st nodegatev1alpha1.MutexRunConfigStatus, in Input) nodegatev1alpha
 		if r.Phase != nodegatev1alpha1.NodeCompleted {
 			continue
 		}
-		r.Hooks = nil
+		r.Hooks, r.HooksTarget = nil, ""
 		if r.Drain != nil {
 			r.Drain.BlockingPods = nil
 		}

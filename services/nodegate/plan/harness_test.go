@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +126,7 @@ func (w *world) input() Input {
 	for _, k := range slices.Sorted(maps.Keys(w.pools)) {
 		in.Pools = append(in.Pools, *w.pools[k].DeepCopy())
 	}
+	in.RenderedReleases = releasesOf(in.Pools)
 	for _, k := range slices.Sorted(maps.Keys(w.nodes)) {
 		in.Nodes = append(in.Nodes, *w.nodes[k].DeepCopy())
 	}
@@ -132,6 +134,20 @@ func (w *world) input() Input {
 		in.Jobs = append(in.Jobs, *w.jobs[k].DeepCopy())
 	}
 	return in
+}
+
+// releasesOf is what the reconciler reads from the rendered MachineConfigs
+// the pools target: the harness names them rendered-<pool>-<release>, and
+// rendered-worker-4.16.0-mc2 is a MachineConfig change within 4.16.0.
+func releasesOf(pools []mcfgv1.MachineConfigPool) map[string]string {
+	out := map[string]string{}
+	for _, p := range pools {
+		if t := p.Spec.Configuration.Name; t != "" {
+			release, _, _ := strings.Cut(strings.TrimPrefix(t, "rendered-"+p.Name+"-"), "-mc")
+			out[t] = release
+		}
+	}
+	return out
 }
 
 // reconcile runs the planner once, writes the status, then applies the

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,6 +48,7 @@ const (
 	ReasonCanaryMismatch     = "CanaryConfigDiffers"
 	ReasonPoolNameTooLong    = "PoolNameTooLong"
 	ReasonControlPlane       = "ControlPlaneUpdating"
+	ReasonNotRendered        = "PoolsNotRendered"
 	ReasonOutsideWindow      = "OutsideMaintenanceWindow"
 	ReasonAlertsFiring       = "AlertsFiring"
 	ReasonAlertsUnavailable  = "AlertsUnavailable"
@@ -240,6 +240,7 @@ func (p *planner) plan() {
 	p.members = members
 
 	cvUpdating, cvMsg := controlPlaneUpdating(p.in.ClusterVersion)
+	hold, holdMsg := p.updateHold(cvUpdating, cvMsg)
 	pending := p.pendingNodes(members)
 
 	if p.st.Phase == nodegatev1alpha1.RunAborted {
@@ -287,6 +288,12 @@ func (p *planner) plan() {
 		p.holdGates(true)
 		p.st.Phase = nodegatev1alpha1.RunWaiting
 		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg
+		switch {
+		case hold:
+			p.waitMessage = holdMsg
+		case p.st.RunID != "" && len(p.st.Nodes) > 0:
+			p.waitMessage = cvMsg + roundPassedWhileUpdating
+		}
 		return
 	}
 	if !p.setUpGates() {
@@ -295,9 +302,9 @@ func (p *planner) plan() {
 	}
 	p.syncRecords(members)
 	p.resumeIfChanged()
-	p.gates(cvUpdating, cvMsg)
+	p.gates(cvUpdating, hold, holdMsg)
 	p.advance()
-	p.holdGates(cvUpdating)
+	p.holdGates(hold)
 	if !p.hasOpenRecords() && len(pending) > 0 && p.newTargets() {
 		// The pools rendered newer content during the round. Restoring
 		// now would unpause the source pools and let the MCO give it to
@@ -305,6 +312,15 @@ func (p *planner) plan() {
 		// next pass gates it in a new round.
 		p.st.Phase = nodegatev1alpha1.RunProgressing
 		p.wake(time.Second)
+		return
+	}
+	if !p.hasOpenRecords() && cvUpdating {
+		// Every gated node passed while the control plane still updates
+		// (holdUntil Rendered). The update may render new content for the
+		// pools before it completes: they stay paused until it does, so that
+		// such content is gated too, and are restored then.
+		p.st.Phase = nodegatev1alpha1.RunWaiting
+		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg+roundPassedWhileUpdating
 		return
 	}
 	if !p.hasOpenRecords() {
@@ -329,6 +345,8 @@ func (p *planner) plan() {
 		p.restore()
 	}
 }
+
+const roundPassedWhileUpdating = "; every gated node has passed the gate, and the pools are restored once it completes"
 
 func (p *planner) isSource(pool string) bool {
 	for _, s := range p.sources {
@@ -483,44 +501,6 @@ func (p *planner) mastersSelected() []string {
 	return out
 }
 
-// controlPlaneUpdating: a cluster update was requested and the control
-// plane has not finished it. Worker pools are held paused meanwhile.
-func controlPlaneUpdating(cv *configv1.ClusterVersion) (bool, string) {
-	if cv == nil {
-		return false, ""
-	}
-	if len(cv.Status.History) > 0 && cv.Status.History[0].State != configv1.CompletedUpdate {
-		return true, fmt.Sprintf("the control plane is updating to %s", cv.Status.History[0].Version)
-	}
-	d := cv.Spec.DesiredUpdate
-	if d == nil {
-		return false, ""
-	}
-	cur := configv1.Release{}
-	if len(cv.Status.History) > 0 {
-		cur = configv1.Release{Version: cv.Status.History[0].Version, Image: cv.Status.History[0].Image}
-	}
-	if (d.Version != "" && d.Version != cur.Version) || (d.Version == "" && d.Image != "" && d.Image != cur.Image) {
-		want := d.Version
-		if want == "" {
-			want = d.Image
-		}
-		return true, fmt.Sprintf("an update to %s is requested and the control plane has not finished it", want)
-	}
-	return false, ""
-}
-
-// targetVersion is the version the cluster is updating to, for hooks.
-func targetVersion(cv *configv1.ClusterVersion) string {
-	if cv == nil {
-		return ""
-	}
-	if cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Version != "" {
-		return cv.Spec.DesiredUpdate.Version
-	}
-	return cv.Status.Desired.Version
-}
-
 // upToDate: the node runs its source pool's target (or the gate pool's,
 // whose content is the same).
 func (p *planner) upToDate(n *corev1.Node, source string) bool {
@@ -614,6 +594,12 @@ func (p *planner) unlabelStrays() {
 	for _, n := range p.in.Nodes {
 		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
 			p.act(Action{Kind: UnlabelNode, Node: n.Name, Pool: v})
+			if r := p.record(n.Name); r != nil && terminal(r.Phase) && r.CompletionTime != nil && p.in.Now.Before(r.CompletionTime.Add(strayGrace)) {
+				// A node that passed the gate in this round while the
+				// control plane updates: its removal is on its way.
+				p.wake(r.CompletionTime.Add(strayGrace).Sub(p.in.Now))
+				continue
+			}
 			p.held = append(p.held, n.Name)
 			p.event(OnNode, n.Name, corev1.EventTypeWarning, "StrayReleaseLabel", "node %s carries %s while no round is active: removing the label so that the gate pool cannot move it", n.Name, ReleaseLabel)
 		}
@@ -670,7 +656,9 @@ func (p *planner) holdGates(hold bool) {
 			if v == "" || !p.isSource(v) || p.gatePoolName(v) != name {
 				continue
 			}
-			if r := p.record(n.Name); r == nil || !releasedPhase(r) {
+			// Nor while a node in it has hooks that ran for an older
+			// target: it finishes what the MCO started, then is held again.
+			if r := p.record(n.Name); r == nil || !releasedPhase(r) || p.retargeted(r) {
 				run = false
 			}
 		}
@@ -846,7 +834,7 @@ func (p *planner) resumeIfChanged() {
 }
 
 // gates decides whether a new node may start, and says why not.
-func (p *planner) gates(cvUpdating bool, cvMsg string) {
+func (p *planner) gates(cvUpdating, hold bool, holdMsg string) {
 	if p.waitReason != "" {
 		return
 	}
@@ -855,8 +843,10 @@ func (p *planner) gates(cvUpdating bool, cvMsg string) {
 		p.waitReason, p.waitMessage = ReasonHookFailed, "a hook failed; change the spec (for example toggle spec.paused) to resume"
 	case p.run.Spec.Paused:
 		p.waitReason, p.waitMessage = ReasonSpecPaused, "spec.paused is true"
-	case cvUpdating:
-		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg
+	case hold && cvUpdating:
+		p.waitReason, p.waitMessage = ReasonControlPlane, holdMsg
+	case hold:
+		p.waitReason, p.waitMessage = ReasonNotRendered, holdMsg
 	}
 	if p.waitReason != "" {
 		return
@@ -1049,9 +1039,9 @@ func (p *planner) advance() {
 			}
 			return
 		}
-		r.Phase = nodegatev1alpha1.NodePreHooks
 		r.StartTime = ptr.To(p.now)
-		r.Hooks = p.hookRecords()
+		r.Hooks = nil
+		p.admit(r)
 		p.event(OnNode, r.Name, corev1.EventTypeNormal, "GateStarted", "node-gate started gating node %s (pool %s, run %s)", r.Name, r.Pool, p.st.RunID)
 		p.step(r)
 	}
@@ -1089,6 +1079,11 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if !p.runHooks(r, nodegatev1alpha1.StagePre) {
 				return
 			}
+			if p.retargeted(r) {
+				// Its pool rendered new content while the hooks ran.
+				p.rehold(r)
+				continue
+			}
 			if p.run.Spec.Paused || p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
 				return
 			}
@@ -1112,6 +1107,12 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			n := p.nodes[r.Name]
 			gate := p.pools[p.gatePoolName(r.Pool)]
 			if gate == nil || !mcostate.UpdatedTo(n, gate.Spec.Configuration.Name) {
+				if p.retargeted(r) && settled(n) {
+					// The pool rendered new content after the hooks ran
+					// and the MCO has not started the node: hold it again.
+					p.rehold(r)
+					continue
+				}
 				if n.Labels[ReleaseLabel] != r.Pool {
 					// Released in this pass, or someone removed the label:
 					// (re)label; the node is ours until the MCO updated it.
@@ -1130,6 +1131,11 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			r.Phase = nodegatev1alpha1.NodeUpdated
 			r.UpdatedTime = ptr.To(p.now)
 			p.event(OnNode, r.Name, corev1.EventTypeNormal, "NodeUpdated", "node %s runs %s, is Ready and schedulable", r.Name, gate.Spec.Configuration.Name)
+			if p.retargeted(r) {
+				// The MCO took the new render before node-gate saw it: say
+				// so, the one case a pause of the gate pool cannot close.
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "UpdatedPastHooks", "node %s was updated to %s, rendered after its pre-update hooks ran for %s: the machine-config operator started it before node-gate saw the new render", r.Name, gate.Spec.Configuration.Name, r.HooksTarget)
+			}
 		case nodegatev1alpha1.NodeUpdated:
 			r.Phase = nodegatev1alpha1.NodePostHooks
 		case nodegatev1alpha1.NodePostHooks:
@@ -1143,12 +1149,7 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 				// goes back to its pre-update hooks (it keeps the label;
 				// holdGates keeps the gate pool paused meanwhile), then is
 				// released again, and its post-update hooks run after.
-				for i := range r.Hooks {
-					h := &r.Hooks[i]
-					h.Phase = nodegatev1alpha1.HookPending
-					h.AttemptsBefore = h.Attempts
-				}
-				r.Phase = nodegatev1alpha1.NodePreHooks
+				p.admit(r)
 				p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "node %s no longer runs its gate pool's target: its hooks run again before it is updated again", r.Name)
 				continue
 			}
@@ -1339,12 +1340,7 @@ func (p *planner) createAttempt(r *nodegatev1alpha1.NodeRecord, hr *nodegatev1al
 }
 
 func (p *planner) buildJob(r *nodegatev1alpha1.NodeRecord, h hook, attempt int32) *batchv1.Job {
-	target := ""
-	if g := p.pools[p.gatePoolName(r.Pool)]; g != nil && g.Spec.Configuration.Name != "" {
-		target = g.Spec.Configuration.Name
-	} else if s := p.pools[r.Pool]; s != nil {
-		target = s.Spec.Configuration.Name
-	}
+	target := p.updateTarget(r.Pool)
 	owner := metav1.NewControllerRef(p.run, nodegatev1alpha1.GroupVersion.WithKind("MutexRunConfig"))
 	return BuildJob(h.spec, h.rule, h.stage, JobParams{
 		Node: r.Name, Pool: r.Pool, TargetConfig: target, TargetVersion: targetVersion(p.in.ClusterVersion),

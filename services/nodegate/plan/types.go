@@ -88,6 +88,10 @@ type Input struct {
 	Jobs []batchv1.Job
 	// ClusterVersion is the cluster's "version" object; nil if absent.
 	ClusterVersion *configv1.ClusterVersion
+	// RenderedReleases maps the rendered MachineConfigs the pools target to
+	// the release each was rendered for (its release-image-version
+	// annotation); a target missing here belongs to no known release.
+	RenderedReleases map[string]string
 	// Alerts are the active alerts, or AlertsErr why they could not be read.
 	// Both are ignored unless the run has a health gate.
 	Alerts    []alerts.Alert

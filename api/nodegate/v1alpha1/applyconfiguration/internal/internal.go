@@ -125,6 +125,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: includePending
       type:
         scalar: boolean
+- name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.HoldUntil
+  scalar: string
 - name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.Hook
   map:
     fields:
@@ -282,6 +284,10 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: healthGate
       type:
         namedType: com.github.upshift-io.upshift.api.nodegate.v1alpha1.HealthGate
+    - name: holdUntil
+      type:
+        namedType: com.github.upshift-io.upshift.api.nodegate.v1alpha1.HoldUntil
+      default: Rendered
     - name: maintenanceWindows
       type:
         list:
@@ -430,6 +436,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.upshift-io.upshift.api.nodegate.v1alpha1.HookRecord
           elementRelationship: atomic
+    - name: hooksTarget
+      type:
+        scalar: string
     - name: lastError
       type:
         scalar: string

@@ -4,6 +4,7 @@ package v1alpha1
 
 import (
 	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	intstr "k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -38,6 +39,13 @@ type MutexRunConfigSpecApplyConfiguration struct {
 	MaintenanceWindows []commonv1alpha1.MaintenanceWindow `json:"maintenanceWindows,omitempty"`
 	// healthGate holds nodes back while alerts fire. (Upshift)
 	HealthGate *HealthGateApplyConfiguration `json:"healthGate,omitempty"`
+	// holdUntil says how long gated nodes wait while ClusterVersion updates
+	// the cluster. Rendered (the default): until every gated pool and its
+	// gate pool target a configuration rendered for the requested release,
+	// which is when the machine-config operator would start updating them
+	// without a gate. ControlPlaneUpdated: until ClusterVersion reports the
+	// update Completed, the gate pools paused all that time. (Upshift)
+	HoldUntil *nodegatev1alpha1.HoldUntil `json:"holdUntil,omitempty"`
 	// paused stops releasing nodes (nodes already released finish). Setting it
 	// back to false resumes a run that a failure paused. (Upshift)
 	Paused *bool `json:"paused,omitempty"`
@@ -119,6 +127,14 @@ func (b *MutexRunConfigSpecApplyConfiguration) WithMaintenanceWindows(values ...
 // If called multiple times, the HealthGate field is set to the value of the last call.
 func (b *MutexRunConfigSpecApplyConfiguration) WithHealthGate(value *HealthGateApplyConfiguration) *MutexRunConfigSpecApplyConfiguration {
 	b.HealthGate = value
+	return b
+}
+
+// WithHoldUntil sets the HoldUntil field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the HoldUntil field is set to the value of the last call.
+func (b *MutexRunConfigSpecApplyConfiguration) WithHoldUntil(value nodegatev1alpha1.HoldUntil) *MutexRunConfigSpecApplyConfiguration {
+	b.HoldUntil = &value
 	return b
 }
 

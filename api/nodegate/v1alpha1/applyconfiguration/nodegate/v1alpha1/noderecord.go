@@ -20,6 +20,10 @@ type NodeRecordApplyConfiguration struct {
 	Phase *nodegatev1alpha1.NodePhase `json:"phase,omitempty"`
 	// hooks are the node's hook runs, in the order they run.
 	Hooks []HookRecordApplyConfiguration `json:"hooks,omitempty"`
+	// hooksTarget is the rendered configuration its pool targeted when its
+	// pre-update hooks started. If the pool renders another one before the
+	// machine-config operator starts the node, the hooks run again.
+	HooksTarget *string `json:"hooksTarget,omitempty"`
 	// startTime is when the node's first pre-hook started.
 	StartTime *v1.Time `json:"startTime,omitempty"`
 	// releasedTime is when the node was moved into the gate pool.
@@ -75,6 +79,14 @@ func (b *NodeRecordApplyConfiguration) WithHooks(values ...*HookRecordApplyConfi
 		}
 		b.Hooks = append(b.Hooks, *values[i])
 	}
+	return b
+}
+
+// WithHooksTarget sets the HooksTarget field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the HooksTarget field is set to the value of the last call.
+func (b *NodeRecordApplyConfiguration) WithHooksTarget(value string) *NodeRecordApplyConfiguration {
+	b.HooksTarget = &value
 	return b
 }
 
