@@ -116,6 +116,26 @@ type MutexRuleSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	PostHooks []Hook `json:"postHooks,omitempty"`
+
+	// lookahead lets node-gate run this rule's pre-update hooks ahead of
+	// the nodes' turns: for up to lookahead nodes per release slot (the
+	// run's maxUnavailable) beyond those updating, so that when a node
+	// finishes, the next one's hooks are already done and it is released at
+	// once. 0 (the default) starts a node's hooks only when it may be
+	// updated next: strict mutual exclusion with the nodes updating. A run
+	// uses the smallest lookahead of its rules. (Upshift)
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Lookahead int32 `json:"lookahead,omitempty"`
+
+	// maxHookAge is how long a node's finished pre-update hooks stay valid
+	// while it waits for its turn (only with lookahead); older, they run
+	// again before it is released. A run uses the smallest of its rules'.
+	// Default 30m. (Upshift)
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="maxHookAge must be between 1m and 168h"
+	MaxHookAge *metav1.Duration `json:"maxHookAge,omitempty"`
 }
 
 // Hook is one Job run for each gated node. node-gate appends NODE_NAME,

@@ -47,6 +47,9 @@ type options struct {
 	minWriteInterval time.Duration
 	// mcp-tracker, node-gate
 	updateTimeout time.Duration
+	// node-gate
+	pairs     int
+	lookahead int
 }
 
 // subcommand is one component's bench.
@@ -81,6 +84,8 @@ var subcommands = []subcommand{
 	{name: "node-gate", component: "node-gate", workers: 500, timeScale: 30, qps: 50, run: runNodeGate,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "Fail if an update has not finished by then.")
+			fs.IntVar(&o.pairs, "pairs", 2, "Ungated and gated updates, alternating: how many of each.")
+			fs.IntVar(&o.lookahead, "lookahead", 1, "The gated run's rule's spec.lookahead (0: strict, a node's hooks start only in its turn).")
 		}},
 }
 

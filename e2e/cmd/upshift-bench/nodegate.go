@@ -4,11 +4,19 @@ package main
 // masters and --workers workers (maxUnavailable --max-unavailable on both
 // the worker pool and the run) on a control plane with
 // kube-controller-manager, kube-scheduler and kwok, so hook Jobs really run;
-// node-gate runs as its chart's ServiceAccount. Two cluster updates at the
-// same ocpsim time scale: the first (4.16.1 -> 4.16.2) with no
-// MutexRunConfig, the MCO rolling the worker pool on its own; the second
-// (4.16.2 -> 4.16.3) gated by a run whose one rule has a no-op pre-update
-// hook (a Job that kwok completes at once).
+// node-gate runs as its chart's ServiceAccount. Cluster updates at the same
+// ocpsim time scale, alternating (--pairs of each): one with no
+// MutexRunConfig, the MCO rolling the worker pool on its own, then one gated
+// by a run whose one rule has a no-op pre-update hook (a Job that kwok
+// completes at once) and --lookahead. The run is deleted (restoring
+// everything) before each ungated update. The ratio reported is the median
+// of the pairs' gated/ungated wall times.
+//
+// A reference reactor stands for the fastest controller possible on this
+// machine: on every worker Done the bench itself patches a ConfigMap, and
+// records when its informer sees the patch. node-gate's added reaction is,
+// per Done after the initial fill, the release it answers with (the k-th
+// release after the first Done) seen minus the reference seen.
 //
 // Every time is when the bench's own informers saw the write. The reaction
 // is measured slot by slot: a gated node turning Done (MCD state Done,
@@ -36,8 +44,10 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -67,7 +77,13 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	if err != nil {
 		return err
 	}
-	graph := []string{"4.16.1", "4.16.2", "4.16.3"}
+	if o.pairs < 1 {
+		return fmt.Errorf("--pairs must be at least 1")
+	}
+	graph := []string{}
+	for i := 0; i <= 2*o.pairs; i++ {
+		graph = append(graph, fmt.Sprintf("4.16.%d", i+1))
+	}
 	cluster, m, id, err := startCluster(ctx, start, benchCluster{
 		controlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true},
 		seed: ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers,
@@ -101,49 +117,77 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	pid := gate.Pid()
 	m.url = gate.MetricsURL
 
-	// The same update, twice: no gate, then gated.
-	ungated, err := obs.update(ctx, env.Client, watchCache, o, start, graph[1], false, pid)
-	if err != nil {
-		return fmt.Errorf("ungated update: %w", err)
-	}
-
-	if err := createGateRun(ctx, env.Client, o.maxUnavailable); err != nil {
+	if err := createGateRule(ctx, env.Client, o.lookahead); err != nil {
 		return err
 	}
-	if err := framework.WaitFor(ctx, 5*time.Minute, func() bool { return obs.runPhase() == nodegatev1alpha1.RunIdle }); err != nil {
-		return fmt.Errorf("waiting for the run to be Idle (node-gate up and caches synced): %w", err)
-	}
-	step(start, "MutexRunConfig Idle (RSS %s)", rss(pid))
-	before, err := m.metrics()
-	if err != nil {
-		return err
-	}
-	probe, err := startWriteProbe(ctx, env.Client, gateNamespace, 250*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	cpuBefore, gatedStart := cpuSeconds(pid), time.Now()
-	gated, err := obs.update(ctx, env.Client, watchCache, o, start, graph[2], true, pid)
-	if err != nil {
-		return fmt.Errorf("gated update: %w", err)
-	}
-	cpuUsed, gatedWall := cpuSeconds(pid)-cpuBefore, time.Since(gatedStart)
-	floor := probe.finish()
-	after, err := m.metrics()
-	if err != nil {
-		return err
+	var (
+		ratios          []float64
+		added           []time.Duration
+		ungated, gated  updateTimes
+		before, after   framework.Metrics
+		floor           [3]time.Duration
+		cpuUsed         float64
+		gatedWall       time.Duration
+		pairLines       []string
+		reactionsByPair []reactionStats
+	)
+	for i := 0; i < o.pairs; i++ {
+		if i > 0 {
+			if err := deleteGateRun(ctx, env.Client); err != nil {
+				return err
+			}
+			step(start, "MutexRunConfig deleted (pools restored)")
+		}
+		if ungated, err = obs.update(ctx, env.Client, watchCache, o, start, graph[1+2*i], false, pid); err != nil {
+			return fmt.Errorf("ungated update %d: %w", i+1, err)
+		}
+		if err := createGateRun(ctx, env.Client, o.maxUnavailable); err != nil {
+			return err
+		}
+		if err := framework.WaitFor(ctx, 5*time.Minute, func() bool { return obs.runPhase() == nodegatev1alpha1.RunIdle }); err != nil {
+			return fmt.Errorf("waiting for the run to be Idle (node-gate up and caches synced): %w", err)
+		}
+		step(start, "MutexRunConfig Idle (RSS %s)", rss(pid))
+		if before, err = m.metrics(); err != nil {
+			return err
+		}
+		probe, err := startWriteProbe(ctx, env.Client, gateNamespace, 250*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		cpuBefore, gatedStart := cpuSeconds(pid), time.Now()
+		obs.setReference(referenceReactor(ctx, env.Client))
+		gated, err = obs.update(ctx, env.Client, watchCache, o, start, graph[2+2*i], true, pid)
+		obs.setReference(nil)
+		if err != nil {
+			return fmt.Errorf("gated update %d: %w", i+1, err)
+		}
+		cpuUsed, gatedWall = cpuSeconds(pid)-cpuBefore, time.Since(gatedStart)
+		floor = probe.finish()
+		if after, err = m.metrics(); err != nil {
+			return err
+		}
+		rt := ratio(gated.whole, ungated.whole)
+		ratios = append(ratios, rt)
+		pairAdded := obs.addedReactions()
+		added = append(added, pairAdded...)
+		p := percentiles(pairAdded)
+		pairLines = append(pairLines, fmt.Sprintf("pair %d: ungated %s, gated %s: %.3f; added reaction p50 %s p99 %s over %d releases",
+			i+1, ungated.whole.Round(time.Second), gated.whole.Round(time.Second), rt, p[0], p[1], len(pairAdded)))
+		reactionsByPair = append(reactionsByPair, obs.reactions())
 	}
 	nodegate := map[string]string{"controller": "nodegate"}
 	passes := after.Sum("controller_runtime_reconcile_total", nodegate) - before.Sum("controller_runtime_reconcile_total", nodegate)
 	passSeconds := after.Sum("controller_runtime_reconcile_time_seconds_sum", nodegate) - before.Sum("controller_runtime_reconcile_time_seconds_sum", nodegate)
 	writes := writeRequests(after) - writeRequests(before)
 
-	r := obs.reactions()
+	r := reactionsByPair[len(reactionsByPair)-1]
 	limit := gated.initialStarts
 	fmt.Println()
 	fmt.Printf("nodes:                              %d (3 master, %d worker), maxUnavailable %s (pool and run), time scale %.0f, node-gate QPS %d\n",
 		o.workers+3, o.workers, o.maxUnavailable, o.timeScale, o.qps)
-	fmt.Printf("gated run:                          one rule, one no-op pre-update hook Job per node; %d nodes started at once, %d reactions paired\n", limit, r.n)
+	fmt.Printf("gated run:                          one rule, lookahead %d, one no-op pre-update hook Job per node; %d nodes started at once, %d reactions paired\n", o.lookahead, limit, r.n)
+	fmt.Printf("(the figures below are the last pair's; each pair's ratio and added reaction follow them)\n")
 	fmt.Printf("Done -> next release (end to end):  p50 %s  p99 %s  max %s\n", r.total[0], r.total[1], r.total[2])
 	fmt.Printf("  node-gate share (both hops):      p50 %s  p99 %s  max %s  (target p99 <= %s: %s)\n", r.gate[0], r.gate[1], r.gate[2], reactionTarget, verdict(r.gate[1] <= reactionTarget && r.n > 0))
 	fmt.Printf("    Done -> hook Job created:       p50 %s  p99 %s  max %s\n", r.start[0], r.start[1], r.start[2])
@@ -187,7 +231,24 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		results = append(results, fmt.Sprintf("%s %.0f", res, after.Sum("controller_runtime_reconcile_total", k)-before.Sum("controller_runtime_reconcile_total", k)))
 	}
 	fmt.Printf("  by result:                        %s (requeue_after: a status write lost to a newer one)\n", strings.Join(results, ", "))
+	for _, l := range pairLines {
+		fmt.Println(l)
+	}
+	fmt.Printf("node-gate: gated/ungated %.3f over %d interleaved pairs; added reaction p99 %s\n", median(ratios), len(ratios), percentiles(added)[1])
 	return nil
+}
+
+// median of the ratios (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // slowPasses counts node-gate's passes longer than each bound, from its
@@ -221,23 +282,19 @@ func ratio(a, b time.Duration) float64 {
 
 // createGateRun creates a rule with one no-op pre-update hook, a target on
 // the worker pool and the run.
-func createGateRun(ctx context.Context, c client.Client, maxUnavailable string) error {
-	mu := intstr.Parse(maxUnavailable)
+// createGateRule creates the gated run's rule (one no-op pre-update hook)
+// and target (the worker pool).
+func createGateRule(ctx context.Context, c client.Client, lookahead int) error {
 	objs := []client.Object{
 		&nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "noop", Namespace: gateNamespace},
 			Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "noop", JobNamespace: gateNamespace, Type: nodegatev1alpha1.RuleTypeKubernetes,
+				Lookahead: int32(lookahead),
 				JobSpec: &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					Containers:    []corev1.Container{{Name: "noop", Image: "registry.example.com/noop:1"}},
 				}}}}},
 		&nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: gateNamespace},
 			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}},
-		&nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: gateNamespace},
-			Spec: nodegatev1alpha1.MutexRunConfigSpec{
-				MutexRules:     []nodegatev1alpha1.ObjectReference{{Name: "noop"}},
-				MutexTargets:   []nodegatev1alpha1.ObjectReference{{Name: "workers"}},
-				MaxUnavailable: &mu,
-			}},
 	}
 	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil {
@@ -245,6 +302,45 @@ func createGateRun(ctx context.Context, c client.Client, maxUnavailable string) 
 		}
 	}
 	return nil
+}
+
+var benchRun = client.ObjectKey{Namespace: gateNamespace, Name: "bench"}
+
+func createGateRun(ctx context.Context, c client.Client, maxUnavailable string) error {
+	mu := intstr.Parse(maxUnavailable)
+	return c.Create(ctx, &nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: benchRun.Name, Namespace: benchRun.Namespace},
+		Spec: nodegatev1alpha1.MutexRunConfigSpec{
+			MutexRules:     []nodegatev1alpha1.ObjectReference{{Name: "noop"}},
+			MutexTargets:   []nodegatev1alpha1.ObjectReference{{Name: "workers"}},
+			MaxUnavailable: &mu,
+		}})
+}
+
+// deleteGateRun deletes the run and waits until node-gate has restored
+// everything and let it go (its finalizer).
+func deleteGateRun(ctx context.Context, c client.Client) error {
+	if err := c.Delete(ctx, &nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: benchRun.Name, Namespace: benchRun.Namespace}}); err != nil {
+		return err
+	}
+	return framework.WaitFor(ctx, 5*time.Minute, func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, benchRun, &nodegatev1alpha1.MutexRunConfig{}))
+	})
+}
+
+// referenceConfigMap is what the reference reactor patches.
+const referenceConfigMap = "bench-reference"
+
+// referenceReactor returns the bench's own reaction to a worker's Done: a
+// merge patch of one ConfigMap key named for the node, sent at once.
+func referenceReactor(ctx context.Context, c client.Client) func(node string) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: referenceConfigMap, Namespace: gateNamespace}}
+	_ = c.Create(ctx, cm) // AlreadyExists from an earlier pair is fine
+	return func(node string) {
+		go func() {
+			patch := []byte(fmt.Sprintf(`{"data":{%q:%q}}`, node, time.Now().Format(time.RFC3339Nano)))
+			_ = c.Patch(ctx, cm.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+		}()
+	}
 }
 
 // gateObserver is the bench's record of one update at a time, from its own
@@ -269,6 +365,16 @@ type gateObserver struct {
 	// statusBytes is the largest run status seen, as JSON: every status
 	// write carries it whole.
 	statusBytes int
+	// reference is called on every worker Done (the reference reactor);
+	// refSeen is when its answer to each node was seen.
+	reference func(node string)
+	refSeen   map[string]time.Time
+}
+
+func (g *gateObserver) setReference(f func(node string)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.reference = f
 }
 
 func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
@@ -303,6 +409,32 @@ func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
 		}
 		if _, seen := g.done[n.Name]; !seen && mcostate.UpdatedTo(n, desired) {
 			g.done[n.Name] = now
+			if g.reference != nil {
+				g.reference(n.Name)
+			}
+		}
+	}}); err != nil {
+		return err
+	}
+	ci, err := c.GetInformer(ctx, &corev1.ConfigMap{})
+	if err != nil {
+		return err
+	}
+	if _, err := ci.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, newObj any) {
+		now := time.Now()
+		o, n := oldObj.(*corev1.ConfigMap), newObj.(*corev1.ConfigMap)
+		if n.Name != referenceConfigMap {
+			return
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for k, v := range n.Data {
+			// A key of an earlier pair gets a new value: its node again.
+			if o.Data[k] != v {
+				if _, seen := g.refSeen[k]; !seen {
+					g.refSeen[k] = now
+				}
+			}
 		}
 	}}); err != nil {
 		return err
@@ -419,6 +551,7 @@ func (g *gateObserver) begin(initial map[string]string) {
 	g.moved, g.done, g.released = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	g.jobCreated, g.jobComplete = map[string]time.Time{}, map[string]time.Time{}
 	g.recordStarted, g.recordReleased = map[string]time.Time{}, map[string]time.Time{}
+	g.refSeen = map[string]time.Time{}
 	g.completedAt = time.Time{}
 	g.statusBytes = 0
 }
@@ -562,6 +695,42 @@ type reactionStats struct {
 	// trigger until the status showing the decision was seen, and from
 	// then until the Job or the label was seen.
 	startDecide, startAct, releaseDecide, releaseAct [3]time.Duration
+}
+
+// addedReactions pairs the k-th worker Done with the k-th release after
+// the first Done (each Done frees one slot, which the next release fills)
+// and returns, per pair, the release seen minus the reference reactor's
+// answer to that Done seen: what node-gate adds to the fastest reaction
+// this machine gives.
+func (g *gateObserver) addedReactions() []time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	type at struct {
+		node string
+		t    time.Time
+	}
+	sorted := func(m map[string]time.Time, after time.Time) []at {
+		var out []at
+		for n, t := range m {
+			if !t.Before(after) {
+				out = append(out, at{n, t})
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].t.Before(out[j].t) })
+		return out
+	}
+	dones := sorted(g.done, time.Time{})
+	if len(dones) == 0 {
+		return nil
+	}
+	releases := sorted(g.released, dones[0].t)
+	var out []time.Duration
+	for k := 0; k < len(dones) && k < len(releases); k++ {
+		if ref, ok := g.refSeen[dones[k].node]; ok {
+			out = append(out, releases[k].t.Sub(ref))
+		}
+	}
+	return out
 }
 
 // reactions pairs the k-th Done with the k-th node started after the

@@ -144,9 +144,12 @@ func (p *planner) retargeted(r *nodegatev1alpha1.NodeRecord) bool {
 }
 
 // admit (re)starts the node's hooks, all pending, for its pool's current
-// target.
+// target. A node admitted again is no longer released, even while it keeps
+// the label: a pre-update hook failing now must not count it as released,
+// which would let the gate pool run with it inside.
 func (p *planner) admit(r *nodegatev1alpha1.NodeRecord) {
 	r.Phase = nodegatev1alpha1.NodePreHooks
+	r.ReleasedTime = nil
 	r.HooksTarget = p.updateTarget(r.Pool)
 	if r.Hooks == nil {
 		r.Hooks = p.hookRecords()
@@ -169,7 +172,6 @@ func (p *planner) rehold(r *nodegatev1alpha1.NodeRecord) {
 	if n != nil && n.Labels[ReleaseLabel] != "" {
 		p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
 	}
-	r.ReleasedTime = nil
 	p.admit(r)
 	p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "pool %s now updates its nodes to %s; node %s's pre-update hooks ran for %s: they run again before it is released", r.Pool, r.HooksTarget, r.Name, old)
 }

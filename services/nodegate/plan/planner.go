@@ -96,8 +96,11 @@ type planner struct {
 
 	// waitReason/waitMessage say why no new node starts (empty: none).
 	waitReason, waitMessage string
-	blockReason, blockMsg   string
-	degraded                []string
+	// gatesClosed: a gate on starting nodes is closed (a pause, the update
+	// hold, no window, alerts). With lookahead it holds releases too.
+	gatesClosed           bool
+	blockReason, blockMsg string
+	degraded              []string
 	// held are the nodes that carry the release label without having been
 	// released in this round: node-gate removes the label and holds them.
 	held []string
@@ -835,6 +838,7 @@ func (p *planner) resumeIfChanged() {
 
 // gates decides whether a new node may start, and says why not.
 func (p *planner) gates(cvUpdating, hold bool, holdMsg string) {
+	defer func() { p.gatesClosed = p.waitReason != "" }()
 	if p.waitReason != "" {
 		return
 	}
@@ -1028,7 +1032,10 @@ func (p *planner) advance() {
 		for _, n := range p.held {
 			busy[n] = true
 		}
-		if len(busy) >= limit {
+		// With lookahead, that many more nodes per release slot run their
+		// pre-update hooks ahead of their turn; releases stay within
+		// maxUnavailable.
+		if len(busy) >= limit*(1+p.lookahead()) {
 			if len(p.inFlight()) == 0 && p.waitReason == "" {
 				// Nothing of this round moves on: say what holds it.
 				p.waitReason, p.waitMessage = ReasonNodesUnavailable, "nodes count against maxUnavailable: "+strings.Join(sortedSet(busy), ", ")
@@ -1087,6 +1094,11 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if p.run.Spec.Paused || p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
 				return
 			}
+			if p.lookahead() > 0 && p.gatesClosed {
+				// Hooks may run ahead of a node's turn; its release still
+				// waits for the window, the health gate and the update hold.
+				return
+			}
 			gate := p.pools[p.gatePoolName(r.Pool)]
 			if gate == nil || gate.Spec.Configuration.Name == "" {
 				return
@@ -1101,6 +1113,11 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 				// this one until it is gone, so that never more than
 				// maxUnavailable nodes are released at once.
 				return
+			}
+			if p.hooksExpired(r) {
+				p.event(OnNode, r.Name, corev1.EventTypeNormal, "HooksExpired", "node %s's pre-update hooks finished more than %s ago, while it waited for its turn: they run again before it is released", r.Name, p.maxHookAge())
+				p.admit(r)
+				continue
 			}
 			p.release(r)
 		case nodegatev1alpha1.NodeReleased:

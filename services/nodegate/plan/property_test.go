@@ -352,6 +352,8 @@ func TestPropertyRandomEvents(t *testing.T) {
 			w.run.Spec.HoldUntil = nodegatev1alpha1.HoldUntilControlPlaneUpdated
 		}
 		c.stats["holdUntil-"+string(w.run.Spec.HoldUntil)]++
+		w.rules[0].Spec.Lookahead = int32(rng.Intn(3))
+		c.stats[fmt.Sprintf("lookahead-%d", w.rules[0].Spec.Lookahead)]++
 		origPools := snapshotPools(w)
 		w.startUpdate("4.16.0")
 		hidden := false

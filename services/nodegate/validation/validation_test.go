@@ -242,6 +242,14 @@ func TestRejectsInvalidObjects(t *testing.T) {
 			set("spec.preHooks", []any{hook(map[string]any{"name": "x"})})(u)
 			set("spec.postHooks", []any{hook(map[string]any{"name": "x"})})(u)
 		}, "spec.preHooks and spec.postHooks must not share a hook name"},
+		{"lookahead too far", "MutexRule", set("spec.lookahead", int64(101)),
+			"spec.lookahead: Invalid value: 101: spec.lookahead in body should be less than or equal to 100"},
+		{"lookahead negative", "MutexRule", set("spec.lookahead", int64(-1)),
+			"spec.lookahead: Invalid value: -1: spec.lookahead in body should be greater than or equal to 0"},
+		{"maxHookAge too short", "MutexRule", set("spec.maxHookAge", "30s"),
+			`spec.maxHookAge: Invalid value: "30s": maxHookAge must be between 1m and 168h`},
+		{"holdUntil unknown", "MutexRunConfig", set("spec.holdUntil", "Never"),
+			`spec.holdUntil: Unsupported value: "Never": supported values: "Rendered", "ControlPlaneUpdated"`},
 		{"no pools", "MutexTarget", set("spec.machineConfigPools", []any{}), "spec.machineConfigPools: Invalid value: 0: spec.machineConfigPools in body should have at least 1 items"},
 		{"master pool", "MutexTarget", set("spec.machineConfigPools", []any{"worker", "master"}), "spec.machineConfigPools must not name master"},
 		{"pool name invalid", "MutexTarget", set("spec.machineConfigPools", []any{"Worker Pool"}), "spec.machineConfigPools must hold MachineConfigPool names"},

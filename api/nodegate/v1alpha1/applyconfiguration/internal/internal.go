@@ -220,6 +220,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: jobSpec
       type:
         namedType: io.k8s.api.batch.v1.JobSpec
+    - name: lookahead
+      type:
+        scalar: numeric
+    - name: maxHookAge
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
     - name: postHooks
       type:
         list:

@@ -5,6 +5,7 @@ package v1alpha1
 import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	v1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // MutexRuleSpecApplyConfiguration represents a declarative configuration of the MutexRuleSpec type for use
@@ -33,6 +34,19 @@ type MutexRuleSpecApplyConfiguration struct {
 	// postHooks run in this order after the node finished its update, after
 	// cleanUpJobSpec. (Upshift)
 	PostHooks []HookApplyConfiguration `json:"postHooks,omitempty"`
+	// lookahead lets node-gate run this rule's pre-update hooks ahead of
+	// the nodes' turns: for up to lookahead nodes per release slot (the
+	// run's maxUnavailable) beyond those updating, so that when a node
+	// finishes, the next one's hooks are already done and it is released at
+	// once. 0 (the default) starts a node's hooks only when it may be
+	// updated next: strict mutual exclusion with the nodes updating. A run
+	// uses the smallest lookahead of its rules. (Upshift)
+	Lookahead *int32 `json:"lookahead,omitempty"`
+	// maxHookAge is how long a node's finished pre-update hooks stay valid
+	// while it waits for its turn (only with lookahead); older, they run
+	// again before it is released. A run uses the smallest of its rules'.
+	// Default 30m. (Upshift)
+	MaxHookAge *metav1.Duration `json:"maxHookAge,omitempty"`
 }
 
 // MutexRuleSpecApplyConfiguration constructs a declarative configuration of the MutexRuleSpec type for use with
@@ -104,5 +118,21 @@ func (b *MutexRuleSpecApplyConfiguration) WithPostHooks(values ...*HookApplyConf
 		}
 		b.PostHooks = append(b.PostHooks, *values[i])
 	}
+	return b
+}
+
+// WithLookahead sets the Lookahead field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Lookahead field is set to the value of the last call.
+func (b *MutexRuleSpecApplyConfiguration) WithLookahead(value int32) *MutexRuleSpecApplyConfiguration {
+	b.Lookahead = &value
+	return b
+}
+
+// WithMaxHookAge sets the MaxHookAge field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxHookAge field is set to the value of the last call.
+func (b *MutexRuleSpecApplyConfiguration) WithMaxHookAge(value metav1.Duration) *MutexRuleSpecApplyConfiguration {
+	b.MaxHookAge = &value
 	return b
 }

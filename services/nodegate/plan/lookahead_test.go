@@ -1,0 +1,171 @@
+package plan
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/alerts"
+)
+
+// lookaheadRound: maxUnavailable 1, the rule's lookahead as given, the round
+// started; then every Job completes until w00 is released (the MCO idle).
+func lookaheadRound(t *testing.T, lookahead int32, mutate func(*world)) *world {
+	w := readyRound(t, 3, func(w *world) {
+		w.rules[0].Spec.Lookahead = lookahead
+		if mutate != nil {
+			mutate(w)
+		}
+	})
+	for i := 0; i < 20 && w.rec("w00").Phase != nodegatev1alpha1.NodeReleased; i++ {
+		w.completeAll()
+		w.reconcile()
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased {
+		t.Fatalf("setup: w00 %s", w.rec("w00").Phase)
+	}
+	return w
+}
+
+// doneHooks: every pre-update hook of the node succeeded.
+func doneHooks(r *nodegatev1alpha1.NodeRecord) bool {
+	n := 0
+	for _, h := range r.Hooks {
+		if h.Stage == nodegatev1alpha1.StagePre {
+			if h.Phase != nodegatev1alpha1.HookSucceeded {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
+// finishW00 lets the MCO update w00 and its post-update hook run, until its
+// record completes and its label is gone; it returns the Jobs created for
+// other nodes meanwhile.
+func finishW00(t *testing.T, w *world) int {
+	others := 0
+	for i := 0; i < 20 && !(w.rec("w00").Phase == nodegatev1alpha1.NodeCompleted && w.nodes["w00"].Labels[ReleaseLabel] == ""); i++ {
+		w.mco()
+		w.completeAll()
+		w.now = w.now.Add(time.Second)
+		for _, a := range actionsOf(w.reconcile(), CreateJob) {
+			if envOf(a.Job, EnvNodeName) != "w00" {
+				others++
+			}
+		}
+	}
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted {
+		t.Fatalf("w00 %s", w.rec("w00").Phase)
+	}
+	return others
+}
+
+func TestLookahead(t *testing.T) {
+	t.Run("0 (the default): the next node's hooks wait for its turn", func(t *testing.T) {
+		w := lookaheadRound(t, 0, nil)
+		if ph := w.rec("w01").Phase; ph != nodegatev1alpha1.NodePending {
+			t.Fatalf("w01 %s while w00 updates, want Pending", ph)
+		}
+	})
+	t.Run("1: the next node's hooks run while w00 updates, and it is released once w00 is out, no Job between", func(t *testing.T) {
+		w := lookaheadRound(t, 1, nil)
+		for i := 0; i < 10 && !doneHooks(w.rec("w01")); i++ {
+			w.completeAll()
+			w.reconcile()
+		}
+		if !doneHooks(w.rec("w01")) || w.rec("w02").Phase != nodegatev1alpha1.NodePending {
+			t.Fatalf("w01 %+v, w02 %s: want w01's hooks done ahead and w02 pending", w.rec("w01"), w.rec("w02").Phase)
+		}
+		if w.nodes["w01"].Labels[ReleaseLabel] != "" {
+			t.Fatal("w01 released while w00 is")
+		}
+		if n := finishW00(t, w); n != 0 {
+			t.Fatalf("%d Jobs for other nodes while w00 finished: w01's hooks were done, w02 has no room", n)
+		}
+		r := w.reconcile()
+		if w.rec("w01").Phase != nodegatev1alpha1.NodeReleased || len(actionsOf(r, LabelNode)) != 1 {
+			t.Fatalf("w01 %s, actions %+v: want it released in the first pass after w00's label is gone", w.rec("w01").Phase, r.Actions)
+		}
+		if got := w.rec("w01").Hooks[0].Attempts; got != 1 {
+			t.Fatalf("w01's hook ran %d times", got)
+		}
+	})
+	t.Run("the smallest lookahead of the run's rules applies", func(t *testing.T) {
+		w := lookaheadRound(t, 2, func(w *world) {
+			strict := w.rules[0]
+			strict.Name, strict.Spec.JobName, strict.Spec.Lookahead = "strict", "strict", 0
+			w.rules = append(w.rules, strict)
+			w.run.Spec.MutexRules = append(w.run.Spec.MutexRules, nodegatev1alpha1.ObjectReference{Name: "strict"})
+		})
+		if ph := w.rec("w01").Phase; ph != nodegatev1alpha1.NodePending {
+			t.Fatalf("w01 %s, want Pending: rule strict has lookahead 0", ph)
+		}
+	})
+	t.Run("hooks older than maxHookAge run again before the release", func(t *testing.T) {
+		w := lookaheadRound(t, 1, func(w *world) { w.rules[0].Spec.MaxHookAge = &metav1.Duration{Duration: 10 * time.Minute} })
+		for i := 0; i < 10 && !doneHooks(w.rec("w01")); i++ {
+			w.completeAll()
+			w.reconcile()
+		}
+		w.now = w.now.Add(11 * time.Minute)
+		finishW00(t, w)
+		r := w.reconcile()
+		rerun := 0
+		for _, a := range actionsOf(r, CreateJob) {
+			if envOf(a.Job, EnvNodeName) == "w01" {
+				rerun++
+			}
+		}
+		if w.rec("w01").Phase != nodegatev1alpha1.NodePreHooks || !hasEvent(r, "HooksExpired") || rerun != 1 {
+			t.Fatalf("w01 %s, HooksExpired %v, %d Jobs for w01: want its hooks rerun", w.rec("w01").Phase, hasEvent(r, "HooksExpired"), rerun)
+		}
+		for i := 0; i < 10 && w.rec("w01").Phase != nodegatev1alpha1.NodeReleased; i++ {
+			w.completeAll()
+			w.reconcile()
+		}
+		if w.rec("w01").Phase != nodegatev1alpha1.NodeReleased || w.rec("w01").Hooks[0].Attempts != 2 {
+			t.Fatalf("w01 %+v: want released after a second run of its hooks", w.rec("w01"))
+		}
+	})
+	t.Run("with lookahead a node whose hooks ran ahead waits for the health gate to be released", func(t *testing.T) {
+		w := lookaheadRound(t, 1, func(w *world) { w.run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{} })
+		for i := 0; i < 10 && !doneHooks(w.rec("w01")); i++ {
+			w.completeAll()
+			w.reconcile()
+		}
+		w.alerts = []alerts.Alert{{Labels: map[string]string{"alertname": "KubeNodeNotReady"}, State: alerts.StateFiring}}
+		finishW00(t, w)
+		for i := 0; i < 3; i++ {
+			if r := w.reconcile(); len(actionsOf(r, LabelNode)) != 0 || len(actionsOf(r, CreateJob)) != 0 {
+				t.Fatalf("released or started while an alert fires: %+v", r.Actions)
+			}
+		}
+		w.alerts = nil
+		w.reconcile()
+		if w.rec("w01").Phase != nodegatev1alpha1.NodeReleased {
+			t.Fatalf("w01 %s once the alert resolved", w.rec("w01").Phase)
+		}
+	})
+	t.Run("never more than maxUnavailable released, with lookahead 2 and maxUnavailable 2", func(t *testing.T) {
+		w := readyRound(t, 8, func(w *world) {
+			w.rules[0].Spec.Lookahead = 2
+			w.run.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		})
+		if got := countPhase(w, nodegatev1alpha1.NodePreHooks); got != 6 {
+			t.Fatalf("%d nodes started, want 6 (2 slots, each with 2 nodes ahead)", got)
+		}
+		for i := 0; i < 10; i++ {
+			w.completeAll()
+			w.reconcile()
+		}
+		if got := countPhase(w, nodegatev1alpha1.NodeReleased); got != 2 {
+			t.Fatalf("%d released, want 2", got)
+		}
+	})
+}
