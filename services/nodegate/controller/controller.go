@@ -188,7 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	wait := requeue.Min(res.RequeueAfter, dr.requeue)
+	wait := requeue.Min(res.RequeueAfter, dr.RequeueAfter)
 
 	old := run.Status.DeepCopy()
 	if published, write := plan.Publish(run.Status, res.Status, in); write {
@@ -206,11 +206,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		run = upd
 	}
 	if r.Metrics != nil {
-		r.Metrics.Observe(runKey, old, &res.Status, blockedReason(&res.Status), dr.blocked, dr.stuck)
+		r.Metrics.Observe(runKey, old, &res.Status, blockedReason(&res.Status), dr.Blocked, dr.Stuck)
 	}
 
 	errs := r.executeAll(ctx, res.Actions)
-	for _, a := range dr.actions {
+	for _, a := range dr.Actions {
 		if err := r.force(ctx, a.Action); err != nil {
 			errs = append(errs, fmt.Errorf("%s pod %s/%s: %w", a.Step, a.Namespace, a.Name, err))
 			continue
@@ -221,7 +221,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Recorder.Record(drain.ActionEvents(a.Node, a.Action)...)
 	}
 	r.Recorder.Record(res.Events...)
-	r.Recorder.Record(dr.events...)
+	r.Recorder.Record(dr.Events...)
 	if len(errs) > 0 {
 		logger.Info("some actions failed; retrying", "errors", errors.Join(errs...).Error())
 		return reconcile.Result{}, errors.Join(errs...)
@@ -476,75 +476,44 @@ func blockedReason(st *nodegatev1alpha1.MutexRunConfigStatus) string {
 	return ""
 }
 
-// drainResult is the drain remediation's part of a pass.
-type drainResult struct {
-	actions []nodeAction
-	events  []events.Event
-	requeue time.Duration
-	blocked int
-	stuck   int
-}
-
-type nodeAction struct {
-	drain.Action
-	Node string
-}
-
-// drains decides the remediation of every released node the MCO drains and
-// writes the drain records into st.
-func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig, in plan.Input, st *nodegatev1alpha1.MutexRunConfigStatus) (drainResult, error) {
-	var out drainResult
+// drains reads what the drain remediation needs (the pods on every node the
+// MCO drains for the run, their namespaces' PDBs, the timeout) and lets
+// drain.DecideRun decide; it writes the drain records into st.
+func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig, in plan.Input, st *nodegatev1alpha1.MutexRunConfigStatus) (drain.RunResult, error) {
 	spec := run.Spec.DrainRemediation
 	if spec == nil || run.DeletionTimestamp != nil {
-		return out, nil
+		return drain.RunResult{}, nil
 	}
 	ignored, err := drain.CompilePatterns(spec.IgnoredNamespacePatterns)
 	if err != nil {
-		out.events = append(out.events, drain.InvalidPatterns(run, err))
-		return out, nil
+		return drain.RunResult{Events: []events.Event{drain.InvalidPatterns(run, err)}}, nil
 	}
 	timeout, err := r.drainTimeout(ctx, run)
 	if err != nil {
-		return out, err
+		return drain.RunResult{}, err
 	}
-	step := drain.StepTimeoutFor(spec.StepTimeout)
-	nodes := map[string]*corev1.Node{}
+	din := drain.RunInput{Now: in.Now, Run: run, Timeout: timeout, Ignored: ignored, Nodes: map[string]*corev1.Node{},
+		Pods: map[string][]corev1.Pod{}, PDBs: map[string][]policyv1.PodDisruptionBudget{}}
 	for i := range in.Nodes {
-		nodes[in.Nodes[i].Name] = &in.Nodes[i]
+		din.Nodes[in.Nodes[i].Name] = &in.Nodes[i]
 	}
 	for i := range st.Nodes {
-		rec := &st.Nodes[i]
-		n := nodes[rec.Name]
-		if n == nil || !drain.Needed(rec, n) {
+		n := din.Nodes[st.Nodes[i].Name]
+		if n == nil || !drain.NeedsPods(&st.Nodes[i], n) {
 			continue
 		}
-		var pods []corev1.Pod
-		var pdbs []policyv1.PodDisruptionBudget
-		if mcostate.Draining(n.Annotations) {
-			pods, pdbs, err = r.podsOn(ctx, n.Name)
-			if apierrors.IsForbidden(err) {
-				// Installed without the remediation's grants: say so, do not
-				// stall the run on it.
-				out.events = append(out.events, drain.Forbidden(run, err))
-				return out, nil
-			}
-			if err != nil {
-				return out, err
-			}
+		pods, pdbs, err := r.podsOn(ctx, n.Name)
+		if apierrors.IsForbidden(err) {
+			// Installed without the remediation's grants: say so, do not
+			// stall the run on it.
+			return drain.RunResult{Events: []events.Event{drain.Forbidden(run, err)}}, nil
 		}
-		d := drain.Decide(drain.Input{Now: in.Now, Node: n, Pods: pods, PDBs: pdbs, Prev: rec.Drain, Timeout: timeout, StepTimeout: step, Ignored: ignored, Run: run})
-		rec.Drain = d.Record
-		for _, a := range d.Actions {
-			out.actions = append(out.actions, nodeAction{Action: a, Node: n.Name})
+		if err != nil {
+			return drain.RunResult{}, err
 		}
-		if d.Blocked {
-			out.blocked++
-		}
-		out.stuck += len(d.Stuck)
-		out.events = append(out.events, d.Events...)
-		out.requeue = requeue.Min(out.requeue, d.RequeueAfter, d.Recheck)
+		din.Pods[n.Name], din.PDBs[n.Name] = pods, pdbs
 	}
-	return out, nil
+	return drain.DecideRun(din, st.Nodes), nil
 }
 
 // drainTimeout reads the UpgradeConfigs of the run's namespace (unless the

@@ -14,6 +14,17 @@
 // are done the label is removed: the node returns to its (still paused)
 // source pool, on content identical to the source's target, so the final
 // return when the pool is unpaused is rebootless.
+//
+// One file per concern, in the order a pass runs them: planner.go (Plan and
+// the pass's flow), validate.go (refusing to start), round.go (rounds and
+// node records), gatepools.go (pausing, gate pools, stray labels), hold.go
+// (how long a cluster update holds the workers; re-renders), gates.go (what
+// holds new starts), lookahead.go (hooks ahead of a node's turn), advance.go
+// (moving nodes through their phases within maxUnavailable), hookruns.go and
+// hooks.go (running hooks; building their Jobs), restore.go (giving back what
+// a run changed), status.go (summary and conditions), compact.go (the
+// status's size), objects.go (MutexRule and MutexTarget status), pools.go
+// (pool membership as the MCO decides it).
 package plan
 
 import (

@@ -1,0 +1,347 @@
+package plan
+
+// This file moves nodes through their phases, within maxUnavailable.
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
+)
+
+func (p *planner) inFlight() []string {
+	var out []string
+	for _, r := range p.st.Nodes {
+		switch r.Phase {
+		case nodegatev1alpha1.NodePreHooks, nodegatev1alpha1.NodeReleased, nodegatev1alpha1.NodeUpdated,
+			nodegatev1alpha1.NodePostHooks, nodegatev1alpha1.NodeFailed:
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+func (p *planner) gatedTotal() int {
+	n := 0
+	for _, r := range p.st.Nodes {
+		if r.Phase != nodegatev1alpha1.NodeSkipped || r.StartTime != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (p *planner) maxUnavailableValue() intstr.IntOrString {
+	if mu := p.run.Spec.MaxUnavailable; mu != nil {
+		return *mu
+	}
+	return intstr.FromInt32(1)
+}
+
+// maxUnavailable is spec.maxUnavailable as a node count: a percentage of
+// the gated nodes rounded down, never below 1 (as the MCO does for pools).
+func (p *planner) maxUnavailable() int {
+	mu := p.maxUnavailableValue()
+	n, err := intstr.GetScaledValueFromIntOrPercent(&mu, p.gatedTotal(), false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// strayGrace is how long a finished node may keep the release label (its
+// removal not yet in the cache) before the run reports it as held.
+const strayGrace = time.Minute
+
+// advance moves every in-flight node on, then starts new ones while slots
+// and gates allow.
+func (p *planner) advance() {
+	order := map[string]int{}
+	for i, n := range p.st.PlannedOrder {
+		order[n] = i
+	}
+	sort.SliceStable(p.st.Nodes, func(i, j int) bool {
+		oi, iok := order[p.st.Nodes[i].Name]
+		oj, jok := order[p.st.Nodes[j].Name]
+		if iok != jok {
+			return iok
+		}
+		return oi < oj
+	})
+	// A node that still carries the release label while its record in this
+	// round has not started is a stray: typically a node of the previous
+	// round whose label removal was lost (a restart between the status write
+	// and the action) when a new rendered target started this round, so its
+	// record restarted as Pending. In the gate pool the MCO would give it
+	// this round's target without this round's pre-update hooks. It is held:
+	// the label is removed (again, every pass) so that it returns to its
+	// paused source pool at the configuration it runs, it counts against
+	// maxUnavailable while it carries the label, and it starts (with its
+	// pre-update hooks) only once the label is gone. Holding is simpler and
+	// safer than finishing the old round for it: its old record is gone,
+	// and whatever put the label there, the new round's hooks must run
+	// before the node moves.
+	strays := 0
+	for i := range p.st.Nodes {
+		r := &p.st.Nodes[i]
+		if n := p.nodes[r.Name]; r.Phase == nodegatev1alpha1.NodePending && n != nil && n.Labels[ReleaseLabel] != "" {
+			strays++
+			p.held = append(p.held, r.Name)
+			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: n.Labels[ReleaseLabel]})
+			p.event(OnNode, r.Name, corev1.EventTypeWarning, "StrayReleaseLabel", "node %s carries %s but has not started this round (run %s): removing the label; it is gated once the label is gone", r.Name, ReleaseLabel, p.st.RunID)
+		}
+	}
+	for i := range p.st.Nodes {
+		r := &p.st.Nodes[i]
+		if r.Phase != nodegatev1alpha1.NodePending && !terminal(r.Phase) {
+			p.step(r)
+			continue
+		}
+		// A node that passed (or left the run) in an earlier pass must not
+		// stay in the gate pool: the removal may have been lost to a restart.
+		if n := p.nodes[r.Name]; terminal(r.Phase) && n != nil && n.Labels[ReleaseLabel] == r.Pool {
+			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
+			// The removal of the pass that finished it is normally seen
+			// within seconds; a label still there after strayGrace was
+			// refused or put back, and holds releases: say so.
+			if r.CompletionTime == nil || !p.in.Now.Before(r.CompletionTime.Add(strayGrace)) {
+				p.held = append(p.held, r.Name)
+			} else {
+				p.wake(r.CompletionTime.Add(strayGrace).Sub(p.in.Now))
+			}
+		}
+	}
+	if p.waitReason != "" || p.st.Phase == nodegatev1alpha1.RunAborted {
+		return
+	}
+	limit := p.maxUnavailable()
+	for i := range p.st.Nodes {
+		r := &p.st.Nodes[i]
+		if r.Phase != nodegatev1alpha1.NodePending {
+			continue
+		}
+		if n := p.nodes[r.Name]; n != nil && n.Labels[ReleaseLabel] != "" {
+			continue // a stray, held above
+		}
+		if p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
+			return
+		}
+		// Starting a node runs its pre-update hooks; its release checks
+		// occupied again. A node whose record finished and whose label
+		// removal is on its way does not hold the start.
+		busy := p.unsettled()
+		for _, n := range p.inFlight() {
+			busy[n] = true
+		}
+		for _, n := range p.held {
+			busy[n] = true
+		}
+		// With lookahead, that many more nodes per release slot run their
+		// pre-update hooks ahead of their turn; releases stay within
+		// maxUnavailable.
+		if len(busy) >= limit*(1+p.lookahead()) {
+			if len(p.inFlight()) == 0 && p.waitReason == "" {
+				// Nothing of this round moves on: say what holds it.
+				p.waitReason, p.waitMessage = ReasonNodesUnavailable, "nodes count against maxUnavailable: "+strings.Join(sortedSet(busy), ", ")
+				if strays > 0 {
+					p.waitReason = ReasonStrayReleaseLabel
+					p.waitMessage = "nodes carry the release label without being released in this round (removing it): " + strings.Join(sortedSet(busy), ", ")
+				}
+			}
+			return
+		}
+		r.StartTime = ptr.To(p.now)
+		r.Hooks = nil
+		p.admit(r)
+		p.event(OnNode, r.Name, corev1.EventTypeNormal, "GateStarted", "node-gate started gating node %s (pool %s, run %s)", r.Name, r.Pool, p.st.RunID)
+		p.step(r)
+	}
+}
+
+// step moves one node as far as it can go now.
+func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
+	for guard := 0; guard < 64; guard++ {
+		before := r.Phase
+		switch r.Phase {
+		case nodegatev1alpha1.NodePreHooks:
+			if !p.runHooks(r, nodegatev1alpha1.StagePre) {
+				return
+			}
+			if p.retargeted(r) {
+				// Its pool rendered new content while the hooks ran.
+				p.rehold(r)
+				continue
+			}
+			if p.run.Spec.Paused || p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
+				return
+			}
+			if p.lookahead() > 0 && p.gatesClosed {
+				// Hooks may run ahead of a node's turn; its release still
+				// waits for the window, the health gate and the update hold.
+				return
+			}
+			gate := p.pools[p.gatePoolName(r.Pool)]
+			if gate == nil || gate.Spec.Configuration.Name == "" {
+				return
+			}
+			if busy := p.occupied(r.Name); len(busy) >= p.maxUnavailable() {
+				if p.waitReason == "" {
+					p.waitReason, p.waitMessage = ReasonNodesUnavailable, fmt.Sprintf("node %s waits to be released: nodes count against maxUnavailable: %s", r.Name, strings.Join(sortedSet(busy), ", "))
+				}
+				// A node whose record is finished (or a stray) may still
+				// carry the label, its removal not yet seen or lost to a
+				// restart, or still be updating: the MCO counts it. Hold
+				// this one until it is gone, so that never more than
+				// maxUnavailable nodes are released at once.
+				return
+			}
+			if p.hooksExpired(r) {
+				p.event(OnNode, r.Name, corev1.EventTypeNormal, "HooksExpired", "node %s's pre-update hooks finished more than %s ago, while it waited for its turn: they run again before it is released", r.Name, p.maxHookAge())
+				p.admit(r)
+				continue
+			}
+			p.release(r)
+		case nodegatev1alpha1.NodeReleased:
+			n := p.nodes[r.Name]
+			gate := p.pools[p.gatePoolName(r.Pool)]
+			if gate == nil || !mcostate.UpdatedTo(n, gate.Spec.Configuration.Name) {
+				if p.retargeted(r) && settled(n) {
+					// The pool rendered new content after the hooks ran
+					// and the MCO has not started the node: hold it again.
+					p.rehold(r)
+					continue
+				}
+				if n.Labels[ReleaseLabel] != r.Pool {
+					// Released in this pass, or someone removed the label:
+					// (re)label; the node is ours until the MCO updated it.
+					p.act(Action{Kind: LabelNode, Node: r.Name, Pool: r.Pool})
+				}
+				if mcostate.Failing(n.Annotations) {
+					p.degraded = append(p.degraded, fmt.Sprintf("node %s: %s", r.Name, n.Annotations[mcostate.Reason]))
+				}
+				return
+			}
+			// Updated. A node released while it already ran the gate
+			// pool's target (it was in the gate pool in an earlier round)
+			// gets here in the pass that released it, unlabelled: it needs
+			// no label for an update it has, and a label added now would
+			// outlive its record (the removal below reads the cache).
+			r.Phase = nodegatev1alpha1.NodeUpdated
+			r.UpdatedTime = ptr.To(p.now)
+			p.event(OnNode, r.Name, corev1.EventTypeNormal, "NodeUpdated", "node %s runs %s, is Ready and schedulable", r.Name, gate.Spec.Configuration.Name)
+			if p.retargeted(r) {
+				// The MCO took the new render before node-gate saw it: say
+				// so, the one case a pause of the gate pool cannot close.
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "UpdatedPastHooks", "node %s was updated to %s, rendered after its pre-update hooks ran for %s: the machine-config operator started it before node-gate saw the new render", r.Name, gate.Spec.Configuration.Name, r.HooksTarget)
+			}
+		case nodegatev1alpha1.NodeUpdated:
+			r.Phase = nodegatev1alpha1.NodePostHooks
+		case nodegatev1alpha1.NodePostHooks:
+			if !p.runHooks(r, nodegatev1alpha1.StagePost) {
+				return
+			}
+			if gate := p.pools[p.gatePoolName(r.Pool)]; gate == nil || !mcostate.UpdatedTo(p.nodes[r.Name], gate.Spec.Configuration.Name) {
+				// The gate pool rendered a new target meanwhile: the node
+				// is to be updated (rebooted) again, and removing the label
+				// now would take it out of the gate pool mid-update. It
+				// goes back to its pre-update hooks (it keeps the label;
+				// holdGates keeps the gate pool paused meanwhile), then is
+				// released again, and its post-update hooks run after.
+				p.admit(r)
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "node %s no longer runs its gate pool's target: its hooks run again before it is updated again", r.Name)
+				continue
+			}
+			if p.nodes[r.Name].Labels[ReleaseLabel] != "" {
+				p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
+			}
+			r.Phase = nodegatev1alpha1.NodeCompleted
+			r.CompletionTime = ptr.To(p.now)
+			p.event(OnNode, r.Name, corev1.EventTypeNormal, "GateCompleted", "node %s passed the gate: updated and its post-update hooks are done", r.Name)
+		default:
+			return
+		}
+		if r.Phase == before {
+			return
+		}
+	}
+}
+
+// occupied lists the nodes other than except that are, or may at once be,
+// unavailable as the MCO counts them: those that carry the release label of
+// a gated pool as the cache shows them (a removal this pass decided is not
+// counted as done: it may be lost), those this pass labels, those released
+// in this round (a label added in an earlier pass may not be in the cache
+// yet), and every gated node the MCD has not finished (desiredConfig !=
+// currentConfig, or a state other than Done), labelled or not: a node whose
+// label is gone may still be updating.
+func (p *planner) occupied(except string) map[string]bool {
+	seen := map[string]bool{}
+	add := func(n string) {
+		if n != except {
+			seen[n] = true
+		}
+	}
+	for _, n := range p.in.Nodes {
+		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
+			add(n.Name)
+		}
+	}
+	for _, a := range p.res.Actions {
+		if a.Kind == LabelNode {
+			add(a.Node)
+		}
+	}
+	for i := range p.st.Nodes {
+		if releasedPhase(&p.st.Nodes[i]) {
+			add(p.st.Nodes[i].Name)
+		}
+	}
+	for n := range p.unsettled() {
+		add(n)
+	}
+	return seen
+}
+
+// unsettled lists the gated nodes the MCD has not finished: desiredConfig
+// != currentConfig, or a state other than Done.
+func (p *planner) unsettled() map[string]bool {
+	out := map[string]bool{}
+	for _, names := range p.members {
+		for _, n := range names {
+			if a := p.nodes[n].Annotations; a[mcostate.DesiredConfig] != a[mcostate.CurrentConfig] ||
+				(a[mcostate.State] != "" && a[mcostate.State] != mcostate.StateDone) {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// release hands the node to the MCO; the Released step labels it.
+func (p *planner) release(r *nodegatev1alpha1.NodeRecord) {
+	n := p.nodes[r.Name]
+	r.Phase = nodegatev1alpha1.NodeReleased
+	r.ReleasedTime = ptr.To(p.now)
+	msg := fmt.Sprintf("released node %s into pool %s for the machine-config operator", r.Name, p.gatePoolName(r.Pool))
+	if n.Spec.Unschedulable {
+		msg += "; the node is cordoned, and the machine-config operator does not update a cordoned node"
+		r.LastError = "node is cordoned: the machine-config operator will not start its update until it is uncordoned"
+	}
+	p.event(OnNode, r.Name, corev1.EventTypeNormal, "NodeReleased", "%s", msg)
+}

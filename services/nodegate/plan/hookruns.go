@@ -1,0 +1,122 @@
+package plan
+
+// This file runs a node's hooks of one stage: one Job at a time, retries
+// and failure policies.
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+)
+
+// runHooks drives the node's hooks of one stage, one at a time in order. It
+// reports whether every hook of the stage is done (succeeded or ignored).
+func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha1.HookStage) bool {
+	for i := range r.Hooks {
+		hr := &r.Hooks[i]
+		if hr.Stage != stage || hr.Phase == nodegatev1alpha1.HookSucceeded || hr.Phase == nodegatev1alpha1.HookIgnored {
+			continue
+		}
+		if hr.Phase == nodegatev1alpha1.HookFailed {
+			return false
+		}
+		h, ok := p.findHook(*hr)
+		if !ok {
+			// The rule changed under the run: a hook that no longer exists
+			// has nothing left to run.
+			hr.Phase = nodegatev1alpha1.HookIgnored
+			hr.LastError = "the hook was removed from its rule"
+			continue
+		}
+		if hr.Phase == nodegatev1alpha1.HookPending {
+			if p.st.Phase == nodegatev1alpha1.RunAborted || (p.st.PausedGeneration != 0) {
+				return false
+			}
+			p.createAttempt(r, hr, h)
+			return false
+		}
+		job := p.jobs[h.rule.Spec.JobNamespace+"/"+hr.JobName]
+		state, why := stateOf(job)
+		if state == jobRunning || state == jobMissing {
+			if t := timeoutOf(h.spec); t > 0 && hr.StartTime != nil {
+				left := hr.StartTime.Add(t).Sub(p.in.Now)
+				if left > 0 {
+					p.wake(left)
+				} else {
+					state, why = jobFailed, fmt.Sprintf("timed out after %s", t)
+				}
+			}
+		}
+		switch state {
+		case jobMissing:
+			// Not in the cache yet, or deleted: creating it again under the
+			// same name is idempotent.
+			p.act(Action{Kind: CreateJob, Job: p.buildJob(r, h, hr.Attempts)})
+			return false
+		case jobRunning:
+			return false
+		case jobComplete:
+			hr.Phase = nodegatev1alpha1.HookSucceeded
+			hr.CompletionTime = ptr.To(p.now)
+			p.event(OnNode, r.Name, corev1.EventTypeNormal, "HookSucceeded", "hook %s/%s (%s) for node %s succeeded (Job %s)", hr.Rule, hr.Name, stage, r.Name, hr.JobName)
+			continue
+		case jobFailed:
+			hr.LastError = why
+			r.LastError = fmt.Sprintf("hook %s/%s attempt %d: %s", hr.Rule, hr.Name, hr.Attempts, why)
+			if hr.Attempts-hr.AttemptsBefore <= h.spec.Retries {
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "HookRetried", "hook %s/%s for node %s failed (%s); retrying", hr.Rule, hr.Name, r.Name, why)
+				p.createAttempt(r, hr, h)
+				return false
+			}
+			switch h.spec.FailurePolicy {
+			case nodegatev1alpha1.FailureIgnore:
+				hr.Phase = nodegatev1alpha1.HookIgnored
+				hr.CompletionTime = ptr.To(p.now)
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "HookFailedIgnored", "hook %s/%s for node %s failed (%s); its failurePolicy is Ignore", hr.Rule, hr.Name, r.Name, why)
+				continue
+			case nodegatev1alpha1.FailureAbort:
+				hr.Phase = nodegatev1alpha1.HookFailed
+				r.Phase = nodegatev1alpha1.NodeFailed
+				p.st.Phase = nodegatev1alpha1.RunAborted
+				p.st.PausedGeneration = p.run.Generation
+				p.event(OnRun, "", corev1.EventTypeWarning, ReasonAborted, "hook %s/%s for node %s failed (%s); its failurePolicy is Abort: restoring the pools", hr.Rule, hr.Name, r.Name, why)
+				return false
+			default:
+				hr.Phase = nodegatev1alpha1.HookFailed
+				r.Phase = nodegatev1alpha1.NodeFailed
+				p.st.PausedGeneration = p.run.Generation
+				p.event(OnRun, "", corev1.EventTypeWarning, ReasonHookFailed, "hook %s/%s for node %s failed (%s): the run is paused; change the spec to resume", hr.Rule, hr.Name, r.Name, why)
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, ReasonHookFailed, "hook %s/%s failed: %s", hr.Rule, hr.Name, why)
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (p *planner) createAttempt(r *nodegatev1alpha1.NodeRecord, hr *nodegatev1alpha1.HookRecord, h hook) {
+	hr.Attempts++
+	hr.Phase = nodegatev1alpha1.HookRunning
+	hr.StartTime = ptr.To(p.now)
+	job := p.buildJob(r, h, hr.Attempts)
+	hr.JobName = job.Name
+	p.act(Action{Kind: CreateJob, Job: job})
+	p.event(OnNode, r.Name, corev1.EventTypeNormal, "HookStarted", "started hook %s/%s (%s) for node %s: Job %s/%s", hr.Rule, hr.Name, h.stage, r.Name, job.Namespace, job.Name)
+	if t := timeoutOf(h.spec); t > 0 {
+		p.wake(t)
+	}
+}
+
+func (p *planner) buildJob(r *nodegatev1alpha1.NodeRecord, h hook, attempt int32) *batchv1.Job {
+	target := p.updateTarget(r.Pool)
+	owner := metav1.NewControllerRef(p.run, nodegatev1alpha1.GroupVersion.WithKind("MutexRunConfig"))
+	return BuildJob(h.spec, h.rule, h.stage, JobParams{
+		Node: r.Name, Pool: r.Pool, TargetConfig: target, TargetVersion: targetVersion(p.in.ClusterVersion),
+		RunID: p.st.RunID, RunKey: p.runKey, Owner: owner, Attempt: attempt,
+	})
+}

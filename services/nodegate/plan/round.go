@@ -1,0 +1,235 @@
+package plan
+
+// This file keeps the round: which nodes are gated in it, their records and
+// their planned order, and when a new round starts.
+
+import (
+	"sort"
+	"strings"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
+)
+
+// roundActive: a round started and some node has not passed the gate.
+func (p *planner) roundActive() bool {
+	return p.st.RunID != "" && p.hasOpenRecords()
+}
+
+func (p *planner) hasOpenRecords() bool {
+	for _, r := range p.st.Nodes {
+		if !terminal(r.Phase) {
+			return true
+		}
+	}
+	return false
+}
+
+func terminal(ph nodegatev1alpha1.NodePhase) bool {
+	return ph == nodegatev1alpha1.NodeCompleted || ph == nodegatev1alpha1.NodeSkipped
+}
+
+// upToDate: the node runs its source pool's target (or the gate pool's,
+// whose content is the same).
+func (p *planner) upToDate(n *corev1.Node, source string) bool {
+	cur := n.Annotations[mcostate.CurrentConfig]
+	if cur == "" {
+		return false
+	}
+	if pool := p.pools[source]; pool != nil && cur == pool.Spec.Configuration.Name {
+		return true
+	}
+	if gate := p.pools[p.gatePoolName(source)]; gate != nil && cur == gate.Spec.Configuration.Name && p.gateIsOurs(gate) {
+		return true
+	}
+	return false
+}
+
+// atSourceTarget: the node runs its source pool's own target. A node on the
+// gate pool's target that this round did not release got there without this
+// round's hooks (a gate pool that moved a leftover node): it is not skipped,
+// it is gated (its hooks run) like the others.
+func (p *planner) atSourceTarget(n *corev1.Node, source string) bool {
+	pool := p.pools[source]
+	cur := n.Annotations[mcostate.CurrentConfig]
+	return pool != nil && cur != "" && cur == pool.Spec.Configuration.Name
+}
+
+func (p *planner) gateIsOurs(gate *mcfgv1.MachineConfigPool) bool {
+	return p.canary != "" || gate.Labels[GatePoolLabel] != ""
+}
+
+func (p *planner) pendingNodes(members map[string][]string) []string {
+	var out []string
+	for _, s := range p.sources {
+		for _, n := range members[s] {
+			if !p.upToDate(p.nodes[n], s) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// newTargets: some gated pool targets a config other than the one the last
+// round gated it to.
+func (p *planner) newTargets() bool {
+	for _, s := range p.sources {
+		rec := p.poolRecord(s)
+		if rec == nil || rec.TargetConfig != p.pools[s].Spec.Configuration.Name {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *planner) startRound() {
+	var parts []string
+	for _, s := range p.sources {
+		t := p.pools[s].Spec.Configuration.Name
+		parts = append(parts, s+"="+t)
+		p.ensurePoolRecord(s).TargetConfig = t
+	}
+	p.st.RunID = shortHash(append([]string{string(p.run.UID)}, parts...)...)
+	p.st.Nodes = nil
+	p.st.PlannedOrder = nil
+	p.st.PausedGeneration = 0
+	p.st.Phase = nodegatev1alpha1.RunProgressing
+	p.event(OnRun, "", corev1.EventTypeNormal, "RoundStarted", "gating the update of pools %s (run %s)", strings.Join(parts, ", "), p.st.RunID)
+}
+
+// plannedOrder sorts nodes as the MCO picks candidates: by zone (nodes
+// without one last), then oldest first, then by name.
+func (p *planner) sortNodes(names []string) {
+	zone := func(n string) string { return p.nodes[n].Labels[corev1.LabelTopologyZone] }
+	sort.SliceStable(names, func(i, j int) bool {
+		a, b := p.nodes[names[i]], p.nodes[names[j]]
+		za, zb := zone(names[i]), zone(names[j])
+		if (za == "") != (zb == "") {
+			return za != ""
+		}
+		if za != zb {
+			return za < zb
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+}
+
+func (p *planner) record(name string) *nodegatev1alpha1.NodeRecord {
+	for i := range p.st.Nodes {
+		if p.st.Nodes[i].Name == name {
+			return &p.st.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// syncRecords gives every gated node a record (nodes added mid-run
+// included) and closes records of nodes that went away.
+func (p *planner) syncRecords(members map[string][]string) {
+	var fresh []string
+	recorded := make(map[string]bool, len(p.st.Nodes))
+	for _, r := range p.st.Nodes {
+		recorded[r.Name] = true
+	}
+	for _, s := range p.sources {
+		names := append([]string(nil), members[s]...)
+		p.sortNodes(names)
+		for _, n := range names {
+			if recorded[n] {
+				continue
+			}
+			recorded[n] = true
+			rec := nodegatev1alpha1.NodeRecord{Name: n, Pool: s, Phase: nodegatev1alpha1.NodePending}
+			if p.atSourceTarget(p.nodes[n], s) && p.nodes[n].Labels[ReleaseLabel] == "" {
+				rec.Phase = nodegatev1alpha1.NodeSkipped
+				rec.LastError = "already runs the target configuration"
+			} else {
+				fresh = append(fresh, n)
+			}
+			p.st.Nodes = append(p.st.Nodes, rec)
+		}
+	}
+	p.st.PlannedOrder = append(p.st.PlannedOrder, fresh...)
+	inPool := map[string]string{}
+	for s, names := range members {
+		for _, n := range names {
+			inPool[n] = s
+		}
+	}
+	for i := range p.st.Nodes {
+		r := &p.st.Nodes[i]
+		if terminal(r.Phase) {
+			continue
+		}
+		n, ok := p.nodes[r.Name]
+		switch {
+		case !ok:
+			r.Phase = nodegatev1alpha1.NodeSkipped
+			r.LastError = "the node was removed from the cluster"
+			p.event(OnRun, "", corev1.EventTypeWarning, "NodeRemoved", "node %s left the cluster during the run", r.Name)
+		case r.Phase == nodegatev1alpha1.NodePending && inPool[r.Name] != r.Pool:
+			r.Phase = nodegatev1alpha1.NodeSkipped
+			r.LastError = "the node left pool " + r.Pool
+		case r.Phase == nodegatev1alpha1.NodePending && p.atSourceTarget(n, r.Pool) && n.Labels[ReleaseLabel] == "":
+			r.Phase = nodegatev1alpha1.NodeSkipped
+			r.LastError = "already runs the target configuration"
+		}
+	}
+}
+
+// resumeIfChanged: a spec change after a failure paused the run resumes it;
+// failed hooks get their retries again.
+func (p *planner) resumeIfChanged() {
+	if p.st.PausedGeneration == 0 || p.run.Generation <= p.st.PausedGeneration {
+		return
+	}
+	p.st.PausedGeneration = 0
+	for i := range p.st.Nodes {
+		r := &p.st.Nodes[i]
+		if r.Phase != nodegatev1alpha1.NodeFailed {
+			continue
+		}
+		r.Phase = nodegatev1alpha1.NodePreHooks
+		for j := range r.Hooks {
+			h := &r.Hooks[j]
+			if h.Phase == nodegatev1alpha1.HookFailed {
+				h.Phase = nodegatev1alpha1.HookPending
+				h.AttemptsBefore = h.Attempts
+				if h.Stage == nodegatev1alpha1.StagePost {
+					r.Phase = nodegatev1alpha1.NodePostHooks
+				}
+			}
+		}
+	}
+	p.event(OnRun, "", corev1.EventTypeNormal, "Resumed", "the spec changed: resuming the run")
+}
+
+func (p *planner) hookRecords() []nodegatev1alpha1.HookRecord {
+	var out []nodegatev1alpha1.HookRecord
+	for _, stage := range []nodegatev1alpha1.HookStage{nodegatev1alpha1.StagePre, nodegatev1alpha1.StagePost} {
+		for _, rule := range p.rules {
+			for _, h := range hooksOf(rule, stage) {
+				out = append(out, nodegatev1alpha1.HookRecord{Rule: h.key, Name: h.spec.Name, Stage: stage, Phase: nodegatev1alpha1.HookPending})
+			}
+		}
+	}
+	return out
+}
+
+func (p *planner) findHook(rec nodegatev1alpha1.HookRecord) (hook, bool) {
+	for _, rule := range p.rules {
+		for _, h := range hooksOf(rule, rec.Stage) {
+			if h.key == rec.Rule && h.spec.Name == rec.Name {
+				return h, true
+			}
+		}
+	}
+	return hook{}, false
+}
