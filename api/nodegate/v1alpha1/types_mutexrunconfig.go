@@ -372,9 +372,10 @@ type NodeRecord struct {
 	// +optional
 	// +listType=atomic
 	Hooks []HookRecord `json:"hooks,omitempty"`
-	// hooksTarget is the rendered configuration its pool targeted when its
-	// pre-update hooks started. If the pool renders another one before the
-	// machine-config operator starts the node, the hooks run again.
+	// hooksTarget is the rendered configuration its gate pool targeted when
+	// its pre-update hooks started (their TARGET_CONFIG). If the pools render
+	// another one before the machine-config operator starts the node, the
+	// hooks run again.
 	// +optional
 	HooksTarget string `json:"hooksTarget,omitempty"`
 	// startTime is when the node's first pre-hook started.

@@ -20,9 +20,10 @@ type NodeRecordApplyConfiguration struct {
 	Phase *nodegatev1alpha1.NodePhase `json:"phase,omitempty"`
 	// hooks are the node's hook runs, in the order they run.
 	Hooks []HookRecordApplyConfiguration `json:"hooks,omitempty"`
-	// hooksTarget is the rendered configuration its pool targeted when its
-	// pre-update hooks started. If the pool renders another one before the
-	// machine-config operator starts the node, the hooks run again.
+	// hooksTarget is the rendered configuration its gate pool targeted when
+	// its pre-update hooks started (their TARGET_CONFIG). If the pools render
+	// another one before the machine-config operator starts the node, the
+	// hooks run again.
 	HooksTarget *string `json:"hooksTarget,omitempty"`
 	// startTime is when the node's first pre-hook started.
 	StartTime *v1.Time `json:"startTime,omitempty"`
