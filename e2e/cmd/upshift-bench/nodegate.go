@@ -121,15 +121,15 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		return err
 	}
 	var (
-		ratios          []float64
-		added           []time.Duration
-		ungated, gated  updateTimes
-		before, after   framework.Metrics
-		floor           [3]time.Duration
-		cpuUsed         float64
-		gatedWall       time.Duration
-		pairLines       []string
-		reactionsByPair []reactionStats
+		ratios         []float64
+		added          []time.Duration
+		ungated, gated updateTimes
+		before, after  framework.Metrics
+		floor          [3]time.Duration
+		cpuUsed        float64
+		gatedWall      time.Duration
+		pairLines      []string
+		r              reactionStats // the last gated update's
 	)
 	for i := 0; i < o.pairs; i++ {
 		if i > 0 {
@@ -174,14 +174,13 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		p := percentiles(pairAdded)
 		pairLines = append(pairLines, fmt.Sprintf("pair %d: ungated %s, gated %s: %.3f; added reaction p50 %s p99 %s over %d releases",
 			i+1, ungated.whole.Round(time.Second), gated.whole.Round(time.Second), rt, p[0], p[1], len(pairAdded)))
-		reactionsByPair = append(reactionsByPair, obs.reactions())
+		r = obs.reactions()
 	}
 	nodegate := map[string]string{"controller": "nodegate"}
 	passes := after.Sum("controller_runtime_reconcile_total", nodegate) - before.Sum("controller_runtime_reconcile_total", nodegate)
 	passSeconds := after.Sum("controller_runtime_reconcile_time_seconds_sum", nodegate) - before.Sum("controller_runtime_reconcile_time_seconds_sum", nodegate)
 	writes := writeRequests(after) - writeRequests(before)
 
-	r := reactionsByPair[len(reactionsByPair)-1]
 	limit := gated.initialStarts
 	fmt.Println()
 	fmt.Printf("nodes:                              %d (3 master, %d worker), maxUnavailable %s (pool and run), time scale %.0f, node-gate QPS %d\n",
