@@ -156,10 +156,19 @@ type probeWrite struct {
 	d  time.Duration
 }
 
-func startWriteProbe(ctx context.Context, c client.Client, namespace string, every time.Duration) (*writeProbe, error) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bench-write-probe", Namespace: namespace}}
-	// A bench that probes more than once (node-gate's pairs) reuses it.
+// ensureConfigMap creates an empty ConfigMap the bench writes to, or reuses
+// it when an earlier round of the same bench (node-gate's pairs) made it.
+func ensureConfigMap(ctx context.Context, c client.Client, namespace, name string) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 	if err := c.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	return cm, nil
+}
+
+func startWriteProbe(ctx context.Context, c client.Client, namespace string, every time.Duration) (*writeProbe, error) {
+	cm, err := ensureConfigMap(ctx, c, namespace, "bench-write-probe")
+	if err != nil {
 		return nil, err
 	}
 	p := &writeProbe{stop: make(chan struct{}), done: make(chan struct{})}

@@ -156,7 +156,11 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 			return err
 		}
 		cpuBefore, gatedStart := cpuSeconds(pid), time.Now()
-		obs.setReference(referenceReactor(ctx, env.Client))
+		reference, err := referenceReactor(ctx, env.Client)
+		if err != nil {
+			return err
+		}
+		obs.setReference(reference)
 		gated, err = obs.update(ctx, env.Client, watchCache, o, start, graph[2+2*i], true, pid)
 		obs.setReference(nil)
 		if err != nil {
@@ -331,15 +335,17 @@ const referenceConfigMap = "bench-reference"
 
 // referenceReactor returns the bench's own reaction to a worker's Done: a
 // merge patch of one ConfigMap key named for the node, sent at once.
-func referenceReactor(ctx context.Context, c client.Client) func(node string) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: referenceConfigMap, Namespace: gateNamespace}}
-	_ = c.Create(ctx, cm) // AlreadyExists from an earlier pair is fine
+func referenceReactor(ctx context.Context, c client.Client) (func(node string), error) {
+	cm, err := ensureConfigMap(ctx, c, gateNamespace, referenceConfigMap)
+	if err != nil {
+		return nil, err
+	}
 	return func(node string) {
 		go func() {
 			patch := []byte(fmt.Sprintf(`{"data":{%q:%q}}`, node, time.Now().Format(time.RFC3339Nano)))
 			_ = c.Patch(ctx, cm.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
 		}()
-	}
+	}, nil
 }
 
 // gateObserver is the bench's record of one update at a time, from its own

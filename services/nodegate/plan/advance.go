@@ -60,6 +60,17 @@ func (p *planner) maxUnavailable() int {
 // removal not yet in the cache) before the run reports it as held.
 const strayGrace = time.Minute
 
+// removalInGrace: the finished record r completed less than strayGrace ago,
+// so the removal of its label may still be on its way (not a stray yet); the
+// run is woken when the grace ends.
+func (p *planner) removalInGrace(r *nodegatev1alpha1.NodeRecord) bool {
+	if r.CompletionTime == nil || !p.in.Now.Before(r.CompletionTime.Add(strayGrace)) {
+		return false
+	}
+	p.wake(r.CompletionTime.Add(strayGrace).Sub(p.in.Now))
+	return true
+}
+
 // advance moves every in-flight node on, then starts new ones while slots
 // and gates allow.
 func (p *planner) advance() {
@@ -111,10 +122,8 @@ func (p *planner) advance() {
 			// The removal of the pass that finished it is normally seen
 			// within seconds; a label still there after strayGrace was
 			// refused or put back, and holds releases: say so.
-			if r.CompletionTime == nil || !p.in.Now.Before(r.CompletionTime.Add(strayGrace)) {
+			if !p.removalInGrace(r) {
 				p.held = append(p.held, r.Name)
-			} else {
-				p.wake(r.CompletionTime.Add(strayGrace).Sub(p.in.Now))
 			}
 		}
 	}
@@ -315,13 +324,20 @@ func (p *planner) unsettled() map[string]bool {
 	out := map[string]bool{}
 	for _, names := range p.members {
 		for _, n := range names {
-			if a := p.nodes[n].Annotations; a[mcostate.DesiredConfig] != a[mcostate.CurrentConfig] ||
-				(a[mcostate.State] != "" && a[mcostate.State] != mcostate.StateDone) {
+			if !settled(p.nodes[n]) {
 				out[n] = true
 			}
 		}
 	}
 	return out
+}
+
+// settled: the machine-config daemon is not working on the node (it runs
+// its desired config and reports Done, or no state yet), so the MCO has not
+// started it.
+func settled(n *corev1.Node) bool {
+	a := n.Annotations
+	return a[mcostate.DesiredConfig] == a[mcostate.CurrentConfig] && (a[mcostate.State] == "" || a[mcostate.State] == mcostate.StateDone)
 }
 
 func sortedSet(m map[string]bool) []string {

@@ -36,10 +36,9 @@ func (p *planner) unlabelStrays() {
 	for _, n := range p.in.Nodes {
 		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
 			p.act(Action{Kind: UnlabelNode, Node: n.Name, Pool: v})
-			if r := p.record(n.Name); r != nil && terminal(r.Phase) && r.CompletionTime != nil && p.in.Now.Before(r.CompletionTime.Add(strayGrace)) {
+			if r := p.record(n.Name); r != nil && terminal(r.Phase) && p.removalInGrace(r) {
 				// A node that passed the gate in this round while the
 				// control plane updates: its removal is on its way.
-				p.wake(r.CompletionTime.Add(strayGrace).Sub(p.in.Now))
 				continue
 			}
 			p.held = append(p.held, n.Name)

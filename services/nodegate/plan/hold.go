@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
-	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
 // This file decides how long gated nodes wait for a cluster update, and what
@@ -174,11 +173,4 @@ func (p *planner) rehold(r *nodegatev1alpha1.NodeRecord) {
 	}
 	p.admit(r)
 	p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "pool %s now updates its nodes to %s; node %s's pre-update hooks ran for %s: they run again before it is released", r.Pool, r.HooksTarget, r.Name, old)
-}
-
-// settled: the machine-config daemon is not working on the node (it runs
-// its desired config and reports Done), so the MCO has not started it.
-func settled(n *corev1.Node) bool {
-	a := n.Annotations
-	return a[mcostate.DesiredConfig] == a[mcostate.CurrentConfig] && (a[mcostate.State] == "" || a[mcostate.State] == mcostate.StateDone)
 }
