@@ -65,6 +65,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Sim: &ocpsim.Options{TimeScale: timeScale},
 		Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace,
 			Scraper: "prometheus", Binary: bins["update-status-controller"], LeaderElect: true}},
+		// The controller starts on a cluster without node-gate; a spec
+		// installs it later (nodegate_test.go).
+		Prepare: func(ctx context.Context, c *framework.Cluster) error { return removeNodeGateRuns(ctx, c.Env) },
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })

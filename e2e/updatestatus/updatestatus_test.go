@@ -313,6 +313,10 @@ var _ = Describe("the update-status-controller", Ordered, func() {
 		}).WithTimeout(20 * time.Second).Should(MatchError(ContainSubstring("not found")))
 	})
 
+	It("reads node-gate's runs once node-gate is installed after it, and reports a pool a run paused as gated, never as paused by an administrator", func(ctx SpecContext) {
+		gatedByNodeGate(ctx)
+	})
+
 	It("was never refused a request and used every permission its chart grants", func(ctx SpecContext) {
 		authErr := regexp.MustCompile(`(?i)forbidden|unauthorized|is not allowed`)
 		var refusals []string

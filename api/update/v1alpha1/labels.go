@@ -13,7 +13,8 @@ const (
 	// name is not a valid label value (longer than 63 characters).
 	LabelPool = "update.upshift.io/pool"
 	// LabelPhase is the node's update phase, the reason of its Updating
-	// condition: Draining, Updating, Rebooting, Paused, Pending or Completed.
+	// condition: Draining, Updating, Rebooting, Paused, Gated, Pending or
+	// Completed.
 	LabelPhase = "update.upshift.io/phase"
 	// LabelDegraded is "true" when the node's Degraded condition is True, else "false".
 	LabelDegraded = "update.upshift.io/degraded"

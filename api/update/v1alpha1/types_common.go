@@ -84,6 +84,10 @@ const (
 	ReasonNodeUpdating  = "Updating"
 	ReasonNodeRebooting = "Rebooting"
 	ReasonNodePaused    = "Paused"
+	// ReasonNodeGated: the node's pool is paused by a node-gate run, which
+	// releases the node after its pre-update hooks (not an administrator's
+	// pause: an Upshift phase oc does not have).
+	ReasonNodeGated     = "Gated"
 	ReasonNodePending   = "Pending"
 	ReasonNodeCompleted = "Completed"
 

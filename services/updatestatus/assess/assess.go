@@ -34,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 )
 
@@ -67,6 +68,10 @@ type Snapshot struct {
 	// be read the control plane would otherwise never reach 100 % and drift
 	// to Stalled.
 	MCOImageUnknown bool
+	// NodeGateRuns are node-gate's MutexRunConfigs; nil when node-gate is not
+	// installed. Pools a run paused and its gate pools are reported as gated
+	// by it (gates.go).
+	NodeGateRuns []nodegatev1alpha1.MutexRunConfig
 	// Alerts are the firing (and pending) alerts; nil when not available.
 	Alerts []Alert
 	// Now is the time of the assessment.
@@ -178,23 +183,52 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	if len(s.Nodes) > 0 {
 		result.Nodes = make([]updatev1alpha1.NodeStatusInsight, 0, len(s.Nodes))
 	}
+	// Every node is assessed against the pool it is in; a gate pool's nodes
+	// are then reported in their source pool, counted once, and the gate
+	// pool itself is not listed.
+	gates := newGating(s.NodeGateRuns)
+	exists := map[string]bool{}
+	for i := range pools {
+		exists[pools[i].Name] = true
+	}
+	shownIn := func(pool string) string { return gates.displayPool(pool, func(p string) bool { return exists[p] }) }
+	statesOf := map[string][]nodeState{}
+	folded := map[string]bool{}
 	for i := range pools {
 		pool := &pools[i]
-		states := make([]nodeState, 0, len(byPool[pool.Name]))
+		shown := shownIn(pool.Name)
+		if shown != pool.Name && len(byPool[pool.Name]) > 0 {
+			folded[shown] = true
+		}
+		if statesOf[shown] == nil {
+			statesOf[shown] = make([]nodeState, 0, len(byPool[pool.Name]))
+		}
 		for _, node := range byPool[pool.Name] {
-			states = append(states, assessNode(node, pool, versions, hist.target, migrating))
+			statesOf[shown] = append(statesOf[shown], assessNode(node, pool, versions, hist.target, migrating, gates))
+		}
+	}
+	for i := range pools {
+		pool := &pools[i]
+		if shownIn(pool.Name) != pool.Name {
+			continue
+		}
+		states := statesOf[pool.Name]
+		if folded[pool.Name] {
+			sort.Slice(states, func(i, j int) bool { return states[i].node.Name < states[j].node.Name })
 		}
 		nodeThresholds(states, &next)
 		poolInsight := assessPool(pool, states, s.Now)
 		for _, st := range states {
-			in := st.insight(pool, s.Now)
+			in := st.insight(pool.Name, s.Now)
 			if forAPI {
 				fitNode(&in, s.Now)
 			}
 			result.Nodes = append(result.Nodes, in)
-			healthOfPool[pool.Name] = append(healthOfPool[pool.Name], nodeHealth(st, pool, s.seriousNow())...)
+			healthOfPool[pool.Name] = append(healthOfPool[pool.Name], nodeHealth(st, pool.Name, s.seriousNow())...)
 		}
-		healthOfPool[pool.Name] = append(healthOfPool[pool.Name], pausedPoolHealth(pool, states)...)
+		if gates.heldBy(pool.Name) == nil {
+			healthOfPool[pool.Name] = append(healthOfPool[pool.Name], pausedPoolHealth(pool, states)...)
+		}
 		if pool.Name == masterPool {
 			result.Status.ControlPlane.Pool = &poolInsight
 			continue
@@ -213,6 +247,7 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	for _, pool := range poolNamesSorted(pools) {
 		health = append(health, healthOfPool[pool]...)
 	}
+	health = append(health, gateHealth(gates, hist.started)...)
 	health = append(health, alertHealth(s.Alerts, hist.started)...)
 	health = append(health, cp.health...)
 	if forAPI {

@@ -135,10 +135,10 @@ func operatorHealth(o operatorState, now time.Time) []updatev1alpha1.HealthInsig
 
 // nodeHealth: a node that is seriously unavailable while not updating, and a
 // node whose MCD gave up.
-func nodeHealth(n nodeState, pool *mcfgv1.MachineConfigPool, now time.Time) []updatev1alpha1.HealthInsight {
+func nodeHealth(n nodeState, pool string, now time.Time) []updatev1alpha1.HealthInsight {
 	var out []updatev1alpha1.HealthInsight
 	name := n.node.Name
-	scope := scopeOfPool(pool.Name)
+	scope := scopeOfPool(pool)
 	res := []updatev1alpha1.ResourceRef{nodeRef(name)}
 	if !n.updating && anySeriouslyUnavailable(n.unavailable, now) {
 		// Once one reason is serious, oc lists every reason, and the
@@ -224,7 +224,8 @@ func unavailableDescription(r unavailableReason) string {
 	return fmt.Sprintf("Node has a %s!=%s condition with Reason %q and message %q", c.Type, want, r.text, c.Message)
 }
 
-// pausedPoolHealth: a paused pool keeps outdated nodes from updating.
+// pausedPoolHealth: a paused pool keeps outdated nodes from updating. (A
+// pool a node-gate run paused is not asked: gateHealth reports the run.)
 func pausedPoolHealth(pool *mcfgv1.MachineConfigPool, nodes []nodeState) []updatev1alpha1.HealthInsight {
 	if !pool.Spec.Paused {
 		return nil

@@ -53,8 +53,11 @@ const (
 	PhaseUpdating  Phase = updatev1alpha1.ReasonNodeUpdating
 	PhaseRebooting Phase = updatev1alpha1.ReasonNodeRebooting
 	PhasePaused    Phase = updatev1alpha1.ReasonNodePaused
-	PhasePending   Phase = updatev1alpha1.ReasonNodePending
-	PhaseUpdated   Phase = updatev1alpha1.ReasonNodeCompleted
+	// PhaseGated: the node's pool is paused by a node-gate run, which
+	// releases the node after its pre-update hooks (gates.go).
+	PhaseGated   Phase = updatev1alpha1.ReasonNodeGated
+	PhasePending Phase = updatev1alpha1.ReasonNodePending
+	PhaseUpdated Phase = updatev1alpha1.ReasonNodeCompleted
 )
 
 // Updating says whether a node in phase p is being updated: its Updating
@@ -83,12 +86,16 @@ type nodeState struct {
 	phase          Phase
 	estimate       *time.Duration // nil: unknown
 	degradedReason string
+	// gate says what a node-gate run holds the node for; empty when no run
+	// holds it.
+	gate string
 }
 
 func (n nodeState) isUnavailable() bool { return len(n.unavailable) > 0 }
 
-// assessNode computes a node's flags and phase, as oc does.
-func assessNode(node *corev1.Node, pool *mcfgv1.MachineConfigPool, versions map[string]string, target string, multiArchMigration bool) nodeState {
+// assessNode computes a node's flags and phase, as oc does, except that a
+// node a node-gate run holds in a pool the run paused is Gated, not Paused.
+func assessNode(node *corev1.Node, pool *mcfgv1.MachineConfigPool, versions map[string]string, target string, multiArchMigration bool, gates gating) nodeState {
 	a := node.Annotations
 	current, desired := a[annoCurrentConfig], a[annoDesiredConfig]
 	mcdState := a[annoState]
@@ -133,10 +140,16 @@ func assessNode(node *corev1.Node, pool *mcfgv1.MachineConfigPool, versions map[
 		}
 	case st.updated:
 		st.phase = PhaseUpdated
+	case pool.Spec.Paused && gates.heldBy(pool.Name) != nil:
+		st.phase = PhaseGated
 	case pool.Spec.Paused:
 		st.phase = PhasePaused
 	default:
 		st.phase = PhasePending
+	}
+
+	if !st.updated && !st.updating {
+		st.gate = gates.nodeMessage(node.Name, pool.Name)
 	}
 
 	st.estimate = phaseEstimate(st.phase)
@@ -244,13 +257,14 @@ const (
 
 // insight is the API form of the node state.
 // Conditions without a source time get now; Previous keeps them stable.
-func (n nodeState) insight(pool *mcfgv1.MachineConfigPool, now time.Time) updatev1alpha1.NodeStatusInsight {
+func (n nodeState) insight(pool string, now time.Time) updatev1alpha1.NodeStatusInsight {
 	in := updatev1alpha1.NodeStatusInsight{
 		Name:         n.node.Name,
 		Resource:     nodeRef(n.node.Name),
-		PoolResource: poolRef(pool.Name),
-		ScopeType:    scopeOfPool(pool.Name),
+		PoolResource: poolRef(pool),
+		ScopeType:    scopeOfPool(pool),
 		Version:      n.version,
+		Message:      n.gate,
 	}
 	if n.estimate != nil {
 		in.EstimatedToComplete = &metav1.Duration{Duration: *n.estimate}
@@ -300,6 +314,8 @@ func phaseMessage(p Phase) string {
 		return "The node is rebooting"
 	case PhasePaused:
 		return "The node's pool is paused"
+	case PhaseGated:
+		return "A node-gate run holds the node until its pre-update hooks have run"
 	case PhasePending:
 		return "The node waits to be updated"
 	}
@@ -335,6 +351,10 @@ func assessPool(pool *mcfgv1.MachineConfigPool, nodes []nodeState, now time.Time
 		switch n.phase {
 		case PhasePaused:
 			excluded++
+			outdated++
+		case PhaseGated:
+			// Waiting for its turn, as a pending node, in a pool that is
+			// progressing at the gate's pace.
 			outdated++
 		case PhasePending:
 			pending++

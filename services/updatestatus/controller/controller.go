@@ -54,6 +54,9 @@ type Reconciler struct {
 	Alerts *Alerts
 	alerts *alertsPoller
 
+	// runs are node-gate's runs, watched when node-gate is installed (nodegate.go).
+	runs *nodeGateRuns
+
 	prototypeSeen *bool         // last observed presence of the prototype ConfigMap, to log changes once
 	lastMCOImage  *mcoImageRead // see mcoImage
 
@@ -153,7 +156,11 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, do reconcile.Reconciler)
 	if err != nil {
 		return err
 	}
-	return b.Complete(do)
+	ctl, err := b.Build(do)
+	if err != nil {
+		return err
+	}
+	return r.setupNodeGate(mgr, ctl, toCluster)
 }
 
 // Reconcile recomputes the whole insight set and publishes what changed:

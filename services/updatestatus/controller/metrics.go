@@ -72,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"pool"}),
 		poolNodes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "upshift_update_status_pool_nodes",
-			Help: "Nodes of a MachineConfigPool by update phase (Draining, Updating, Rebooting, Paused, Pending, Completed).",
+			Help: "Nodes of a MachineConfigPool by update phase (Draining, Updating, Rebooting, Paused, Gated, Pending, Completed; Gated: held by a node-gate run).",
 		}, []string{"pool", "phase"}),
 		poolAssessment: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "upshift_update_status_pool_assessment",
@@ -126,7 +126,7 @@ var (
 	}
 	nodePhases = []assess.Phase{
 		assess.PhaseDraining, assess.PhaseUpdating, assess.PhaseRebooting,
-		assess.PhasePaused, assess.PhasePending, assess.PhaseUpdated,
+		assess.PhasePaused, assess.PhaseGated, assess.PhasePending, assess.PhaseUpdated,
 	}
 )
 

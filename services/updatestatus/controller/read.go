@@ -78,6 +78,11 @@ func (r *Reconciler) snapshot(ctx context.Context) (assess.Snapshot, error) {
 		}
 	}
 	s.ClusterOperators, s.MachineConfigPools = cos.Items, pools.Items
+	runs, err := r.runs.list(ctx, r.Client)
+	if err != nil {
+		return s, fmt.Errorf("listing node-gate's MutexRunConfigs: %w", err)
+	}
+	s.NodeGateRuns = runs
 	s.Nodes = storeItems[*corev1.Node](r.nodeStore)
 	var known bool
 	s.MCOImage, known = r.mcoImage(ctx, s.ClusterOperators)

@@ -28,7 +28,7 @@ const (
 // Sort ranks: problems first, then work in progress, then what is done.
 var (
 	assessmentRank = map[string]int{assessDegraded: 0, assessUnavailable: 1, assessProgressing: 2, assessExcluded: 3, assessOutdated: 4, assessCompleted: 5}
-	phaseRank      = map[string]int{"Draining": 0, "Updating": 1, "Rebooting": 2, "Paused": 3, "Pending": 4, phaseUpdated: 5}
+	phaseRank      = map[string]int{"Draining": 0, "Updating": 1, "Rebooting": 2, "Paused": 3, "Gated": 4, "Pending": 5, phaseUpdated: 6}
 )
 
 // nodeRow is one node as displayed.

@@ -14,9 +14,10 @@ import (
 // NodeStatusInsight is the update status of one Node.
 type NodeStatusInsightApplyConfiguration struct {
 	// conditions: Updating (its reason is the update phase: Draining, Updating,
-	// Rebooting, Paused, Pending, Completed), Available (False when the node does
-	// not accept workloads and is not updating) and Degraded (True when the MCD
-	// failed to apply the configuration).
+	// Rebooting, Paused, Gated (held by a node-gate run), Pending, Completed),
+	// Available (False when the node does not accept workloads and is not
+	// updating) and Degraded (True when the MCD failed to apply the
+	// configuration).
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// name of the Node.
 	Name *string `json:"name,omitempty"`

@@ -1,0 +1,217 @@
+package assess
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+)
+
+// gatedSnapshot is baseSnapshot during a node-gate run that paused the
+// worker pool and created the gate pool worker-gate (rendered w-gate-new,
+// same release as w-new): worker-0 is done, worker-1 was released into the
+// gate pool and is updating, worker-2 runs its pre-update hook, worker-3
+// waits for its turn.
+func gatedSnapshot(originalPaused bool) Snapshot {
+	s := baseSnapshot()
+	s.MachineConfigPools[1].Spec.Paused = true
+	gate := pool("worker-gate", "worker", "w-gate-new", false)
+	gate.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"nodegate.upshift.io/released-from": "worker"}}
+	s.MachineConfigPools = append(s.MachineConfigPools, gate)
+	s.MachineConfigs = append(s.MachineConfigs, mc("w-gate-new", "4.18.1"))
+	released := node("worker-1", "worker", "w-old", "w-gate-new", "Working")
+	released.Labels["nodegate.upshift.io/released-from"] = "worker"
+	s.Nodes = []*corev1.Node{
+		node("master-0", "master", "m-new", "m-new", "Done"),
+		node("worker-0", "worker", "w-gate-new", "w-gate-new", "Done"),
+		released,
+		node("worker-2", "worker", "w-old", "w-old", "Done"),
+		node("worker-3", "worker", "w-old", "w-old", "Done"),
+	}
+	s.NodeGateRuns = []nodegatev1alpha1.MutexRunConfig{gateRunObject(originalPaused)}
+	return s
+}
+
+func gateRunObject(originalPaused bool) nodegatev1alpha1.MutexRunConfig {
+	run := nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "workers"}}
+	run.Status = nodegatev1alpha1.MutexRunConfigStatus{
+		Phase: nodegatev1alpha1.RunProgressing,
+		Pools: []nodegatev1alpha1.PoolRecord{{Name: "worker", GatePool: "worker-gate", GatePoolCreated: true,
+			TargetConfig: "w-gate-new", OriginalPaused: &originalPaused}},
+		Summary: nodegatev1alpha1.Summary{Total: 4, Succeeded: 1, InProgress: 2, Pending: 1},
+		Nodes: []nodegatev1alpha1.NodeRecord{
+			{Name: "worker-0", Pool: "worker", Phase: nodegatev1alpha1.NodeCompleted},
+			{Name: "worker-1", Pool: "worker", Phase: nodegatev1alpha1.NodeReleased},
+			{Name: "worker-2", Pool: "worker", Phase: nodegatev1alpha1.NodePreHooks, Hooks: []nodegatev1alpha1.HookRecord{
+				{Rule: "db-rule", Name: "job", Stage: nodegatev1alpha1.StagePre, Phase: nodegatev1alpha1.HookSucceeded},
+				{Rule: "db-rule", Name: "backup", Stage: nodegatev1alpha1.StagePre, Phase: nodegatev1alpha1.HookRunning},
+				{Rule: "db-rule", Name: "cleanup", Stage: nodegatev1alpha1.StagePost, Phase: nodegatev1alpha1.HookPending},
+			}},
+			{Name: "worker-3", Pool: "worker", Phase: nodegatev1alpha1.NodePending},
+		},
+	}
+	return run
+}
+
+func nodeInsight(r Result, name string) *updatev1alpha1.NodeStatusInsight {
+	for i := range r.Nodes {
+		if r.Nodes[i].Name == name {
+			return &r.Nodes[i]
+		}
+	}
+	return nil
+}
+
+func TestGatedPoolIsReportedAsGatedNotStalled(t *testing.T) {
+	r := mustAssess(t, gatedSnapshot(false))
+
+	for _, h := range r.Status.Health {
+		if h.Impact.Type == updatev1alpha1.UpdateStalledImpactType || strings.Contains(h.Impact.Description, "unpaused by the administrator") {
+			t.Errorf("a run gating as designed stalls nothing, got %q: %q", h.Impact.Summary, h.Impact.Description)
+		}
+	}
+	info := healthByUID(r, "nodegate-db-workers-gating")
+	if info == nil {
+		t.Fatalf("no gating insight among %+v", r.Status.Health)
+	}
+	if info.Impact.Level != updatev1alpha1.InfoImpactLevel ||
+		info.Impact.Summary != "Pools 'worker' are gated by node-gate run db/workers: 1 of 4 nodes done" {
+		t.Errorf("gating insight = %s %q", info.Impact.Level, info.Impact.Summary)
+	}
+	if res := info.Scope.Resources; len(res) != 2 || res[0].Resource != "mutexrunconfigs" || res[0].Namespace != "db" || res[0].Name != "workers" || res[1].Name != "worker" {
+		t.Errorf("gating insight resources = %+v, want the run then the pool", res)
+	}
+
+	for name, want := range map[string]struct{ phase, message string }{
+		"worker-0": {"Completed", ""},
+		"worker-1": {"Updating", ""},
+		"worker-2": {"Gated", "Gated by node-gate run db/workers: pre-update hook backup of rule db-rule running"},
+		"worker-3": {"Gated", "Gated by node-gate run db/workers: waiting for its turn (1 of 4 nodes done)"},
+	} {
+		n := nodeInsight(r, name)
+		if n == nil {
+			t.Fatalf("no insight for %s", name)
+		}
+		if got := cond(n.Conditions, "Updating"); got.Reason != want.phase || got.Status != metav1.ConditionStatus(map[bool]string{true: "True", false: "False"}[want.phase == "Updating"]) {
+			t.Errorf("%s: Updating = %s/%s, want reason %s", name, got.Status, got.Reason, want.phase)
+		}
+		if n.Message != want.message {
+			t.Errorf("%s: message = %q, want %q", name, n.Message, want.message)
+		}
+		// The gate pool's nodes are the worker pool's.
+		if n.PoolResource.Name != "worker" {
+			t.Errorf("%s: reported in pool %q, want worker", name, n.PoolResource.Name)
+		}
+	}
+
+	// One worker pool, every worker counted once in it; the gate pool is
+	// not a pool of its own.
+	if len(r.Status.WorkerPools) != 1 || r.Status.WorkerPools[0].Name != "worker" {
+		t.Fatalf("worker pools = %+v, want worker only", r.Status.WorkerPools)
+	}
+	p := r.Status.WorkerPools[0].Pool
+	if p.Assessment != updatev1alpha1.PoolProgressing || p.Completion != 25 {
+		t.Errorf("pool = %s %d%%, want Progressing 25%%", p.Assessment, p.Completion)
+	}
+	for typ, want := range map[updatev1alpha1.NodeSummaryType]int32{"Total": 4, "Excluded": 0, "Outdated": 3, "Progressing": 1} {
+		if got := p.Summary(typ); got != want {
+			t.Errorf("summary %s = %d, want %d", typ, got, want)
+		}
+	}
+}
+
+func TestPausedRunStallsTheUpdateAndSaysWhoActs(t *testing.T) {
+	s := gatedSnapshot(false)
+	st := &s.NodeGateRuns[0].Status
+	st.Phase = nodegatev1alpha1.RunPaused
+	st.Conditions = []metav1.Condition{
+		{Type: "Paused", Status: metav1.ConditionTrue, Reason: "HookFailed", Message: "a hook failed; change the spec (for example toggle spec.paused) to resume"},
+		{Type: "Degraded", Status: metav1.ConditionTrue, Reason: "HookFailed", Message: "node worker-2: hook db-rule/backup failed: BackoffLimitExceeded"},
+	}
+	r := mustAssess(t, s)
+	h := healthByUID(r, "nodegate-db-workers-paused")
+	if h == nil {
+		t.Fatalf("no insight for the paused run among %+v", r.Status.Health)
+	}
+	if h.Impact.Level != updatev1alpha1.WarningImpactLevel || h.Impact.Type != updatev1alpha1.UpdateStalledImpactType ||
+		h.Impact.Summary != "node-gate run db/workers is paused (HookFailed): nodes of 'worker' wait for it" {
+		t.Errorf("paused run insight = %s %s %q", h.Impact.Level, h.Impact.Type, h.Impact.Summary)
+	}
+	for _, want := range []string{"node worker-2: hook db-rule/backup failed: BackoffLimitExceeded", "kubectl -n db describe mutexrunconfig workers", "Do not unpause the pools"} {
+		if !strings.Contains(h.Impact.Description, want) {
+			t.Errorf("description %q lacks %q", h.Impact.Description, want)
+		}
+	}
+	if healthByUID(r, "nodegate-db-workers-gating") != nil || healthByUID(r, "mcp-worker-paused") != nil {
+		t.Errorf("a paused run is reported once, as paused: %+v", r.Status.Health)
+	}
+	if n := nodeInsight(r, "worker-3"); n == nil || !strings.HasPrefix(n.Message, "Gated by node-gate run db/workers, which is paused (HookFailed): node worker-2") {
+		t.Errorf("worker-3 message = %q", n.Message)
+	}
+}
+
+// A pool the administrator had paused before the run stays the
+// administrator's: the run will give it back paused, and oc's words apply.
+func TestPoolPausedBeforeTheRunKeepsOcWording(t *testing.T) {
+	r := mustAssess(t, gatedSnapshot(true))
+	h := healthByUID(r, "mcp-worker-paused")
+	if h == nil || h.Impact.Summary != "Outdated nodes in a paused pool 'worker' will not be updated" {
+		t.Fatalf("want oc's paused-pool insight, got %+v", r.Status.Health)
+	}
+	if n := nodeInsight(r, "worker-3"); cond(n.Conditions, "Updating").Reason != "Paused" {
+		t.Errorf("worker-3 phase = %s, want Paused", cond(n.Conditions, "Updating").Reason)
+	}
+	// The gate pool the run created is still the run's: its nodes are
+	// reported in their source pool.
+	if len(r.Status.WorkerPools) != 1 {
+		t.Errorf("worker pools = %d, want 1 (the gate pool folded into worker)", len(r.Status.WorkerPools))
+	}
+}
+
+// A run that waits before it has planned its nodes says what it waits for.
+func TestWaitingRunSaysWhy(t *testing.T) {
+	s := gatedSnapshot(false)
+	st := &s.NodeGateRuns[0].Status
+	st.Phase, st.Nodes, st.Summary = nodegatev1alpha1.RunWaiting, nil, nodegatev1alpha1.Summary{}
+	st.Conditions = []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionFalse, Reason: "ControlPlaneUpdating",
+		Message: "the control plane is updating to 4.18.1"}}
+	r := mustAssess(t, s)
+	if h := healthByUID(r, "nodegate-db-workers-gating"); h == nil ||
+		h.Impact.Summary != "Pools 'worker' are gated by node-gate run db/workers; waiting: ControlPlaneUpdating: the control plane is updating to 4.18.1" {
+		t.Errorf("gating insight = %+v", h)
+	}
+	if n := nodeInsight(r, "worker-3"); n.Message != "Gated by node-gate run db/workers: waiting: ControlPlaneUpdating: the control plane is updating to 4.18.1" {
+		t.Errorf("worker-3 message = %q", n.Message)
+	}
+}
+
+// Without runs (node-gate not installed, or a run that restored
+// everything), nothing changes: a paused pool is oc's, a pool named like a
+// gate pool is a pool.
+func TestWithoutRunsEverythingIsOcs(t *testing.T) {
+	s := gatedSnapshot(false)
+	restored := s.NodeGateRuns[0]
+	restored.Status.Phase = nodegatev1alpha1.RunCompleted
+	restored.Status.Pools = []nodegatev1alpha1.PoolRecord{{Name: "worker", TargetConfig: "w-gate-new"}}
+	for name, runs := range map[string][]nodegatev1alpha1.MutexRunConfig{"no runs": nil, "restored run": {restored}} {
+		t.Run(name, func(t *testing.T) {
+			s.NodeGateRuns = runs
+			r := mustAssess(t, s)
+			if healthByUID(r, "mcp-worker-paused") == nil {
+				t.Errorf("want oc's paused-pool insight, got %+v", r.Status.Health)
+			}
+			if len(r.Status.WorkerPools) != 2 {
+				t.Errorf("worker pools = %d, want worker and worker-gate", len(r.Status.WorkerPools))
+			}
+			for i := range r.Nodes {
+				if strings.Contains(r.Nodes[i].Message, "node-gate") || cond(r.Nodes[i].Conditions, "Updating").Reason == "Gated" {
+					t.Errorf("%s: %q", r.Nodes[i].Name, r.Nodes[i].Message)
+				}
+			}
+		})
+	}
+}
