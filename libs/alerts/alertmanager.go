@@ -55,7 +55,18 @@ func FromAlertmanager(in models.GettableAlerts) []Alert {
 		if a.Status != nil && a.Status.State != nil {
 			al.Suppressed = *a.Status.State == models.AlertStatusStateSuppressed
 		}
+		if a.Status != nil {
+			al.SilencedBy, al.InhibitedBy = nonEmpty(a.Status.SilencedBy), nonEmpty(a.Status.InhibitedBy)
+		}
 		out = append(out, al)
 	}
 	return out
+}
+
+// nonEmpty is nil for an empty list: Alertmanager sends [] for none.
+func nonEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }

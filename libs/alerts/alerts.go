@@ -62,6 +62,9 @@ type Alert struct {
 	// Suppressed is true for an alert Alertmanager silences or inhibits.
 	// Prometheus does not know silences: its alerts never are.
 	Suppressed bool
+	// SilencedBy and InhibitedBy are the IDs of the silences and the
+	// fingerprints of the alerts that suppress it (Alertmanager only).
+	SilencedBy, InhibitedBy []string
 }
 
 // Name is the alert's alertname label.

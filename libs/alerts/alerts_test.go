@@ -163,7 +163,7 @@ func TestAlertmanagerAlerts(t *testing.T) {
 			},
 			{
 				Labels: map[string]string{"alertname": "PodDisruptionBudgetAtLimit", "severity": "warning"}, Annotations: map[string]string{},
-				State: StateFiring, ActiveAt: activeAt.Add(-time.Hour), Suppressed: true,
+				State: StateFiring, ActiveAt: activeAt.Add(-time.Hour), Suppressed: true, SilencedBy: []string{"b3a0f6e2"},
 			},
 		}
 		if d := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); d != "" {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -316,9 +317,23 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 			in.AlertsErr = errors.New("node-gate runs without an alert source (--alerts-url)")
 		} else {
 			in.Alerts, in.AlertsErr = r.Alerts.Alerts(ctx)
+			in.MaintenanceSilences, in.AlertsErr = r.maintenanceSilences(ctx, in.Alerts, in.AlertsErr)
 		}
 	}
 	return in, nil
+}
+
+// maintenanceSilences reads the upgrade-scheduler's silences when an alert
+// is suppressed and the alerts API knows silences (Alertmanager's). Without
+// them a silenced alert could not be told from one the scheduler silenced,
+// so failing to read them fails the read of the alerts: the gate stays
+// closed, as when the alerts cannot be read.
+func (r *Reconciler) maintenanceSilences(ctx context.Context, as []alerts.Alert, err error) (map[string]bool, error) {
+	reader, ok := r.Alerts.(alerts.SilenceReader)
+	if err != nil || !ok || !slices.ContainsFunc(as, func(a alerts.Alert) bool { return a.Suppressed }) {
+		return nil, err
+	}
+	return reader.MaintenanceSilences(ctx)
 }
 
 // renderedReleases reads the release each pool's rendered target was

@@ -48,13 +48,17 @@ func (p *planner) gates(cvUpdating, hold bool, holdMsg string) {
 			p.waitReason, p.waitMessage = ReasonAlertsUnavailable, "cannot read alerts: "+p.in.AlertsErr.Error()
 			return
 		}
-		if names := blockingAlerts(g, p.in.Alerts); len(names) > 0 {
+		if names := blockingAlerts(g, p.in.Alerts, p.in.MaintenanceSilences); len(names) > 0 {
 			p.waitReason, p.waitMessage = ReasonAlertsFiring, "alerts active: "+strings.Join(names, ", ")
 		}
 	}
 }
 
-func blockingAlerts(g *nodegatev1alpha1.HealthGate, as []alerts.Alert) []string {
+// blockingAlerts are the names of the alerts that close the health gate:
+// firing (or pending, when the gate says so), named by the gate and not
+// ignored by it, and not suppressed, unless only the upgrade-scheduler's
+// maintenance silences suppress them.
+func blockingAlerts(g *nodegatev1alpha1.HealthGate, as []alerts.Alert, maintenance map[string]bool) []string {
 	set := map[string]bool{}
 	in := func(list []string, s string) bool {
 		for _, x := range list {
@@ -65,7 +69,7 @@ func blockingAlerts(g *nodegatev1alpha1.HealthGate, as []alerts.Alert) []string 
 		return false
 	}
 	for _, a := range as {
-		if a.Suppressed || (a.State == alerts.StatePending && !g.IncludePending) {
+		if (a.Suppressed && !a.SuppressedOnlyBy(maintenance)) || (a.State == alerts.StatePending && !g.IncludePending) {
 			continue
 		}
 		name := a.Name()

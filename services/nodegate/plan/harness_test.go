@@ -38,11 +38,13 @@ type world struct {
 	cv        *configv1.ClusterVersion
 	alerts    []alerts.Alert
 	alertsErr error
-	others    []RunClaim
-	jobNS     []string // Input.JobNamespaces
-	gated     []string // Input.GatedPools
-	version   string   // the release the pools render
-	last      Result
+	// maintenance are the IDs of the upgrade-scheduler's silences.
+	maintenance map[string]bool
+	others      []RunClaim
+	jobNS       []string // Input.JobNamespaces
+	gated       []string // Input.GatedPools
+	version     string   // the release the pools render
+	last        Result
 	// history of what happened, for assertions: labelled nodes and when.
 	labelled map[string]bool
 	// completed is each node's record as the pass that completed it left
@@ -122,7 +124,7 @@ func newWorld(t testing.TB, workers int) *world {
 
 func (w *world) input() Input {
 	in := Input{Now: w.now, Run: w.run.DeepCopy(), Rules: w.rules, Targets: w.targets, ClusterVersion: w.cv.DeepCopy(),
-		Alerts: w.alerts, AlertsErr: w.alertsErr, OtherRuns: w.others, JobNamespaces: w.jobNS, GatedPools: w.gated}
+		Alerts: w.alerts, AlertsErr: w.alertsErr, MaintenanceSilences: w.maintenance, OtherRuns: w.others, JobNamespaces: w.jobNS, GatedPools: w.gated}
 	for _, k := range slices.Sorted(maps.Keys(w.pools)) {
 		in.Pools = append(in.Pools, *w.pools[k].DeepCopy())
 	}

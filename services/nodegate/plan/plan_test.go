@@ -651,6 +651,12 @@ func TestStartGates(t *testing.T) {
 			w.alerts = []alerts.Alert{{Labels: map[string]string{"alertname": "Watchdog"}, State: alerts.StateFiring},
 				{Labels: map[string]string{"alertname": "KubeNodeNotReady"}, State: alerts.StateFiring}}
 		}, ReasonAlertsFiring},
+		{"alert silenced by the upgrade-scheduler only", func(w *world) {
+			w.run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{}
+			w.maintenance = map[string]bool{"s-cp": true, "s-workers": true}
+			w.alerts = []alerts.Alert{{Labels: map[string]string{"alertname": "KubeNodeNotReady"}, State: alerts.StateFiring,
+				Suppressed: true, SilencedBy: []string{"s-cp", "s-workers"}}}
+		}, ReasonAlertsFiring},
 		{"alerts unreadable", func(w *world) {
 			w.run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{}
 			w.alertsErr = errors.New("connection refused")
@@ -676,6 +682,21 @@ func TestStartGates(t *testing.T) {
 	want := time.Date(2026, 3, 7, 22, 0, 0, 0, time.UTC).Sub(w.now)
 	if w.last.RequeueAfter != want {
 		t.Fatalf("requeue %v want %v", w.last.RequeueAfter, want)
+	}
+	// An alert a person silenced (or inhibited), even alongside the
+	// scheduler's silences, does not block.
+	for _, a := range []alerts.Alert{
+		{Labels: map[string]string{"alertname": "KnownIssue"}, State: alerts.StateFiring, Suppressed: true, SilencedBy: []string{"s-cp", "by-sre"}},
+		{Labels: map[string]string{"alertname": "Inhibited"}, State: alerts.StateFiring, Suppressed: true, SilencedBy: []string{"s-cp"}, InhibitedBy: []string{"fp"}},
+	} {
+		w = readyRound(t, 1, func(w *world) {
+			w.run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{}
+			w.maintenance = map[string]bool{"s-cp": true}
+			w.alerts = []alerts.Alert{a}
+		})
+		if countPhase(w, nodegatev1alpha1.NodePreHooks) != 1 {
+			t.Fatalf("%s blocked the gate: %+v", a.Name(), w.cond(CondProgressing))
+		}
 	}
 	// Pending alerts block only when asked to.
 	w = readyRound(t, 1, func(w *world) {

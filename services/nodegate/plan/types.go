@@ -107,6 +107,11 @@ type Input struct {
 	// Both are ignored unless the run has a health gate.
 	Alerts    []alerts.Alert
 	AlertsErr error
+	// MaintenanceSilences are the IDs of the upgrade-scheduler's silences
+	// (libs/alerts): an alert suppressed by those alone still closes the
+	// health gate, since an upgrade under way is no reason to release nodes
+	// into an unhealthy cluster. Read only when an alert is suppressed.
+	MaintenanceSilences map[string]bool
 	// OtherRuns are the other MutexRunConfigs' claims on pools.
 	OtherRuns []RunClaim
 	// JobNamespaces are the namespaces node-gate may create hook Jobs in

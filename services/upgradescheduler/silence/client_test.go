@@ -14,6 +14,7 @@ import (
 	amalert "github.com/prometheus/alertmanager/api/v2/client/alert"
 	"github.com/prometheus/alertmanager/api/v2/models"
 
+	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
@@ -93,6 +94,37 @@ func TestClientAgainstAlertmanager(t *testing.T) {
 		"KubeAPIDown/openshift-kube-apiserver":          nil,
 		"AppWarning/customer-app":                       nil,
 	}))
+
+	// 2b. The scheduler's silences are identifiable as maintenance silences
+	// (libs/alerts), a person's is not; an alert silenced only by the
+	// scheduler counts as active for a reader that gates on it (node-gate),
+	// one a person silenced too does not.
+	reader, err := alerts.New(alerts.Config{URL: am.URL, API: alerts.Alertmanager})
+	g.Expect(err).NotTo(HaveOccurred())
+	maintenance, err := reader.(alerts.SilenceReader).MaintenanceSilences(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(maintenance).To(Equal(map[string]bool{cpID: true, critID: true, otherRecord[silence.ControlPlane]: true}))
+	personal, err := c.Post(ctx, "", silence.Silence{
+		Matchers: []silence.Matcher{{Name: "alertname", Value: "ClusterOperatorDown", IsEqual: true}},
+		StartsAt: now, EndsAt: now.Add(time.Hour), CreatedBy: "sre", Comment: "known issue",
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func(g Gomega) {
+		as, err := reader.Alerts(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		gating := map[string]bool{}
+		for _, a := range as {
+			gating[a.Name()+"/"+a.Labels["namespace"]] = !a.Suppressed || a.SuppressedOnlyBy(maintenance)
+		}
+		g.Expect(gating).To(Equal(map[string]bool{
+			"KubePodNotReady/openshift-etcd":                true,  // the scheduler's silences only
+			"ClusterOperatorDown/openshift-cluster-version": false, // a person's silence too
+			"ClusterOperatorDown/customer-app":              false, // a person's silence
+			"KubeAPIDown/openshift-kube-apiserver":          true,
+			"AppWarning/customer-app":                       true,
+		}))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Expect(c.Expire(ctx, personal)).To(Succeed())
 
 	// 3. A restart that lost the recorded IDs, with a longer TTL so less
 	// than half is left: the same two silences are re-adopted and extended

@@ -28,6 +28,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/upshift-io/upshift/libs/alerts"
 )
 
 // Purpose names a lease: which phase needs it and what it silences.
@@ -45,10 +47,12 @@ const (
 	Workers Purpose = "workers"
 )
 
-// Marker labels; see the package comment.
+// Marker labels; see the package comment. They are defined in libs/alerts,
+// so that a component that gates on alerts (node-gate) tells the
+// scheduler's silences from a person's by the same definition.
 const (
-	LabelOwner = "upshift_upgradeconfig"
-	LabelLease = "upshift_lease"
+	LabelOwner = alerts.MaintenanceOwnerLabel
+	LabelLease = alerts.MaintenanceLeaseLabel
 )
 
 // PlatformNamespaces is MUO's namespace regex for its maintenance silences
@@ -95,7 +99,7 @@ func (s Silence) live() bool { return s.State == StateActive || s.State == State
 // or "" for a silence that is not one of ours.
 func (s Silence) Lease() string {
 	for _, m := range s.Matchers {
-		if m.Name == LabelLease && !m.IsEqual && !m.IsRegex {
+		if alerts.IsMaintenanceMatcher(m.Name, m.IsEqual, m.IsRegex) {
 			return m.Value
 		}
 	}
