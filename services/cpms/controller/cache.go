@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/trim"
 )
@@ -16,9 +17,10 @@ import (
 // ManagerOptions narrows the informers to what the planner reads, which is
 // also what the chart's RBAC grants: the ControlPlaneMachineSet `cluster` and
 // the Machines of openshift-machine-api only; of Nodes, only the role labels,
-// the providerID and the Ready condition (the other nodes of a large cluster
-// shrink to their name); of ClusterOperators, only the Degraded condition of
-// etcd and kube-apiserver.
+// the machine-config daemon's state, the providerID and the Ready condition
+// (the other nodes of a large cluster shrink to their name); of
+// ClusterOperators, only the Degraded condition of etcd and kube-apiserver;
+// of ClusterVersion, only "version" and its Progressing condition.
 func ManagerOptions() runtime.Options {
 	// The transforms replace the cache's default one for their type; each
 	// drops managedFields too.
@@ -29,6 +31,10 @@ func ManagerOptions() runtime.Options {
 		&machinev1beta1.Machine{}:   {Namespaces: map[string]cache.Config{Namespace: {}}},
 		&corev1.Node{}:              {Transform: trimNode},
 		&configv1.ClusterOperator{}: {Transform: trimClusterOperator},
+		&configv1.ClusterVersion{}: {
+			Field:     fields.OneTermEqualSelector("metadata.name", clusterVersionName),
+			Transform: trimClusterVersion,
+		},
 	}}}
 }
 
@@ -44,10 +50,12 @@ var watchedOperators = map[string]bool{"etcd": true, "kube-apiserver": true}
 // nodelink sets nodeRef) and the Ready condition without its heartbeat. A
 // worker keeps only its identity.
 var trimNode = trim.Node{
-	Keep:       func(n *corev1.Node) bool { return isControlPlaneNode(n) },
-	Labels:     trim.Only(controlPlaneRoleLabels...),
-	Conditions: []corev1.NodeConditionType{corev1.NodeReady},
-	ProviderID: true,
+	Keep:   func(n *corev1.Node) bool { return isControlPlaneNode(n) },
+	Labels: trim.Only(controlPlaneRoleLabels...),
+	// What tells that the MCO is updating the node (plan.mcoUpdating).
+	Annotations: trim.Only(mcostate.CurrentConfig, mcostate.DesiredConfig, mcostate.State, mcostate.CurrentImage, mcostate.DesiredImage),
+	Conditions:  []corev1.NodeConditionType{corev1.NodeReady},
+	ProviderID:  true,
 }.Transform()
 
 // trimClusterOperator keeps the Degraded condition of the operators the
@@ -59,6 +67,21 @@ var trimClusterOperator = trim.Func(func(co *configv1.ClusterOperator) *configv1
 	}
 	for _, c := range co.Status.Conditions {
 		if c.Type == configv1.OperatorDegraded {
+			t.Status.Conditions = []configv1.ClusterOperatorStatusCondition{c}
+		}
+	}
+	return t
+})
+
+// clusterVersionName is the cluster's one ClusterVersion.
+const clusterVersionName = "version"
+
+// trimClusterVersion keeps the Progressing condition: the pre-flight holds
+// a rollout while a cluster update is in progress.
+var trimClusterVersion = trim.Func(func(cv *configv1.ClusterVersion) *configv1.ClusterVersion {
+	t := &configv1.ClusterVersion{TypeMeta: cv.TypeMeta, ObjectMeta: trim.Meta(cv.ObjectMeta)}
+	for _, c := range cv.Status.Conditions {
+		if c.Type == configv1.OperatorProgressing {
 			t.Status.Conditions = []configv1.ClusterOperatorStatusCondition{c}
 		}
 	}

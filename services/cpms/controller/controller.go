@@ -23,6 +23,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -112,6 +113,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&machinev1beta1.Machine{}, toSet, builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Node{}, toSet, builder.WithPredicates(controlPlaneNodeChanged)).
 		Watches(&configv1.ClusterOperator{}, toSet, builder.WithPredicates(watchedOperatorChanged)).
+		Watches(&configv1.ClusterVersion{}, toSet, builder.WithPredicates(clusterVersionChanged)).
 		Complete(r)
 }
 
@@ -128,6 +130,12 @@ var controlPlaneNodeChanged = predicate.Funcs{
 		}
 		return contentChanged(e.ObjectOld, e.ObjectNew)
 	},
+}
+
+// clusterVersionChanged passes a change of what the cache keeps of
+// ClusterVersion (its Progressing condition).
+var clusterVersionChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool { return contentChanged(e.ObjectOld, e.ObjectNew) },
 }
 
 var watchedOperatorChanged = predicate.Funcs{
@@ -265,11 +273,19 @@ func (r *Reconciler) snapshot(ctx context.Context, cpms *machinev1.ControlPlaneM
 	if err := r.Client.List(ctx, &cos); err != nil {
 		return plan.Input{}, nil, err
 	}
+	// A cluster without a ClusterVersion (a bare test cluster) holds nothing.
+	cv := &configv1.ClusterVersion{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: clusterVersionName}, cv); {
+	case apierrors.IsNotFound(err):
+		cv = nil
+	case err != nil:
+		return plan.Input{}, nil, err
+	}
 	created := make(map[string]time.Time, len(machines.Items))
 	for _, m := range machines.Items {
 		created[m.Name] = m.CreationTimestamp.Time
 	}
-	return plan.Input{CPMS: cpms, Machines: machines.Items, Nodes: nodes.Items, ClusterOperators: cos.Items, Config: r.Config, Now: now}, created, nil
+	return plan.Input{CPMS: cpms, Machines: machines.Items, Nodes: nodes.Items, ClusterOperators: cos.Items, ClusterVersion: cv, Config: r.Config, Now: now}, created, nil
 }
 
 func (r *Reconciler) logWarnings(ctx context.Context, w []string) {

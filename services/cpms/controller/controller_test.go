@@ -363,6 +363,39 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		Expect(added).To(HaveLen(3))
 	})
 
+	It("holds the next replacement while a cluster update is in progress, without calling it a fault, and resumes after it", func(ctx context.Context) {
+		w := watchMachines(ctx)
+		cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: configv1.ClusterVersionSpec{ClusterID: "6b2f1d6e-4c5a-4f3e-9a57-0f8a5b7c2d10"}}
+		Expect(env.Client.Create(ctx, cv)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(env.Client.Delete(ctx, cv)).To(Succeed()) })
+		setProgressing := func(s configv1.ConditionStatus) {
+			GinkgoHelper()
+			cv.Status.Conditions = []configv1.ClusterOperatorStatusCondition{{Type: configv1.OperatorProgressing, Status: s,
+				Message: "Working towards 4.16.2: 512 of 903 done (56% complete)", LastTransitionTime: metav1.Now()}}
+			Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
+		}
+		setProgressing(configv1.ConditionTrue)
+		gen := setInstanceType(ctx, "m6i.xlarge", "")
+		Eventually(func(g Gomega) {
+			c := getSet(ctx, g)
+			g.Expect(c.Status.ObservedGeneration).To(Equal(gen))
+			expectCondition(g, c, plan.ConditionProgressing, metav1.ConditionTrue, plan.ReasonClusterUpdating)
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, plan.ConditionProgressing).Message).To(ContainSubstring(
+				"index 0: ReplacementRequested: a cluster update is in progress (ClusterVersion Progressing: Working towards 4.16.2"))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) []string { return setEvents(ctx, g, plan.ReasonClusterUpdating) }).Should(ContainElement(
+			ContainSubstring("the next replacement starts when it completes")))
+		Expect(scrape("upshift_cpms_index_state")["index=0,state=Blocked"]).To(BeEquivalentTo(0), "an update is no fault")
+		_, added, _, _ := w.report()
+		Expect(added).To(BeEmpty(), "a replacement started during a cluster update")
+
+		setProgressing(configv1.ConditionFalse)
+		Eventually(settled(ctx, "m6i.xlarge", gen), 2*time.Minute).Should(Succeed())
+		violations, added, _, _ := w.report()
+		Expect(violations).To(BeEmpty())
+		Expect(added).To(HaveLen(3))
+	})
+
 	It("with remediation on, deletes and retries a failed replacement within its budget, then reports it spent", func(ctx context.Context) {
 		stop()
 		rem := cfg

@@ -35,7 +35,7 @@ var BlockedReasons = []string{
 	plan.ReasonExcessIndexes, plan.ReasonUnmanagedNodes, plan.ReasonMachinesAlreadyOwned,
 	plan.ReasonReplacementFailed, plan.ReasonReplacementTimedOut, plan.ReasonExcessUpdatedReplicas,
 	plan.ReasonUnavailableReplicas, plan.ReasonNodesNotReady, plan.ReasonEtcdDegraded, plan.ReasonKubeAPIServerDegraded,
-	plan.ReasonPaused, plan.ReasonWaitingForUserDeletion,
+	plan.ReasonPaused, plan.ReasonWaitingForUserDeletion, plan.ReasonClusterUpdating, plan.ReasonMastersUpdating,
 }
 
 // Recorder turns successive planner outputs into metrics. It remembers the

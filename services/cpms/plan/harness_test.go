@@ -48,6 +48,7 @@ type world struct {
 	machines map[string]*machinev1beta1.Machine
 	nodes    map[string]*corev1.Node
 	cos      []configv1.ClusterOperator
+	cv       *configv1.ClusterVersion
 	cfg      Config
 	now      time.Time
 	members  map[string]string // machine -> learner|voting
@@ -201,7 +202,7 @@ func (w *world) userDelete(name string) {
 }
 
 func (w *world) input() Input {
-	in := Input{CPMS: w.cpms.DeepCopy(), Config: w.cfg, Now: w.now, ClusterOperators: w.cos}
+	in := Input{CPMS: w.cpms.DeepCopy(), Config: w.cfg, Now: w.now, ClusterOperators: w.cos, ClusterVersion: w.cv}
 	for _, n := range slices.Sorted(maps.Keys(w.machines)) {
 		in.Machines = append(in.Machines, *w.machines[n].DeepCopy())
 	}

@@ -102,7 +102,10 @@ type Input struct {
 	// ClusterOperators; Plan reads etcd and kube-apiserver. A missing one
 	// blocks nothing (it is not known to be degraded).
 	ClusterOperators []configv1.ClusterOperator
-	Config           Config
+	// ClusterVersion is the cluster's "version"; nil when absent. No
+	// replacement starts while it is Progressing (a cluster update).
+	ClusterVersion *configv1.ClusterVersion
+	Config         Config
 	Now              time.Time
 }
 

@@ -7,11 +7,14 @@ import (
 	"strings"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/requeue"
 )
@@ -98,6 +101,12 @@ const (
 	ReasonEtcdDegraded          = "EtcdDegraded"
 	ReasonKubeAPIServerDegraded = "KubeAPIServerDegraded"
 	ReasonSurgeLimit            = "SurgeLimit"
+	// ReasonClusterUpdating and ReasonMastersUpdating hold a rollout while
+	// the cluster updates: the CVO and the MCO restart and reboot the
+	// control plane then, and a replacement on top of that would take a
+	// second etcd member away at the same time.
+	ReasonClusterUpdating = "ClusterUpdating"
+	ReasonMastersUpdating = "MastersUpdating"
 )
 
 // haltOrder is the order halting problems are reported in Degraded's reason.
@@ -106,6 +115,10 @@ var haltOrder = []string{ReasonInvalidSpec, ReasonInvalidStrategy, ReasonNoReady
 // healthBlockers are the pre-flight reasons that mean something is wrong
 // (as opposed to the rollout's own previous step still finishing).
 var healthBlockers = map[string]bool{ReasonNodesNotReady: true, ReasonEtcdDegraded: true, ReasonKubeAPIServerDegraded: true, ReasonUnavailableReplicas: true, ReasonReplacementFailed: true, ReasonReplacementTimedOut: true}
+
+// updateHolds are the pre-flight reasons of a cluster update under way:
+// nothing is wrong, the rollout waits for it.
+var updateHolds = map[string]bool{ReasonClusterUpdating: true, ReasonMastersUpdating: true}
 
 type planner struct {
 	in      Input
@@ -580,8 +593,47 @@ func (p *planner) preflight(next *group) []blocker {
 	if d, msg := operatorDegraded(p.in.ClusterOperators, "kube-apiserver"); d {
 		bs = append(bs, blocker{ReasonKubeAPIServerDegraded, "clusteroperator/kube-apiserver is Degraded: " + msg})
 	}
+	if updating, msg := clusterUpdating(p.in.ClusterVersion); updating {
+		bs = append(bs, blocker{ReasonClusterUpdating, msg})
+	}
+	if names := mcoUpdating(o.cpNodes); len(names) > 0 {
+		bs = append(bs, blocker{ReasonMastersUpdating, "the machine-config operator is updating control-plane nodes " + strings.Join(names, ", ") +
+			"; the next replacement starts when they are done"})
+	}
 	if n := len(o.machines); n >= o.replicas+1 {
 		bs = append(bs, blocker{ReasonSurgeLimit, fmt.Sprintf("%d machines exist, at most %d allowed", n, o.replicas+1)})
 	}
 	return bs
+}
+
+// clusterUpdating: ClusterVersion is Progressing, a cluster update is under
+// way. A replacement in flight finishes; the next waits for the update.
+func clusterUpdating(cv *configv1.ClusterVersion) (bool, string) {
+	if cv == nil {
+		return false, ""
+	}
+	for _, c := range cv.Status.Conditions {
+		if c.Type == configv1.OperatorProgressing && c.Status == configv1.ConditionTrue {
+			msg := "a cluster update is in progress (ClusterVersion Progressing"
+			if c.Message != "" {
+				msg += ": " + c.Message
+			}
+			return true, msg + "); the next replacement starts when it completes"
+		}
+	}
+	return false, ""
+}
+
+// mcoUpdating names the control-plane nodes the machine-config daemon has
+// been told to move and has not finished with (libs/mcostate). A node the
+// MCO never configured (no desired config yet) is not one.
+func mcoUpdating(cpNodes []*corev1.Node) []string {
+	var out []string
+	for _, n := range cpNodes {
+		if n.Annotations[mcostate.DesiredConfig] != "" && !mcostate.Done(n.Annotations) {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

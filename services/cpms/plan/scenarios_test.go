@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
 // rollCheck settles the world while checking, after every step, the rules a
@@ -495,6 +498,46 @@ func TestScenarios(t *testing.T) {
 					t.Fatalf("after recovery: %s", describe(out.Action))
 				}
 			}
+		}},
+		{"a cluster update holds the next replacement, without blocking the index, and the rollout resumes after it", func(t *testing.T) {
+			w := newWorld(t)
+			w.cv = &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}}
+			w.cv.Status.Conditions = []configv1.ClusterOperatorStatusCondition{{Type: configv1.OperatorProgressing,
+				Status: configv1.ConditionTrue, Message: "Working towards 4.16.2: 700 of 900 done (77% complete)"}}
+			w.setInstanceType("m6i.2xlarge")
+			out := w.plan()
+			if out.Action != nil {
+				t.Fatalf("cluster updating, yet %s", describe(out.Action))
+			}
+			w.expectCond(ConditionProgressing, metav1.ConditionTrue, ReasonClusterUpdating)
+			if !w.hasEvent(ReasonClusterUpdating, "Working towards 4.16.2") {
+				t.Fatalf("no Event naming the update: %+v", w.events)
+			}
+			if out.Indexes[0].State == Blocked {
+				t.Fatalf("an update is not a fault: %+v", out.Indexes[0])
+			}
+			// The update is done with the control plane, but the MCO is
+			// still rebooting a master: still held.
+			w.cv.Status.Conditions[0].Status = configv1.ConditionFalse
+			for _, n := range w.nodes {
+				n.Annotations = map[string]string{mcostate.CurrentConfig: "rendered-master-a", mcostate.DesiredConfig: "rendered-master-a", mcostate.State: mcostate.StateDone}
+			}
+			w.nodes["c1-master-2"].Annotations[mcostate.DesiredConfig] = "rendered-master-b"
+			w.nodes["c1-master-2"].Annotations[mcostate.State] = mcostate.StateWorking
+			if out := w.plan(); out.Action != nil {
+				t.Fatalf("a master updating, yet %s", describe(out.Action))
+			}
+			w.expectCond(ConditionProgressing, metav1.ConditionTrue, ReasonMastersUpdating)
+			if !w.hasEvent(ReasonMastersUpdating, "c1-master-2") {
+				t.Fatalf("no Event naming the node: %+v", w.events)
+			}
+			w.nodes["c1-master-2"].Annotations[mcostate.CurrentConfig] = "rendered-master-b"
+			w.nodes["c1-master-2"].Annotations[mcostate.State] = mcostate.StateDone
+			if out := w.plan(); out.Action == nil || out.Action.Kind != CreateMachine {
+				t.Fatalf("after the update: %s", describe(out.Action))
+			}
+			w.rollCheck(200)
+			w.allNew(t)
 		}},
 		{"the pause annotation freezes mutations but not the status", func(t *testing.T) {
 			w := newWorld(t)

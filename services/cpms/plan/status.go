@@ -130,10 +130,15 @@ func (p *planner) status() {
 		if int(st.UpdatedReplicas) >= o.replicas && excess {
 			reason = ReasonExcessReplicas
 		}
+		// A fault names the condition; failing one, a cluster update that
+		// holds the rollout does (an Event, not a warning).
 		for _, b := range p.progressBlock {
 			if healthBlockers[b.reason] {
 				reason = b.reason
 				break
+			}
+			if updateHolds[b.reason] && reason == ReasonNeedsUpdateReplicas {
+				reason = b.reason
 			}
 		}
 		set(ConditionProgressing, metav1.ConditionTrue, reason, strings.Join(work, "; "))
