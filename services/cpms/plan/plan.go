@@ -106,7 +106,7 @@ type Input struct {
 	// replacement starts while it is Progressing (a cluster update).
 	ClusterVersion *configv1.ClusterVersion
 	Config         Config
-	Now              time.Time
+	Now            time.Time
 }
 
 // Output is the decision.
