@@ -397,8 +397,15 @@ type PreflightCheck struct {
 	// +kubebuilder:validation:MaxLength=64
 	Check string `json:"check"`
 
-	// passed is true when the check found nothing blocking.
+	// passed is true when the check found nothing wrong.
 	Passed bool `json:"passed"`
+
+	// advisory is true for a check whose failure is reported (here, in an
+	// Event and in metrics) but does not hold the upgrade: as MUO, the
+	// scheduler blocks only on critical alerts and ClusterOperators, unless
+	// the configuration's blockingHealthChecks promotes a check.
+	// +optional
+	Advisory bool `json:"advisory,omitempty"`
 
 	// details names what failed (operators, nodes, PDBs) or why the check
 	// did not run.

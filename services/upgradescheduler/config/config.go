@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,24 @@ const (
 // OCM when ocmBaseUrl names it.
 const OCMAgentHost = "ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081"
 
+// Health checks (their names in status.preflight). As MUO, the scheduler
+// holds an upgrade only on critical alerts and on degraded or unavailable
+// ClusterOperators; Upshift's other checks are advisory: reported in
+// status, Events and metrics, and blocking only when blockingHealthChecks
+// names them.
+const (
+	CheckCriticalAlerts       = "CriticalAlerts"
+	CheckClusterOperators     = "ClusterOperators"
+	CheckClusterVersion       = "ClusterVersion"
+	CheckMachineConfigPools   = "MachineConfigPools"
+	CheckNodes                = "Nodes"
+	CheckPodDisruptionBudgets = "PodDisruptionBudgets"
+	CheckExternalDeps         = "ExternalDependencies"
+)
+
+// AdvisoryHealthChecks are the checks that do not block unless promoted.
+var AdvisoryHealthChecks = []string{CheckClusterVersion, CheckMachineConfigPools, CheckNodes, CheckPodDisruptionBudgets}
+
 // Config is the validated configuration, every default applied.
 type Config struct {
 	// UpgradeType is the type the OCM provider gives UpgradeConfigs (ARO when
@@ -93,6 +112,9 @@ type Config struct {
 	FedRAMP                  bool
 	Cincinnati               bool
 	FeatureGates             map[string]bool
+	// BlockingChecks are the advisory health checks promoted to block the
+	// upgrade (blockingHealthChecks).
+	BlockingChecks map[string]bool
 	// Deadlines are the per-deadline defaults an UpgradeConfig's
 	// spec.deadlines override, per upgrade type.
 	Deadlines map[upgradev1alpha1.UpgradeType]Deadlines
@@ -163,6 +185,9 @@ type file struct {
 	FeatureGate struct {
 		Enabled []string `json:"enabled"`
 	} `json:"featureGate"`
+	// BlockingHealthChecks is Upshift's addition: the advisory health checks
+	// (AdvisoryHealthChecks) that hold the upgrade like MUO's own.
+	BlockingHealthChecks []string `json:"blockingHealthChecks"`
 	// Deadlines is Upshift's addition: default policies (and, for workers and
 	// postCheck, which MUO has no key for, minutes) of every deadline.
 	Deadlines struct {
@@ -193,7 +218,7 @@ func Parse(data []byte) (*Config, error) {
 	if err := yaml.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w", ConfigKey, err)
 	}
-	c := &Config{FeatureGates: map[string]bool{}}
+	c := &Config{FeatureGates: map[string]bool{}, BlockingChecks: map[string]bool{}}
 	// MUO ignores keys it does not know, and so do we (a newer MUO's keys must
 	// not break the scheduler), but we say so.
 	if err := yaml.UnmarshalStrict(data, &file{}); err != nil {
@@ -309,6 +334,15 @@ func Parse(data []byte) (*Config, error) {
 			continue
 		}
 		c.FeatureGates[g] = true
+	}
+
+	for i, name := range f.BlockingHealthChecks {
+		if !slices.Contains(AdvisoryHealthChecks, name) {
+			bad(fmt.Sprintf("blockingHealthChecks[%d]", i), "%q is not an advisory health check (one of %s; CriticalAlerts and ClusterOperators always block)",
+				name, strings.Join(AdvisoryHealthChecks, ", "))
+			continue
+		}
+		c.BlockingChecks[name] = true
 	}
 
 	if f.Deadlines.Start.Minutes != nil || f.Deadlines.ControlPlane.Minutes != nil {

@@ -123,6 +123,7 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		{"extDependencyAvailabilityChecks:\n  http:\n    timeout: 61\n", []string{"extDependencyAvailabilityChecks.http.timeout: must be 1 to 60 seconds, got 61"}},
 		{"extDependencyAvailabilityChecks:\n  http:\n    urls: ['api.openshift.com']\n", []string{"extDependencyAvailabilityChecks.http.urls[0]: must be an http(s) URL"}},
 		{"upgradeType: GKE\n", []string{"upgradeType: must be OSD or ARO, got \"GKE\""}},
+		{"blockingHealthChecks: [Nodes, ClusterOperators]\n", []string{"blockingHealthChecks[1]: \"ClusterOperators\" is not an advisory health check (one of ClusterVersion, MachineConfigPools, Nodes, PodDisruptionBudgets; CriticalAlerts and ClusterOperators always block)"}},
 		{"configManager:\n  source: S3\n", []string{"configManager.source: must be OCM or LOCAL, got \"S3\""}},
 		{"configManager:\n  source: ocm\n", []string{"configManager.ocmBaseUrl: must be an http(s) URL, got \"\""}},
 		{"configManager:\n  source: OCM\n  ocmBaseUrl: http://ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081\n",

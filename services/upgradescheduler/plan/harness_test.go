@@ -423,6 +423,16 @@ func (w *world) hasEvent(reason string) bool {
 	return false
 }
 
+func (w *world) eventCount(reason string) int {
+	n := 0
+	for _, e := range w.events {
+		if e.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
 func pdb(ns, name string, allowed, expected int32) policyv1.PodDisruptionBudget {
 	return policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, ExpectedPods: expected}}
@@ -449,4 +459,14 @@ func checkAlertsUnread(t *testing.T, in Input, full Output) {
 	if !reflect.DeepEqual(got, full) {
 		t.Fatalf("a plan that did not ask for the alerts differs from the plan with them (%+v):\nunread: %+v\nread:   %+v", in.Snapshot.Alerts, got, full)
 	}
+}
+
+// holdHealth makes a check that blocks the upgrade fail (etcd Degraded), or
+// pass again.
+func (w *world) holdHealth(on bool) {
+	status := configv1.ConditionFalse
+	if on {
+		status = configv1.ConditionTrue
+	}
+	w.snap.ClusterOperators[0].Status.Conditions[1].Status = status
 }

@@ -14,17 +14,19 @@ import (
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/nodes"
+	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 )
 
-// Health check names, as in status.preflight.
+// Health check names, as in status.preflight (defined with the setting that
+// promotes the advisory ones, in package config).
 const (
-	CheckCriticalAlerts       = "CriticalAlerts"
-	CheckClusterOperators     = "ClusterOperators"
-	CheckClusterVersion       = "ClusterVersion"
-	CheckMachineConfigPools   = "MachineConfigPools"
-	CheckNodes                = "Nodes"
-	CheckPodDisruptionBudgets = "PodDisruptionBudgets"
-	CheckExternalDeps         = "ExternalDependencies"
+	CheckCriticalAlerts       = config.CheckCriticalAlerts
+	CheckClusterOperators     = config.CheckClusterOperators
+	CheckClusterVersion       = config.CheckClusterVersion
+	CheckMachineConfigPools   = config.CheckMachineConfigPools
+	CheckNodes                = config.CheckNodes
+	CheckPodDisruptionBudgets = config.CheckPodDisruptionBudgets
+	CheckExternalDeps         = config.CheckExternalDeps
 )
 
 // MCO's per-node annotations (names shared through libs/mcostate).
@@ -47,7 +49,8 @@ func (p *planner) healthChecks() []upgradev1alpha1.PreflightCheck {
 	s := p.in.Snapshot
 	var out []upgradev1alpha1.PreflightCheck
 	add := func(name string, failures []string, okDetails string) {
-		c := upgradev1alpha1.PreflightCheck{Check: name, Passed: len(failures) == 0, Details: okDetails}
+		c := upgradev1alpha1.PreflightCheck{Check: name, Passed: len(failures) == 0, Details: okDetails,
+			Advisory: slices.Contains(config.AdvisoryHealthChecks, name) && (p.cfg == nil || !p.cfg.BlockingChecks[name])}
 		if len(failures) > 0 {
 			c.Details = strings.Join(failures, "; ")
 		}
@@ -149,12 +152,12 @@ func (p *planner) healthChecks() []upgradev1alpha1.PreflightCheck {
 }
 
 // runHealthChecks records every check in status.preflight and returns the
-// failing ones.
+// failing ones that block (not advisory).
 func (p *planner) runHealthChecks(before bool) []upgradev1alpha1.PreflightCheck {
 	var failing []upgradev1alpha1.PreflightCheck
 	for _, c := range p.healthChecks() {
 		p.recordPreflight(c)
-		if !c.Passed {
+		if !c.Passed && !c.Advisory {
 			failing = append(failing, c)
 		}
 	}
@@ -169,11 +172,11 @@ func (p *planner) recordPreflight(c upgradev1alpha1.PreflightCheck) {
 		if old.Check != c.Check {
 			continue
 		}
-		if old.Passed == c.Passed && old.Details == c.Details && old.LastRun != nil && p.now.Sub(old.LastRun.Time) < preflightRefresh {
+		if old.Passed == c.Passed && old.Advisory == c.Advisory && old.Details == c.Details && old.LastRun != nil && p.now.Sub(old.LastRun.Time) < preflightRefresh {
 			return
 		}
 		if old.Passed && !c.Passed {
-			p.event(true, "HealthCheckFailed", "%s: %s", c.Check, c.Details)
+			p.healthEvent(c)
 		}
 		t := p.nowT
 		c.LastRun = &t
@@ -181,11 +184,21 @@ func (p *planner) recordPreflight(c upgradev1alpha1.PreflightCheck) {
 		return
 	}
 	if !c.Passed {
-		p.event(true, "HealthCheckFailed", "%s: %s", c.Check, c.Details)
+		p.healthEvent(c)
 	}
 	t := p.nowT
 	c.LastRun = &t
 	p.st.Preflight = append(p.st.Preflight, c)
+}
+
+// healthEvent reports a check that started failing: HealthCheckFailed when
+// it holds the upgrade, HealthCheckAdvisory when it only reports.
+func (p *planner) healthEvent(c upgradev1alpha1.PreflightCheck) {
+	if c.Advisory {
+		p.event(true, "HealthCheckAdvisory", "%s: %s (advisory: the upgrade goes on; blockingHealthChecks would make it block)", c.Check, c.Details)
+		return
+	}
+	p.event(true, "HealthCheckFailed", "%s: %s", c.Check, c.Details)
 }
 
 func (p *planner) healthStep(when string) result {

@@ -152,7 +152,7 @@ func TestNotificationResentWhenTheRecordIsLost(t *testing.T) {
 func TestDelayedAndFailedNotifications(t *testing.T) {
 	w := notifyWorld(t, false)
 	w.uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Start: &upgradev1alpha1.Deadline{Policy: upgradev1alpha1.DeadlineFail}}
-	w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2)) // blocks the pre-upgrade health check
+	w.holdHealth(true) // blocks the pre-upgrade health check
 	w.settle()
 	if strings.Join(w.notified, ",") != EventStarted {
 		t.Fatalf("before the delay trigger: %v", w.notified)
@@ -217,7 +217,7 @@ func TestNewGenerationNotifiesAgain(t *testing.T) {
 func TestDelayedIsOSDOnly(t *testing.T) {
 	w := notifyWorld(t, false)
 	w.uc.Spec.Type = upgradev1alpha1.ARO
-	w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2))
+	w.holdHealth(true)
 	w.settle()
 	w.now = t0.Add(31 * time.Minute)
 	w.settle()
@@ -281,7 +281,7 @@ func TestDelayedAfterASpecEdit(t *testing.T) {
 	// started went out under generation 1; a spec edit (pause toggled)
 	// must not suppress the delayed notice.
 	w := notifyWorld(t, false)
-	w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2)) // blocks the pre-upgrade health check
+	w.holdHealth(true) // blocks the pre-upgrade health check
 	w.settle()
 	if strings.Join(w.notified, ",") != EventStarted {
 		t.Fatalf("before the edit: %v", w.notified)

@@ -256,7 +256,7 @@ func TestUpgradeAtInThePast(t *testing.T) {
 func TestDeadlinePolicies(t *testing.T) {
 	type setup func(w *world) // brings the world to wait in the deadline's step
 	waitStart := func(w *world) {
-		w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2))
+		w.holdHealth(true)
 		w.settle()
 	}
 	waitControlPlane := func(w *world) {
@@ -348,7 +348,7 @@ func TestDeadlinePolicies(t *testing.T) {
 					// Held: even when the cluster would let the step move on.
 					w.cvo()
 					w.mco()
-					w.snap.PDBs = nil
+					w.holdHealth(false)
 					w.snap.ClusterOperators[1].Status.Conditions[0].Status = configv1.ConditionTrue
 					if out := w.plan(); out.Action != nil || w.uc.Status.CurrentStep != step || w.summary("Paused").Status != metav1.ConditionTrue {
 						t.Fatalf("pause must hold: action %+v step %s", out.Action, w.uc.Status.CurrentStep)
@@ -466,13 +466,13 @@ func TestMaintenanceWindows(t *testing.T) {
 	}
 	// Health blocks the pre-check until after the window closes: no commencement outside.
 	w.now = opens
-	w.snap.Nodes[0].Spec.Unschedulable = true
+	w.holdHealth(true)
 	w.plan()
 	if w.phase() != upgradev1alpha1.UpgradePhaseUpgrading {
 		t.Fatalf("phase %s at the window", w.phase())
 	}
 	w.now = opens.Add(4*time.Hour + time.Minute) // the window closed at +4h
-	w.snap.Nodes[0].Spec.Unschedulable = false
+	w.holdHealth(false)
 	out = w.plan()
 	if c := w.stepCondition(StepUpgradeCommenced); out.Action != nil || w.desiredPatches != 0 || (c != nil && c.Status == corev1.ConditionTrue) {
 		t.Fatalf("commenced outside the window: %+v, condition %+v", out.Action, c)
@@ -488,10 +488,10 @@ func TestMaintenanceWindows(t *testing.T) {
 	w.uc.Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{Days: []commonv1alpha1.Weekday{"Saturday"}, Start: "22:00", End: "02:00", TimeZone: "Europe/Berlin"}}
 	w.uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Start: &upgradev1alpha1.Deadline{Minutes: ptr(int32(10 * 24 * 60))}}
 	w.now = opens
-	w.snap.Nodes[0].Spec.Unschedulable = true
+	w.holdHealth(true)
 	w.plan()
 	w.now = opens.Add(4*time.Hour + time.Minute)
-	w.snap.Nodes[0].Spec.Unschedulable = false
+	w.holdHealth(false)
 	out = w.plan()
 	if out.Action != nil || out.RequeueAfter != opens.AddDate(0, 0, 7).Sub(w.now) {
 		t.Fatalf("want to wait for next Saturday: %+v", out)
@@ -575,14 +575,21 @@ func TestHealthChecksNameWhatFails(t *testing.T) {
 		CheckNodes:                "NotReady: worker-0; cordoned and not updating: worker-1",
 		CheckPodDisruptionBudgets: "allow no disruption and would block a drain: app/db",
 	}
+	advisory := map[string]bool{CheckClusterVersion: true, CheckMachineConfigPools: true, CheckNodes: true, CheckPodDisruptionBudgets: true}
 	for _, c := range w.uc.Status.Preflight {
-		if exp, ok := want[c.Check]; !ok || !strings.Contains(c.Details, exp) || c.Passed != (c.Check == CheckCriticalAlerts) || c.LastRun == nil {
-			t.Errorf("%s: %+v, want details %q", c.Check, c, exp)
+		if exp, ok := want[c.Check]; !ok || !strings.Contains(c.Details, exp) || c.Passed != (c.Check == CheckCriticalAlerts) || c.LastRun == nil ||
+			c.Advisory != advisory[c.Check] {
+			t.Errorf("%s: %+v, want details %q, advisory %v", c.Check, c, exp, advisory[c.Check])
 		}
 	}
+	// Only what MUO blocks on is in the step's error; the advisory findings
+	// are reported, not blocking.
 	c := w.stepCondition(StepClusterHealthyBeforeUpgrade)
-	if c.Status != corev1.ConditionFalse || !strings.Contains(c.LastError, "PodDisruptionBudgets (allow no disruption and would block a drain: app/db)") {
+	if c.Status != corev1.ConditionFalse || c.LastError != "health checks failing before the upgrade: ClusterOperators (Degraded: etcd; not Available: machine-config)" {
 		t.Fatalf("pre-check condition %+v", c)
+	}
+	if n := w.eventCount("HealthCheckAdvisory"); n != 4 {
+		t.Errorf("%d HealthCheckAdvisory Events, want one per advisory finding (4)", n)
 	}
 	if hc := w.summary("HealthChecksPassing"); hc.Status != metav1.ConditionFalse {
 		t.Fatalf("HealthChecksPassing %+v", hc)
@@ -594,6 +601,41 @@ func TestHealthChecksNameWhatFails(t *testing.T) {
 		if c.Check == CheckCriticalAlerts && (c.Passed || !strings.Contains(c.Details, "metrics unavailable: connection refused")) {
 			t.Errorf("alerts %+v", c)
 		}
+	}
+}
+
+// TestAdvisoryChecksDoNotBlockUnlessPromoted: as MUO, a cordoned node, a
+// PodDisruptionBudget at its limit, a degraded pool or a Failing
+// ClusterVersion do not hold the upgrade; blockingHealthChecks makes one
+// block, and the others stay advisory.
+func TestAdvisoryChecksDoNotBlockUnlessPromoted(t *testing.T) {
+	findings := func(w *world) {
+		w.uc.Spec.CapacityReservation = false
+		w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+		w.snap.Nodes[3].Spec.Unschedulable = true
+		w.snap.PDBs = []policyv1.PodDisruptionBudget{pdb("app", "db", 0, 2)}
+	}
+	w := newWorld(t)
+	findings(w)
+	w.plan()
+	if c := w.stepCondition(StepClusterHealthyBeforeUpgrade); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("advisory findings held the pre-check: %+v", c)
+	}
+	if hc := w.summary("HealthChecksPassing"); hc.Status != metav1.ConditionTrue || hc.Reason != "AdvisoryFindings" ||
+		hc.Message != "advisory findings (they do not hold the upgrade): Nodes, PodDisruptionBudgets" {
+		t.Fatalf("HealthChecksPassing %+v", hc)
+	}
+
+	w = newWorld(t)
+	w.cfg = mustConfig(t, "blockingHealthChecks: [PodDisruptionBudgets]\n")
+	findings(w)
+	w.plan()
+	if c := w.stepCondition(StepClusterHealthyBeforeUpgrade); c == nil || c.Status != corev1.ConditionFalse ||
+		c.LastError != "health checks failing before the upgrade: PodDisruptionBudgets (allow no disruption and would block a drain: app/db)" {
+		t.Fatalf("a promoted check must block, and only it: %+v", c)
+	}
+	if n := w.eventCount("HealthCheckFailed"); n != 1 {
+		t.Errorf("%d HealthCheckFailed Events, want 1 (the promoted check)", n)
 	}
 }
 

@@ -14,7 +14,7 @@ func TestRescheduledBeforeCommencementWaitsAgain(t *testing.T) {
 	w := newWorld(t)
 	w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
 	w.uc.Spec.CapacityReservation = false
-	w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2)) // holds the pre-upgrade health check
+	w.holdHealth(true) // holds the pre-upgrade health check
 	w.settle()
 	if w.phase() != upgradev1alpha1.UpgradePhaseUpgrading || w.desiredPatches != 0 {
 		t.Fatalf("setup: phase %s, %d ClusterVersion patches", w.phase(), w.desiredPatches)
@@ -22,7 +22,7 @@ func TestRescheduledBeforeCommencementWaitsAgain(t *testing.T) {
 	later := t0.Add(3 * time.Hour)
 	w.uc.Spec.UpgradeAt = later.Format(time.RFC3339)
 	w.uc.Generation++
-	w.snap.PDBs = nil
+	w.holdHealth(false)
 	w.now = t0.Add(time.Minute)
 	w.settle()
 	if w.phase() != upgradev1alpha1.UpgradePhasePending || w.desiredPatches != 0 || len(w.uc.Status.History) != 1 || !w.hasEvent("UpgradeRescheduled") {
@@ -54,7 +54,7 @@ func TestFailedRescheduledRunsAgain(t *testing.T) {
 	w.uc.Spec.CapacityReservation = false
 	min := int32(30)
 	w.uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Start: &upgradev1alpha1.Deadline{Minutes: &min, Policy: upgradev1alpha1.DeadlineFail}}
-	w.snap.PDBs = append(w.snap.PDBs, pdb("app", "db", 0, 2))
+	w.holdHealth(true)
 	w.settle()
 	w.now = t0.Add(time.Hour)
 	w.settle()
@@ -64,7 +64,7 @@ func TestFailedRescheduledRunsAgain(t *testing.T) {
 	// Not rescheduled: a new generation alone (another edit) reopens nothing.
 	w.uc.Spec.Paused = false
 	w.uc.Generation++
-	w.snap.PDBs = nil
+	w.holdHealth(false)
 	w.settle()
 	if w.phase() != upgradev1alpha1.UpgradePhaseFailed {
 		t.Fatalf("a spec edit that is no reschedule: phase %s", w.phase())

@@ -58,16 +58,28 @@ func (p *planner) summarise() {
 		meta.RemoveStatusCondition(&p.st.Conditions, "Delayed")
 	}
 	if len(p.st.Preflight) > 0 {
-		var failing []string
+		var failing, advisory []string
 		for _, c := range p.st.Preflight {
-			if !c.Passed {
+			switch {
+			case c.Passed:
+			case c.Advisory:
+				advisory = append(advisory, c.Check)
+			default:
 				failing = append(failing, c.Check)
 			}
 		}
-		if len(failing) == 0 {
+		switch {
+		case len(failing) > 0:
+			msg := "failing: " + strings.Join(failing, ", ")
+			if len(advisory) > 0 {
+				msg += "; advisory findings: " + strings.Join(advisory, ", ")
+			}
+			p.setCondition("HealthChecksPassing", metav1.ConditionFalse, "ChecksFailing", msg)
+		case len(advisory) > 0:
+			p.setCondition("HealthChecksPassing", metav1.ConditionTrue, "AdvisoryFindings",
+				"advisory findings (they do not hold the upgrade): "+strings.Join(advisory, ", "))
+		default:
 			p.setCondition("HealthChecksPassing", metav1.ConditionTrue, "AllChecksPassed", "")
-		} else {
-			p.setCondition("HealthChecksPassing", metav1.ConditionFalse, "ChecksFailing", "failing: "+strings.Join(failing, ", "))
 		}
 	}
 }

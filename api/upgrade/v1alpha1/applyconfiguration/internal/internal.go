@@ -173,6 +173,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.PreflightCheck
   map:
     fields:
+    - name: advisory
+      type:
+        scalar: boolean
     - name: check
       type:
         scalar: string

@@ -13,8 +13,13 @@ import (
 type PreflightCheckApplyConfiguration struct {
 	// check names the check, e.g. ClusterOperators.
 	Check *string `json:"check,omitempty"`
-	// passed is true when the check found nothing blocking.
+	// passed is true when the check found nothing wrong.
 	Passed *bool `json:"passed,omitempty"`
+	// advisory is true for a check whose failure is reported (here, in an
+	// Event and in metrics) but does not hold the upgrade: as MUO, the
+	// scheduler blocks only on critical alerts and ClusterOperators, unless
+	// the configuration's blockingHealthChecks promotes a check.
+	Advisory *bool `json:"advisory,omitempty"`
 	// details names what failed (operators, nodes, PDBs) or why the check
 	// did not run.
 	Details *string `json:"details,omitempty"`
@@ -43,6 +48,14 @@ func (b *PreflightCheckApplyConfiguration) WithCheck(value string) *PreflightChe
 // If called multiple times, the Passed field is set to the value of the last call.
 func (b *PreflightCheckApplyConfiguration) WithPassed(value bool) *PreflightCheckApplyConfiguration {
 	b.Passed = &value
+	return b
+}
+
+// WithAdvisory sets the Advisory field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Advisory field is set to the value of the last call.
+func (b *PreflightCheckApplyConfiguration) WithAdvisory(value bool) *PreflightCheckApplyConfiguration {
+	b.Advisory = &value
 	return b
 }
 
