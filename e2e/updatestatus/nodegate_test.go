@@ -9,46 +9,15 @@ import (
 	. "github.com/onsi/gomega"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
-	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/gating"
 )
-
-// runsCRD is node-gate's MutexRunConfig CRD.
-const runsCRD = "mutexrunconfigs.nodegate.upshift.io"
-
-// removeNodeGateRuns deletes node-gate's run CRD and waits until it is gone,
-// so that the controller starts as on a cluster without node-gate.
-func removeNodeGateRuns(ctx context.Context, env *testenv.Env) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: runsCRD}}
-	if err := env.Client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd)
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-	})
-}
-
-// installNodeGateRuns creates node-gate's run CRD, as its chart does.
-func installNodeGateRuns(ctx context.Context) {
-	crds, err := testenv.CRDs()
-	Expect(err).NotTo(HaveOccurred())
-	for _, crd := range crds {
-		if crd.Name == runsCRD {
-			Expect(env.Client.Create(ctx, crd.DeepCopy())).To(Succeed())
-			return
-		}
-	}
-	Fail("no CRD " + runsCRD + " among Upshift's")
-}
 
 // gatedByNodeGate is the spec of the controller beside node-gate. It runs
 // in the suite's ordered container, before the permission check, which it
@@ -59,7 +28,7 @@ func gatedByNodeGate(ctx context.Context) {
 	Eventually(func(g Gomega) { g.Expect(getStatus(ctx, g).Status.WorkerPools).NotTo(BeEmpty()) }).
 		WithTimeout(30 * time.Second).Should(Succeed())
 
-	installNodeGateRuns(ctx)
+	Expect(framework.InstallCRD(ctx, env, gating.RunsCRD)).To(Succeed())
 	run := &nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "workers"},
 		Spec: nodegatev1alpha1.MutexRunConfigSpec{MutexTargets: []nodegatev1alpha1.ObjectReference{{Name: "all-workers"}}}}
 	// The CRD is served a moment after it is created.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 )
@@ -67,7 +68,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 			Scraper: "prometheus", Binary: bins["update-status-controller"], LeaderElect: true}},
 		// The controller starts on a cluster without node-gate; a spec
 		// installs it later (nodegate_test.go).
-		Prepare: func(ctx context.Context, c *framework.Cluster) error { return removeNodeGateRuns(ctx, c.Env) },
+		Prepare: func(ctx context.Context, c *framework.Cluster) error {
+			return framework.RemoveCRD(ctx, c.Env, gating.RunsCRD)
+		},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })

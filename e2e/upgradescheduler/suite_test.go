@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocmsim"
 	"github.com/upshift-io/upshift/tools/ocpsim"
@@ -127,6 +128,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		// The chart grants the pull secret's read with ocm.enabled.
 		Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace,
 			Set: []string{"ocm.enabled=true"}, Scraper: "prometheus"}},
+		// The scheduler starts on a cluster without node-gate; a spec
+		// installs it later.
+		Prepare: func(ctx context.Context, c *framework.Cluster) error {
+			return framework.RemoveCRD(ctx, c.Env, gating.RunsCRD)
+		},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,8 +24,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
@@ -605,6 +608,29 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		missing, err := exposed.MissingFor(queries)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(missing).To(BeEmpty(), "the scheduler never exported what the chart queries")
+	})
+
+	It("reads node-gate's runs once node-gate is installed after it", func(ctx SpecContext) {
+		Expect(framework.InstallCRD(ctx, env, gating.RunsCRD)).To(Succeed())
+		run := &nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "workers"},
+			Spec: nodegatev1alpha1.MutexRunConfigSpec{MutexTargets: []nodegatev1alpha1.ObjectReference{{Name: "all-workers"}}}}
+		// The CRD is served a moment after it is created.
+		Eventually(func() error { return env.Client.Create(ctx, run) }).Should(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, run))).To(Succeed()) })
+		// The scheduler started its watch of the runs without a restart:
+		// the audit log shows it watch them (a streaming list) as its
+		// chart's identity.
+		Eventually(func(g Gomega) []string {
+			events, err := env.AuditEvents(framework.ServiceAccountUser(namespace, id.ServiceAccount))
+			g.Expect(err).NotTo(HaveOccurred())
+			var verbs []string
+			for _, e := range events {
+				if e.ObjectRef != nil && e.ObjectRef.Resource == "mutexrunconfigs" && !slices.Contains(verbs, e.Verb) {
+					verbs = append(verbs, e.Verb)
+				}
+			}
+			return verbs
+		}).Should(ContainElement("watch"))
 	})
 
 	It("was never refused a request and used every permission its chart grants", func(ctx SpecContext) {

@@ -2,16 +2,13 @@ package assess
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
 )
 
 // Gating by node-gate.
@@ -24,28 +21,18 @@ import (
 // that a run paused, and the nodes it holds there, are reported as gated by
 // that run, and a gate pool's nodes are reported in the pool they come from.
 //
-// What a run holds is read from its own record of what it changed (its
-// status.pools: the original `paused` value it recorded before pausing a
-// pool, the gate pools it created), never guessed from names or labels: a
-// pool the administrator had paused before the run keeps oc's wording, since
-// the run will give it back paused.
+// What a run holds is read by libs/gating, from the run's own record of what
+// it changed; a pool the administrator had paused before the run keeps oc's
+// wording, since the run will give it back paused.
 
 // refNodeGate is where a gated update's reader learns what a run does.
 const refNodeGate = "https://github.com/upshift-io/upshift/blob/main/docs/operations/node-gate.md"
 
-// Condition types of a MutexRunConfig that the report quotes.
-const (
-	condPaused      = "Paused"
-	condDegraded    = "Degraded"
-	condProgressing = "Progressing"
-	condBlocked     = "Blocked"
-)
-
 // nodeGateRunsResource names MutexRunConfigs in insights' resource references.
 const nodeGateRunsResource = "mutexrunconfigs"
 
-// gating is what the snapshot's node-gate runs hold.
-type gating struct {
+// gateSet is what the snapshot's node-gate runs hold.
+type gateSet struct {
 	// pools maps a pool the run paused, or a gate pool it created, to the run.
 	pools map[string]*gateRun
 	// sourceOf maps a gate pool a run created to the pool its nodes come from.
@@ -58,23 +45,11 @@ type gating struct {
 	runs []*gateRun
 }
 
-// gateRun is one run that holds pools.
+// gateRun is one run that holds pools (libs/gating reads it).
 type gateRun struct {
-	key       string // namespace/name
-	namespace string
-	name      string
-	done      int // nodes completed or skipped in this round
-	total     int
-	// paused is the run's Paused condition when it is True: a failed hook or
-	// spec.paused stopped it, and the update waits for a person.
-	paused *gatePause
-	// waiting is the reason and message of a run that waits (a window, the
-	// health gate, the control plane) rather than releases.
-	waiting string
-	pools   []string // the source pools it gates, by name
+	gating.Run
+	key string // namespace/name
 }
-
-type gatePause struct{ reason, message string }
 
 // gatedNode is a node a run holds, with what it waits for.
 type gatedNode struct {
@@ -85,8 +60,8 @@ type gatedNode struct {
 // newGating reads the runs. Runs are looked at in namespace/name order, so
 // that the (refused) case of two runs claiming one pool reads the same on
 // every recomputation.
-func newGating(runs []nodegatev1alpha1.MutexRunConfig) gating {
-	g := gating{pools: map[string]*gateRun{}, sourceOf: map[string]string{}, nodes: map[string]gatedNode{}, recorded: map[string]bool{}}
+func newGating(runs []nodegatev1alpha1.MutexRunConfig) gateSet {
+	g := gateSet{pools: map[string]*gateRun{}, sourceOf: map[string]string{}, nodes: map[string]gatedNode{}, recorded: map[string]bool{}}
 	sorted := make([]*nodegatev1alpha1.MutexRunConfig, len(runs))
 	for i := range runs {
 		sorted[i] = &runs[i]
@@ -95,52 +70,21 @@ func newGating(runs []nodegatev1alpha1.MutexRunConfig) gating {
 		return sorted[i].Namespace+"/"+sorted[i].Name < sorted[j].Namespace+"/"+sorted[j].Name
 	})
 	for _, run := range sorted {
-		st := &run.Status
-		r := &gateRun{key: run.Namespace + "/" + run.Name, namespace: run.Namespace, name: run.Name}
-		for _, p := range st.Pools {
-			held := false
-			if pausedByRun(p.OriginalPaused) {
-				g.claim(p.Name, r)
-				r.pools = append(r.pools, p.Name)
-				held = true
-			}
-			if p.GatePool != "" && (p.GatePoolCreated || pausedByRun(p.OriginalGatePaused)) {
-				g.claim(p.GatePool, r)
-				held = true
-			}
-			if p.GatePool != "" && p.GatePoolCreated {
-				g.sourceOf[p.GatePool] = p.Name
-			}
-			if held && !slices.Contains(r.pools, p.Name) {
-				r.pools = append(r.pools, p.Name)
-			}
-		}
-		if len(r.pools) == 0 {
+		r := &gateRun{Run: gating.Read(run)}
+		r.key = r.Key()
+		if !r.Holds() {
 			continue // the run holds nothing (not started, or restored)
 		}
 		g.runs = append(g.runs, r)
-		// As the run's own progress column: skipped nodes needed no gate.
-		r.total = int(st.Summary.Total - st.Summary.Skipped)
-		r.done = int(st.Summary.Succeeded)
-		if c := meta.FindStatusCondition(st.Conditions, condPaused); c != nil && c.Status == metav1.ConditionTrue {
-			r.paused = &gatePause{reason: c.Reason, message: c.Message}
-			// A failed hook is named by the Degraded condition.
-			if d := meta.FindStatusCondition(st.Conditions, condDegraded); d != nil && d.Status == metav1.ConditionTrue {
-				r.paused.message = d.Message
-			}
+		for _, p := range r.PausedPools {
+			g.claim(p, r)
 		}
-		switch st.Phase {
-		case nodegatev1alpha1.RunWaiting:
-			if c := meta.FindStatusCondition(st.Conditions, condProgressing); c != nil {
-				r.waiting = joinNonEmpty(": ", c.Reason, c.Message)
-			}
-		case nodegatev1alpha1.RunBlocked:
-			if c := meta.FindStatusCondition(st.Conditions, condBlocked); c != nil {
-				r.waiting = joinNonEmpty(": ", c.Reason, c.Message)
-			}
+		for gate, source := range r.GatePools {
+			g.claim(gate, r)
+			g.sourceOf[gate] = source
 		}
-		for i := range st.Nodes {
-			rec := &st.Nodes[i]
+		for i := range run.Status.Nodes {
+			rec := &run.Status.Nodes[i]
 			g.recorded[rec.Name] = true
 			switch rec.Phase {
 			case nodegatev1alpha1.NodePending, nodegatev1alpha1.NodePreHooks, nodegatev1alpha1.NodeReleased, nodegatev1alpha1.NodeFailed:
@@ -153,23 +97,19 @@ func newGating(runs []nodegatev1alpha1.MutexRunConfig) gating {
 	return g
 }
 
-// pausedByRun: the run recorded the pool's original `paused` as false before
-// pausing it, so the pause is the run's until it gives the value back.
-func pausedByRun(original *bool) bool { return original != nil && !*original }
-
-func (g gating) claim(pool string, r *gateRun) {
+func (g gateSet) claim(pool string, r *gateRun) {
 	if _, taken := g.pools[pool]; !taken {
 		g.pools[pool] = r
 	}
 }
 
 // heldBy is the run that holds pool, or nil.
-func (g gating) heldBy(pool string) *gateRun { return g.pools[pool] }
+func (g gateSet) heldBy(pool string) *gateRun { return g.pools[pool] }
 
 // displayPool is the pool a pool's nodes are reported in: a gate pool's
 // source, else the pool itself. A gate pool whose source no longer exists is
 // reported as itself.
-func (g gating) displayPool(pool string, exists func(string) bool) string {
+func (g gateSet) displayPool(pool string, exists func(string) bool) string {
 	if src, ok := g.sourceOf[pool]; ok && exists(src) {
 		return src
 	}
@@ -179,17 +119,17 @@ func (g gating) displayPool(pool string, exists func(string) bool) string {
 // ref is the run as an insight's resource reference.
 func (r *gateRun) ref() updatev1alpha1.ResourceRef {
 	return updatev1alpha1.ResourceRef{Group: nodegatev1alpha1.GroupVersion.Group, Resource: nodeGateRunsResource,
-		Namespace: r.namespace, Name: r.name}
+		Namespace: r.Namespace, Name: r.Name}
 }
 
 // progress is "<done> of <total> nodes done".
 func (r *gateRun) progress() string {
-	return fmt.Sprintf("%d of %d nodes done", r.done, r.total)
+	return fmt.Sprintf("%d of %d nodes done", r.Done, r.Total)
 }
 
 // nodeMessage says what a run holds a node (not updated, not updating) of
 // pool for; empty when no run holds it.
-func (g gating) nodeMessage(node, pool string) string {
+func (g gateSet) nodeMessage(node, pool string) string {
 	if n, ok := g.nodes[node]; ok {
 		return n.run.nodeMessage(n.rec)
 	}
@@ -203,12 +143,12 @@ func (g gating) nodeMessage(node, pool string) string {
 // held pool that the run has no record of yet (it is added on its next pass).
 func (r *gateRun) nodeMessage(rec *nodegatev1alpha1.NodeRecord) string {
 	prefix := fmt.Sprintf("Gated by node-gate run %s", r.key)
-	if r.paused != nil {
-		return fmt.Sprintf("%s, which is paused (%s): %s", prefix, r.paused.reason, r.paused.message)
+	if r.Stopped != nil {
+		return fmt.Sprintf("%s, which is paused (%s): %s", prefix, r.Stopped.Reason, r.Stopped.Message)
 	}
 	if rec == nil {
-		if r.waiting != "" {
-			return fmt.Sprintf("%s: waiting: %s", prefix, r.waiting)
+		if r.Waiting != "" {
+			return fmt.Sprintf("%s: waiting: %s", prefix, r.Waiting)
 		}
 		return prefix + ": not yet planned"
 	}
@@ -223,8 +163,8 @@ func (r *gateRun) nodeMessage(rec *nodegatev1alpha1.NodeRecord) string {
 	case nodegatev1alpha1.NodeFailed:
 		return fmt.Sprintf("%s: a hook failed: %s", prefix, rec.LastError)
 	}
-	if r.waiting != "" {
-		return fmt.Sprintf("%s: waiting: %s", prefix, r.waiting)
+	if r.Waiting != "" {
+		return fmt.Sprintf("%s: waiting: %s", prefix, r.Waiting)
 	}
 	return fmt.Sprintf("%s: waiting for its turn (%s)", prefix, r.progress())
 }
@@ -253,34 +193,34 @@ func currentHook(rec *nodegatev1alpha1.NodeRecord) *nodegatev1alpha1.HookRecord 
 // that gates as designed is an Info that the update goes at the gate's pace.
 // Neither ever advises unpausing a pool: that would let the MCO update nodes
 // past their hooks.
-func gateHealth(g gating, started time.Time) []updatev1alpha1.HealthInsight {
+func gateHealth(g gateSet, started time.Time) []updatev1alpha1.HealthInsight {
 	var out []updatev1alpha1.HealthInsight
 	for _, r := range g.runs {
 		res := []updatev1alpha1.ResourceRef{r.ref()}
-		for _, p := range r.pools {
+		for _, p := range r.Pools {
 			res = append(res, poolRef(p).ResourceRef)
 		}
-		pools := "'" + strings.Join(r.pools, "', '") + "'"
-		if r.paused != nil {
-			out = append(out, newHealth(makeUID("nodegate", r.namespace, r.name, "paused"), time.Time{},
+		pools := "'" + strings.Join(r.Pools, "', '") + "'"
+		if r.Stopped != nil {
+			out = append(out, newHealth(makeUID("nodegate", r.Namespace, r.Name, "paused"), time.Time{},
 				updatev1alpha1.ScopeTypeWorkerPool, res, updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,
-				fmt.Sprintf("node-gate run %s is paused (%s): nodes of %s wait for it", r.key, r.paused.reason, pools),
+				fmt.Sprintf("node-gate run %s is paused (%s): nodes of %s wait for it", r.key, r.Stopped.Reason, pools),
 				fmt.Sprintf("The run stopped releasing nodes: %s. %s so far. Find the cause in the run's status and Events "+
 					"(kubectl -n %s describe mutexrunconfig %s) and in the failed hook's Job; the run resumes, with the hook's "+
 					"retries given back, on any change of its spec (set and clear spec.paused). Do not unpause the pools: "+
 					"the run paused them so that no node updates before its hooks have run.",
-					r.paused.message, capitalize(r.progress()), r.namespace, r.name),
+					r.Stopped.Message, capitalize(r.progress()), r.Namespace, r.Name),
 				refNodeGate))
 			continue
 		}
 		summary := fmt.Sprintf("Pools %s are gated by node-gate run %s", pools, r.key)
-		if r.total > 0 {
+		if r.Total > 0 {
 			summary += ": " + r.progress()
 		}
-		if r.waiting != "" {
-			summary += "; waiting: " + r.waiting
+		if r.Waiting != "" {
+			summary += "; waiting: " + r.Waiting
 		}
-		out = append(out, newHealth(makeUID("nodegate", r.namespace, r.name, "gating"), started,
+		out = append(out, newHealth(makeUID("nodegate", r.Namespace, r.Name, "gating"), started,
 			updatev1alpha1.ScopeTypeWorkerPool, res, updatev1alpha1.InfoImpactLevel, updatev1alpha1.UpdateSpeedImpactType,
 			summary,
 			"node-gate releases the nodes of these pools to the machine-config operator one slot at a time, each after "+

@@ -95,7 +95,7 @@ func (n nodeState) isUnavailable() bool { return len(n.unavailable) > 0 }
 
 // assessNode computes a node's flags and phase, as oc does, except that a
 // node a node-gate run holds in a pool the run paused is Gated, not Paused.
-func assessNode(node *corev1.Node, pool *mcfgv1.MachineConfigPool, versions map[string]string, target string, multiArchMigration bool, gates gating) nodeState {
+func assessNode(node *corev1.Node, pool *mcfgv1.MachineConfigPool, versions map[string]string, target string, multiArchMigration bool, gates gateSet) nodeState {
 	a := node.Annotations
 	current, desired := a[annoCurrentConfig], a[annoDesiredConfig]
 	mcdState := a[annoState]

@@ -2,13 +2,14 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
+	"github.com/upshift-io/upshift/libs/optionalkind"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/trim"
 )
@@ -30,19 +31,18 @@ func ManagerOptions(namespace string) runtime.Options {
 		// managedFields too.
 		&corev1.Node{}:                        {Transform: nodeFields.Transform()},
 		&updatev1alpha1.NodeProgressInsight{}: {Transform: trim.Func(trimInsight)},
-		// Watched only until node-gate's CRD exists (nodegate.go); RBAC
-		// grants that one name only.
-		&apiextensionsv1.CustomResourceDefinition{}: {Field: fields.OneTermEqualSelector("metadata.name", RunsCRD)},
 	}
+	// Watched only until node-gate's CRD exists (nodegate.go); RBAC grants
+	// that one name only.
+	crd, crdEntry := optionalkind.CacheEntry(gating.RunsCRD)
+	byObject[crd] = crdEntry
 	if namespace != "" {
 		byObject[&corev1.ConfigMap{}] = cache.ByObject{Namespaces: map[string]cache.Config{
 			namespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", PrototypeConfigMap)},
 		}}
 	}
-	// node-gate's runs cannot be listed in ByObject, which needs their kind
-	// served when the cache is built (nodegate.go): the default transform
-	// trims them.
-	return runtime.Options{Cache: cache.Options{ByObject: byObject, DefaultTransform: trimDefault}}
+	// node-gate's runs are trimmed by the default transform (libs/gating).
+	return runtime.Options{Cache: cache.Options{ByObject: byObject, DefaultTransform: gating.TrimDefault}}
 }
 
 // trimInsight is the cache transform of NodeProgressInsights. The controller

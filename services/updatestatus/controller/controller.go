@@ -27,6 +27,7 @@ import (
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/optionalkind"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
 
@@ -55,7 +56,7 @@ type Reconciler struct {
 	alerts *alertsPoller
 
 	// runs are node-gate's runs, watched when node-gate is installed (nodegate.go).
-	runs *nodeGateRuns
+	runs *optionalkind.Kind
 
 	prototypeSeen *bool         // last observed presence of the prototype ConfigMap, to log changes once
 	lastMCOImage  *mcoImageRead // see mcoImage

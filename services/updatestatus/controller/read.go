@@ -78,7 +78,7 @@ func (r *Reconciler) snapshot(ctx context.Context) (assess.Snapshot, error) {
 		}
 	}
 	s.ClusterOperators, s.MachineConfigPools = cos.Items, pools.Items
-	runs, err := r.runs.list(ctx, r.Client)
+	runs, err := r.listRuns(ctx)
 	if err != nil {
 		return s, fmt.Errorf("listing node-gate's MutexRunConfigs: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
+	"github.com/upshift-io/upshift/libs/optionalkind"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/trim"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
@@ -34,7 +36,12 @@ func ManagerOptions(namespace string) runtime.Options {
 	// One entry per type: the keys are pointers, so a second entry for the
 	// same type would be a second key, and which one the cache uses would
 	// depend on map order (a cluster-wide watch the RBAC refuses).
-	return runtime.Options{Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+	crd, crdEntry := optionalkind.CacheEntry(gating.RunsCRD)
+	return runtime.Options{Cache: cache.Options{DefaultTransform: gating.TrimDefault, ByObject: map[client.Object]cache.ByObject{
+		// node-gate's run CRD by name, watched until node-gate is
+		// installed; the runs themselves are trimmed by the default
+		// transform (libs/gating).
+		crd: crdEntry,
 		// The transforms replace the cache's default one for their type;
 		// each drops managedFields too.
 		&corev1.Node{}:                  {Transform: nodeFields.Transform()},

@@ -29,10 +29,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/nodes"
+	"github.com/upshift-io/upshift/libs/optionalkind"
 	"github.com/upshift-io/upshift/libs/ownwrite"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
@@ -68,6 +71,9 @@ type Reconciler struct {
 	// Metrics are the scheduler's metrics (metrics.New on the manager's
 	// registry in production); nil: kept on a registry nobody serves.
 	Metrics *metrics.Metrics
+
+	// runs are node-gate's runs, watched once node-gate is installed.
+	runs *optionalkind.Kind
 
 	mu       sync.Mutex
 	lastGood map[string]*config.Config // per namespace
@@ -114,7 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	ctl, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&upgradev1alpha1.UpgradeConfig{}, builder.WithPredicates(inNamespace)).
 		Watches(&configv1.ClusterVersion{}, all).
@@ -127,7 +133,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetName() == config.ConfigMapName
 		}))).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	// node-gate's runs, once node-gate is installed: the worker deadline and
+	// silence allow for their holds (plan/gates.go).
+	r.runs, err = optionalkind.Setup(mgr, ctl, &nodegatev1alpha1.MutexRunConfig{}, gating.RunsCRD, all)
+	return err
 }
 
 // clusterOf is what the metrics need from ClusterVersion.

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
@@ -73,6 +75,15 @@ func (r *Reconciler) snapshot(ctx context.Context, cfg *config.Config) (plan.Sna
 		}
 	}
 	s.ClusterOperators, s.Pools, s.Nodes, s.PDBs = cos.Items, pools.Items, nodes.Items, pdbs.Items
+	if r.runs.Watched() {
+		var runs nodegatev1alpha1.MutexRunConfigList
+		if err := r.Client.List(ctx, &runs); err != nil {
+			return s, err
+		}
+		for i := range runs.Items {
+			s.NodeGateRuns = append(s.NodeGateRuns, gating.Read(&runs.Items[i]))
+		}
+	}
 	s.MachineSets, s.Machines = mss.Items, machines.Items
 	if cfg != nil && cfg.FedRAMP {
 		// Without this the post-upgrade task would never see its own

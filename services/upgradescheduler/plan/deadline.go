@@ -30,7 +30,17 @@ func (p *planner) deadline(name string) (config.Deadline, time.Time) {
 		if p.dl.WorkersComputed {
 			d.After = p.workersAllowance()
 		}
-		return d, stepCompleteTime(conds, StepControlPlaneUpgraded)
+		// Deferred while node-gate holds the workers as designed, and run
+		// again from a run's end (gates.go).
+		holding, _, finished := p.gateHolds()
+		if len(holding) > 0 {
+			return d, time.Time{}
+		}
+		anchor := stepCompleteTime(conds, StepControlPlaneUpgraded)
+		if !anchor.IsZero() && finished.After(anchor) {
+			anchor = finished
+		}
+		return d, anchor
 	case DeadlinePostCheck:
 		return p.dl.PostCheck, stepCompleteTime(conds, StepWorkerNodesUpgraded)
 	}

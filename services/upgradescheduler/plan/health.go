@@ -300,6 +300,16 @@ func (p *planner) workerPools() []mcfgv1.MachineConfigPool {
 // mcp-tracker's to write, not this planner's.
 func (p *planner) workersUpgraded() result {
 	var pending, degraded []string
+	// A gate pool of node-gate's is not a pool of its own: its machines are
+	// counted with their source pool's, which is not done while any is
+	// there.
+	gates := p.gatePools()
+	inGate := map[string]int32{}
+	for _, pool := range p.workerPools() {
+		if source, ok := gates[pool.Name]; ok {
+			inGate[source] += pool.Status.MachineCount
+		}
+	}
 	for _, pool := range p.workerPools() {
 		if poolCondition(pool, mcfgv1.MachineConfigPoolDegraded) {
 			degraded = append(degraded, pool.Name)
@@ -307,7 +317,16 @@ func (p *planner) workersUpgraded() result {
 		st := pool.Status
 		done := st.MachineCount == st.UpdatedMachineCount && poolCondition(pool, mcfgv1.MachineConfigPoolUpdated) &&
 			(pool.Spec.Configuration.Name == "" || pool.Spec.Configuration.Name == st.Configuration.Name)
-		if !done {
+		_, isGate := gates[pool.Name]
+		switch {
+		case isGate:
+			if !done && inGate[gates[pool.Name]] == 0 {
+				pending = append(pending, fmt.Sprintf("%s (%d/%d updated)", pool.Name, st.UpdatedMachineCount, st.MachineCount))
+			}
+		case inGate[pool.Name] > 0:
+			pending = append(pending, fmt.Sprintf("%s (%d/%d updated, %d released into the gate pool)",
+				pool.Name, st.UpdatedMachineCount, st.MachineCount+inGate[pool.Name], inGate[pool.Name]))
+		case !done:
 			pending = append(pending, fmt.Sprintf("%s (%d/%d updated)", pool.Name, st.UpdatedMachineCount, st.MachineCount))
 		}
 	}
@@ -315,6 +334,9 @@ func (p *planner) workersUpgraded() result {
 		return result{done: true}
 	}
 	r := result{message: "worker pools updating: " + strings.Join(pending, ", ")}
+	if note := p.gateNote(); note != "" {
+		r.message += "; " + note
+	}
 	if len(degraded) > 0 {
 		r.failure = "worker pools Degraded: " + strings.Join(sorted(degraded), ", ")
 	}

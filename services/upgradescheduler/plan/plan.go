@@ -31,6 +31,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
@@ -43,6 +44,10 @@ type Snapshot struct {
 	Pools            []mcfgv1.MachineConfigPool
 	Nodes            []corev1.Node
 	PDBs             []policyv1.PodDisruptionBudget
+	// NodeGateRuns are node-gate's runs (libs/gating), when node-gate is
+	// installed: the worker deadline and the worker silence allow for the
+	// time a run holds the workers as designed (gates.go).
+	NodeGateRuns []gating.Run
 	// MachineSets and Machines are those in openshift-machine-api.
 	MachineSets []machinev1beta1.MachineSet
 	Machines    []machinev1beta1.Machine

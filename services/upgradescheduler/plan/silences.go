@@ -133,6 +133,11 @@ func (p *planner) workersLeft() int {
 // the mcp-tracker's status.pools), or since when nothing did.
 func (p *planner) workerProgress(since time.Time) time.Time {
 	last := since
+	// A node-gate run holding the workers as designed is progress now
+	// (gates.go): the window runs from this moment while it holds.
+	if holding, _, _ := p.gateHolds(); len(holding) > 0 {
+		return p.now
+	}
 	for _, pool := range p.st.Pools {
 		if pool.Name == "master" || pool.CompleteTime == nil {
 			continue

@@ -1,0 +1,66 @@
+package gating
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+)
+
+func TestRead(t *testing.T) {
+	f, tr := false, true
+	done := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	cond := func(typ string, s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(done)}
+	}
+	for _, tc := range []struct {
+		name string
+		st   nodegatev1alpha1.MutexRunConfigStatus
+		want Run
+	}{
+		{"gating: the run paused worker and created worker-gate", nodegatev1alpha1.MutexRunConfigStatus{
+			Phase:   nodegatev1alpha1.RunProgressing,
+			Pools:   []nodegatev1alpha1.PoolRecord{{Name: "worker", GatePool: "worker-gate", GatePoolCreated: true, OriginalPaused: &f}},
+			Summary: nodegatev1alpha1.Summary{Total: 5, Succeeded: 2, Skipped: 1},
+		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{"worker-gate": "worker"}, Done: 2, Total: 4}},
+		{"a pool paused before the run is not the run's; its gate pool is", nodegatev1alpha1.MutexRunConfigStatus{
+			Phase: nodegatev1alpha1.RunProgressing,
+			Pools: []nodegatev1alpha1.PoolRecord{{Name: "infra", GatePool: "infra-gate", GatePoolCreated: true, OriginalPaused: &tr}},
+		}, Run{Pools: []string{"infra"}, GatePools: map[string]string{"infra-gate": "infra"}}},
+		{"a canary the run paused", nodegatev1alpha1.MutexRunConfigStatus{
+			Phase: nodegatev1alpha1.RunProgressing,
+			Pools: []nodegatev1alpha1.PoolRecord{{Name: "worker", GatePool: "canary", OriginalPaused: &f, OriginalGatePaused: &f}},
+		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker", "canary"}, GatePools: map[string]string{}}},
+		{"stopped by a failed hook, named by Degraded", nodegatev1alpha1.MutexRunConfigStatus{
+			Phase: nodegatev1alpha1.RunPaused,
+			Pools: []nodegatev1alpha1.PoolRecord{{Name: "worker", OriginalPaused: &f}},
+			Conditions: []metav1.Condition{cond("Paused", "True", "HookFailed", "a hook failed"),
+				cond("Degraded", "True", "HookFailed", "node w-1: hook r/backup failed")},
+		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{},
+			Stopped: &Stop{Reason: "HookFailed", Message: "node w-1: hook r/backup failed"}}},
+		{"waiting for the control plane", nodegatev1alpha1.MutexRunConfigStatus{
+			Phase:      nodegatev1alpha1.RunWaiting,
+			Pools:      []nodegatev1alpha1.PoolRecord{{Name: "worker", OriginalPaused: &f}},
+			Conditions: []metav1.Condition{cond("Progressing", "False", "ControlPlaneUpdating", "the control plane is updating")},
+		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{},
+			Waiting: "ControlPlaneUpdating: the control plane is updating"}},
+		{"finished: nothing held, the end known", nodegatev1alpha1.MutexRunConfigStatus{
+			Phase:      nodegatev1alpha1.RunCompleted,
+			Pools:      []nodegatev1alpha1.PoolRecord{{Name: "worker"}},
+			Conditions: []metav1.Condition{cond("Ready", "True", "Completed", "")},
+		}, Run{GatePools: map[string]string{}, Finished: done}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Read(&nodegatev1alpha1.MutexRunConfig{Status: tc.st})
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Read =\n %+v\nwant\n %+v", got, tc.want)
+			}
+			if got.Holds() != (len(tc.want.Pools) > 0) {
+				t.Errorf("Holds = %v", got.Holds())
+			}
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/upshift-io/upshift/libs/gating"
+)
+
+// node-gate's holds.
+//
+// A node-gate run holds the workers on purpose: it pauses their pools and
+// releases one node at a time, after its hooks, in its own maintenance
+// windows. The worker deadline (MUO's worker window, sized as if nothing
+// held the nodes) and the worker silence, sized the same way, would fire or
+// lapse in the middle of a gated rollout that is going as designed. So,
+// while a run holds worker pools and is not stopped, the worker deadline is
+// deferred and the silence's window runs from now; a run that is stopped (a
+// failed hook, spec.paused) is no reason to wait, so the deadline then runs
+// as usual and the step's message names the run. After a run finishes the
+// deadline runs again from that moment, so the last pass the run leaves to
+// the MCO gets its own allowance rather than an allowance long spent.
+
+// gateHolds are the runs holding worker pools as designed and those
+// stopped, and when a run last finished (zero: none known).
+func (p *planner) gateHolds() (holding, stopped []gating.Run, finished time.Time) {
+	for _, r := range p.in.Snapshot.NodeGateRuns {
+		if r.Finished.After(finished) {
+			finished = r.Finished
+		}
+		if !slices.ContainsFunc(r.Pools, func(pool string) bool { return pool != "master" }) {
+			continue
+		}
+		if r.Stopped != nil {
+			stopped = append(stopped, r)
+		} else {
+			holding = append(holding, r)
+		}
+	}
+	return holding, stopped, finished
+}
+
+// gateNote is what the worker step's message says of node-gate's holds;
+// empty when no run holds the workers.
+func (p *planner) gateNote() string {
+	holding, stopped, _ := p.gateHolds()
+	var parts []string
+	for _, r := range holding {
+		part := fmt.Sprintf("gated by node-gate run %s (%d of %d nodes done", r.Key(), r.Done, r.Total)
+		if r.Waiting != "" {
+			part += "; waiting: " + r.Waiting
+		}
+		parts = append(parts, part+")")
+	}
+	for _, r := range stopped {
+		parts = append(parts, fmt.Sprintf("node-gate run %s is stopped (%s: %s), so the worker deadline runs", r.Key(), r.Stopped.Reason, r.Stopped.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// gatePools maps the gate pools of the runs to their source pools: they are
+// reported within their source pool, not as pools of their own.
+func (p *planner) gatePools() map[string]string {
+	out := map[string]string{}
+	for _, r := range p.in.Snapshot.NodeGateRuns {
+		for gate, source := range r.GatePools {
+			out[gate] = source
+		}
+	}
+	return out
+}

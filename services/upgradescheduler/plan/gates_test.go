@@ -1,0 +1,96 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
+)
+
+// gatedWorkers brings a world to wait for its workers while node-gate's run
+// db/workers holds the worker pool: 2 of 3 workers are still in "worker",
+// one is released into "worker-gate". The worker deadline is 30 minutes.
+func gatedWorkers(t *testing.T) *world {
+	w := newWorld(t)
+	w.uc.Spec.CapacityReservation = false
+	w.uc.Spec.UpgradeAt = t0.Format(time.RFC3339)
+	minutes := int32(30)
+	w.uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Workers: &upgradev1alpha1.Deadline{Minutes: &minutes, Policy: upgradev1alpha1.DeadlineFail}}
+	w.settle()
+	w.cvo()
+	w.snap.Pools[1] = pool("worker", 2, 0, "rendered-worker-2")
+	w.snap.Pools = append(w.snap.Pools, pool("worker-gate", 1, 0, "rendered-worker-gate-2"))
+	w.snap.NodeGateRuns = []gating.Run{{Namespace: "db", Name: "workers", Pools: []string{"worker"}, PausedPools: []string{"worker"},
+		GatePools: map[string]string{"worker-gate": "worker"}, Done: 0, Total: 3}}
+	w.settle()
+	if w.uc.Status.CurrentStep != string(StepWorkerNodesUpgraded) {
+		t.Fatalf("waiting in %s, want %s", w.uc.Status.CurrentStep, StepWorkerNodesUpgraded)
+	}
+	return w
+}
+
+func TestGatedWorkersAreOnePoolAndNamedTheRun(t *testing.T) {
+	w := gatedWorkers(t)
+	c := w.stepCondition(StepWorkerNodesUpgraded)
+	want := "worker pools updating: worker (0/3 updated, 1 released into the gate pool); gated by node-gate run db/workers (0 of 3 nodes done)"
+	if c == nil || !strings.Contains(c.Message, want) {
+		t.Fatalf("worker step %+v, want its message to contain %q", c, want)
+	}
+	if strings.Contains(c.Message, "worker-gate (") {
+		t.Errorf("the gate pool is listed as a pool of its own: %q", c.Message)
+	}
+}
+
+// A run that holds the workers as designed never fires the worker
+// deadline, however long it takes; the silence's window runs from now.
+func TestHoldingRunDefersTheWorkerDeadline(t *testing.T) {
+	w := gatedWorkers(t)
+	w.now = w.now.Add(5 * time.Hour)
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseUpgrading || w.summary("DeadlineExceeded").Status == metav1.ConditionTrue {
+		t.Fatalf("deadline fired while node-gate held the workers as designed: phase %s, %+v", w.phase(), w.summary("DeadlineExceeded"))
+	}
+	if end := newPlanner(Input{UpgradeConfig: w.uc, Config: w.cfg, Snapshot: w.snap, Now: w.now}).withDeadlines().leaseWindowEnd("workers"); end.Before(w.now) {
+		t.Errorf("the worker silence's window ended at %s, before now (%s), while the run holds", end, w.now)
+	}
+}
+
+// A stopped run (a failed hook) is no reason to wait: the deadline runs from
+// the control plane's end as without node-gate, and its message names the
+// run.
+func TestStoppedRunLetsTheWorkerDeadlineFire(t *testing.T) {
+	w := gatedWorkers(t)
+	w.snap.NodeGateRuns[0].Stopped = &gating.Stop{Reason: "HookFailed", Message: "node w-1: hook db-rule/backup failed"}
+	w.now = w.now.Add(31 * time.Minute)
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseFailed {
+		t.Fatalf("phase %s, want Failed by the worker deadline", w.phase())
+	}
+	c := w.summary("DeadlineExceeded")
+	if c == nil || !strings.Contains(c.Message, "node-gate run db/workers is stopped (HookFailed: node w-1: hook db-rule/backup failed)") {
+		t.Fatalf("DeadlineExceeded %+v does not name the run", c)
+	}
+}
+
+// Once the run has finished, the deadline runs again from that moment: the
+// pass the run leaves to the MCO gets the whole allowance.
+func TestFinishedRunRestartsTheWorkerDeadline(t *testing.T) {
+	w := gatedWorkers(t)
+	finished := w.now.Add(4 * time.Hour)
+	w.snap.NodeGateRuns[0] = gating.Run{Namespace: "db", Name: "workers", Finished: finished}
+	w.snap.Pools = w.snap.Pools[:2]
+	w.now = finished.Add(29 * time.Minute)
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseUpgrading {
+		t.Fatalf("phase %s 29 minutes after the run finished, want Upgrading", w.phase())
+	}
+	w.now = finished.Add(31 * time.Minute)
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseFailed {
+		t.Fatalf("phase %s 31 minutes after the run finished, want Failed", w.phase())
+	}
+}
