@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
+
+	httptransport "github.com/go-openapi/runtime/client"
+	"github.com/go-openapi/strfmt"
+	amclient "github.com/prometheus/alertmanager/api/v2/client"
 )
 
 // AlertmanagerBinary is the Alertmanager binary `make testbin` builds, named with
@@ -108,4 +113,14 @@ func (a *Alertmanager) Stop() {
 	if a.ownsDir {
 		_ = os.RemoveAll(a.Dir)
 	}
+}
+
+// API is a client of its API v2, Alertmanager's own generated client, for a
+// test that posts alerts and silences as Prometheus and people would.
+func (a *Alertmanager) API() (*amclient.AlertmanagerAPI, error) {
+	u, err := url.Parse(a.URL)
+	if err != nil {
+		return nil, err
+	}
+	return amclient.New(httptransport.New(u.Host, amclient.DefaultBasePath, []string{u.Scheme}), strfmt.Default), nil
 }

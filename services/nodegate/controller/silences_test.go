@@ -2,13 +2,10 @@ package controller
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
-	httptransport "github.com/go-openapi/runtime/client"
 	"github.com/go-openapi/strfmt"
-	amclient "github.com/prometheus/alertmanager/api/v2/client"
 	amalert "github.com/prometheus/alertmanager/api/v2/client/alert"
 	amsilence "github.com/prometheus/alertmanager/api/v2/client/silence"
 	"github.com/prometheus/alertmanager/api/v2/models"
@@ -31,11 +28,10 @@ func TestMaintenanceSilencesFromAlertmanager(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer am.Stop()
-	u, err := url.Parse(am.URL)
+	api, err := am.API()
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := amclient.New(httptransport.New(u.Host, amclient.DefaultBasePath, []string{u.Scheme}), strfmt.Default)
 	now := time.Now()
 	start, end := strfmt.DateTime(now.Add(-time.Minute)), strfmt.DateTime(now.Add(time.Hour))
 	var posted models.PostableAlerts

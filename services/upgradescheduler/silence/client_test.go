@@ -2,12 +2,10 @@ package silence_test
 
 import (
 	"context"
-	"net/url"
 	"slices"
 	"testing"
 	"time"
 
-	httptransport "github.com/go-openapi/runtime/client"
 	"github.com/go-openapi/strfmt"
 	. "github.com/onsi/gomega"
 	amclient "github.com/prometheus/alertmanager/api/v2/client"
@@ -78,7 +76,7 @@ func TestClientAgainstAlertmanager(t *testing.T) {
 	// 2. They silence what MUO's silence: warning alerts in platform
 	// namespaces, the listed criticals in platform namespaces; not the same
 	// critical in a customer namespace, nor a critical not listed.
-	api := rawAPI(t, am.URL)
+	api := rawAPI(t, am)
 	postAlerts(ctx, t, api, now,
 		models.LabelSet{"alertname": "KubePodNotReady", "severity": "warning", "namespace": "openshift-etcd"},
 		models.LabelSet{"alertname": "ClusterOperatorDown", "severity": "critical", "namespace": "openshift-cluster-version"},
@@ -232,12 +230,12 @@ func sorted(s ...string) []string {
 	return s
 }
 
-func rawAPI(t *testing.T, base string) *amclient.AlertmanagerAPI {
-	u, err := url.Parse(base)
+func rawAPI(t *testing.T, am *testenv.Alertmanager) *amclient.AlertmanagerAPI {
+	api, err := am.API()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return amclient.New(httptransport.New(u.Host, amclient.DefaultBasePath, []string{u.Scheme}), strfmt.Default)
+	return api
 }
 
 func postAlerts(ctx context.Context, t *testing.T, api *amclient.AlertmanagerAPI, now time.Time, labels ...models.LabelSet) {
