@@ -159,8 +159,21 @@ test: testbin ## Run the unit, controller and e2e suites (builds the test contro
 	@start=$$(date +%s); go test -count=1 -run '^$$' $(PKGS) >/dev/null; echo "   took $$(( $$(date +%s) - start ))s"
 	@echo "== running the tests ($(TEST_PARALLEL) packages at a time; each suite starts its own control plane)"
 	@start=$$(date +%s); go test -p $(TEST_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(PKGS); echo "   took $$(( $$(date +%s) - start ))s"
+	@$(MAKE) --no-print-directory fuzz
 	@echo "== release tooling (images: build, unpack, run, rebuild to the same digest)"
 	@start=$$(date +%s); GOWORK=off go test -C tools/release -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
+
+# FUZZ_TARGETS are the fuzz tests of the parsers of outside input, as
+# <package>:<Fuzz function>; their seeds also run with every `go test`.
+FUZZ_TARGETS := ./libs/window:FuzzSchedule ./libs/mcostate:FuzzPhaseOf ./services/upgradescheduler/config:FuzzParse
+FUZZ_TIME ?= 5s
+
+.PHONY: fuzz
+fuzz: ## Fuzz each parser of outside input for FUZZ_TIME (a failing input is written to the package's testdata/fuzz; keep it as a seed).
+	@echo "== fuzzing each parser of outside input for $(FUZZ_TIME)"
+	@start=$$(date +%s); for t in $(FUZZ_TARGETS); do \
+		go test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZ_TIME) "$${t%%:*}" || exit 1; \
+	done; echo "   took $$(( $$(date +%s) - start ))s"
 
 .PHONY: testbin
 testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), Alertmanager and helm.
