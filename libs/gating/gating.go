@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/trim"
 )
 
 // RunsCRD is the name of node-gate's MutexRunConfig CRD, which a reader
@@ -26,21 +27,12 @@ import (
 const RunsCRD = "mutexrunconfigs.nodegate.upshift.io"
 
 // TrimRun is what a reader's cache keeps of a run: its identity and status
-// (Read reads nothing else).
+// (Read reads nothing else). A reader's cache cannot give runs an entry of
+// their own, which needs their kind served when the cache is built: use
+// trim.Func(TrimRun) as its default transform, which passes other objects
+// through.
 func TrimRun(in *nodegatev1alpha1.MutexRunConfig) *nodegatev1alpha1.MutexRunConfig {
-	return &nodegatev1alpha1.MutexRunConfig{TypeMeta: in.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: in.Name, Namespace: in.Namespace, UID: in.UID, ResourceVersion: in.ResourceVersion,
-	}, Status: in.Status}
-}
-
-// TrimDefault is a cache's default transform that trims runs (TrimRun) and
-// keeps every other object: runs cannot have a cache entry of their own,
-// which needs their kind served when the cache is built.
-func TrimDefault(obj any) (any, error) {
-	if run, ok := obj.(*nodegatev1alpha1.MutexRunConfig); ok {
-		return TrimRun(run), nil
-	}
-	return obj, nil
+	return &nodegatev1alpha1.MutexRunConfig{TypeMeta: in.TypeMeta, ObjectMeta: trim.Meta(in.ObjectMeta), Status: in.Status}
 }
 
 // Condition types of a MutexRunConfig read here.

@@ -191,12 +191,11 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	for i := range pools {
 		exists[pools[i].Name] = true
 	}
-	shownIn := func(pool string) string { return gates.displayPool(pool, func(p string) bool { return exists[p] }) }
 	statesOf := map[string][]nodeState{}
 	folded := map[string]bool{}
 	for i := range pools {
 		pool := &pools[i]
-		shown := shownIn(pool.Name)
+		shown := gates.displayPool(pool.Name, exists)
 		if shown != pool.Name && len(byPool[pool.Name]) > 0 {
 			folded[shown] = true
 		}
@@ -209,7 +208,7 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	}
 	for i := range pools {
 		pool := &pools[i]
-		if shownIn(pool.Name) != pool.Name {
+		if gates.displayPool(pool.Name, exists) != pool.Name {
 			continue
 		}
 		states := statesOf[pool.Name]

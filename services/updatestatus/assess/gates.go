@@ -109,8 +109,8 @@ func (g gateSet) heldBy(pool string) *gateRun { return g.pools[pool] }
 // displayPool is the pool a pool's nodes are reported in: a gate pool's
 // source, else the pool itself. A gate pool whose source no longer exists is
 // reported as itself.
-func (g gateSet) displayPool(pool string, exists func(string) bool) string {
-	if src, ok := g.sourceOf[pool]; ok && exists(src) {
+func (g gateSet) displayPool(pool string, exists map[string]bool) string {
+	if src, ok := g.sourceOf[pool]; ok && exists[src] {
 		return src
 	}
 	return pool

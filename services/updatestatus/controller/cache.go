@@ -42,7 +42,7 @@ func ManagerOptions(namespace string) runtime.Options {
 		}}
 	}
 	// node-gate's runs are trimmed by the default transform (libs/gating).
-	return runtime.Options{Cache: cache.Options{ByObject: byObject, DefaultTransform: gating.TrimDefault}}
+	return runtime.Options{Cache: cache.Options{ByObject: byObject, DefaultTransform: trim.Func(gating.TrimRun)}}
 }
 
 // trimInsight is the cache transform of NodeProgressInsights. The controller

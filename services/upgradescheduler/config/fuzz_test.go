@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -48,11 +49,7 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		for name := range c.BlockingChecks {
-			found := false
-			for _, a := range AdvisoryHealthChecks {
-				found = found || a == name
-			}
-			if !found {
+			if !slices.Contains(AdvisoryHealthChecks, name) {
 				t.Fatalf("%q promoted to blocking", name)
 			}
 		}

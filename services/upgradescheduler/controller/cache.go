@@ -37,7 +37,7 @@ func ManagerOptions(namespace string) runtime.Options {
 	// same type would be a second key, and which one the cache uses would
 	// depend on map order (a cluster-wide watch the RBAC refuses).
 	crd, crdEntry := optionalkind.CacheEntry(gating.RunsCRD)
-	return runtime.Options{Cache: cache.Options{DefaultTransform: gating.TrimDefault, ByObject: map[client.Object]cache.ByObject{
+	return runtime.Options{Cache: cache.Options{DefaultTransform: trim.Func(gating.TrimRun), ByObject: map[client.Object]cache.ByObject{
 		// node-gate's run CRD by name, watched until node-gate is
 		// installed; the runs themselves are trimmed by the default
 		// transform (libs/gating).
