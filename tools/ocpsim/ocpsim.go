@@ -105,6 +105,10 @@ type Options struct {
 	// Ready to its etcd member voting (zero: one minute), after which the
 	// etcd operator releases the old machine's hook.
 	EtcdPromotion time.Duration
+	// EtcdMemberRemoval is the simulated time from a control-plane
+	// machine's deletion to its member's removal (zero: 30 seconds); the
+	// hook stays at least this long.
+	EtcdMemberRemoval time.Duration
 	// Log receives what is simulated (default: controller-runtime's logger).
 	Log logr.Logger
 	// Parts are the operators to play (none: all of them). A controller
@@ -183,7 +187,7 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 		}
 	}
 	if o.plays(PartEtcd) {
-		if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Promotion: o.EtcdPromotion, Log: o.Log}); err != nil {
+		if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Promotion: o.EtcdPromotion, MemberRemoval: o.EtcdMemberRemoval, Log: o.Log}); err != nil {
 			return nil, err
 		}
 	}

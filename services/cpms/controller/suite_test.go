@@ -107,10 +107,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // released from a deleting one once enough members vote) for the suite.
 // 600x: an instance launch and join of 6 simulated minutes take 0.6 s. A
 // member votes 10 simulated minutes (1 s) after its node is Ready, as a real
-// one takes minutes: the old machine's deletion is then always seen held by
-// the hook (a one-minute promotion raced the controller's own watch).
+// one takes minutes, and an old member is removed 20 simulated minutes (2 s)
+// after its machine's deletion: the deletion is then always seen held by the
+// hook, however late the controller deletes (releasing the hook as soon as a
+// replacement voted raced the controller's own watch on a loaded machine).
 func startSimulators() {
-	Expect(cluster.Restart(ocpsim.Options{TimeScale: 600, EtcdPromotion: 10 * time.Minute, Parts: []ocpsim.Part{ocpsim.PartMachineAPI, ocpsim.PartEtcd},
+	Expect(cluster.Restart(ocpsim.Options{TimeScale: 600, EtcdPromotion: 10 * time.Minute, EtcdMemberRemoval: 20 * time.Minute, Parts: []ocpsim.Part{ocpsim.PartMachineAPI, ocpsim.PartEtcd},
 		Log: logf.Log.WithName("ocpsim")})).To(Succeed())
 }
 

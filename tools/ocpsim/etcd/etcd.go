@@ -3,7 +3,9 @@
 // EtcdQuorumOperator preDrain hook on every control-plane Machine that is not
 // being deleted, and removes it from a deleting Machine only once enough
 // replacement members exist (a Running control-plane Machine with a Ready
-// Node, promoted to voting member after a short delay).
+// Node, promoted to voting member after a short delay) and the deleting
+// machine's member has been removed from the cluster, which takes a while
+// after the deletion: the hook is never gone the moment a machine is deleted.
 //
 // HookDecision is the pure rule; the controller wires it to the apiserver.
 package etcd
@@ -45,6 +47,8 @@ type Member struct {
 	// Voting means Running with a Ready Node for at least the promotion delay.
 	Voting  bool
 	Running bool
+	// RemovalDue means deleting for at least the member-removal time.
+	RemovalDue bool
 }
 
 // Decision lists the hooks to add and to remove.
@@ -55,7 +59,8 @@ type Decision struct {
 // HookDecision applies the etcd operator's rules: do nothing until one
 // control-plane Machine is Running (machine API functional); add the hook to
 // every non-deleting Machine; release it from a deleting Machine when the
-// voting members that are not deleting reach the desired count.
+// voting members that are not deleting reach the desired count and its own
+// member's removal is due.
 func HookDecision(ms []Member, desired int) Decision {
 	var d Decision
 	anyRunning := false
@@ -73,7 +78,7 @@ func HookDecision(ms []Member, desired int) Decision {
 		switch {
 		case !m.Deleting && !m.HasHook:
 			d.AddHook = append(d.AddHook, m.Name)
-		case m.Deleting && m.HasHook && voting >= desired:
+		case m.Deleting && m.HasHook && m.RemovalDue && voting >= desired:
 			d.RemoveHook = append(d.RemoveHook, m.Name)
 		}
 	}
@@ -87,13 +92,19 @@ type Options struct {
 	Scale timescale.Scale
 	// Promotion is the simulated time from Ready to voting member.
 	Promotion time.Duration
-	Log       logr.Logger
+	// MemberRemoval is the simulated time from a machine's deletion to its
+	// member's removal from the cluster.
+	MemberRemoval time.Duration
+	Log           logr.Logger
 }
 
 // Setup registers the controller.
 func Setup(mgr ctrl.Manager, o Options) error {
 	if o.Promotion == 0 {
 		o.Promotion = time.Minute
+	}
+	if o.MemberRemoval == 0 {
+		o.MemberRemoval = 30 * time.Second
 	}
 	s := &sim{c: mgr.GetClient(), o: o, readySince: map[string]time.Time{}}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -161,7 +172,15 @@ func (s *sim) reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Res
 		for _, h := range m.Spec.LifecycleHooks.PreDrain {
 			has = has || (h.Name == HookName && h.Owner == HookOwner)
 		}
-		members = append(members, Member{Name: m.Name, Deleting: m.DeletionTimestamp != nil, HasHook: has, Voting: voting, Running: running})
+		due := false
+		if m.DeletionTimestamp != nil {
+			left := s.o.Scale.Wall(s.o.MemberRemoval) - time.Since(m.DeletionTimestamp.Time)
+			due = left <= 0
+			if !due && (res.RequeueAfter == 0 || left < res.RequeueAfter) {
+				res.RequeueAfter = left
+			}
+		}
+		members = append(members, Member{Name: m.Name, Deleting: m.DeletionTimestamp != nil, HasHook: has, Voting: voting, Running: running, RemovalDue: due})
 	}
 	d := HookDecision(members, desired)
 	for _, name := range d.AddHook {

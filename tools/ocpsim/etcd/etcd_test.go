@@ -23,9 +23,13 @@ func TestHookDecision(t *testing.T) {
 			{Name: "a", Running: true, Voting: true, HasHook: true}, {Name: "b", Running: true, Voting: true, HasHook: true},
 			{Name: "old", Running: true, Voting: true, HasHook: true, Deleting: true}, {Name: "new", Running: true, HasHook: true},
 		}, 3, Decision{}},
-		{"releases once the replacement votes", []Member{
+		{"keeps the hook until the old member's removal is due", []Member{
 			{Name: "a", Running: true, Voting: true, HasHook: true}, {Name: "b", Running: true, Voting: true, HasHook: true},
 			{Name: "old", Running: true, Voting: true, HasHook: true, Deleting: true}, {Name: "new", Running: true, Voting: true, HasHook: true},
+		}, 3, Decision{}},
+		{"releases once the replacement votes and the removal is due", []Member{
+			{Name: "a", Running: true, Voting: true, HasHook: true}, {Name: "b", Running: true, Voting: true, HasHook: true},
+			{Name: "old", Running: true, Voting: true, HasHook: true, Deleting: true, RemovalDue: true}, {Name: "new", Running: true, Voting: true, HasHook: true},
 		}, 3, Decision{RemoveHook: []string{"old"}}},
 	}
 	for _, c := range cases {
