@@ -37,11 +37,11 @@ func main() {
 				"At most one status write per UpgradeConfig in this interval: changes within it are coalesced.")
 		},
 		Options: func() runtime.Options {
-			byObject := controller.CacheByObject()
+			opts := controller.CacheOptions()
 			// Only the UpgradeConfigs of the namespace: the chart grants
 			// nothing cluster-wide on them.
-			byObject[&upgradev1alpha1.UpgradeConfig{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
-			return runtime.Options{Cache: cache.Options{ByObject: byObject}}
+			opts.ByObject[&upgradev1alpha1.UpgradeConfig{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}}
+			return runtime.Options{Cache: opts}
 		},
 		Setup: func(_ context.Context, mgr manager.Manager, log logr.Logger) error {
 			if namespace == "" {

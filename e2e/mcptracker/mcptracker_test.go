@@ -427,6 +427,8 @@ var _ = Describe("the mcp-tracker", Ordered, func() {
 		Eventually(series("default", "MachineConfigPool", "worker"), time.Minute).Should(BeNumerically(">=", 2))
 	})
 
+	It("counts node-gate's gate pool in its source pool, once node-gate is installed after it", countsGatePoolInSource)
+
 	// Every scrape of the suite went into exposed.
 	It("exported every metric its chart's alerts and dashboard query", func(ctx SpecContext) {
 		scrape()

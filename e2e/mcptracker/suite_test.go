@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 )
@@ -88,6 +89,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		Components: []framework.ComponentOptions{
 			{Chart: schedChart, Release: schedRelease, Namespace: namespace},
 			{Chart: trackChart, Release: trackRelease, Namespace: namespace, Scraper: "prometheus"},
+		},
+		// node-gate is installed by a spec, after the tracker started
+		// without it (gate_test.go).
+		Prepare: func(ctx context.Context, c *framework.Cluster) error {
+			return framework.RemoveCRD(ctx, c.Env, gating.RunsCRD)
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())

@@ -79,6 +79,19 @@ func (r Run) Key() string { return r.Namespace + "/" + r.Name }
 // Holds says whether the run holds any pool now.
 func (r Run) Holds() bool { return len(r.Pools) > 0 }
 
+// GatePools maps the gate pools the runs created to their source pools.
+// A gate pool is transient: its nodes belong to the source pool, and every
+// component that reports pools counts them there, not as a pool of its own.
+func GatePools(runs []Run) map[string]string {
+	out := map[string]string{}
+	for _, r := range runs {
+		for gate, source := range r.GatePools {
+			out[gate] = source
+		}
+	}
+	return out
+}
+
 // Read reads one run.
 func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 	st := &run.Status

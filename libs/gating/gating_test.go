@@ -64,3 +64,10 @@ func TestRead(t *testing.T) {
 		})
 	}
 }
+
+func TestGatePools(t *testing.T) {
+	runs := []Run{{GatePools: map[string]string{"worker-gate": "worker"}}, {}, {GatePools: map[string]string{"infra-gate": "infra"}}}
+	if got, want := GatePools(runs), map[string]string{"worker-gate": "worker", "infra-gate": "infra"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+}

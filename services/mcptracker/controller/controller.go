@@ -28,11 +28,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/apply"
 	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/nodes"
+	"github.com/upshift-io/upshift/libs/optionalkind"
+	"github.com/upshift-io/upshift/libs/trim"
 	"github.com/upshift-io/upshift/services/mcptracker/plan"
 	"github.com/upshift-io/upshift/services/mcptracker/track"
 )
@@ -74,6 +78,9 @@ type Reconciler struct {
 	// it are coalesced into one write at its end.
 	MinWriteInterval time.Duration
 
+	// runs are node-gate's runs, watched once node-gate is installed.
+	runs *optionalkind.Kind
+
 	mu sync.Mutex
 	// state is what the previous pass remembered (nil before the first).
 	state     *track.State
@@ -102,12 +109,36 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	ctl, err := ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		Watches(&mcfgv1.MachineConfigPool{}, all).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged)).
 		Watches(&upgradev1alpha1.UpgradeConfig{}, all, builder.WithPredicates(inNamespace)).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	// node-gate's gate pools are counted in their source pools; the tracker
+	// does not need node-gate, and reads its runs from the moment its CRD
+	// is established.
+	r.runs, err = optionalkind.Setup(mgr, ctl, &nodegatev1alpha1.MutexRunConfig{}, gating.RunsCRD, all)
+	return err
+}
+
+// listRuns reads node-gate's runs; none while node-gate is not installed.
+func (r *Reconciler) listRuns(ctx context.Context) ([]gating.Run, error) {
+	if !r.runs.Watched() {
+		return nil, nil
+	}
+	var list nodegatev1alpha1.MutexRunConfigList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := make([]gating.Run, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, gating.Read(&list.Items[i]))
+	}
+	return out, nil
 }
 
 // Reconcile runs one pass over every pool: read, plan, write, record.
@@ -129,12 +160,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.Client.List(ctx, &ucs, client.InNamespace(r.Namespace)); err != nil {
 		return reconcile.Result{}, err
 	}
+	runs, err := r.listRuns(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.Clock.Now()
 	p := plan.Plan(plan.Input{
-		Pools: pools.Items, Nodes: nodes.Items, UpgradeConfigs: ucs.Items,
+		Pools: pools.Items, Nodes: nodes.Items, UpgradeConfigs: ucs.Items, NodeGateRuns: runs,
 		Prev: r.state, Now: now, StuckAfter: max(r.StuckAfter, 0), RemovedRetention: r.RemovedRetention,
 		LastWrite: r.lastWrite, MinWriteInterval: r.MinWriteInterval,
 	})
@@ -188,8 +223,19 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		!equality.Semantic.DeepEqual(mcostate.Annotations(o.Annotations), mcostate.Annotations(n.Annotations))
 }}
 
-// CacheByObject is the cache configuration the tracker's manager needs:
-// Nodes trimmed to mcostate.NodeFields.
-func CacheByObject() map[client.Object]cache.ByObject {
-	return map[client.Object]cache.ByObject{&corev1.Node{}: {Transform: mcostate.NodeFields.Transform()}}
+// CacheOptions is the cache configuration the tracker's manager needs:
+// Nodes trimmed to mcostate.NodeFields, node-gate's runs to what
+// libs/gating reads (by the default transform: a per-kind entry would need
+// the kind served when the manager starts, and node-gate may come later),
+// and node-gate's CRD, by name, watched only until it is established (RBAC
+// grants that one name only).
+func CacheOptions() cache.Options {
+	crd, crdEntry := optionalkind.CacheEntry(gating.RunsCRD)
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Node{}: {Transform: mcostate.NodeFields.Transform()},
+			crd:            crdEntry,
+		},
+		DefaultTransform: trim.Func(gating.TrimRun),
+	}
 }

@@ -22,6 +22,7 @@ import (
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	upgradeac "github.com/upshift-io/upshift/api/upgrade/v1alpha1/applyconfiguration/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/requeue"
 	"github.com/upshift-io/upshift/services/mcptracker/track"
@@ -36,6 +37,10 @@ type Input struct {
 	Pools          []mcfgv1.MachineConfigPool
 	Nodes          []corev1.Node
 	UpgradeConfigs []upgradev1alpha1.UpgradeConfig
+	// NodeGateRuns are node-gate's runs (none when node-gate is not
+	// installed): the gate pools they created are counted in their source
+	// pools.
+	NodeGateRuns []gating.Run
 
 	// Prev is what the previous pass remembered; nil before the first pass,
 	// when the pools' times come back from the status a previous process
@@ -92,8 +97,11 @@ func Plan(in Input) Output {
 		prev = &seed
 	}
 	tin := track.Input{Prev: *prev, Now: in.Now, StuckAfter: in.StuckAfter, RemovedRetention: in.RemovedRetention}
+	gates := gating.GatePools(in.NodeGateRuns)
 	for i := range in.Pools {
-		tin.Pools = append(tin.Pools, poolOf(&in.Pools[i]))
+		tp := poolOf(&in.Pools[i])
+		tp.GateOf = gates[tp.Name]
+		tin.Pools = append(tin.Pools, tp)
 	}
 	for i := range in.Nodes {
 		tin.Nodes = append(tin.Nodes, nodeOf(&in.Nodes[i]))

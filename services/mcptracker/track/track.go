@@ -36,6 +36,11 @@ type Pool struct {
 	Degraded bool
 	// DegradedMessage is the Degraded condition's message.
 	DegradedMessage string
+	// GateOf is the source pool when this is one of node-gate's gate
+	// pools: a transient pool its run creates to let the MCO update the
+	// nodes it releases one at a time. A gate pool is not a pool of its
+	// own: its nodes are counted in the source pool (see member).
+	GateOf string
 }
 
 // Node is what the tracker reads of a Node.
@@ -167,19 +172,49 @@ type Output struct {
 	Unassigned []string
 }
 
+// member is a node as counted in a pool: in its own pool, or, when it sits
+// in node-gate's gate pool, in the gate's source pool, moving to the gate
+// pool's target (the same content under the gate's rendered name).
+type member struct {
+	Node
+	// target is the rendered config the MCO moves the node to.
+	target string
+	// gate is the gate pool the node sits in, if any. The node has one more
+	// MCO move to make (back into its pool) after it is done there, so it
+	// keeps its pool from completing, and a node done in the gate is counted
+	// as pending.
+	gate string
+	// gateDegraded and gateMessage are the gate pool's Degraded condition.
+	gateDegraded bool
+	gateMessage  string
+}
+
 // Track runs one pass.
 func Track(in Input) Output {
 	now := in.Now
-	members := map[string][]Node{}
+	members := map[string][]member{}
 	var unassigned []string
 	pools := slices.Clone(in.Pools)
 	slices.SortFunc(pools, func(a, b Pool) int { return cmp.Compare(a.Name, b.Name) })
+	byName := map[string]*Pool{}
+	for i := range pools {
+		byName[pools[i].Name] = &pools[i]
+	}
+	// A gate pool whose source is gone is tracked as a pool of its own.
+	folded := func(p *Pool) bool { return p.GateOf != "" && byName[p.GateOf] != nil && byName[p.GateOf].GateOf == "" }
 	for _, n := range in.Nodes {
-		if p := PoolOf(n.Labels, pools); p != "" {
-			members[p] = append(members[p], n)
-		} else {
+		name := PoolOf(n.Labels, pools)
+		if name == "" {
 			unassigned = append(unassigned, n.Name)
+			continue
 		}
+		p := byName[name]
+		m := member{Node: n, target: p.Target}
+		if folded(p) {
+			name = p.GateOf
+			m.gate, m.gateDegraded, m.gateMessage = p.Name, p.Degraded, p.DegradedMessage
+		}
+		members[name] = append(members[name], m)
 	}
 	slices.Sort(unassigned)
 
@@ -188,8 +223,13 @@ func Track(in Input) Output {
 	present := map[string]bool{}
 	for _, p := range pools {
 		present[p.Name] = true
+		if folded(&p) {
+			// Counted in its source; a record made before the run named
+			// it (the run is read from another informer) is dropped.
+			continue
+		}
 		nodes := members[p.Name]
-		slices.SortFunc(nodes, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
+		slices.SortFunc(nodes, func(a, b member) int { return cmp.Compare(a.Name, b.Name) })
 		st := PoolStatus{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: p.Name, TargetConfig: p.Target, MachineCount: int32(len(nodes))}}
 
 		var (
@@ -198,14 +238,16 @@ func Track(in Input) Output {
 			slowestName      string
 			slowestReason    string
 			firstDegraded    string
+			startedGate      string
+			gateDegraded     string
 		)
 		for _, n := range nodes {
-			phase := mcostate.PhaseOf(mcostate.NodeInfo{Annotations: n.Annotations, Ready: n.Ready}, p.Target)
+			phase := mcostate.PhaseOf(mcostate.NodeInfo{Annotations: n.Annotations, Ready: n.Ready}, n.target)
 			cordoned := phase == mcostate.PhasePending && n.Unschedulable
 			prev, seen := in.Prev.Nodes[n.Name]
 			mem := prev
-			if !seen || prev.Pool != p.Name || prev.Target != p.Target {
-				mem = NodeMemory{Pool: p.Name, Target: p.Target, Phase: phase, Cordoned: cordoned, Since: now}
+			if !seen || prev.Pool != p.Name || prev.Target != n.target {
+				mem = NodeMemory{Pool: p.Name, Target: n.target, Phase: phase, Cordoned: cordoned, Since: now}
 				if seen && phase != mcostate.PhasePending && phase != mcostate.PhaseDone {
 					// Seen before, not moving to this target then: it was
 					// targeted since the last pass. A node first seen
@@ -225,13 +267,23 @@ func Track(in Input) Output {
 				mem.Since, mem.Stuck = now, false
 			}
 			mem.Cordoned = cordoned
-			if n.Annotations[mcostate.DesiredConfig] == p.Target && p.Target != "" && started == "" {
-				started = n.Name
+			if n.Annotations[mcostate.DesiredConfig] == n.target && n.target != "" && started == "" {
+				started, startedGate = n.Name, n.gate
+			}
+			counted := phase
+			if n.gate != "" {
+				allDone = false
+				if phase == mcostate.PhaseDone {
+					counted = mcostate.PhasePending
+				}
+				if n.gateDegraded && gateDegraded == "" {
+					gateDegraded = "gate pool " + n.gate + ": " + orNone(n.gateMessage)
+				}
 			}
 			if phase != mcostate.PhaseDone {
 				allDone = false
 			}
-			countPhase(&st.Nodes, phase)
+			countPhase(&st.Nodes, counted)
 			reason := n.Annotations[mcostate.Reason]
 			if phase == mcostate.PhaseDegraded && firstDegraded == "" {
 				firstDegraded = "node " + n.Name + ": " + orNone(reason)
@@ -286,8 +338,12 @@ func Track(in Input) Output {
 			if rec.Start == nil && started != "" && rec.Observed && !(complete && !rec.SawChange) {
 				t := now
 				rec.Start = &t
+				how := "was told to move to it"
+				if startedGate != "" {
+					how = "was released by node-gate into its gate pool " + startedGate + " and told to move"
+				}
 				out.Events = append(out.Events, Event{Pool: p.Name, Reason: ReasonPoolStarted, Message: fmt.Sprintf(
-					"pool %s started updating to %s: node %s was told to move to it", p.Name, p.Target, started)})
+					"pool %s started updating to %s: node %s %s", p.Name, p.Target, started, how)})
 			}
 			if complete {
 				rec.Settled = true
@@ -309,12 +365,14 @@ func Track(in Input) Output {
 				}
 			}
 		}
-		st.Degraded = st.Nodes.Degraded > 0 || p.Degraded
+		st.Degraded = st.Nodes.Degraded > 0 || p.Degraded || gateDegraded != ""
 		switch {
 		case firstDegraded != "":
 			st.DegradedDetail = firstDegraded
 		case p.Degraded:
 			st.DegradedDetail = orNone(p.DegradedMessage)
+		case gateDegraded != "":
+			st.DegradedDetail = gateDegraded
 		}
 		if st.Degraded && !rec.Degraded {
 			out.Events = append(out.Events, Event{Pool: p.Name, Warning: true, Reason: ReasonPoolDegraded, Message: fmt.Sprintf(

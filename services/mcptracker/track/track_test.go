@@ -409,3 +409,86 @@ func TestLastDurationSurvivesNextUpdateAndRestart(t *testing.T) {
 		})
 	}
 }
+
+// node-gate's gate pool is not a pool of its own: the nodes it releases into
+// it are counted in their source pool, moving to the gate pool's target; a
+// node done there still has its move back to make, so the source pool
+// completes only once every node is back and done on its own target. The
+// gate pool is never listed, not even when it goes away or when it was seen
+// before the run that names it.
+func TestGatePoolCountedInSource(t *testing.T) {
+	const cfgG = "rendered-worker-gate-b"
+	released := func(n Node) Node {
+		n.Labels = map[string]string{roleWorker: "", "nodegate.upshift.io/released-from": "worker"}
+		return n
+	}
+	worker := func(updated bool) Pool { return pool("worker", cfgB, roleWorker, updated) }
+	gate := func(of string) Pool {
+		return Pool{Name: "worker-gate", Target: cfgG, GateOf: of,
+			Selector: labels.SelectorFromSet(labels.Set{"nodegate.upshift.io/released-from": "worker"})}
+	}
+	names := func(out Output) []string {
+		var n []string
+		for _, p := range out.Pools {
+			n = append(n, p.Name)
+		}
+		return n
+	}
+	out := run(State{}, 0, []Pool{pool("worker", cfgA, roleWorker, true)}, workers(node("w1", w, cfgA, cfgA, "Done"), node("w2", w, cfgA, cfgA, "Done")))
+
+	// The pools render B; node-gate creates the gate pool, seen here before
+	// the run that names it: a pool of its own for this one pass.
+	out = run(out.State, time.Minute, []Pool{worker(false), gate("")}, workers(node("w1", w, cfgA, cfgA, "Done"), node("w2", w, cfgA, cfgA, "Done")))
+	if got := names(out); !slices.Equal(got, []string{"worker", "worker-gate"}) {
+		t.Fatalf("before the run is read: %v", got)
+	}
+
+	// w1 released into the gate and told to move: the worker pool started.
+	out = run(out.State, 2*time.Minute, []Pool{worker(false), gate("worker")}, workers(released(node("w1", w, cfgA, cfgG, "Working")), node("w2", w, cfgA, cfgA, "Done")))
+	ps := find(out, "worker")
+	if got := names(out); !slices.Equal(got, []string{"worker"}) {
+		t.Fatalf("gate pool listed: %v", got)
+	}
+	if ps.MachineCount != 2 || ps.Nodes.Updating != 1 || ps.Nodes.Pending != 1 || ps.StartTime == nil || ps.SlowestNode == nil || ps.SlowestNode.Name != "w1" {
+		t.Fatalf("w1 in the gate: %+v", ps)
+	}
+	if !slices.Equal(reasons(out.Events), []string{ReasonPoolStarted}) || !strings.Contains(out.Events[0].Message, "node w1 was released by node-gate into its gate pool worker-gate") {
+		t.Fatalf("events: %+v", out.Events)
+	}
+	if st, _, msg := WorkersUpgraded(out.Pools); st != metav1.ConditionFalse || msg != "updating: worker (0 of 2 nodes done)" {
+		t.Fatalf("WorkersUpgraded: %s %q", st, msg)
+	}
+
+	// w1 done in the gate: one more move to make, so pending, and the pool
+	// is not done even once w1 is back and w2 sits done in the gate.
+	out = run(out.State, 5*time.Minute, []Pool{worker(false), gate("worker")}, workers(released(node("w1", w, cfgG, cfgG, "Done")), node("w2", w, cfgA, cfgA, "Done")))
+	if ps = find(out, "worker"); ps.Nodes.Pending != 2 || ps.Nodes.Done != 0 || len(out.NodeDurations) != 1 || out.NodeDurations[0].Pool != "worker" {
+		t.Fatalf("w1 done in the gate: %+v durations %+v", ps.Nodes, out.NodeDurations)
+	}
+	out = run(out.State, 9*time.Minute, []Pool{worker(true), gate("worker")}, workers(node("w1", w, cfgG, cfgG, "Done"), released(node("w2", w, cfgG, cfgG, "Done"))))
+	if ps = find(out, "worker"); ps.Settled || ps.CompleteTime != nil || ps.Nodes.Pending != 2 {
+		t.Fatalf("w2 still in the gate: %+v", ps)
+	}
+
+	// A degraded gate pool is its source's degradation.
+	dg := gate("worker")
+	dg.Degraded, dg.DegradedMessage = true, "render failed"
+	deg := run(out.State, 10*time.Minute, []Pool{worker(false), dg}, workers(node("w1", w, cfgG, cfgG, "Done"), released(node("w2", w, cfgG, cfgG, "Done"))))
+	if ps = find(deg, "worker"); !ps.Degraded || ps.DegradedDetail != "gate pool worker-gate: render failed" {
+		t.Fatalf("gate degraded: %+v", ps)
+	}
+
+	// The run ends: the gate pool goes, both nodes move back; completion
+	// once both are done on the pool's own target. No PoolRemoved.
+	out = run(out.State, 11*time.Minute, []Pool{worker(true)}, workers(node("w1", w, cfgB, cfgB, "Done"), node("w2", w, cfgB, cfgB, "Done")))
+	ps = find(out, "worker")
+	if got := names(out); !slices.Equal(got, []string{"worker"}) {
+		t.Fatalf("after the run: %v", got)
+	}
+	if !ps.Settled || ps.CompleteTime == nil || !ps.StartTime.Time.Equal(t0.Add(2*time.Minute)) || ps.Nodes.Done != 2 {
+		t.Fatalf("completion: %+v", ps)
+	}
+	if !slices.Equal(reasons(out.Events), []string{ReasonPoolCompleted}) {
+		t.Fatalf("events: %+v", out.Events)
+	}
+}

@@ -59,15 +59,3 @@ func (p *planner) gateNote() string {
 	}
 	return strings.Join(parts, "; ")
 }
-
-// gatePools maps the gate pools of the runs to their source pools: they are
-// reported within their source pool, not as pools of their own.
-func (p *planner) gatePools() map[string]string {
-	out := map[string]string{}
-	for _, r := range p.in.Snapshot.NodeGateRuns {
-		for gate, source := range r.GatePools {
-			out[gate] = source
-		}
-	}
-	return out
-}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
@@ -303,7 +304,7 @@ func (p *planner) workersUpgraded() result {
 	// A gate pool of node-gate's is not a pool of its own: its machines are
 	// counted with their source pool's, which is not done while any is
 	// there.
-	gates := p.gatePools()
+	gates := gating.GatePools(p.in.Snapshot.NodeGateRuns)
 	inGate := map[string]int32{}
 	for _, pool := range p.workerPools() {
 		if source, ok := gates[pool.Name]; ok {
