@@ -168,6 +168,19 @@ func Done(a map[string]string) bool {
 	return current != "" && current == desired && imagesDone && a[State] == StateDone
 }
 
+// Moving reports whether the MCD is working on a config it was told to
+// move to: one is desired, it is not done with it, and it has not given up
+// (Failing). The node may be cordoned, draining or rebooting, as an update
+// makes it; a node the MCO never configured (no desired config) is not
+// moving.
+func Moving(a map[string]string) bool {
+	return a[DesiredConfig] != "" && !Done(a) && !Failing(a)
+}
+
+// MovingAnnotations are the annotations Moving reads: a cache that serves
+// only Moving keeps these.
+var MovingAnnotations = []string{CurrentConfig, DesiredConfig, State, CurrentImage, DesiredImage}
+
 // Failing reports whether the MCD gave up on the config it was asked for.
 func Failing(a map[string]string) bool {
 	s := a[State]

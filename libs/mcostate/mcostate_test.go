@@ -118,3 +118,23 @@ func TestInProgress(t *testing.T) {
 		t.Error("IsAnnotation")
 	}
 }
+
+func TestMoving(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    map[string]string
+		want bool
+	}{
+		{"never configured", map[string]string{}, false},
+		{"done", map[string]string{CurrentConfig: "a", DesiredConfig: "a", State: StateDone}, false},
+		{"told to move, not started", map[string]string{CurrentConfig: "a", DesiredConfig: "b", State: StateDone}, true},
+		{"working on its config", map[string]string{CurrentConfig: "b", DesiredConfig: "b", State: StateWorking}, true},
+		{"image not applied yet", map[string]string{CurrentConfig: "a", DesiredConfig: "a", State: StateDone, CurrentImage: "x", DesiredImage: "y"}, true},
+		{"gave up", map[string]string{CurrentConfig: "a", DesiredConfig: "b", State: StateDegraded}, false},
+		{"unreconcilable", map[string]string{CurrentConfig: "a", DesiredConfig: "b", State: StateUnreconcilable}, false},
+	} {
+		if got := Moving(tc.a); got != tc.want {
+			t.Errorf("%s: Moving = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -53,7 +53,7 @@ var trimNode = trim.Node{
 	Keep:   func(n *corev1.Node) bool { return isControlPlaneNode(n) },
 	Labels: trim.Only(controlPlaneRoleLabels...),
 	// What tells that the MCO is updating the node (plan.mcoUpdating).
-	Annotations: trim.Only(mcostate.CurrentConfig, mcostate.DesiredConfig, mcostate.State, mcostate.CurrentImage, mcostate.DesiredImage),
+	Annotations: trim.Only(mcostate.MovingAnnotations...),
 	Conditions:  []corev1.NodeConditionType{corev1.NodeReady},
 	ProviderID:  true,
 }.Transform()

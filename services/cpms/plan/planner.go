@@ -624,13 +624,12 @@ func clusterUpdating(cv *configv1.ClusterVersion) (bool, string) {
 	return false, ""
 }
 
-// mcoUpdating names the control-plane nodes the machine-config daemon has
-// been told to move and has not finished with (libs/mcostate). A node the
-// MCO never configured (no desired config yet) is not one.
+// mcoUpdating names the control-plane nodes the machine-config daemon is
+// moving to a new config (libs/mcostate.Moving).
 func mcoUpdating(cpNodes []*corev1.Node) []string {
 	var out []string
 	for _, n := range cpNodes {
-		if n.Annotations[mcostate.DesiredConfig] != "" && !mcostate.Done(n.Annotations) {
+		if mcostate.Moving(n.Annotations) {
 			out = append(out, n.Name)
 		}
 	}

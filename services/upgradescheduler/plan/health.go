@@ -37,9 +37,9 @@ const (
 	annotationState         = mcostate.State
 )
 
-// NodeAnnotations are the only Node annotations the planner reads; the
-// reconciler's cache keeps these and drops the others.
-var NodeAnnotations = []string{annotationCurrentConfig, annotationDesiredConfig, annotationState}
+// NodeAnnotations are the only Node annotations the planner reads (through
+// mcostate.Moving); the reconciler's cache keeps these and drops the others.
+var NodeAnnotations = mcostate.MovingAnnotations
 
 // preflightRefresh bounds how stale an unchanged result's lastRun may get, so
 // that unchanged results do not cause a status write on every event.
@@ -118,7 +118,9 @@ func (p *planner) healthChecks() []upgradev1alpha1.PreflightCheck {
 
 	var notReady, cordoned []string
 	for _, n := range s.Nodes {
-		if n.DeletionTimestamp != nil || nodeUpdating(n) {
+		// A node the MCO is moving may be cordoned and rebooting, as
+		// expected.
+		if n.DeletionTimestamp != nil || mcostate.Moving(n.Annotations) {
 			continue
 		}
 		if !nodes.Ready(&n) {
@@ -267,13 +269,6 @@ func (p *planner) externalDependencies() result {
 		return result{done: true, message: res.Details}
 	}
 	return result{failure: "external dependencies unavailable: " + res.Details, wakeAt: p.now.Add(time.Minute)}
-}
-
-// nodeUpdating: the MCO is moving the node to a new configuration (it may be
-// cordoned and rebooting, which is expected).
-func nodeUpdating(n corev1.Node) bool {
-	a := n.Annotations
-	return a[annotationState] == mcostate.StateWorking || (a[annotationDesiredConfig] != "" && a[annotationDesiredConfig] != a[annotationCurrentConfig])
 }
 
 func poolCondition(pool mcfgv1.MachineConfigPool, t mcfgv1.MachineConfigPoolConditionType) bool {
