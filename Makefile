@@ -19,6 +19,14 @@ LDFLAGS := -X github.com/upshift-io/upshift/libs/buildinfo.version=$(VERSION)
 MODULES  := api libs cmd e2e tools $(wildcard services/*)
 PKGS     := $(foreach m,$(MODULES),$(if $(shell find $(m) -name '*.go' -not -path '*/build/*' -print -quit),./$(m)/...))
 
+# The unit and controller packages run under the race detector (RACE): their
+# controllers, informers and simulators run in the test process. The e2e
+# suites run the binaries as processes of their own, and the commands and
+# tools are thin, so those run without it.
+RACE_PKGS  := $(filter $(foreach m,api libs $(wildcard services/*),./$(m)/...),$(PKGS))
+PLAIN_PKGS := $(filter-out $(RACE_PKGS),$(PKGS))
+RACE       ?= -race
+
 # Versions come from the builder modules' go.mod files: one source of truth.
 modver = $(shell sed -nE 's|^(require)?[[:space:]]*$(1) (v[^ ]+).*|\2|p' tools/build/$(2)/go.mod | head -1)
 KUBE_VERSION           := $(call modver,k8s.io/kubernetes,kube)
@@ -155,10 +163,12 @@ release: $(RELEASE_TOOL) images charts cli ## Images, charts, the CLI for every 
 
 .PHONY: test
 test: testbin ## Run the unit, controller and e2e suites (builds the test control plane first if missing).
-	@echo "== compiling every package and test binary"
-	@start=$$(date +%s); go test -count=1 -run '^$$' $(PKGS) >/dev/null; echo "   took $$(( $$(date +%s) - start ))s"
-	@echo "== running the tests ($(TEST_PARALLEL) packages at a time; each suite starts its own control plane)"
-	@start=$$(date +%s); go test -p $(TEST_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(PKGS); echo "   took $$(( $$(date +%s) - start ))s"
+	@echo "== compiling every package and test binary (unit and controller packages with '$(RACE)')"
+	@start=$$(date +%s); go test -count=1 -run '^$$' $(RACE) $(RACE_PKGS) >/dev/null && go test -count=1 -run '^$$' $(PLAIN_PKGS) >/dev/null; echo "   took $$(( $$(date +%s) - start ))s"
+	@echo "== running the unit and controller tests with '$(RACE)' ($(TEST_PARALLEL) packages at a time; each suite starts its own control plane)"
+	@start=$$(date +%s); go test -p $(TEST_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) $(RACE) $(GO_TEST_FLAGS) $(RACE_PKGS); echo "   took $$(( $$(date +%s) - start ))s"
+	@echo "== running the e2e suites and the tests of the commands and tools"
+	@start=$$(date +%s); go test -p $(TEST_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(PLAIN_PKGS); echo "   took $$(( $$(date +%s) - start ))s"
 	@$(MAKE) --no-print-directory fuzz
 	@echo "== release tooling (images: build, unpack, run, rebuild to the same digest)"
 	@start=$$(date +%s); GOWORK=off go test -C tools/release -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +21,11 @@ import (
 // world is one set of probe targets on loopback, reached by name through a
 // DNS server the test controls.
 type world struct {
-	dns     *egresssim.DNS
-	ok      *httptest.Server // answers 503: any response is reachable
+	dns *egresssim.DNS
+	ok  *httptest.Server // answers 503: any response is reachable
+	// okConns counts the connections ok accepted (set before it starts:
+	// the server reads its config from its own goroutines).
+	okConns atomic.Int32
 	hang    *httptest.Server // completes TLS, never answers
 	roots   *x509.CertPool
 	release chan struct{}
@@ -35,12 +39,18 @@ func newWorld(t *testing.T) *world {
 	}
 	t.Cleanup(func() { dns.Close() })
 	w := &world{dns: dns, release: make(chan struct{})}
-	w.ok = httptest.NewTLSServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	w.ok = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodHead {
 			t.Errorf("probe sent %s, want HEAD", r.Method)
 		}
 		rw.WriteHeader(http.StatusServiceUnavailable)
 	}))
+	w.ok.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			w.okConns.Add(1)
+		}
+	}
+	w.ok.StartTLS()
 	t.Cleanup(w.ok.Close)
 	w.hang = httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-w.release }))
 	t.Cleanup(func() { close(w.release); w.hang.Close() })
@@ -115,19 +125,13 @@ func TestPhases(t *testing.T) {
 
 func TestNewConnectionPerProbe(t *testing.T) {
 	w := newWorld(t)
-	conns := 0
-	w.ok.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns++
-		}
-	}
 	p := w.prober(5 * time.Second)
 	for i := 0; i < 3; i++ {
 		if res := p.Probe(context.Background(), w.url("example.com", w.ok)); !res.OK() {
 			t.Fatal(res.Err)
 		}
 	}
-	if conns != 3 {
+	if conns := w.okConns.Load(); conns != 3 {
 		t.Errorf("3 probes opened %d connections: a pooled connection would hide a black hole", conns)
 	}
 }
