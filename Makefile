@@ -175,7 +175,9 @@ test: testbin ## Run the unit, controller and e2e suites (builds the test contro
 
 # FUZZ_TARGETS are the fuzz tests of the parsers of outside input, as
 # <package>:<Fuzz function>; their seeds also run with every `go test`.
-FUZZ_TARGETS := ./libs/window:FuzzSchedule ./libs/mcostate:FuzzPhaseOf ./services/upgradescheduler/config:FuzzParse
+FUZZ_TARGETS := ./libs/window:FuzzSchedule ./libs/mcostate:FuzzPhaseOf ./services/upgradescheduler/config:FuzzParse \
+	./services/upgradescheduler/ocm:FuzzAccessToken ./services/upgradescheduler/ocm:FuzzUpgradePolicies \
+	./services/cpms/platform:FuzzProviderSpec ./libs/alerts:FuzzAlertmanagerPayloads
 FUZZ_TIME ?= 5s
 
 .PHONY: fuzz

@@ -112,10 +112,13 @@ func main() {
 			}
 			if ocmEnabled {
 				r.OCM = &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: ocmTimeout}
-				if err := mgr.Add(&controller.PolicySyncer{R: r, Interval: ocmSyncInterval}); err != nil {
-					return err
-				}
 				log.Info("OCM integration on (used when configManager.source is OCM)")
+			}
+			// The sync runs with either source: with LOCAL it only records
+			// the sync, as MUO does; without OCM integration it never
+			// contacts OCM.
+			if err := mgr.Add(&controller.PolicySyncer{R: r, Interval: ocmSyncInterval}); err != nil {
+				return err
 			}
 			return r.SetupWithManager(mgr)
 		},

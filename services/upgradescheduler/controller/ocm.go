@@ -47,6 +47,12 @@ func ocmSource(cfg *config.Config) bool {
 	return cfg != nil && strings.EqualFold(cfg.Source, "OCM")
 }
 
+// localSource: the UpgradeConfig is the user's own (configManager.source
+// LOCAL).
+func localSource(cfg *config.Config) bool {
+	return cfg != nil && strings.EqualFold(cfg.Source, "LOCAL")
+}
+
 // client returns the connection for cfg's base URL and the cluster's token,
 // and the cluster: read from OCM when fresh (or not known yet), else as last
 // read.

@@ -146,8 +146,12 @@ func ocmSpec(ctx context.Context) {
 			UpgradeAt: time.Now().UTC().Format(time.RFC3339), Type: upgradev1alpha1.ARO},
 	}
 	Expect(env.Client.Create(ctx, luc)).To(Succeed())
+	before := time.Now().Unix()
 	_, err := syncer.SyncOnce(ctx)
 	Expect(err).NotTo(HaveOccurred())
+	Expect(series(metrics.SyncTimestamp, "upgradeconfig_name=managed-upgrade-config")()).To(HaveEach(BeNumerically(">=", before)),
+		"a LOCAL sync is recorded, as MUO records it (SRE's sync alert fires on its absence)")
+	Expect(series(metrics.SyncTimestamp, "upgradeconfig_name=managed-upgrade-config")()).To(HaveLen(1))
 	cvoCompletes(ctx, "4.16.10")
 	Eventually(ucPhase(ctx, client.ObjectKeyFromObject(luc))).Should(Equal("Upgraded/"))
 	_, err = syncer.SyncOnce(ctx)

@@ -24,7 +24,9 @@ import (
 // its history are kept, and a change is recorded as a PolicyChanged Event.
 // A policy removed before the upgrade commenced cancels it (spec.cancel);
 // removed after, it is recorded and the upgrade runs to its end. Nothing is
-// ever deleted. With any other source it does nothing and sends nothing.
+// ever deleted. With source LOCAL it only reads the UpgradeConfigs and
+// records the sync (upgradeoperator_upgradeconfig_sync_timestamp, as MUO
+// does); with none it does nothing and sends nothing.
 //
 // It runs on the leader only (a manager Runnable that needs election).
 type PolicySyncer struct {
@@ -79,6 +81,18 @@ func (s *PolicySyncer) sync(ctx context.Context) (time.Duration, ocm.SyncAction,
 		if cfg != nil {
 			interval = cfg.WatchInterval
 		}
+	}
+	if localSource(cfg) {
+		// MUO's LOCAL provider reads the UpgradeConfigs on the cluster: a
+		// sync that reads them succeeds and is recorded, as MUO records it.
+		// SRE's sync alert fires on the timestamp's absence, on LOCAL
+		// clusters too.
+		var ucs upgradev1alpha1.UpgradeConfigList
+		if err := r.Client.List(ctx, &ucs, client.InNamespace(r.Namespace)); err != nil {
+			return interval, "", err
+		}
+		r.Metrics.ObserveSync(ocm.UpgradeConfigName, r.Clock.Now())
+		return interval, ocm.SyncNone, nil
 	}
 	if r.OCM == nil || !ocmSource(cfg) {
 		return interval, ocm.SyncNone, nil

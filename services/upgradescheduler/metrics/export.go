@@ -101,7 +101,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{LabelUpgradeConfig, LabelEvent}),
 		syncTimestamp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: SyncTimestamp,
-			Help: "Unix time of the last successful sync of the OCM upgrade policies (MUO).",
+			Help: "Unix time of the last successful sync of the UpgradeConfig with its source: the OCM upgrade policies, or with source LOCAL the UpgradeConfigs on the cluster (MUO).",
 		}, []string{LabelUpgradeConfig}),
 		failing: map[[2]string]bool{},
 		last:    map[string]map[string]Sample{},

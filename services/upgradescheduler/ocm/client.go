@@ -179,7 +179,7 @@ func (c *Client) Policies(ctx context.Context, clusterID string) ([]Policy, erro
 			return nil, err
 		}
 		resp.Items().Each(func(p *cmv1.UpgradePolicy) bool {
-			out = append(out, Policy{ID: p.ID(), Version: p.Version(), NextRun: p.NextRun(), ScheduleType: string(p.ScheduleType())})
+			out = append(out, policyOf(p))
 			return true
 		})
 		if resp.Items().Len() == 0 || len(out) >= resp.Total() {
@@ -194,6 +194,12 @@ func (c *Client) Policies(ctx context.Context, clusterID string) ([]Policy, erro
 		out[i].State = st
 	}
 	return out, nil
+}
+
+// policyOf is what the scheduler reads of an upgrade policy (its state is
+// read apart).
+func policyOf(p *cmv1.UpgradePolicy) Policy {
+	return Policy{ID: p.ID(), Version: p.Version(), NextRun: p.NextRun(), ScheduleType: string(p.ScheduleType())}
 }
 
 func (c *Client) stateResource(clusterID, policyID string) *cmv1.UpgradePolicyStateClient {

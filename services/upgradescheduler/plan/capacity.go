@@ -229,7 +229,20 @@ func (p *planner) surgeReady(ms *machinev1beta1.MachineSet) bool {
 
 // removeCapacity deletes the temporary MachineSets, one per plan, and waits
 // until their Machines are gone (the machine API drains their nodes).
+//
+// The temporary nodes are workers like any other: a node-gate run gates
+// them too (its hooks run on them). They go only once no run holds a worker
+// pool, stopped or not, so that their removal never races a hold: a node
+// deleted under a run's pre- or post-update hook would have the hook act on
+// a node that is going away.
 func (p *planner) removeCapacity() result {
+	if holding, stopped, _ := p.gateHolds(); len(holding)+len(stopped) > 0 && len(p.surgeMachineSets()) > 0 {
+		var names []string
+		for _, r := range append(holding, stopped...) {
+			names = append(names, r.Key())
+		}
+		return result{message: "temporary capacity kept while node-gate holds worker pools: run " + strings.Join(sorted(names), ", run ")}
+	}
 	if r, busy := p.deleteSurge(); busy {
 		return r
 	}

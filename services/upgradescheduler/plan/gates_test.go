@@ -94,3 +94,38 @@ func TestFinishedRunRestartsTheWorkerDeadline(t *testing.T) {
 		t.Fatalf("phase %s 31 minutes after the run finished, want Failed", w.phase())
 	}
 }
+
+// The temporary workers are gated like any other; they go only once no
+// node-gate run holds a worker pool, so their removal never races a hold.
+func TestTemporaryCapacityOutlivesNodeGateHolds(t *testing.T) {
+	w := newWorld(t)
+	w.now = t0.Add(time.Hour)
+	w.settle()
+	w.now = w.now.Add(5 * time.Minute)
+	w.machineAPI()
+	w.settle()
+	w.now = w.now.Add(40 * time.Minute)
+	w.cvo()
+	w.snap.Pools[1] = pool("worker", 3, 1, "rendered-worker-2")
+	w.snap.Pools[1].Status.Configuration.Name = "rendered-worker-1"
+	w.settle()
+	if w.uc.Status.CurrentStep != string(StepWorkerNodesUpgraded) || w.surgeCount() == 0 {
+		t.Fatalf("at %s with %d temporary MachineSets, want the worker step with some", w.uc.Status.CurrentStep, w.surgeCount())
+	}
+	// The workers are done, but the run still holds worker (its last
+	// node's post-update hooks, its pools not yet given back).
+	w.mco()
+	w.snap.NodeGateRuns = []gating.Run{{Namespace: "db", Name: "workers", Pools: []string{"worker"}, PausedPools: []string{"worker"}, Done: 3, Total: 3}}
+	w.settle()
+	c := w.stepCondition(StepComputeCapacityRemoved)
+	if w.uc.Status.CurrentStep != string(StepComputeCapacityRemoved) || w.surgeCount() == 0 || c == nil ||
+		!strings.Contains(c.Message, "temporary capacity kept while node-gate holds worker pools: run db/workers") {
+		t.Fatalf("step %s, %d temporary MachineSets, condition %+v", w.uc.Status.CurrentStep, w.surgeCount(), c)
+	}
+	// The run gives its pools back: the temporary MachineSets go.
+	w.snap.NodeGateRuns = []gating.Run{{Namespace: "db", Name: "workers", Done: 3, Total: 3, Finished: w.now}}
+	w.settle()
+	if w.surgeCount() != 0 || w.phase() != upgradev1alpha1.UpgradePhaseUpgraded {
+		t.Fatalf("after the run: %d temporary MachineSets, phase %s", w.surgeCount(), w.phase())
+	}
+}
