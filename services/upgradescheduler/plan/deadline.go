@@ -100,7 +100,15 @@ func (p *planner) startDeadlineStops(step upgradev1alpha1.UpgradeConditionType) 
 
 // checkDeadline applies the named deadline to a wait; why says what is being
 // waited for. It reports whether the deadline has passed.
-func (p *planner) checkDeadline(name, why string) bool {
+func (p *planner) checkDeadline(name, why string) bool { return p.passDeadline(name, why, true) }
+
+// noteDeadline reports a passed deadline as checkDeadline does, but never
+// applies a fail or pause policy: as the policy alert does, it only says so.
+func (p *planner) noteDeadline(name, why string) bool { return p.passDeadline(name, why, false) }
+
+// passDeadline reports whether the named deadline has passed; when it has,
+// it says so in DeadlineExceeded and, with enforce, applies its policy.
+func (p *planner) passDeadline(name, why string, enforce bool) bool {
 	d, anchor := p.deadline(name)
 	if d.After <= 0 || anchor.IsZero() {
 		return false
@@ -115,7 +123,11 @@ func (p *planner) checkDeadline(name, why string) bool {
 	msg := fmt.Sprintf("the %s deadline (%s from %s) passed: %s", name, d.After, anchor.UTC().Format(time.RFC3339), why)
 	newly := p.isNew("DeadlineExceeded", metav1.ConditionTrue)
 	p.setCondition("DeadlineExceeded", metav1.ConditionTrue, reason, msg)
-	switch d.Policy {
+	policy := d.Policy
+	if !enforce {
+		policy = upgradev1alpha1.DeadlineAlert
+	}
+	switch policy {
 	case upgradev1alpha1.DeadlineFail:
 		p.event(true, reason, "%s; failing the upgrade (policy fail)", msg)
 		p.endAttempt(upgradev1alpha1.UpgradePhaseFailed, ConditionFailedUpgrade, "Upgrade failed", msg)

@@ -977,3 +977,31 @@ func TestStepsAfterCommencement(t *testing.T) {
 		}
 	})
 }
+
+// MUO keeps an UpgradeConfig that does not validate Pending, past its
+// window too: the passed start deadline is reported, never applied (policy
+// fail included). Once it validates, the window is judged as usual.
+func TestValidationFailurePastTheWindowStaysPending(t *testing.T) {
+	w := newWorld(t)
+	w.uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Start: &upgradev1alpha1.Deadline{Minutes: ptr(int32(1)), Policy: upgradev1alpha1.DeadlineFail}}
+	w.uc.Spec.Desired.Version = "4.14.20" // not offered
+	w.plan()
+	w.now = t0.Add(time.Hour + 2*time.Minute) // upgradeAt + 2 minutes
+	out := w.plan()
+	c := w.summary("DeadlineExceeded")
+	if w.phase() != upgradev1alpha1.UpgradePhasePending || out.Action != nil || c == nil || c.Status != metav1.ConditionTrue ||
+		!strings.Contains(c.Message, "validation: spec.desired.version: 4.14.20 is not in ClusterVersion availableUpdates") {
+		t.Fatalf("phase %s action %+v DeadlineExceeded %+v, want Pending with the breach reported", w.phase(), out.Action, c)
+	}
+	w.now = w.now.Add(24 * time.Hour)
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhasePending {
+		t.Fatalf("a day later: phase %s, want Pending", w.phase())
+	}
+	// Valid now, past the window: the deadline's policy applies.
+	w.uc.Spec.Desired.Version = "4.14.15"
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseFailed {
+		t.Fatalf("valid past the window: phase %s, want Failed (policy fail)", w.phase())
+	}
+}

@@ -311,7 +311,10 @@ func (p *planner) pending() bool {
 		if p.isNewFailure("Validated") {
 			p.event(true, "ValidationFailed", "%s", msg)
 		}
-		p.checkDeadline(DeadlineStart, "validation: "+msg)
+		// MUO keeps an UpgradeConfig that does not validate Pending, past
+		// its window too: the passed start deadline is reported, never
+		// applied. Once it validates, the window is judged as usual.
+		p.noteDeadline(DeadlineStart, "validation: "+msg)
 		return false
 	} else {
 		p.setCondition("Validated", metav1.ConditionTrue, reason, msg)
