@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 
@@ -22,11 +23,12 @@ import (
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/nodegate/controller"
 	"github.com/upshift-io/upshift/services/nodegate/metrics"
+	"github.com/upshift-io/upshift/services/nodegate/plan"
 )
 
 func main() {
 	namespace := os.Getenv("POD_NAMESPACE")
-	var jobNamespaces, gatedPools string
+	var jobNamespaces, ruleJobNamespaces, gatedPools string
 	var alertsCfg alerts.Config
 	var alertsAPI string
 	runtime.MainProcess(runtime.Component{
@@ -36,6 +38,8 @@ func main() {
 				"Namespace node-gate runs in (default $POD_NAMESPACE); hook Jobs may run there unless --job-namespaces says otherwise.")
 			fs.StringVar(&jobNamespaces, "job-namespaces", "",
 				"Comma-separated namespaces where MutexRules may run hook Jobs (the chart grants Jobs only there). Empty: --namespace.")
+			fs.StringVar(&ruleJobNamespaces, "rule-job-namespaces", "",
+				"By the namespace of a MutexRule, the other namespaces its hook Jobs may run in, as ns=a,b;ns2=c (the chart's ruleJobNamespaces). A rule's Jobs run in its own namespace otherwise; a rule naming another is blocked (JobNamespaceNotAllowed).")
 			fs.StringVar(&gatedPools, "gated-pools", "",
 				"Comma-separated source MachineConfigPools runs may gate (the chart lets node-gate delete only their gate pools); a run targeting another is blocked (PoolNotGated) before it changes anything. Empty: any.")
 			fs.StringVar(&alertsCfg.URL, "alerts-url", "",
@@ -54,12 +58,17 @@ func main() {
 			if len(nss) == 0 {
 				return errors.New("no --job-namespaces, no --namespace and no $POD_NAMESPACE: say where hook Jobs run")
 			}
+			others, err := parseRuleJobNamespaces(ruleJobNamespaces)
+			if err != nil {
+				return err
+			}
+			places := plan.JobPlaces{Namespaces: nss, ForRuleNamespace: others}
 			r := &controller.Reconciler{
-				Client:        mgr.GetClient(),
-				Recorder:      events.NewRecorder(mgr.GetEventRecorder("node-gate")),
-				Metrics:       metrics.New(ctrlmetrics.Registry),
-				JobNamespaces: nss,
-				GatedPools:    splitList(gatedPools),
+				Client:     mgr.GetClient(),
+				Recorder:   events.NewRecorder(mgr.GetEventRecorder("node-gate")),
+				Metrics:    metrics.New(ctrlmetrics.Registry),
+				JobPlaces:  places,
+				GatedPools: splitList(gatedPools),
 			}
 			if alertsCfg.URL != "" {
 				alertsCfg.API = alerts.API(alertsAPI)
@@ -69,11 +78,11 @@ func main() {
 				}
 				r.Alerts = c
 			}
-			log.Info("gating nodes", "jobNamespaces", nss, "gatedPools", r.GatedPools, "alerts", alertsCfg.URL != "")
+			log.Info("gating nodes", "jobNamespaces", nss, "ruleJobNamespaces", others, "gatedPools", r.GatedPools, "alerts", alertsCfg.URL != "")
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err
 			}
-			return (&controller.ObjectStatus{Client: mgr.GetClient(), JobNamespaces: nss}).SetupWithManager(mgr)
+			return (&controller.ObjectStatus{Client: mgr.GetClient(), JobPlaces: places}).SetupWithManager(mgr)
 		},
 	})
 }
@@ -94,6 +103,23 @@ func jobNamespaceList(flagValue, namespace string) []string {
 		out = []string{namespace}
 	}
 	return out
+}
+
+// parseRuleJobNamespaces reads --rule-job-namespaces: ns=a,b;ns2=c.
+func parseRuleJobNamespaces(flagValue string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, entry := range strings.Split(flagValue, ";") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		ns, others, ok := strings.Cut(entry, "=")
+		ns = strings.TrimSpace(ns)
+		if !ok || ns == "" || len(splitList(others)) == 0 {
+			return nil, fmt.Errorf("--rule-job-namespaces: %q is not <rule namespace>=<job namespace>[,<job namespace>...]", entry)
+		}
+		out[ns] = append(out[ns], splitList(others)...)
+	}
+	return out, nil
 }
 
 // splitList reads a comma-separated flag, blanks dropped.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -48,5 +49,20 @@ func TestSplitList(t *testing.T) {
 	}
 	if got := splitList(""); got != nil {
 		t.Fatalf("empty flag: %q, want none (no restriction)", got)
+	}
+}
+
+func TestParseRuleJobNamespaces(t *testing.T) {
+	got, err := parseRuleJobNamespaces("team-a=hooks, batch; team-b=x;")
+	if err != nil || !reflect.DeepEqual(got, map[string][]string{"team-a": {"hooks", "batch"}, "team-b": {"x"}}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if got, err := parseRuleJobNamespaces(""); err != nil || len(got) != 0 {
+		t.Fatalf("empty: %v, %v", got, err)
+	}
+	for _, bad := range []string{"team-a", "=hooks", "team-a=", "team-a=,"} {
+		if _, err := parseRuleJobNamespaces(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

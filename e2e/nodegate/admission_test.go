@@ -16,6 +16,10 @@ import (
 	"github.com/upshift-io/upshift/services/nodegate/plan"
 )
 
+// listedTeam is the namespace whose rules the chart lets run hook Jobs in
+// node-gate's namespace (ruleJobNamespaces).
+const listedTeam = "team-b"
+
 // ruleAuthor is a user who may write MutexRules and create Jobs in team
 // only: what a team that owns a workload is given.
 func ruleAuthor(ctx context.Context, team string) client.Client {
@@ -68,6 +72,22 @@ func admission(ctx SpecContext) {
 	pre.Spec.PreHooks[0].JobSpec.Template.Spec.DeprecatedServiceAccount = id.ServiceAccount
 	err = env.Client.Create(ctx, pre)
 	Expect(err).To(MatchError(ContainSubstring("spec.preHooks[].jobSpec.template.spec.serviceAccountName: a hook cannot run as node-gate's own ServiceAccount")))
+
+	By("a rule whose Jobs run outside its own namespace, not listed for it: refused even for an administrator, naming spec.jobNamespace")
+	err = env.Client.Create(ctx, hookRule("unlisted", team, namespace, ""))
+	Expect(err).To(MatchError(ContainSubstring("spec.jobNamespace: the MutexRules of namespace " + team + " may run hook Jobs only in " + team +
+		" (the chart's ruleJobNamespaces), not in " + namespace)))
+
+	By("the same from the namespace the chart lists node-gate's namespace for: accepted, and valid for node-gate")
+	Expect(env.CreateNamespace(ctx, listedTeam)).To(Succeed())
+	Expect(env.Client.Create(ctx, hookRule("listed", listedTeam, namespace, ""))).To(Succeed())
+	Eventually(func(g Gomega) string {
+		got := &nodegatev1alpha1.MutexRule{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: listedTeam, Name: "listed"}, got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, plan.ConditionValidConfig)
+		g.Expect(c).NotTo(BeNil())
+		return string(c.Status) + "/" + c.Reason
+	}).Should(Equal("True/ValidConfig"))
 
 	By("a rule accepted before it changed hands is judged again when its spec changes")
 	accepted := &nodegatev1alpha1.MutexRule{}

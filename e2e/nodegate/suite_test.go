@@ -71,8 +71,11 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true},
 		Seed: &ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
 			Graph: []string{"4.16.1", "4.16.2", "4.16.3"}},
-		Sim:        &ocpsim.Options{TimeScale: timeScale, MCO: d},
-		Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace, Scraper: "prometheus"}},
+		Sim: &ocpsim.Options{TimeScale: timeScale, MCO: d},
+		// The rules of team-b may run their hooks in node-gate's namespace
+		// (admission_test.go); start passes the Deployment's flag for it.
+		Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace, Scraper: "prometheus",
+			Set: []string{"ruleJobNamespaces." + listedTeam + "={" + namespace + "}"}}},
 		// The runs take their drain timeout from the UpgradeConfig of their
 		// namespace, as MUO's NodeKeeper did: one minute.
 		Prepare: func(ctx context.Context, c *framework.Cluster) error {
@@ -95,7 +98,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // chart's ServiceAccount.
 func start() *framework.Component {
 	GinkgoHelper()
-	r, err := framework.StartAsIdentity(bin, id, namespace, true, "--job-namespaces="+namespace)
+	r, err := framework.StartAsIdentity(bin, id, namespace, true, "--job-namespaces="+namespace, "--rule-job-namespaces="+listedTeam+"="+namespace)
 	Expect(err).NotTo(HaveOccurred())
 	metricsURL = r.MetricsURL
 	return r.Component

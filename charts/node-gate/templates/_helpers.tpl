@@ -15,6 +15,15 @@
 {{- if .Values.jobNamespaces }}{{ join "," .Values.jobNamespaces }}{{ else }}{{ .Release.Namespace }}{{ end -}}
 {{- end -}}
 
+{{- /* ruleJobNamespaces as --rule-job-namespaces reads it: ns=a,b;ns2=c */ -}}
+{{- define "ngate.ruleJobNamespaces" -}}
+{{- $parts := list }}
+{{- range $ns, $others := .Values.ruleJobNamespaces }}
+{{- $parts = append $parts (printf "%s=%s" $ns (join "," $others)) }}
+{{- end }}
+{{- join ";" $parts -}}
+{{- end -}}
+
 {{- define "ngate.selectorLabels" -}}
 app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}

@@ -76,9 +76,10 @@ type Reconciler struct {
 	// Alerts serves runs with a health gate; nil makes such runs wait
 	// (fail closed) with the reason in status.
 	Alerts alerts.Client
-	// JobNamespaces and GatedPools bound what runs may use (see
-	// plan.Input); empty: anything.
-	JobNamespaces, GatedPools []string
+	// JobPlaces and GatedPools bound what runs may use (see plan.Input);
+	// empty GatedPools: any pool.
+	JobPlaces  plan.JobPlaces
+	GatedPools []string
 
 	// written lets a pass plan from a run as this controller last wrote it
 	// while the cache lags behind that write.
@@ -250,7 +251,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // input reads the planner's inputs from the caches.
 func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunConfig) (plan.Input, error) {
-	in := plan.Input{Now: r.Clock.Now(), Run: run, JobNamespaces: r.JobNamespaces, GatedPools: r.GatedPools}
+	in := plan.Input{Now: r.Clock.Now(), Run: run, JobPlaces: r.JobPlaces, GatedPools: r.GatedPools}
 	var (
 		rules   nodegatev1alpha1.MutexRuleList
 		targets nodegatev1alpha1.MutexTargetList

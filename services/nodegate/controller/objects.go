@@ -28,9 +28,9 @@ import (
 // starts, which writes the status again if it differs.
 type ObjectStatus struct {
 	Client client.Client
-	// JobNamespaces are where node-gate may create hook Jobs (empty: any).
-	JobNamespaces []string
-	Clock         clock.PassiveClock
+	// JobPlaces are where rules may run hook Jobs.
+	JobPlaces plan.JobPlaces
+	Clock     clock.PassiveClock
 }
 
 // SetupWithManager runs one controller for rules and one for targets; a
@@ -76,7 +76,7 @@ func (r *ObjectStatus) reconcileRule(ctx context.Context, req reconcile.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, rule); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	st := plan.RuleStatus(rule, r.JobNamespaces, r.Clock.Now())
+	st := plan.RuleStatus(rule, r.JobPlaces, r.Clock.Now())
 	if equality.Semantic.DeepEqual(rule.Status, st) {
 		return reconcile.Result{}, nil
 	}

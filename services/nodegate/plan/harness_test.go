@@ -41,7 +41,7 @@ type world struct {
 	// maintenance are the IDs of the upgrade-scheduler's silences.
 	maintenance map[string]bool
 	others      []RunClaim
-	jobNS       []string // Input.JobNamespaces
+	jobNS       []string // Input.JobPlaces.Namespaces
 	gated       []string // Input.GatedPools
 	version     string   // the release the pools render
 	last        Result
@@ -124,7 +124,7 @@ func newWorld(t testing.TB, workers int) *world {
 
 func (w *world) input() Input {
 	in := Input{Now: w.now, Run: w.run.DeepCopy(), Rules: w.rules, Targets: w.targets, ClusterVersion: w.cv.DeepCopy(),
-		Alerts: w.alerts, AlertsErr: w.alertsErr, MaintenanceSilences: w.maintenance, OtherRuns: w.others, JobNamespaces: w.jobNS, GatedPools: w.gated}
+		Alerts: w.alerts, AlertsErr: w.alertsErr, MaintenanceSilences: w.maintenance, OtherRuns: w.others, JobPlaces: JobPlaces{Namespaces: w.jobNS}, GatedPools: w.gated}
 	for _, k := range slices.Sorted(maps.Keys(w.pools)) {
 		in.Pools = append(in.Pools, *w.pools[k].DeepCopy())
 	}

@@ -29,29 +29,44 @@ const (
 // ruleProblem says why node-gate cannot run rule's Jobs ("" when it can):
 // what every run using it is blocked on, and what the rule's ValidConfig
 // condition says.
-func ruleProblem(rule *nodegatev1alpha1.MutexRule, jobNamespaces []string) (reason, message string) {
+func ruleProblem(rule *nodegatev1alpha1.MutexRule, jobs JobPlaces) (reason, message string) {
 	if rule.Spec.Type != "" && rule.Spec.Type != nodegatev1alpha1.RuleTypeKubernetes {
 		return ReasonInvalidRule, fmt.Sprintf("spec.type %q is not supported", rule.Spec.Type)
 	}
-	if len(jobNamespaces) > 0 && !slices.Contains(jobNamespaces, rule.Spec.JobNamespace) {
+	ns := rule.Spec.JobNamespace
+	if len(jobs.Namespaces) > 0 && !slices.Contains(jobs.Namespaces, ns) {
 		// node-gate may not create Jobs there: every create would be
 		// Forbidden, pass after pass, with the pools already paused.
 		return ReasonJobNamespace, fmt.Sprintf("spec.jobNamespace %q is not one of node-gate's job namespaces %v (the chart's jobNamespaces)",
-			rule.Spec.JobNamespace, jobNamespaces)
+			ns, jobs.Namespaces)
+	}
+	if other := jobs.ForRuleNamespace[rule.Namespace]; ns != rule.Namespace && !slices.Contains(other, ns) {
+		// The admission policy refuses such a rule; one from before it
+		// (or with the policy off) is refused here, before any Job.
+		return ReasonJobNamespace, fmt.Sprintf("spec.jobNamespace %q: the rules of namespace %s may run hook Jobs only in %s%s (the chart's ruleJobNamespaces)",
+			ns, rule.Namespace, rule.Namespace, listedOthers(other))
 	}
 	return "", ""
+}
+
+// listedOthers is ", or in a, b" for the other namespaces listed, else "".
+func listedOthers(other []string) string {
+	if len(other) == 0 {
+		return ""
+	}
+	return " or in " + strings.Join(other, ", ")
 }
 
 // RuleStatus is the status rule should carry: ValidConfig True (reason
 // ValidConfig) when node-gate can run its Jobs, else False (InvalidConfig)
 // saying why. The conditions of old keep their transition times; now stamps
 // a change.
-func RuleStatus(rule *nodegatev1alpha1.MutexRule, jobNamespaces []string, now time.Time) nodegatev1alpha1.MutexRuleStatus {
+func RuleStatus(rule *nodegatev1alpha1.MutexRule, jobs JobPlaces, now time.Time) nodegatev1alpha1.MutexRuleStatus {
 	st := *rule.Status.DeepCopy()
 	st.ObservedGeneration = rule.Generation
 	c := metav1.Condition{Type: ConditionValidConfig, Status: metav1.ConditionTrue, Reason: ReasonValidConfig,
 		Message: "node-gate can run this rule's Jobs", ObservedGeneration: rule.Generation, LastTransitionTime: metav1.NewTime(now)}
-	if _, msg := ruleProblem(rule, jobNamespaces); msg != "" {
+	if _, msg := ruleProblem(rule, jobs); msg != "" {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonInvalidConfig, msg
 	}
 	meta.SetStatusCondition(&st.Conditions, c)

@@ -18,18 +18,26 @@ func TestRuleStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		typ        string
+		jobNS      string
 		namespaces []string
+		others     map[string][]string
 		want       string
 	}{
-		{"valid", "", []string{"ops"}, "True/ValidConfig/"},
-		{"any namespace allowed", "", nil, "True/ValidConfig/"},
-		{"a namespace node-gate may not use", "", []string{"hooks"}, `False/InvalidConfig/spec.jobNamespace "ops" is not one of node-gate's job namespaces [hooks]`},
-		{"an unsupported type", "ansible", nil, `False/InvalidConfig/spec.type "ansible" is not supported`},
+		{"valid", "", "ops", []string{"ops"}, nil, "True/ValidConfig/"},
+		{"any namespace allowed", "", "ops", nil, nil, "True/ValidConfig/"},
+		{"a namespace node-gate may not use", "", "ops", []string{"hooks"}, nil, `False/InvalidConfig/spec.jobNamespace "ops" is not one of node-gate's job namespaces [hooks]`},
+		{"an unsupported type", "ansible", "ops", nil, nil, `False/InvalidConfig/spec.type "ansible" is not supported`},
+		{"another namespace, not listed for the rule's", "", "hooks", []string{"ops", "hooks"}, map[string][]string{"team-b": {"hooks"}},
+			`False/InvalidConfig/spec.jobNamespace "hooks": the rules of namespace ops may run hook Jobs only in ops (the chart's ruleJobNamespaces)`},
+		{"another namespace, listed for the rule's", "", "hooks", []string{"ops", "hooks"}, map[string][]string{"ops": {"hooks"}}, "True/ValidConfig/"},
+		{"another namespace, others listed", "", "db", nil, map[string][]string{"ops": {"hooks", "batch"}},
+			`False/InvalidConfig/spec.jobNamespace "db": the rules of namespace ops may run hook Jobs only in ops or in hooks, batch (the chart's ruleJobNamespaces)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rule.DeepCopy()
 			r.Spec.Type = nodegatev1alpha1.RuleType(tc.typ)
-			st := RuleStatus(r, tc.namespaces, now)
+			r.Spec.JobNamespace = tc.jobNS
+			st := RuleStatus(r, JobPlaces{Namespaces: tc.namespaces, ForRuleNamespace: tc.others}, now)
 			c := meta.FindStatusCondition(st.Conditions, ConditionValidConfig)
 			if c == nil {
 				t.Fatal("no ValidConfig")
@@ -44,10 +52,10 @@ func TestRuleStatus(t *testing.T) {
 		})
 	}
 	// An unchanged verdict keeps its transition time: no write.
-	first := RuleStatus(rule, nil, now)
+	first := RuleStatus(rule, JobPlaces{}, now)
 	again := rule.DeepCopy()
 	again.Status = first
-	if st := RuleStatus(again, nil, now.Add(time.Hour)); !st.Conditions[0].LastTransitionTime.Equal(&first.Conditions[0].LastTransitionTime) {
+	if st := RuleStatus(again, JobPlaces{}, now.Add(time.Hour)); !st.Conditions[0].LastTransitionTime.Equal(&first.Conditions[0].LastTransitionTime) {
 		t.Fatalf("transition time moved: %v", st.Conditions[0].LastTransitionTime)
 	}
 }

@@ -463,6 +463,8 @@ func TestRefusesToStart(t *testing.T) {
 			w.pools["worker-gate"] = newPool("worker-gate", map[string]string{"x": ""}, "worker", "4.15.0")
 		}, ReasonGatePoolNameTaken, "worker-gate"},
 		{"rule's job namespace not allowed", func(w *world) { w.jobNS = []string{"hooks"} }, ReasonJobNamespace, `spec.jobNamespace "gate-ns" is not one of node-gate's job namespaces [hooks]`},
+		{"rule's Jobs outside its own namespace, not listed for it", func(w *world) { w.rules[0].Spec.JobNamespace = "hooks" }, ReasonJobNamespace,
+			`MutexRule gate-ns/drain-db: spec.jobNamespace "hooks": the rules of namespace gate-ns may run hook Jobs only in gate-ns (the chart's ruleJobNamespaces)`},
 		{"pool not gated", func(w *world) { w.gated = []string{"infra"} }, ReasonPoolNotGated, "MachineConfigPool worker is not one of the pools node-gate may gate [infra]"},
 	}
 	for _, tc := range cases {

@@ -114,15 +114,28 @@ type Input struct {
 	MaintenanceSilences map[string]bool
 	// OtherRuns are the other MutexRunConfigs' claims on pools.
 	OtherRuns []RunClaim
-	// JobNamespaces are the namespaces node-gate may create hook Jobs in
-	// (its --job-namespaces, where the chart grants Jobs); a rule naming
-	// another blocks the run. Empty: any.
-	JobNamespaces []string
+	// JobPlaces says where hook Jobs may run; a rule naming another namespace
+	// blocks the run.
+	JobPlaces JobPlaces
 	// GatedPools are the source pools node-gate may gate (its
 	// --gated-pools: the chart lets it delete only their gate pools, so a
 	// run on another pool could never be deleted); a target naming another
 	// blocks the run. Empty: any.
 	GatedPools []string
+}
+
+// JobPlaces says where a rule's hook Jobs may run: only in a namespace
+// node-gate may create Jobs in, and only in the rule's own namespace or one
+// an administrator lists for the rules of that namespace. A rule is not a
+// way to start pods somewhere its author's namespace was not given.
+type JobPlaces struct {
+	// Namespaces are where node-gate may create hook Jobs (its
+	// --job-namespaces, where the chart grants Jobs). Empty: any.
+	Namespaces []string
+	// ForRuleNamespace lists, by the namespace of a rule, the other
+	// namespaces its Jobs may run in (--rule-job-namespaces, the chart's
+	// ruleJobNamespaces). A rule's own namespace needs no entry.
+	ForRuleNamespace map[string][]string
 }
 
 // RunClaim is another run and the pools it targets.

@@ -49,7 +49,7 @@ func (p *planner) validate() bool {
 		if !ok {
 			return block(ReasonMissingRule, "MutexRule %s does not exist", ref(r))
 		}
-		if reason, msg := ruleProblem(rule, p.in.JobNamespaces); reason != "" {
+		if reason, msg := ruleProblem(rule, p.in.JobPlaces); reason != "" {
 			return block(reason, "MutexRule %s: %s", ref(r), msg)
 		}
 		p.rules = append(p.rules, rule)
