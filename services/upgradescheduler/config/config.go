@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
@@ -214,15 +215,25 @@ func FromConfigMapData(data map[string]string) (*Config, error) {
 
 // Parse parses and validates config.yaml. The error lists every invalid key.
 func Parse(data []byte) (*Config, error) {
+	// MUO reads config.yaml with gopkg.in/yaml.v2: a key counts only when
+	// spelled exactly (configManager, not ConfigManager). The JSON decoder
+	// behind sigs.k8s.io/yaml would match it regardless of case; the
+	// case-sensitive decoder Kubernetes uses for its own objects does not.
+	j, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ConfigKey, err)
+	}
 	var f file
-	if err := yaml.Unmarshal(data, &f); err != nil {
+	strict, err := sigsjson.UnmarshalStrict(j, &f)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ConfigKey, err)
 	}
 	c := &Config{FeatureGates: map[string]bool{}, BlockingChecks: map[string]bool{}}
-	// MUO ignores keys it does not know, and so do we (a newer MUO's keys must
-	// not break the scheduler), but we say so.
-	if err := yaml.UnmarshalStrict(data, &file{}); err != nil {
-		c.Warnings = append(c.Warnings, err.Error())
+	// MUO ignores keys it does not know (a key spelled in another case
+	// included), and so do we (a newer MUO's keys must not break the
+	// scheduler), but we say so.
+	for _, e := range strict {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %s (ignored, as MUO ignores it)", ConfigKey, e))
 	}
 	var errs []error
 	bad := func(key, format string, args ...any) {

@@ -214,3 +214,19 @@ func TestDeadlinesFor(t *testing.T) {
 		}
 	}
 }
+
+// Keys count only when spelled exactly, as MUO's YAML decoder (yaml.v2)
+// reads them: one in another case is unknown, ignored and said.
+func TestKeysAreCaseSensitive(t *testing.T) {
+	c, err := Parse([]byte("ConfigManager:\n  source: LOCAL\n  localConfigName: managed-upgrade-config\nupgradeWindow:\n  TimeOut: 5\n  delayTrigger: 10\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Source != "" {
+		t.Errorf("ConfigManager read as configManager: source %q", c.Source)
+	}
+	joined := strings.Join(c.Warnings, "\n")
+	if len(c.Warnings) != 2 || !strings.Contains(joined, `"ConfigManager"`) || !strings.Contains(joined, `"upgradeWindow.TimeOut"`) {
+		t.Errorf("warnings %q", c.Warnings)
+	}
+}
