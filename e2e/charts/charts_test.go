@@ -373,19 +373,27 @@ func customResource(crd apiextensionsv1.CustomResourceDefinition, ns string, val
 		u.Object[addedField] = *value
 	}
 	if spec, ok := minimalSpecs[crd.Name]; ok {
-		u.Object["spec"] = spec
+		u.Object["spec"] = spec(ns)
 	}
 	return u
 }
 
 // minimalSpecs are the smallest specs the CRDs whose spec is required
-// accept; the others are created empty.
-var minimalSpecs = map[string]map[string]any{
-	"mutexrules.nodegate.upshift.io": {"jobName": "chart-test", "jobNamespace": "chart-test", "jobSpec": map[string]any{
-		"template": map[string]any{"spec": map[string]any{"restartPolicy": "Never",
-			"containers": []any{map[string]any{"name": "c", "image": "registry.example.com/c:1"}}}}}},
-	"mutextargets.nodegate.upshift.io":    {"machineConfigPools": []any{"worker"}},
-	"mutexrunconfigs.nodegate.upshift.io": {"mutexTargets": []any{map[string]any{"name": "chart-test"}}},
+// accept, for an object in namespace ns; the others are created empty. (A
+// MutexRule's Jobs run in its own namespace: node-gate's admission policy
+// refuses another unless the chart lists it.)
+var minimalSpecs = map[string]func(ns string) map[string]any{
+	"mutexrules.nodegate.upshift.io": func(ns string) map[string]any {
+		return map[string]any{"jobName": "chart-test", "jobNamespace": ns, "jobSpec": map[string]any{
+			"template": map[string]any{"spec": map[string]any{"restartPolicy": "Never",
+				"containers": []any{map[string]any{"name": "c", "image": "registry.example.com/c:1"}}}}}}
+	},
+	"mutextargets.nodegate.upshift.io": func(string) map[string]any {
+		return map[string]any{"machineConfigPools": []any{"worker"}}
+	},
+	"mutexrunconfigs.nodegate.upshift.io": func(string) map[string]any {
+		return map[string]any{"mutexTargets": []any{map[string]any{"name": "chart-test"}}}
+	},
 }
 
 // singletonRule is how our CRDs pin a singleton's name (UpgradeStatus
