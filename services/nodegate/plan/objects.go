@@ -49,7 +49,7 @@ func ruleProblem(rule *nodegatev1alpha1.MutexRule, jobs JobPlaces) (reason, mess
 	return "", ""
 }
 
-// listedOthers is ", or in a, b" for the other namespaces listed, else "".
+// listedOthers is " or in a, b" for the other namespaces listed, else "".
 func listedOthers(other []string) string {
 	if len(other) == 0 {
 		return ""
