@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -169,7 +170,6 @@ func (p *planner) advance() {
 		r.StartTime = ptr.To(p.now)
 		r.Hooks = nil
 		p.admit(r)
-		p.event(OnNode, r.Name, corev1.EventTypeNormal, "GateStarted", "node-gate started gating node %s (pool %s, run %s)", r.Name, r.Pool, p.st.RunID)
 		p.step(r)
 	}
 }
@@ -244,7 +244,6 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			// outlive its record (the removal below reads the cache).
 			r.Phase = nodegatev1alpha1.NodeUpdated
 			r.UpdatedTime = ptr.To(p.now)
-			p.event(OnNode, r.Name, corev1.EventTypeNormal, "NodeUpdated", "node %s runs %s, is Ready and schedulable", r.Name, gate.Spec.Configuration.Name)
 			if p.retargeted(r) {
 				// The MCO took the new render before node-gate saw it: say
 				// so, the one case a pause of the gate pool cannot close.
@@ -272,7 +271,9 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			}
 			r.Phase = nodegatev1alpha1.NodeCompleted
 			r.CompletionTime = ptr.To(p.now)
-			p.event(OnNode, r.Name, corev1.EventTypeNormal, "GateCompleted", "node %s passed the gate: updated and its post-update hooks are done", r.Name)
+			// The node's one Normal Event: its passage, hooks and times
+			// included, since its record in the status is compacted.
+			p.event(OnNode, r.Name, corev1.EventTypeNormal, "GateCompleted", "%s", passage(r, p.st.RunID))
 		default:
 			return
 		}
@@ -359,5 +360,26 @@ func (p *planner) release(r *nodegatev1alpha1.NodeRecord) {
 		msg += "; the node is cordoned, and the machine-config operator does not update a cordoned node"
 		r.LastError = "node is cordoned: the machine-config operator will not start its update until it is uncordoned"
 	}
-	p.event(OnNode, r.Name, corev1.EventTypeNormal, "NodeReleased", "%s", msg)
+	if n.Spec.Unschedulable {
+		p.event(OnNode, r.Name, corev1.EventTypeWarning, "ReleasedWhileCordoned", "%s", msg)
+	}
+}
+
+// passage says how a node passed the gate: each hook with its Job, attempts
+// and duration, and how long it waited for its release, for the MCO and in
+// all. Told once, when the node completes.
+func passage(r *nodegatev1alpha1.NodeRecord, runID string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "node %s passed the gate (pool %s, round %s)", r.Name, r.Pool, runID)
+	since := func(from, to *metav1.Time) string {
+		if from == nil || to == nil {
+			return "?"
+		}
+		return to.Sub(from.Time).Round(time.Second).String()
+	}
+	for _, h := range r.Hooks {
+		fmt.Fprintf(&b, "; %s hook %s/%s: %s (Job %s, %d attempt(s), %s)", h.Stage, h.Rule, h.Name, h.Phase, h.JobName, h.Attempts, since(h.StartTime, h.CompletionTime))
+	}
+	fmt.Fprintf(&b, "; released after %s, updated by the MCO in %s, completed after %s", since(r.StartTime, r.ReleasedTime), since(r.ReleasedTime, r.UpdatedTime), since(r.StartTime, r.CompletionTime))
+	return b.String()
 }

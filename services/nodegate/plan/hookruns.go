@@ -63,7 +63,6 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 		case jobComplete:
 			hr.Phase = nodegatev1alpha1.HookSucceeded
 			hr.CompletionTime = ptr.To(p.now)
-			p.event(OnNode, r.Name, corev1.EventTypeNormal, "HookSucceeded", "hook %s/%s (%s) for node %s succeeded (Job %s)", hr.Rule, hr.Name, stage, r.Name, hr.JobName)
 			continue
 		case jobFailed:
 			hr.LastError = why
@@ -106,7 +105,6 @@ func (p *planner) createAttempt(r *nodegatev1alpha1.NodeRecord, hr *nodegatev1al
 	job := p.buildJob(r, h, hr.Attempts)
 	hr.JobName = job.Name
 	p.act(Action{Kind: CreateJob, Job: job})
-	p.event(OnNode, r.Name, corev1.EventTypeNormal, "HookStarted", "started hook %s/%s (%s) for node %s: Job %s/%s", hr.Rule, hr.Name, h.stage, r.Name, job.Namespace, job.Name)
 	if t := timeoutOf(h.spec); t > 0 {
 		p.wake(t)
 	}

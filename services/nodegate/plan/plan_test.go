@@ -168,8 +168,8 @@ func TestNodeLifecycle(t *testing.T) {
 	if l := actionsOf(r, LabelNode); len(l) != 1 || l[0].Node != "w00" {
 		t.Fatalf("want w00 released, got %+v", r.Actions)
 	}
-	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || !hasEvent(r, "NodeReleased") {
-		t.Fatalf("record %+v", w.rec("w00"))
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || len(r.Events) != 0 {
+		t.Fatalf("record %+v, events %+v (a release is told by the status and metrics, not an Event)", w.rec("w00"), r.Events)
 	}
 
 	// The MCO's intermediate states are not completion.
@@ -1025,8 +1025,8 @@ func TestUnsettledNodeCountsAgainstMaxUnavailable(t *testing.T) {
 	w.nodes[first].Annotations[mcostate.State] = mcostate.StateWorking
 	w.now = w.now.Add(time.Minute)
 	r := w.reconcile()
-	if hasEvent(r, "GateStarted") || len(actionsOf(r, CreateJob)) != 0 {
-		t.Fatalf("a node started while %s (maxUnavailable 1) is still updating: %+v", first, r.Events)
+	if len(actionsOf(r, CreateJob)) != 0 {
+		t.Fatalf("a node started while %s (maxUnavailable 1) is still updating: %+v", first, r.Actions)
 	}
 	if c := w.cond(CondProgressing); c == nil || !strings.Contains(c.Message, first) {
 		t.Fatalf("Progressing does not say which node holds the run: %+v", c)
@@ -1034,8 +1034,8 @@ func TestUnsettledNodeCountsAgainstMaxUnavailable(t *testing.T) {
 	// Once the MCD is done, the next node starts.
 	w.nodes[first].Annotations[mcostate.CurrentConfig] = rendered("worker-gate", "4.16.0")
 	w.nodes[first].Annotations[mcostate.State] = mcostate.StateDone
-	if r := w.reconcile(); !hasEvent(r, "GateStarted") {
-		t.Fatalf("no node started once %s settled: %+v", first, r.Events)
+	if r := w.reconcile(); len(actionsOf(r, CreateJob)) != 1 {
+		t.Fatalf("no node started once %s settled: %+v", first, r.Actions)
 	}
 }
 
@@ -1392,5 +1392,39 @@ func TestCompact(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A node's passage is told by one Normal Event, when it completes, with its
+// hooks and times (its record in the status is compacted afterwards); the
+// rest of the Events are per run and per failure.
+func TestOneNormalEventPerNode(t *testing.T) {
+	w := newWorld(t, 3)
+	w.startUpdate("4.16.0")
+	w.reconcile()
+	w.renderRelease("4.16.0")
+	w.finishControlPlane()
+	perNode := map[string][]string{}
+	for i := 0; i < 500 && w.run.Status.Phase != nodegatev1alpha1.RunCompleted; i++ {
+		for _, e := range w.reconcile().Events {
+			if n, ok := e.Regarding.(*corev1.Node); ok && !e.Warning {
+				perNode[n.Name] = append(perNode[n.Name], e.Reason+": "+e.Note)
+			}
+		}
+		w.render()
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+	}
+	if w.run.Status.Phase != nodegatev1alpha1.RunCompleted {
+		t.Fatalf("run did not complete: %s", w.run.Status.Phase)
+	}
+	for _, n := range []string{"w00", "w01", "w02"} {
+		evs := perNode[n]
+		if len(evs) != 1 || !strings.HasPrefix(evs[0], "GateCompleted: node "+n+" passed the gate (pool worker, round ") ||
+			!strings.Contains(evs[0], "; Pre hook gate-ns/drain-db/job: Succeeded (Job drain-db-") ||
+			!strings.Contains(evs[0], "; Post hook gate-ns/drain-db/cleanup: Succeeded") || !strings.Contains(evs[0], "; released after ") {
+			t.Errorf("node %s: Normal Events %q, want its one GateCompleted with its hooks and times", n, evs)
+		}
 	}
 }
