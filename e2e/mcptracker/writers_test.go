@@ -1,7 +1,6 @@
 package mcptracker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"regexp"
@@ -202,7 +201,7 @@ func misownedStatusFields(uc *upgradev1alpha1.UpgradeConfig) []string {
 			continue
 		}
 		set := &fieldpath.Set{}
-		Expect(set.FromJSON(bytes.NewReader(e.FieldsV1.Raw))).To(Succeed())
+		Expect(set.FromJSON(e.FieldsV1.GetRawReader())).To(Succeed())
 		set.Iterate(func(p fieldpath.Path) {
 			path := p.String()
 			if owner, shared := statusFieldOwner(path); !shared && owner != e.Manager {
