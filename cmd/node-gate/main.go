@@ -112,12 +112,12 @@ func parseRuleJobNamespaces(flagValue string) (map[string][]string, error) {
 		if strings.TrimSpace(entry) == "" {
 			continue
 		}
-		ns, others, ok := strings.Cut(entry, "=")
-		ns = strings.TrimSpace(ns)
-		if !ok || ns == "" || len(splitList(others)) == 0 {
+		ns, list, ok := strings.Cut(entry, "=")
+		ns, others := strings.TrimSpace(ns), splitList(list)
+		if !ok || ns == "" || len(others) == 0 {
 			return nil, fmt.Errorf("--rule-job-namespaces: %q is not <rule namespace>=<job namespace>[,<job namespace>...]", entry)
 		}
-		out[ns] = append(out[ns], splitList(others)...)
+		out[ns] = append(out[ns], others...)
 	}
 	return out, nil
 }

@@ -24,9 +24,9 @@ import (
 // its history are kept, and a change is recorded as a PolicyChanged Event.
 // A policy removed before the upgrade commenced cancels it (spec.cancel);
 // removed after, it is recorded and the upgrade runs to its end. Nothing is
-// ever deleted. With source LOCAL it only reads the UpgradeConfigs and
-// records the sync (upgradeoperator_upgradeconfig_sync_timestamp, as MUO
-// does); with none it does nothing and sends nothing.
+// ever deleted. With source LOCAL it only records the sync
+// (upgradeoperator_upgradeconfig_sync_timestamp, as MUO does); with none it
+// does nothing and sends nothing.
 //
 // It runs on the leader only (a manager Runnable that needs election).
 type PolicySyncer struct {
@@ -83,14 +83,10 @@ func (s *PolicySyncer) sync(ctx context.Context) (time.Duration, ocm.SyncAction,
 		}
 	}
 	if localSource(cfg) {
-		// MUO's LOCAL provider reads the UpgradeConfigs on the cluster: a
-		// sync that reads them succeeds and is recorded, as MUO records it.
-		// SRE's sync alert fires on the timestamp's absence, on LOCAL
-		// clusters too.
-		var ucs upgradev1alpha1.UpgradeConfigList
-		if err := r.Client.List(ctx, &ucs, client.InNamespace(r.Namespace)); err != nil {
-			return interval, "", err
-		}
+		// MUO's LOCAL provider has nothing to fetch (the UpgradeConfig is
+		// the user's own, read by the reconciler from its cache), and MUO
+		// records each such sync: SRE's sync alert fires on the
+		// timestamp's absence, on LOCAL clusters too.
 		r.Metrics.ObserveSync(ocm.UpgradeConfigName, r.Clock.Now())
 		return interval, ocm.SyncNone, nil
 	}
