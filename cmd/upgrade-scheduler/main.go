@@ -91,6 +91,8 @@ func main() {
 				if err != nil {
 					return err
 				}
+				// A stale leader must not create or expire a silence.
+				hc.Transport = runtime.Fenced(hc.Transport)
 				sc, err := silence.NewClient(am.URL, hc, am.Timeout)
 				if err != nil {
 					return err
@@ -111,7 +113,8 @@ func main() {
 				log.Info("critical alerts read from Prometheus's alerts API", "url", prom.URL)
 			}
 			if ocmEnabled {
-				r.OCM = &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: ocmTimeout}
+				// A stale leader must not post a notice or a policy state.
+				r.OCM = &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: ocmTimeout, Transport: runtime.Fenced}
 				log.Info("OCM integration on (used when configManager.source is OCM)")
 			}
 			// The sync runs with either source: with LOCAL it only records

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/upshift-io/upshift/libs/buildinfo"
 )
 
 func TestParseFlagsErrorsNameTheFlag(t *testing.T) {
@@ -116,5 +118,16 @@ func TestMetricsOptions(t *testing.T) {
 	opts, err = MetricsOptions(&Flags{MetricsSecure: true, MetricsCertDir: dir})
 	if err != nil || opts.CertDir != dir || opts.CertName != "tls.crt" || opts.KeyName != "tls.key" {
 		t.Errorf("--metrics-cert-dir: got %+v, %v", opts, err)
+	}
+}
+
+func TestUserAgentNamesThePod(t *testing.T) {
+	for _, tc := range []struct{ pod, want string }{
+		{"", "node-gate/" + buildinfo.Version()},
+		{"node-gate-7d9f-x2k4p", "node-gate/" + buildinfo.Version() + " (node-gate-7d9f-x2k4p)"},
+	} {
+		if got := UserAgent("node-gate", tc.pod); got != tc.want {
+			t.Errorf("UserAgent(node-gate, %q) = %q, want %q", tc.pod, got, tc.want)
+		}
 	}
 }

@@ -2,12 +2,14 @@ package runtime
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -46,6 +48,18 @@ type Options struct {
 // LeaseName is the leader-election Lease of a component.
 func LeaseName(component string) string { return "upshift-" + component }
 
+// UserAgent is what a component's requests carry, and so what the
+// apiserver's audit log shows beside the ServiceAccount: the component and
+// its version and, in a pod (the charts set POD_NAME), the pod, which tells
+// the replicas of one Deployment apart.
+func UserAgent(component, pod string) string {
+	ua := component + "/" + buildinfo.Version()
+	if pod != "" {
+		ua += " (" + pod + ")"
+	}
+	return ua
+}
+
 // RestConfig loads the kubeconfig named by --kubeconfig, or, when empty, the
 // usual chain ($KUBECONFIG, in-cluster, ~/.kube/config).
 func RestConfig(f *Flags) (*rest.Config, error) {
@@ -71,7 +85,7 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	}
 	cfg = rest.CopyConfig(cfg)
 	var mgr manager.Manager
-	cfg.UserAgent = component + "/" + buildinfo.Version()
+	cfg.UserAgent = UserAgent(component, os.Getenv("POD_NAME"))
 	if f.KubeAPIQPS > 0 {
 		cfg.QPS, cfg.Burst = float32(f.KubeAPIQPS), f.KubeAPIBurst
 	}
@@ -94,25 +108,40 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	if opts.LeaderElectionID != "" {
 		leaseName = opts.LeaderElectionID
 	}
+	// With leader election, the manager's writes are fenced by the Lease
+	// (fence.go); the lock is built here, not by controller-runtime, so
+	// that its renewals are seen.
+	var lock *fence
+	var leaseEvents *leaseEvents
+	if f.LeaderElect {
+		if lock, leaseEvents, err = fencedLeaderElection(cfg, f, leaseName); err != nil {
+			return nil, fmt.Errorf("leader election: %w", err)
+		}
+	}
 	mgr, err = ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        s,
-		Cache:                         cacheOpts,
-		Metrics:                       metricsOptions,
-		HealthProbeBindAddress:        f.HealthProbeBindAddress,
-		PprofBindAddress:              f.PprofBindAddress,
-		LeaderElection:                f.LeaderElect,
-		LeaderElectionID:              leaseName,
-		LeaderElectionNamespace:       f.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 positive(f.LeaseDuration),
-		RenewDeadline:                 positive(f.RenewDeadline),
-		RetryPeriod:                   positive(f.RetryPeriod),
-		GracefulShutdownTimeout:       &gracefulTimeout,
-		Controller:                    opts.Controller,
-		WebhookServer:                 opts.WebhookServer,
+		Scheme:                              s,
+		Cache:                               cacheOpts,
+		Metrics:                             metricsOptions,
+		HealthProbeBindAddress:              f.HealthProbeBindAddress,
+		PprofBindAddress:                    f.PprofBindAddress,
+		LeaderElection:                      f.LeaderElect,
+		LeaderElectionID:                    leaseName,
+		LeaderElectionNamespace:             f.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaderElectionResourceLockInterface: resourceLock(lock),
+		LeaseDuration:                       positive(f.LeaseDuration),
+		RenewDeadline:                       positive(f.RenewDeadline),
+		RetryPeriod:                         positive(f.RetryPeriod),
+		GracefulShutdownTimeout:             &gracefulTimeout,
+		Controller:                          opts.Controller,
+		WebhookServer:                       opts.WebhookServer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if leaseEvents != nil {
+		//lint:ignore SA1019 client-go's Lease lock records through the old Events API.
+		leaseEvents.setRecorder(mgr.GetEventRecorderFor)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -130,6 +159,15 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	}
 	buildInfo.WithLabelValues(component, buildinfo.Version()).Set(1)
 	return mgr, nil
+}
+
+// resourceLock is lock as the interface, nil without leader election (a
+// nil *fence is not a nil interface).
+func resourceLock(lock *fence) resourcelock.Interface {
+	if lock == nil {
+		return nil
+	}
+	return lock
 }
 
 // positive is d, or nil (controller-runtime's default) when d is not set:

@@ -34,6 +34,9 @@ type AuditEvent struct {
 	User struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	// UserAgent tells the replicas of a component apart (libs/runtime
+	// puts the pod's name in it).
+	UserAgent      string          `json:"userAgent"`
 	ObjectRef      *AuditObjectRef `json:"objectRef"`
 	ResponseStatus *AuditStatus    `json:"responseStatus"`
 	RequestURI     string          `json:"requestURI"`

@@ -68,6 +68,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   valueFrom:
     fieldRef:
       fieldPath: metadata.namespace
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
 - name: NODE_NAME
   valueFrom:
     fieldRef:

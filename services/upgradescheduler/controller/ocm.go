@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,9 @@ type OCM struct {
 	Reader client.Reader
 	// Timeout bounds one OCM request.
 	Timeout time.Duration
+	// Transport, when set, wraps the HTTP transport: the binary fences
+	// OCM's writes with the leader election (libs/runtime.Fenced).
+	Transport func(http.RoundTripper) http.RoundTripper
 
 	// observe counts each OCM request (the Reconciler's metrics, set by
 	// SetupWithManager).
@@ -75,7 +79,7 @@ func (o *OCM) client(ctx context.Context, cfg *config.Config, cv *configv1.Clust
 		if o.conn != nil {
 			_ = o.conn.Close()
 		}
-		c, err := ocm.NewClient(cfg.OCMBaseURL, token, o.Timeout, o.observe)
+		c, err := ocm.NewClient(cfg.OCMBaseURL, token, o.Timeout, o.observe, o.Transport)
 		if err != nil {
 			return nil, ocm.Cluster{}, err
 		}

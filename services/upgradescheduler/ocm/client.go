@@ -53,16 +53,21 @@ type Client struct {
 const pageSize = 100
 
 // NewClient connects to baseURL with the pull-secret access token (see
-// AccessToken). The SDK's own retries are off: a request is retried by the
+// AccessToken); wrap, when set, wraps the HTTP transport (the leader
+// fence). The SDK's own retries are off: a request is retried by the
 // reconciler, which reads back what a lost response may have applied before
 // writing again; an SDK retry of a POST would post a second service log.
-func NewClient(baseURL, accessToken string, timeout time.Duration, observe func(op, code string)) (*Client, error) {
+func NewClient(baseURL, accessToken string, timeout time.Duration, observe func(op, code string), wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
 	logger, err := logging.NewStdLoggerBuilder().Streams(io.Discard, io.Discard).Build()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := sdk.NewConnectionBuilder().URL(baseURL).Tokens(accessToken).Logger(logger).
-		Agent("upshift-upgrade-scheduler").RetryLimit(0).Build()
+	b := sdk.NewConnectionBuilder().URL(baseURL).Tokens(accessToken).Logger(logger).
+		Agent("upshift-upgrade-scheduler").RetryLimit(0)
+	if wrap != nil {
+		b = b.TransportWrapper(wrap)
+	}
+	conn, err := b.Build()
 	if err != nil {
 		return nil, fmt.Errorf("OCM connection to %s: %w", baseURL, err)
 	}

@@ -40,7 +40,7 @@ func setup(t *testing.T) (*ocmsim.Server, *Client, *counts) {
 	t.Cleanup(s.Close)
 	s.AddCluster(ocmsim.Cluster{ID: internalID, ExternalID: externalID, ChannelGroup: "eus", NodeDrainGracePeriodMinutes: 30, Token: pullToken})
 	n := &counts{}
-	c, err := NewClient(s.URL(), externalID+":"+pullToken, 2*time.Second, n.observe)
+	c, err := NewClient(s.URL(), externalID+":"+pullToken, 2*time.Second, n.observe, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestFindClusterAndAllPolicies(t *testing.T) {
 
 func TestWrongTokenFindsNoCluster(t *testing.T) {
 	s, _, _ := setup(t)
-	c, err := NewClient(s.URL(), externalID+":"+base64.StdEncoding.EncodeToString([]byte("other")), time.Second, nil)
+	c, err := NewClient(s.URL(), externalID+":"+base64.StdEncoding.EncodeToString([]byte("other")), time.Second, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestRetryWhatPasses(t *testing.T) {
 	t.Run("too slow on every try is an error", func(t *testing.T) {
 		s, _, _ := setup(t)
 		s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.2", NextRun: time.Now()})
-		c, err := NewClient(s.URL(), externalID+":"+pullToken, 100*time.Millisecond, nil)
+		c, err := NewClient(s.URL(), externalID+":"+pullToken, 100*time.Millisecond, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
