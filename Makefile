@@ -173,6 +173,14 @@ test: testbin ## Run the unit, controller and e2e suites (builds the test contro
 	@echo "== release tooling (images: build, unpack, run, rebuild to the same digest)"
 	@start=$$(date +%s); GOWORK=off go test -C tools/release -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
 
+# CHAOS_SEED replays a `make chaos` run (its seed is printed at start); 0 draws one.
+CHAOS_SEED ?= 0
+
+.PHONY: chaos
+chaos: testbin ## Run the whole-system suite's long profile: 150 workers, 60 leader kills, 3 split brains, 4 apiserver and 2 Alertmanager restarts (CHAOS_SEED to replay).
+	@echo "== whole-system suite, long profile"
+	@start=$$(date +%s); go test -count=1 -timeout 60m -v ./e2e/system/ -run TestSystem -args -system.profile=long -system.seed=$(CHAOS_SEED) -ginkgo.v; echo "   took $$(( $$(date +%s) - start ))s"
+
 # FUZZ_TARGETS are the fuzz tests of the parsers of outside input, as
 # <package>:<Fuzz function>; their seeds also run with every `go test`.
 FUZZ_TARGETS := ./libs/window:FuzzSchedule ./libs/mcostate:FuzzPhaseOf ./services/upgradescheduler/config:FuzzParse \

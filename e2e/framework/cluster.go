@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
+	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/simcluster"
@@ -68,6 +72,12 @@ type ComponentOptions struct {
 	Binary      string
 	LeaderElect bool
 	Args        []string
+	// Replicas above 1 runs that many copies with leader election, kept
+	// running by a supervisor (ClusterComponent.Replicas), as the chart's
+	// Deployment would with as many replicas; it needs a Scraper, which
+	// tells the leader. A webhook is served by replica 0 (the apiserver
+	// knows one address); the others serve theirs on ports of their own.
+	Replicas int
 	// Webhook: the chart's ValidatingWebhookConfigurations are registered
 	// in the apiserver, pointed at the component, which gets WebhookFlags
 	// and is started — and ready — before anything is seeded: the
@@ -89,6 +99,8 @@ type ClusterComponent struct {
 	Identity *Identity
 	Scraper  *Scraper
 	Running  *Running
+	// Replicas, with ComponentOptions.Replicas above 1, instead of Running.
+	Replicas *Replicas
 }
 
 // StartCluster is the one way an e2e suite, the demo and the bench stand up
@@ -208,6 +220,9 @@ func (c *Cluster) run(ctx context.Context, co ComponentOptions) error {
 	if co.Webhook {
 		args = append(WebhookFlags(c.Env), args...)
 	}
+	if co.Replicas > 1 {
+		return c.runReplicas(ctx, co, cc, args)
+	}
 	r, err := StartAsIdentity(co.Binary, cc.Identity, co.Namespace, co.LeaderElect, args...)
 	if err != nil {
 		return err
@@ -222,13 +237,54 @@ func (c *Cluster) run(ctx context.Context, co ComponentOptions) error {
 	return nil
 }
 
+// runReplicas starts co.Replicas supervised copies of the component.
+func (c *Cluster) runReplicas(ctx context.Context, co ComponentOptions, cc *ClusterComponent, args []string) error {
+	if cc.Scraper == nil {
+		return fmt.Errorf("%s: replicas need a Scraper to tell the leader", co.Chart)
+	}
+	// Each replica's webhook port is chosen once: a replica started again
+	// listens where it listened before, as a pod's container does.
+	extra := make([][]string, co.Replicas)
+	for i := 1; i < co.Replicas && co.Webhook; i++ {
+		addr, err := testenv.FreeAddr()
+		if err != nil {
+			return err
+		}
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return err
+		}
+		extra[i] = []string{"--webhook-port=" + port}
+	}
+	lease := runtime.LeaseName(filepath.Base(co.Binary))
+	// Each process is a pod of its own, named as a Deployment's pods are
+	// (unique per start), so that the audit log tells them apart.
+	var starts atomic.Int64
+	rs, err := StartReplicas(co.Chart, lease, co.Replicas, cc.Scraper, func(i int) (*Running, error) {
+		pod := fmt.Sprintf("%s-%d-%d", co.Release, i, starts.Add(1))
+		return StartPodAsIdentity(pod, co.Binary, cc.Identity, co.Namespace, true, append(append([]string(nil), args...), extra[i]...)...)
+	})
+	if err != nil {
+		return err
+	}
+	cc.Replicas = rs
+	c.started = append(c.started, cc)
+	if co.Webhook {
+		if err := WaitReady(ctx, rs.Replica(0), time.Minute); err != nil {
+			return fmt.Errorf("%s not ready: %w\n%s", co.Chart, err, rs.Logs())
+		}
+	}
+	return nil
+}
+
 // Stop stops the components StartCluster ran (in reverse order; one the
 // caller already stopped is not stopped again), then ocpsim and the control
 // plane.
 func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.started) - 1; i >= 0; i-- {
-		if err := c.started[i].Running.Stop(10 * time.Second); err != nil {
+		stop := c.started[i].Stop
+		if err := stop(10 * time.Second); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.started[i].Identity.ServiceAccount, err))
 		}
 	}
@@ -244,6 +300,14 @@ func (c *Cluster) StopInto(err *error) {
 	if stopErr := c.Stop(); *err == nil {
 		*err = stopErr
 	}
+}
+
+// Stop stops the component's process or replicas.
+func (cc *ClusterComponent) Stop(grace time.Duration) error {
+	if cc.Replicas != nil {
+		return cc.Replicas.Stop(grace)
+	}
+	return cc.Running.Stop(grace)
 }
 
 // WaitReady waits up to timeout for the component's readiness probe to

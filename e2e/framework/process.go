@@ -19,6 +19,8 @@ type Component struct {
 	cmd  *exec.Cmd
 	out  *syncBuffer
 	done chan error
+	// exited is closed when the process has ended, however it ended.
+	exited chan struct{}
 
 	stopOnce sync.Once
 	stopErr  error
@@ -33,7 +35,7 @@ func StartComponent(path string, args ...string) (*Component, error) {
 // environment, env ("KEY=value"): what a chart sets through the downward
 // API or its values (NODE_NAME, a proxy).
 func StartComponentEnv(env []string, path string, args ...string) (*Component, error) {
-	c := &Component{cmd: exec.Command(path, args...), out: &syncBuffer{}, done: make(chan error, 1)}
+	c := &Component{cmd: exec.Command(path, args...), out: &syncBuffer{}, done: make(chan error, 1), exited: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	if len(env) > 0 {
 		c.cmd.Env = append(os.Environ(), env...)
@@ -42,9 +44,21 @@ func StartComponentEnv(env []string, path string, args ...string) (*Component, e
 	if err := c.cmd.Start(); err != nil {
 		return nil, err
 	}
-	go func() { c.done <- c.cmd.Wait() }()
+	go func() {
+		err := c.cmd.Wait()
+		close(c.exited)
+		c.done <- err
+	}()
 	return c, nil
 }
+
+// Exited is closed once the process has ended: a supervisor restarts it
+// then, as the kubelet restarts a container.
+func (c *Component) Exited() <-chan struct{} { return c.exited }
+
+// Signal sends sig to the process (SIGSTOP and SIGCONT freeze and thaw it,
+// as a long pause of its node or runtime would).
+func (c *Component) Signal(sig syscall.Signal) error { return c.cmd.Process.Signal(sig) }
 
 // Pid is the component's process ID.
 func (c *Component) Pid() int { return c.cmd.Process.Pid }
@@ -127,6 +141,8 @@ type Running struct {
 	MetricsURL string
 	// ReadyzURL is its readiness probe.
 	ReadyzURL string
+	// Pod is the pod name it was given (POD_NAME), if any.
+	Pod string
 }
 
 // StartAsIdentity runs binary with the flags every chart's Deployment
@@ -136,6 +152,13 @@ type Running struct {
 // logs; then extra. One place says what "run as the chart runs it" means
 // for every suite, the demo and the bench.
 func StartAsIdentity(binary string, id *Identity, namespace string, leaderElect bool, extra ...string) (*Running, error) {
+	return StartPodAsIdentity("", binary, id, namespace, leaderElect, extra...)
+}
+
+// StartPodAsIdentity is StartAsIdentity as pod: POD_NAME is set as the
+// chart's Deployment sets it, so the process's requests say which replica
+// made them (the user agent, in the audit log).
+func StartPodAsIdentity(pod, binary string, id *Identity, namespace string, leaderElect bool, extra ...string) (*Running, error) {
 	metricsAddr, err := testenv.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -147,9 +170,13 @@ func StartAsIdentity(binary string, id *Identity, namespace string, leaderElect 
 	args := append([]string{"--kubeconfig=" + id.Kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
 		"--leader-election-namespace=" + namespace, "--namespace=" + namespace,
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}, extra...)
-	c, err := StartComponent(binary, args...)
+	var env []string
+	if pod != "" {
+		env = []string{"POD_NAME=" + pod}
+	}
+	c, err := StartComponentEnv(env, binary, args...)
 	if err != nil {
 		return nil, err
 	}
-	return &Running{Component: c, MetricsURL: "https://" + metricsAddr + "/metrics", ReadyzURL: "http://" + probeAddr + "/readyz"}, nil
+	return &Running{Component: c, MetricsURL: "https://" + metricsAddr + "/metrics", ReadyzURL: "http://" + probeAddr + "/readyz", Pod: pod}, nil
 }

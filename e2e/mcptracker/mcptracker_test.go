@@ -306,7 +306,7 @@ var _ = Describe("the mcp-tracker", Ordered, func() {
 		Expect(len(all)).To(BeNumerically(">", 10), "the watch saw the update's revisions")
 		Expect(lostFields(all)).To(BeEmpty())
 		Expect(statusManagers(getUC(ctx))).To(ConsistOf("upgrade-scheduler/Apply", "mcp-tracker/Apply"))
-		Expect(misownedStatusFields(getUC(ctx))).To(BeEmpty(), "one writer per field (docs/architecture.md)")
+		Expect(mustMisowned(getUC(ctx))).To(BeEmpty(), "one writer per field (docs/architecture.md)")
 		Expect(refusedStatusWrites(schedID)).To(BeZero(), "the scheduler's status writes refused with a conflict")
 		Expect(refusedStatusWrites(trackID)).To(BeZero(), "the tracker's status writes refused with a conflict")
 		AddReportEntry("UpgradeConfig revisions compared", len(all))

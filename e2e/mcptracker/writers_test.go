@@ -3,8 +3,6 @@ package mcptracker
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strings"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
@@ -166,48 +163,10 @@ func refusedStatusWrites(id *framework.Identity) int {
 	return n
 }
 
-// statusFieldOwner is who may own a path of UpgradeConfig status, as the
-// "one writer per field" table of docs/architecture.md says: the
-// mcp-tracker its pools, its WorkersUpgraded condition and the worker times
-// of each history entry; the upgrade-scheduler everything else. A list
-// item's key field (a history entry's version, a condition's type) is
-// owned by every writer that applies the item, by server-side apply's
-// design.
-func statusFieldOwner(path string) (owner string, shared bool) {
-	switch {
-	case historyKey.MatchString(path), conditionKey.MatchString(path):
-		return "", true
-	case strings.HasPrefix(path, ".status.pools"),
-		strings.HasPrefix(path, `.status.conditions[type="WorkersUpgraded"]`),
-		workerTime.MatchString(path):
-		return "mcp-tracker", false
-	}
-	return "upgrade-scheduler", false
-}
-
-var (
-	historyKey   = regexp.MustCompile(`^\.status\.history\[version="[^"]*"\](\.version)?$`)
-	conditionKey = regexp.MustCompile(`^\.status\.conditions\[type="[^"]*"\](\.type)?$`)
-	workerTime   = regexp.MustCompile(`^\.status\.history\[version="[^"]*"\]\.(workerStartTime|workerCompleteTime)$`)
-)
-
-// misownedStatusFields lists every status path a manager owns that the
-// table gives to another (or the table does not know the manager).
-func misownedStatusFields(uc *upgradev1alpha1.UpgradeConfig) []string {
+// mustMisowned is framework.MisownedStatusFields for a spec.
+func mustMisowned(uc *upgradev1alpha1.UpgradeConfig) []string {
 	GinkgoHelper()
-	var out []string
-	for _, e := range uc.ManagedFields {
-		if e.Subresource != "status" || e.FieldsV1 == nil {
-			continue
-		}
-		set := &fieldpath.Set{}
-		Expect(set.FromJSON(e.FieldsV1.GetRawReader())).To(Succeed())
-		set.Iterate(func(p fieldpath.Path) {
-			path := p.String()
-			if owner, shared := statusFieldOwner(path); !shared && owner != e.Manager {
-				out = append(out, fmt.Sprintf("%s owns %s, which is %s's", e.Manager, path, owner))
-			}
-		})
-	}
+	out, err := framework.MisownedStatusFields(uc)
+	Expect(err).NotTo(HaveOccurred())
 	return out
 }

@@ -37,6 +37,10 @@ type Alertmanager struct {
 
 	child   *child
 	ownsDir bool
+	// path and args start it again (Restart).
+	path     string
+	args     []string
+	restarts int
 }
 
 // StartAlertmanager starts a single Alertmanager (no cluster peers) on a free
@@ -75,33 +79,51 @@ func StartAlertmanager(ctx context.Context, dir string) (_ *Alertmanager, retErr
 	if err != nil {
 		return nil, err
 	}
-	am.child, err = startChild(am.Dir, "alertmanager", filepath.Join(binDir, AlertmanagerBinary),
-		"--config.file="+cfg,
-		"--storage.path="+filepath.Join(amDir, "data"),
-		"--web.listen-address="+addr,
+	am.URL = "http://" + addr
+	am.path = filepath.Join(binDir, AlertmanagerBinary)
+	am.args = []string{
+		"--config.file=" + cfg,
+		"--storage.path=" + filepath.Join(amDir, "data"),
+		"--web.listen-address=" + addr,
 		// No gossip: a lone instance, and no second port to collide on.
 		"--cluster.listen-address=",
-	)
-	if err != nil {
+	}
+	if err := am.start(ctx, "alertmanager"); err != nil {
 		return nil, err
 	}
-	am.URL = "http://" + addr
+	return am, nil
+}
+
+// start runs the binary and waits until it is ready; its output goes to
+// <Dir>/<name>.log.
+func (a *Alertmanager) start(ctx context.Context, name string) error {
+	var err error
+	if a.child, err = startChild(a.Dir, name, a.path, a.args...); err != nil {
+		return err
+	}
 	httpc := &http.Client{Timeout: 2 * time.Second}
-	err = waitFor(ctx, 60*time.Second, "alertmanager to become ready", func() (bool, error) {
-		if err := am.child.exited(); err != nil {
+	return waitFor(ctx, 60*time.Second, "alertmanager to become ready", func() (bool, error) {
+		if err := a.child.exited(); err != nil {
 			return false, err
 		}
-		resp, err := httpc.Get(am.URL + "/-/ready")
+		resp, err := httpc.Get(a.URL + "/-/ready")
 		if err != nil {
 			return false, err
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, fmt.Errorf("alertmanager /-/ready answered %s", resp.Status)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return am, nil
+}
+
+// Restart stops Alertmanager (SIGTERM: it writes its silences to its
+// storage, as a pod being replaced does) and starts it again on the same
+// address and storage, so that clients keep their URL and the silences
+// survive; requests meanwhile fail, as during a rollout of a lone instance.
+// It returns when the new process is ready.
+func (a *Alertmanager) Restart(ctx context.Context) error {
+	a.child.stop(5 * time.Second)
+	a.restarts++
+	return a.start(ctx, fmt.Sprintf("alertmanager-%d", a.restarts))
 }
 
 // Stop stops Alertmanager and removes its folder if StartAlertmanager made it.

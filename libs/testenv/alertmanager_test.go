@@ -108,3 +108,46 @@ func TestStartAlertmanager(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestAlertmanagerRestartKeepsSilences restarts Alertmanager as the
+// whole-system suite does and reads back a silence posted before: the same
+// URL answers and the silence is still there, as a real Alertmanager's is
+// after a rollout.
+func TestAlertmanagerRestartKeepsSilences(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	am, err := testenv.StartAlertmanager(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer am.Stop()
+	api, err := am.API()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	start, end := strfmt.DateTime(now), strfmt.DateTime(now.Add(time.Hour))
+	name, value, isRegex, isEqual := "alertname", "Restarted", false, true
+	createdBy, comment := "testenv", "kept across a restart"
+	res, err := api.Silence.PostSilences(amsilence.NewPostSilencesParamsWithContext(ctx).WithSilence(&models.PostableSilence{Silence: models.Silence{
+		Matchers: models.Matchers{{Name: &name, Value: &value, IsRegex: &isRegex, IsEqual: &isEqual}},
+		StartsAt: &start, EndsAt: &end, CreatedBy: &createdBy, Comment: &comment,
+	}}))
+	if err != nil {
+		t.Fatalf("posting a silence: %v", err)
+	}
+	url := am.URL
+	if err := am.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if am.URL != url {
+		t.Fatalf("URL after the restart %s, want %s", am.URL, url)
+	}
+	got, err := api.Silence.GetSilence(amsilence.NewGetSilenceParamsWithContext(ctx).WithSilenceID(strfmt.UUID(res.Payload.SilenceID)))
+	if err != nil {
+		t.Fatalf("reading the silence after the restart: %v", err)
+	}
+	if c := *got.Payload.Comment; c != comment {
+		t.Fatalf("silence comment %q after the restart, want %q", c, comment)
+	}
+}

@@ -35,7 +35,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -149,7 +148,7 @@ func run(ctx context.Context, o options) (err error) {
 		// The local OCM knows the cluster by its ClusterVersion's ID, so it
 		// starts once the cluster is seeded, before the scheduler.
 		Prepare: func(ctx context.Context, c *framework.Cluster) (err error) {
-			ocm, err = startOCM(ctx, c.Client)
+			ocm, err = framework.StartOCM(ctx, c.Client)
 			return err
 		},
 		Progress: func(s framework.Stage) {
@@ -195,7 +194,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err := createGate(ctx, env.Client); err != nil {
 		return err
 	}
-	if err := seedWorkerPool(ctx, env.Client); err != nil {
+	if err := framework.LabelMachinePools(ctx, env.Client); err != nil {
 		return err
 	}
 	if err := framework.WaitFor(ctx, time.Minute, func() bool { return statusReady(ctx, env.Client) }); err != nil {
@@ -208,7 +207,7 @@ func run(ctx context.Context, o options) (err error) {
 	upgradeAt := time.Now().Add(o.startIn).Truncate(time.Second)
 	say("Scheduling the update to %s at %s as an upgrade policy in a local OCM; the upgrade-scheduler turns it into the UpgradeConfig (OSD steps, capacity reservation), starts it, and tells OCM each state and service log",
 		o.to, upgradeAt.UTC().Format(time.RFC3339))
-	if err := scheduleInOCM(ctx, env.Client, ocm, o.to, upgradeAt); err != nil {
+	if err := framework.ScheduleInOCM(ctx, env.Client, ocm, namespace, framework.OSDConfig(ocm.URL(), ""), o.to, upgradeAt); err != nil {
 		return err
 	}
 	updateStart := time.Now()
@@ -288,27 +287,6 @@ func statusReady(ctx context.Context, c client.Client) bool {
 	us := &updatev1alpha1.UpgradeStatus{}
 	return c.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, us) == nil &&
 		meta.IsStatusConditionTrue(us.Status.Conditions, updatev1alpha1.ConditionStatusAvailable)
-}
-
-// seedWorkerPool labels the worker MachineSets as OSD's provisioner does,
-// so the scheduler reserves capacity for them.
-func seedWorkerPool(ctx context.Context, c client.Client) error {
-	var list machinev1beta1.MachineSetList
-	if err := c.List(ctx, &list, client.InNamespace("openshift-machine-api")); err != nil {
-		return err
-	}
-	for i := range list.Items {
-		ms := &list.Items[i]
-		patch := client.MergeFrom(ms.DeepCopy())
-		if ms.Labels == nil {
-			ms.Labels = map[string]string{}
-		}
-		ms.Labels["hive.openshift.io/machine-pool"] = "worker"
-		if err := c.Patch(ctx, ms, patch); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // printUpgradeConfig prints the UpgradeConfig as `kubectl get upgrade` does

@@ -1,0 +1,272 @@
+package system
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/upshift-io/upshift/libs/testenv"
+)
+
+// faultKind is one kind of fault the suite injects.
+type faultKind string
+
+const (
+	killLeader    faultKind = "SIGKILL leader"
+	freezeLeader  faultKind = "SIGSTOP leader past its lease"
+	restartAPI    faultKind = "restart kube-apiserver"
+	restartAlerts faultKind = "restart Alertmanager"
+)
+
+// faultPlan is the profile's faults in an order drawn from the seed: the
+// kills spread between the others, none first (the update is not under way
+// yet).
+func faultPlan() []faultKind {
+	var special []faultKind
+	for range prof.freezes {
+		special = append(special, freezeLeader)
+	}
+	for range prof.apiRestarts {
+		special = append(special, restartAPI)
+	}
+	for range prof.amRestarts {
+		special = append(special, restartAlerts)
+	}
+	rng.Shuffle(len(special), func(i, j int) { special[i], special[j] = special[j], special[i] })
+	plan := make([]faultKind, 0, prof.kills+len(special))
+	for range prof.kills {
+		plan = append(plan, killLeader)
+	}
+	for _, f := range special {
+		at := 1 + rng.IntN(len(plan))
+		plan = append(plan[:at], append([]faultKind{f}, plan[at:]...)...)
+	}
+	return plan
+}
+
+// chaos injects the faults and keeps their log.
+type chaos struct {
+	start time.Time
+	mu    sync.Mutex
+	log   []string
+	count map[faultKind]int
+	// expired410 counts watches resumed after an apiserver restart from a
+	// resourceVersion the new apiserver no longer serves.
+	expired410 int
+	// failures are faults whose outcome was wrong (a frozen leader that
+	// woke and kept leading).
+	failures []string
+	// thawed are the leaders frozen past their lease and woken.
+	thawed []thawed
+}
+
+// thawed is a leader woken after another replica took its Lease: from at
+// on, its requests (told apart by its pod name in the user agent) must
+// change nothing.
+type thawed struct {
+	user, pod string
+	at        time.Time
+}
+
+func (c *chaos) note(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	line := fmt.Sprintf("%7.1fs  ", time.Since(c.start).Seconds()) + fmt.Sprintf(format, args...)
+	c.log = append(c.log, line)
+	fmt.Fprintln(GinkgoWriter, "fault: "+line)
+}
+
+func (c *chaos) fail(format string, args ...any) {
+	c.note("FAILED: "+format, args...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failures = append(c.failures, fmt.Sprintf(format, args...))
+}
+
+// run injects plan, one fault after another with pauses drawn from the
+// seed, until done or ctx ends.
+func (c *chaos) run(ctx context.Context, plan []faultKind) {
+	for _, f := range plan {
+		pause := prof.gap/4 + time.Duration(rng.Int64N(int64(prof.gap-prof.gap/4)))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		switch f {
+		case killLeader:
+			c.kill(ctx)
+		case freezeLeader:
+			c.freeze(ctx)
+		case restartAPI:
+			c.restartAPIServer(ctx)
+		case restartAlerts:
+			c.note("restarting Alertmanager")
+			if err := am.Restart(ctx); err != nil {
+				c.fail("Alertmanager did not come back: %v", err)
+				continue
+			}
+			c.count[f]++
+		}
+	}
+}
+
+// leaderOf waits (up to a lease and a bit) for one of component r's
+// replicas to lead: right after a fault none may.
+func (c *chaos) leaderOf(ctx context.Context, r int) (int, int, bool) {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if i, _, ok := replicas[r].Leader(); ok {
+			return r, i, true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return r, 0, false
+}
+
+// kill SIGKILLs the leader of a component drawn at random (another one
+// if that one has none).
+func (c *chaos) kill(ctx context.Context) {
+	for range 5 {
+		r, i, ok := c.leaderOf(ctx, rng.IntN(len(replicas)))
+		if !ok {
+			c.note("%s: no leader to kill", replicas[r].Name)
+			continue
+		}
+		replicas[r].Kill(i)
+		c.count[killLeader]++
+		c.note("SIGKILL %s leader (replica %d)", replicas[r].Name, i)
+		return
+	}
+}
+
+// freeze stops a leader until the other replica holds the Lease, then
+// wakes it: it must notice it lost the Lease and exit (the supervisor
+// starts it again as a standby), never go on acting as the leader.
+//
+// The first freeze is always the upgrade-scheduler's: it writes the most
+// (the UpgradeConfig's status, ClusterVersion, OCM, Alertmanager), so a
+// stale leader that acts is caught there first; the others draw a
+// component.
+func (c *chaos) freeze(ctx context.Context) {
+	r := 0
+	if len(c.thawed) > 0 {
+		r = rng.IntN(len(replicas))
+	}
+	r, i, ok := c.leaderOf(ctx, r)
+	if !ok {
+		c.note("%s: no leader to freeze", replicas[r].Name)
+		return
+	}
+	rs := replicas[r]
+	frozen := rs.Replica(i)
+	if err := rs.Freeze(i); err != nil {
+		c.fail("SIGSTOP %s replica %d: %v", rs.Name, i, err)
+		return
+	}
+	c.note("SIGSTOP %s leader (replica %d)", rs.Name, i)
+	deadline := time.Now().Add(30 * time.Second)
+	took := false
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if j, _, ok := rs.Leader(); ok && j != i {
+			took = true
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.thawed = append(c.thawed, thawed{user: users[r], pod: frozen.Pod, at: time.Now()})
+	if err := rs.Thaw(i); err != nil {
+		c.fail("SIGCONT %s replica %d: %v", rs.Name, i, err)
+		return
+	}
+	if !took {
+		c.fail("%s: no standby took the Lease within 30s of its leader freezing", rs.Name)
+		return
+	}
+	c.note("%s standby leads; SIGCONT the old leader", rs.Name)
+	select {
+	case <-frozen.Exited():
+		c.count[freezeLeader]++
+		c.note("%s old leader exited on waking (lost its Lease)", rs.Name)
+	case <-time.After(20 * time.Second):
+		c.fail("%s: the old leader woke and did not give up within 20s", rs.Name)
+	}
+}
+
+// restartAPIServer kills kube-apiserver and starts it again, then resumes
+// a watch from a resourceVersion of before the restart, as an informer
+// would: an object written since makes it expired (410 Gone).
+func (c *chaos) restartAPIServer(ctx context.Context) {
+	cs, err := env.Clientset()
+	if err != nil {
+		c.fail("clientset: %v", err)
+		return
+	}
+	before, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		c.fail("listing nodes before the restart: %v", err)
+		return
+	}
+	// A write after `before`: what an informer that last heard at
+	// `before` missed while the apiserver was away.
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, GenerateName: "apiserver-restart-"}}
+	if err := env.Client.Create(ctx, marker); err != nil {
+		c.fail("writing before the restart: %v", err)
+		return
+	}
+	c.note("restarting kube-apiserver")
+	if err := env.RestartAPIServer(ctx, testenv.RestartOptions{Down: 2 * time.Second}); err != nil {
+		c.fail("kube-apiserver did not come back: %v", err)
+		return
+	}
+	c.count[restartAPI]++
+	// Until its watch cache is filled the
+	// new apiserver serves watches from etcd, which still has the old
+	// revisions; an informer resuming after that is told 410 Gone.
+	expired := false
+	deadline := time.Now().Add(15 * time.Second)
+	for !expired && time.Now().Before(deadline) && ctx.Err() == nil {
+		expired = watchExpired(ctx, cs, before.ResourceVersion)
+		if !expired {
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	if expired {
+		c.expired410++
+	}
+	c.note("kube-apiserver back; a watch from before it resumed with %s", map[bool]string{true: "410 Gone", false: "its events"}[expired])
+}
+
+// watchExpired: a watch of Nodes from rv is refused as expired.
+func watchExpired(ctx context.Context, cs kubernetes.Interface, rv string) bool {
+	w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		return apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
+	}
+	defer w.Stop()
+	select {
+	case ev := <-w.ResultChan():
+		st, ok := ev.Object.(*metav1.Status)
+		return ok && st.Code == 410
+	case <-time.After(5 * time.Second):
+		return false
+	}
+}
+
+func (c *chaos) summary() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for _, f := range []faultKind{killLeader, freezeLeader, restartAPI, restartAlerts} {
+		parts = append(parts, fmt.Sprintf("%s ×%d", f, c.count[f]))
+	}
+	return strings.Join(parts, ", ")
+}

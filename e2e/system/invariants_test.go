@@ -1,0 +1,415 @@
+package system
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/nodes"
+	"github.com/upshift-io/upshift/libs/scheme"
+	"github.com/upshift-io/upshift/services/nodegate/plan"
+	"github.com/upshift-io/upshift/tools/ocpsim/etcd"
+	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
+)
+
+// The invariants are checked from the objects' revisions as watches deliver
+// them, replayed in resourceVersion order: etcd's revision orders every
+// write across kinds, so "the hook Job completed before the node was
+// released" is a comparison of two revisions, not of two moments a poller
+// happened to look. A watch that breaks (the apiserver restarts) resumes,
+// and one whose resourceVersion expired (410 Gone) lists again; the list's
+// objects carry their own revisions, so they slot in where they belong.
+// Only a deletion that happened while a watch was down is seen without its
+// revision (gaps counts those).
+
+// revision is one state of one object.
+type revision struct {
+	kind, key string
+	rv        int64
+	obj       client.Object // nil when deleted
+}
+
+// recorder collects every revision of the kinds the invariants read.
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	revs []revision
+	gaps int
+}
+
+// recordedKinds are the kinds the invariants read.
+var recordedKinds = map[string]client.Object{
+	"Node":           &corev1.Node{},
+	"Machine":        &machinev1beta1.Machine{},
+	"MachineSet":     &machinev1beta1.MachineSet{},
+	"Job":            &batchv1.Job{},
+	"ClusterVersion": &configv1.ClusterVersion{},
+	"UpgradeStatus":  &updatev1alpha1.UpgradeStatus{},
+	"UpgradeConfig":  &upgradev1alpha1.UpgradeConfig{},
+}
+
+// startRecorder watches the recorded kinds as the cluster admin until ctx
+// ends.
+func startRecorder(ctx context.Context, cfg *rest.Config) (*recorder, error) {
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
+	r := &recorder{seen: map[string]bool{}}
+	for kind, obj := range recordedKinds {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { r.record(kind, o, false) },
+			UpdateFunc: func(_, o any) { r.record(kind, o, false) },
+			DeleteFunc: func(o any) { r.record(kind, o, true) },
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the recorder's informers did not sync")
+	}
+	return r, nil
+}
+
+func (r *recorder) record(kind string, o any, deleted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		// Deleted while the watch was down: the revision of the deletion
+		// is unknown.
+		r.gaps++
+		if obj, ok := tomb.Obj.(client.Object); ok {
+			r.revs = append(r.revs, revision{kind: kind, key: keyOf(obj), rv: -1})
+		}
+		return
+	}
+	obj := o.(client.Object)
+	rv, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	id := fmt.Sprintf("%s/%s/%d/%t", kind, keyOf(obj), rv, deleted)
+	if r.seen[id] {
+		return // a relist delivers what the watch already had
+	}
+	r.seen[id] = true
+	rev := revision{kind: kind, key: keyOf(obj), rv: rv}
+	if !deleted {
+		rev.obj = obj.DeepCopyObject().(client.Object)
+	}
+	r.revs = append(r.revs, rev)
+}
+
+func keyOf(o client.Object) string {
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()
+}
+
+// ordered returns the revisions in resourceVersion order; those without one
+// (gaps) come last.
+func (r *recorder) ordered() ([]revision, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]revision(nil), r.revs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].rv, out[j].rv
+		if a < 0 || b < 0 {
+			return b < 0 && a >= 0
+		}
+		return a < b
+	})
+	return out, r.gaps
+}
+
+// world is the cluster as of one revision during the replay.
+type world map[string]map[string]client.Object
+
+func (w world) apply(rev revision) (prev client.Object) {
+	objs := w[rev.kind]
+	if objs == nil {
+		objs = map[string]client.Object{}
+		w[rev.kind] = objs
+	}
+	prev = objs[rev.key]
+	if rev.obj == nil {
+		delete(objs, rev.key)
+	} else {
+		objs[rev.key] = rev.obj
+	}
+	return prev
+}
+
+// report is what the replay found: violations, and how many revisions each
+// invariant was checked at (a check that never ran proves nothing).
+type report struct {
+	violations []string
+	checked    map[string]int
+	// Side effects counted for the duplicate checks.
+	hookJobs        map[string][]types.UID // by node and round
+	masterMachines  map[string]types.UID   // created during the run, by name
+	surgeSets       map[string][]types.UID
+	desiredVersions []string // each change of ClusterVersion's spec.desiredUpdate
+	revisions, gaps int
+}
+
+func (rep *report) violate(rv int64, format string, args ...any) {
+	if len(rep.violations) < 50 {
+		rep.violations = append(rep.violations, fmt.Sprintf("at resourceVersion %d: ", rv)+fmt.Sprintf(format, args...))
+	}
+}
+
+// replay checks every invariant at every revision, from the state before
+// the run (the revisions up to start) on.
+func replay(revs []revision, gaps int, start int64) *report {
+	rep := &report{checked: map[string]int{}, hookJobs: map[string][]types.UID{}, masterMachines: map[string]types.UID{},
+		surgeSets: map[string][]types.UID{}, revisions: len(revs), gaps: gaps}
+	w := world{}
+	lastDesired := ""
+	for _, rev := range revs {
+		prev := w.apply(rev)
+		if rev.rv >= 0 && rev.rv <= start {
+			// The cluster as it was before the run.
+			if cv, ok := rev.obj.(*configv1.ClusterVersion); ok {
+				lastDesired = desiredOf(cv)
+			}
+			continue
+		}
+		switch rev.kind {
+		case "Node", "Machine":
+			rep.checked["etcd quorum"]++
+			if n := etcdMembers(w); n < 2 {
+				rep.violate(rev.rv, "%d etcd members, fewer than quorum (2 of 3), after %s %s changed", n, rev.kind, rev.key)
+			}
+		}
+		switch rev.kind {
+		case "Node":
+			rep.checked["workers unavailable"]++
+			if names := unavailableWorkers(w); len(names) > maxUnavailable {
+				rep.violate(rev.rv, "%d workers unavailable, more than %d: %s", len(names), maxUnavailable, strings.Join(names, ", "))
+			}
+			if rev.obj != nil && released(rev.obj) && (prev == nil || !released(prev)) {
+				rep.checked["released after its hook"]++
+				if !hookCompleted(w, rev.obj.GetName()) {
+					rep.violate(rev.rv, "node %s released with no completed hook Job", rev.obj.GetName())
+				}
+			}
+		case "Job":
+			if rev.obj != nil && prev == nil {
+				node, round := hookOf(rev.obj.(*batchv1.Job))
+				k := node + " in round " + round
+				rep.hookJobs[k] = append(rep.hookJobs[k], rev.obj.GetUID())
+			}
+		case "Machine":
+			m, _ := rev.obj.(*machinev1beta1.Machine)
+			if m == nil || m.Labels[machineapi.RoleLabel] != "master" {
+				break
+			}
+			if prev == nil {
+				rep.masterMachines[m.Name] = m.UID
+			}
+			// A replacement starts with the new machine's creation or the
+			// old one's deletion, whichever the controller does first.
+			if prev == nil || (m.DeletionTimestamp != nil && prev.GetDeletionTimestamp() == nil) {
+				rep.checked["no control-plane replacement during the cluster update"]++
+				if why := clusterUpdating(w); why != "" {
+					rep.violate(rev.rv, "control-plane machine %s %s while %s", m.Name,
+						map[bool]string{true: "created", false: "deleted"}[prev == nil], why)
+				}
+			}
+		case "MachineSet":
+			if rev.obj != nil && prev == nil && strings.HasSuffix(rev.obj.GetName(), "-upgrade") {
+				rep.surgeSets[rev.obj.GetName()] = append(rep.surgeSets[rev.obj.GetName()], rev.obj.GetUID())
+			}
+		case "ClusterVersion":
+			if cv, _ := rev.obj.(*configv1.ClusterVersion); cv != nil {
+				if d := desiredOf(cv); d != lastDesired {
+					rep.desiredVersions = append(rep.desiredVersions, d)
+					lastDesired = d
+				}
+			}
+		case "UpgradeStatus":
+			if us, _ := rev.obj.(*updatev1alpha1.UpgradeStatus); us != nil {
+				rep.checked["update-status never Stalled"]++
+				if s := stalled(us); s != "" {
+					rep.violate(rev.rv, "the update-status report says %s", s)
+				}
+				rep.checked["no gate pool reported as a pool"]++
+				for _, p := range us.Status.WorkerPools {
+					if strings.HasSuffix(p.Name, gatePoolSuffix) {
+						rep.violate(rev.rv, "the update-status report lists gate pool %s as a worker pool", p.Name)
+					}
+				}
+			}
+		case "UpgradeConfig":
+			if uc, _ := rev.obj.(*upgradev1alpha1.UpgradeConfig); uc != nil {
+				rep.checked["no gate pool reported as a pool"]++
+				for _, p := range uc.Status.Pools {
+					if strings.HasSuffix(p.Name, gatePoolSuffix) {
+						rep.violate(rev.rv, "the UpgradeConfig's status.pools lists gate pool %s", p.Name)
+					}
+				}
+			}
+		}
+	}
+	return rep
+}
+
+// gatePoolSuffix names node-gate's gate pools: <pool>-gate.
+const gatePoolSuffix = "-gate"
+
+// clusterUpdating says why a control-plane replacement must wait, as of
+// this revision: ClusterVersion is Progressing or its latest update is not
+// Completed, or a master is being updated by the machine-config operator.
+func clusterUpdating(w world) string {
+	for _, o := range w["ClusterVersion"] {
+		cv := o.(*configv1.ClusterVersion)
+		for _, c := range cv.Status.Conditions {
+			if c.Type == configv1.OperatorProgressing && c.Status == configv1.ConditionTrue {
+				return "ClusterVersion is Progressing"
+			}
+		}
+		if h := cv.Status.History; len(h) > 0 && h[0].State != configv1.CompletedUpdate {
+			return "ClusterVersion's update to " + h[0].Version + " is not Completed"
+		}
+	}
+	for _, o := range w["Node"] {
+		n := o.(*corev1.Node)
+		if _, master := n.Labels["node-role.kubernetes.io/master"]; master && mcostate.Moving(n.Annotations) {
+			return "the machine-config operator updates master " + n.Name
+		}
+	}
+	return ""
+}
+
+// desiredOf is ClusterVersion's requested update as version@image.
+func desiredOf(cv *configv1.ClusterVersion) string {
+	if u := cv.Spec.DesiredUpdate; u != nil {
+		return u.Version + "@" + u.Image
+	}
+	return ""
+}
+
+// etcdMembers counts the control-plane members that vote: a master Node
+// that is Ready, unless its Machine is being deleted and the etcd operator
+// released its hook (the member was removed).
+func etcdMembers(w world) int {
+	removed := map[string]bool{}
+	for _, o := range w["Machine"] {
+		m := o.(*machinev1beta1.Machine)
+		if m.DeletionTimestamp == nil || m.Status.NodeRef == nil {
+			continue
+		}
+		held := false
+		for _, h := range m.Spec.LifecycleHooks.PreDrain {
+			held = held || h.Name == etcd.HookName
+		}
+		if !held {
+			removed[m.Status.NodeRef.Name] = true
+		}
+	}
+	n := 0
+	for _, o := range w["Node"] {
+		node := o.(*corev1.Node)
+		if _, master := node.Labels["node-role.kubernetes.io/master"]; master && nodes.Ready(node) && !removed[node.Name] {
+			n++
+		}
+	}
+	return n
+}
+
+// unavailableWorkers are the workers the machine-config operator is
+// updating (told to move to a config and not done with it), sorted.
+func unavailableWorkers(w world) []string {
+	var out []string
+	for _, o := range w["Node"] {
+		node := o.(*corev1.Node)
+		if _, master := node.Labels["node-role.kubernetes.io/master"]; master {
+			continue
+		}
+		if node.Annotations[mcostate.DesiredConfig] != "" && !mcostate.Done(node.Annotations) {
+			out = append(out, node.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func released(o client.Object) bool {
+	_, ok := o.GetLabels()[plan.ReleaseLabel]
+	return ok
+}
+
+// hookOf is the node and round a hook Job ran for, from the environment
+// node-gate gives every hook container.
+func hookOf(j *batchv1.Job) (node, round string) {
+	for _, c := range j.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			switch e.Name {
+			case plan.EnvNodeName:
+				node = e.Value
+			case plan.EnvRunID:
+				round = e.Value
+			}
+		}
+	}
+	return node, round
+}
+
+// hookCompleted: a hook Job for node has completed, as of this revision.
+func hookCompleted(w world, node string) bool {
+	for _, o := range w["Job"] {
+		j := o.(*batchv1.Job)
+		if n, _ := hookOf(j); n != node {
+			continue
+		}
+		for _, c := range j.Status.Conditions {
+			if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stalled is what in the report says the update is stalled: an insight
+// with impact "Update Stalled", or the control plane assessed Stalled.
+func stalled(us *updatev1alpha1.UpgradeStatus) string {
+	b, _ := json.Marshal(us.Status)
+	s := string(b)
+	switch {
+	case strings.Contains(s, `"`+string(updatev1alpha1.UpdateStalledImpactType)+`"`):
+		return `"Update Stalled": ` + snippet(s, string(updatev1alpha1.UpdateStalledImpactType))
+	case us.Status.ControlPlane != nil && us.Status.ControlPlane.ClusterVersion != nil &&
+		us.Status.ControlPlane.ClusterVersion.Assessment == updatev1alpha1.ControlPlaneAssessmentStalled:
+		return "the control plane is Stalled"
+	}
+	return ""
+}
+
+func snippet(s, at string) string {
+	i := strings.Index(s, at)
+	lo, hi := max(0, i-200), min(len(s), i+200)
+	return s[lo:hi]
+}

@@ -1,0 +1,203 @@
+package system
+
+import (
+	"strings"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/services/nodegate/plan"
+	"github.com/upshift-io/upshift/tools/ocpsim/etcd"
+	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
+)
+
+// The replay's checks must be able to fail: each case below is a history
+// that breaks one invariant (or, for contrast, keeps it), replayed without
+// a cluster.
+
+func node(name string, master, ready bool, desired, current, state string, labels map[string]string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{
+		mcostate.DesiredConfig: desired, mcostate.CurrentConfig: current, mcostate.State: state}}}
+	if master {
+		n.Labels["node-role.kubernetes.io/master"] = ""
+	}
+	for k, v := range labels {
+		n.Labels[k] = v
+	}
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}
+	return n
+}
+
+func hookJob(name, nodeName string, complete bool) *batchv1.Job {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: types.UID(name)}}
+	j.Spec.Template.Spec.Containers = []corev1.Container{{Name: "hook", Env: []corev1.EnvVar{
+		{Name: plan.EnvNodeName, Value: nodeName}, {Name: plan.EnvRunID, Value: "round-1"}}}}
+	if complete {
+		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+	}
+	return j
+}
+
+func rev(kind string, rv int64, o client.Object) revision {
+	return revision{kind: kind, key: keyOf(o), rv: rv, obj: o}
+}
+
+func masters() []revision {
+	var out []revision
+	for i, name := range []string{"m0", "m1", "m2"} {
+		out = append(out, rev("Node", int64(i+1), node(name, true, true, "c1", "c1", "Done", nil)))
+	}
+	return out
+}
+
+func TestReplayWorkersUnavailable(t *testing.T) {
+	revs := masters()
+	for i := range maxUnavailable + 1 {
+		name := "w" + string(rune('a'+i))
+		revs = append(revs, rev("Node", int64(10+i), node(name, false, true, "c1", "c1", "Done", nil)))
+	}
+	// Updating maxUnavailable workers is within the limit; one more is not.
+	for i := range maxUnavailable {
+		name := "w" + string(rune('a'+i))
+		revs = append(revs, rev("Node", int64(100+i), node(name, false, true, "c2", "c1", "Working", nil)))
+	}
+	if rep := replay(revs, 0, 50); len(rep.violations) != 0 {
+		t.Fatalf("within the limit, got %v", rep.violations)
+	}
+	name := "w" + string(rune('a'+maxUnavailable))
+	revs = append(revs, rev("Node", 200, node(name, false, true, "c2", "c1", "Working", nil)))
+	rep := replay(revs, 0, 50)
+	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "workers unavailable") {
+		t.Fatalf("one over the limit, got %v", rep.violations)
+	}
+}
+
+func TestReplayReleasedAfterItsHook(t *testing.T) {
+	released := map[string]string{plan.ReleaseLabel: "worker"}
+	for _, tc := range []struct {
+		name      string
+		revs      []revision
+		violation bool
+	}{
+		{"hook completed before the release", []revision{
+			rev("Job", 60, hookJob("j", "w1", true)),
+			rev("Node", 61, node("w1", false, true, "c1", "c1", "Done", released)),
+		}, false},
+		{"no hook at all", []revision{
+			rev("Node", 61, node("w1", false, true, "c1", "c1", "Done", released)),
+		}, true},
+		{"hook still running", []revision{
+			rev("Job", 60, hookJob("j", "w1", false)),
+			rev("Node", 61, node("w1", false, true, "c1", "c1", "Done", released)),
+		}, true},
+		{"hook completed only after the release", []revision{
+			rev("Node", 61, node("w1", false, true, "c1", "c1", "Done", released)),
+			rev("Job", 62, hookJob("j", "w1", true)),
+		}, true},
+		{"another node's hook", []revision{
+			rev("Job", 60, hookJob("j", "w2", true)),
+			rev("Node", 61, node("w1", false, true, "c1", "c1", "Done", released)),
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			revs := append(masters(), rev("Node", 10, node("w1", false, true, "c1", "c1", "Done", nil)))
+			// Out of order on purpose: the replay orders by revision.
+			for i := len(tc.revs) - 1; i >= 0; i-- {
+				revs = append(revs, tc.revs[i])
+			}
+			rec := &recorder{revs: revs}
+			ordered, gaps := rec.ordered()
+			rep := replay(ordered, gaps, 50)
+			if got := len(rep.violations) > 0; got != tc.violation {
+				t.Fatalf("violation %t, want %t: %v", got, tc.violation, rep.violations)
+			}
+		})
+	}
+}
+
+func TestReplayEtcdQuorum(t *testing.T) {
+	machine := func(name, nodeName string, deleting, hook bool) *machinev1beta1.Machine {
+		m := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cpmsNamespace}}
+		m.Status.NodeRef = &corev1.ObjectReference{Name: nodeName}
+		if deleting {
+			m.DeletionTimestamp = &metav1.Time{}
+		}
+		if hook {
+			m.Spec.LifecycleHooks.PreDrain = []machinev1beta1.LifecycleHook{{Name: etcd.HookName, Owner: etcd.HookOwner}}
+		}
+		return m
+	}
+	revs := append(masters(),
+		rev("Machine", 4, machine("mm0", "m0", false, true)),
+		// One master rebooting: two of three vote.
+		rev("Node", 60, node("m1", true, false, "c2", "c1", "Rebooting", nil)),
+		// A deletion still held by the etcd hook keeps its member.
+		rev("Machine", 61, machine("mm0", "m0", true, true)))
+	if rep := replay(revs, 0, 50); len(rep.violations) != 0 {
+		t.Fatalf("two members, got %v", rep.violations)
+	}
+	// The hook released while another master reboots: one member left.
+	revs = append(revs, rev("Machine", 62, machine("mm0", "m0", true, false)))
+	rep := replay(revs, 0, 50)
+	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "1 etcd members") {
+		t.Fatalf("want a quorum violation, got %v", rep.violations)
+	}
+}
+
+func TestReplayStalledAndDuplicates(t *testing.T) {
+	us := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	us.Status.Health = []updatev1alpha1.HealthInsight{{Impact: updatev1alpha1.InsightImpact{Type: updatev1alpha1.UpdateStalledImpactType}}}
+	revs := append(masters(),
+		rev("UpgradeStatus", 60, us),
+		rev("Job", 61, hookJob("first", "w1", true)),
+		rev("Job", 62, hookJob("second", "w1", true)))
+	rep := replay(revs, 0, 50)
+	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "Update Stalled") {
+		t.Fatalf("want the Stalled report, got %v", rep.violations)
+	}
+	if got := rep.hookJobs["w1 in round round-1"]; len(got) != 2 {
+		t.Fatalf("want both hook Jobs of w1 counted, got %v", rep.hookJobs)
+	}
+}
+
+func TestReplayControlPlaneWaitsForTheUpdate(t *testing.T) {
+	cv := func(state configv1.UpdateState) *configv1.ClusterVersion {
+		v := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}}
+		v.Status.History = []configv1.UpdateHistory{{Version: to, State: state}}
+		return v
+	}
+	master := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "new-master", Namespace: cpmsNamespace,
+		Labels: map[string]string{machineapi.RoleLabel: "master"}}}
+	during := append(masters(), rev("ClusterVersion", 5, cv(configv1.PartialUpdate)), rev("Machine", 60, master))
+	rep := replay(during, 0, 50)
+	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "not Completed") {
+		t.Fatalf("a replacement during the update, got %v", rep.violations)
+	}
+	after := append(masters(), rev("ClusterVersion", 5, cv(configv1.PartialUpdate)),
+		rev("ClusterVersion", 59, cv(configv1.CompletedUpdate)), rev("Machine", 60, master))
+	if rep := replay(after, 0, 50); len(rep.violations) != 0 {
+		t.Fatalf("a replacement after the update, got %v", rep.violations)
+	}
+}
+
+func TestReplayGatePoolNeverAPool(t *testing.T) {
+	uc := &upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: namespace}}
+	uc.Status.Pools = []upgradev1alpha1.PoolUpdate{{Name: "worker"}, {Name: "worker" + gatePoolSuffix}}
+	rep := replay(append(masters(), rev("UpgradeConfig", 60, uc)), 0, 50)
+	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "worker-gate") {
+		t.Fatalf("want the gate pool reported, got %v", rep.violations)
+	}
+}

@@ -1,0 +1,402 @@
+package system
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-openapi/strfmt"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	amsilence "github.com/prometheus/alertmanager/api/v2/client/silence"
+	"github.com/prometheus/alertmanager/api/v2/models"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/services/nodegate/plan"
+	"github.com/upshift-io/upshift/tools/ocmsim"
+	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
+)
+
+// newInstanceType is what the control-plane machines are changed to in the
+// middle of the update.
+const newInstanceType = "m6i.2xlarge"
+
+var _ = Describe("One OSD upgrade with every controller, under faults", Ordered, func() {
+	It("completes, and every invariant holds at every revision", func(ctx context.Context) {
+		recCtx, stopRecording := context.WithCancel(ctx)
+		defer stopRecording()
+		rec, err := startRecorder(recCtx, env.Config)
+		Expect(err).NotTo(HaveOccurred())
+		start := currentRevision(ctx)
+
+		By("gating the workers: a rule with one pre-update hook Job, a run with a health gate on Alertmanager")
+		createGate(ctx)
+		Expect(framework.LabelMachinePools(ctx, env.Client)).To(Succeed())
+
+		By("scheduling the update in OCM; OCM then fails 30% of requests, some after taking effect")
+		Expect(framework.ScheduleInOCM(ctx, env.Client, ocm, namespace, framework.OSDConfig(ocm.URL(), ""), to,
+			time.Now().Add(5*time.Second).Truncate(time.Second))).To(Succeed())
+		ocm.FailRandomly(0.3, seed, ocmsim.Fault{Status: 500}, ocmsim.Fault{Status: 503}, ocmsim.Fault{Status: 429},
+			ocmsim.Fault{LoseResponse: true})
+
+		By("injecting the faults, and changing the control-plane machines once the cluster update is under way")
+		faults := &chaos{start: time.Now(), count: map[faultKind]int{}}
+		chaosDone := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(chaosDone)
+			faults.run(ctx, faultPlan())
+		}()
+		Eventually(updateUnderWay).WithContext(ctx).WithTimeout(2 * time.Minute).Should(BeTrue())
+		changeControlPlane(ctx)
+		faults.note("requested the control-plane machines' change to %s", newInstanceType)
+
+		By("waiting for the upgrade, the gated rollout and the control-plane rollout to complete")
+		Eventually(func(g Gomega) {
+			upgradeCompleted(ctx, g)
+			controlPlaneRolled(ctx, g)
+		}).WithContext(ctx).WithTimeout(prof.timeout).WithPolling(time.Second).Should(Succeed())
+		faults.note("upgrade and rollouts completed")
+		Eventually(chaosDone).WithTimeout(5 * time.Minute).Should(BeClosed())
+		ocm.FailRandomly(0, 0)
+
+		By("the end state: nothing left paused, cordoned, labelled, reserved or silenced; every Lease held by a live process")
+		Eventually(func(g Gomega) { endState(ctx, g) }).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+		By("the scheduler, the mcp-tracker and the update-status report agree that the workers are done")
+		Eventually(func(g Gomega) { workersDoneEverywhere(ctx, g) }).WithContext(ctx).Should(Succeed())
+		for _, r := range replicas {
+			Expect(r.Err()).NotTo(HaveOccurred())
+		}
+		// The components are settled; no revision after this matters.
+		stopRecording()
+
+		By("the faults happened as planned")
+		fmt.Fprintf(GinkgoWriter, "seed %d; faults: %s\n%s\n", seed, faults.summary(), strings.Join(faults.log, "\n"))
+		AddReportEntry("faults", faults.summary()+"\n"+strings.Join(faults.log, "\n"))
+		Expect(faults.failures).To(BeEmpty())
+		Expect(faults.count[killLeader]).To(BeNumerically(">=", prof.kills))
+		Expect(faults.count[freezeLeader]).To(Equal(prof.freezes))
+		Expect(faults.count[restartAPI]).To(Equal(prof.apiRestarts))
+		Expect(faults.count[restartAlerts]).To(Equal(prof.amRestarts))
+		Expect(faults.expired410).To(BeNumerically(">=", 1), "at least one watch resumed from an expired resourceVersion")
+		for _, t := range faults.thawed {
+			before, acted, refused := afterThaw(t)
+			fmt.Fprintf(GinkgoWriter, "split brain: %s made %d requests before it froze; after it woke %d writes were refused\n", t.pod, before, refused)
+			Expect(before).To(BeNumerically(">", 0), "the audit log tells pod %s's requests apart", t.pod)
+			Expect(acted).To(BeEmpty(), "pod %s woke after losing its Lease and changed the cluster", t.pod)
+		}
+
+		By("replaying every revision in resourceVersion order")
+		revs, gaps := rec.ordered()
+		rep := replay(revs, gaps, start)
+		var checked []string
+		for k, v := range rep.checked {
+			checked = append(checked, fmt.Sprintf("%s at %d revisions", k, v))
+		}
+		sort.Strings(checked)
+		fmt.Fprintf(GinkgoWriter, "invariants: %d revisions replayed (%d deletions seen without their revision); %s\n",
+			rep.revisions, rep.gaps, strings.Join(checked, "; "))
+		AddReportEntry("invariants", strings.Join(checked, "\n"))
+		Expect(rep.violations).To(BeEmpty())
+		for _, inv := range []string{"etcd quorum", "workers unavailable", "released after its hook", "update-status never Stalled"} {
+			Expect(rep.checked[inv]).To(BeNumerically(">", 0), "invariant %q was never checked", inv)
+		}
+
+		By("no side effect twice: hook Jobs, Machines, MachineSets, ClusterVersion's request, OCM notices, silences")
+		workers := gatedWorkers(ctx)
+		for k, uids := range rep.hookJobs {
+			Expect(uids).To(HaveLen(1), "hook Jobs for %s", k)
+		}
+		Expect(len(rep.hookJobs)).To(BeNumerically(">=", len(workers)), "every gated worker's hook ran")
+		Expect(rep.masterMachines).To(HaveLen(3), "one replacement per control-plane machine")
+		Expect(rep.surgeSets).NotTo(BeEmpty(), "capacity was reserved")
+		for name, uids := range rep.surgeSets {
+			Expect(uids).To(HaveLen(1), "temporary MachineSet %s", name)
+		}
+		Expect(rep.desiredVersions).To(HaveLen(1), "ClusterVersion's desiredUpdate set once: %v", rep.desiredVersions)
+		Expect(rep.desiredVersions[0]).To(HavePrefix(to + "@"))
+		ocmNoticesOnce()
+		silencesOnce(ctx)
+
+		By("one writer per field of the UpgradeConfig status")
+		uc := upgradeConfig(ctx, Default)
+		misowned, err := framework.MisownedStatusFields(uc)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(misowned).To(BeEmpty())
+	})
+})
+
+// afterThaw reads the audit log for a leader woken after losing its Lease:
+// how many requests it made before (the user agent names its pod), and every
+// write it made succeed after it woke — those of its leader election
+// (Leases, Events) aside: a stale leader must not act.
+func afterThaw(t thawed) (before int, acted []string, refused int) {
+	GinkgoHelper()
+	evs, err := env.AuditEvents(t.user)
+	Expect(err).NotTo(HaveOccurred())
+	for _, e := range evs {
+		if !strings.HasSuffix(e.UserAgent, "("+t.pod+")") {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, e.StageTimestamp)
+		Expect(err).NotTo(HaveOccurred())
+		if at.Before(t.at) {
+			before++
+			continue
+		}
+		switch e.Verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+		default:
+			continue
+		}
+		if e.ObjectRef != nil && (e.ObjectRef.Resource == "leases" || e.ObjectRef.Resource == "events") {
+			continue
+		}
+		if e.ResponseStatus == nil || e.ResponseStatus.Code >= 300 {
+			refused++
+			continue
+		}
+		acted = append(acted, fmt.Sprintf("%s %s at %s", e.Verb, e.RequestURI, e.StageTimestamp))
+	}
+	return before, acted, refused
+}
+
+// currentRevision is etcd's revision now, as a list returns it.
+func currentRevision(ctx context.Context) int64 {
+	GinkgoHelper()
+	var list corev1.NamespaceList
+	Expect(env.Client.List(ctx, &list)).To(Succeed())
+	var rv int64
+	_, err := fmt.Sscan(list.ResourceVersion, &rv)
+	Expect(err).NotTo(HaveOccurred())
+	return rv
+}
+
+func createGate(ctx context.Context) {
+	GinkgoHelper()
+	limit := intstr.FromInt32(maxUnavailable)
+	objs := []client.Object{
+		&nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "fence", Namespace: namespace},
+			Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "fence", JobNamespace: namespace, Type: nodegatev1alpha1.RuleTypeKubernetes,
+				JobSpec: &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "fence", Image: "registry.example.com/fence:1", Command: []string{"/fence", "$(NODE_NAME)"}}}}}}}},
+		&nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace},
+			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}},
+		&nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace},
+			Spec: nodegatev1alpha1.MutexRunConfigSpec{MutexRules: []nodegatev1alpha1.ObjectReference{{Name: "fence"}},
+				MutexTargets: []nodegatev1alpha1.ObjectReference{{Name: "workers"}}, MaxUnavailable: &limit,
+				HealthGate: &nodegatev1alpha1.HealthGate{IgnoredAlertNames: []string{"Watchdog"}}}},
+	}
+	for _, o := range objs {
+		Expect(env.Client.Create(ctx, o)).To(Succeed())
+	}
+}
+
+// updateUnderWay: ClusterVersion is updating to the target.
+func updateUnderWay(ctx context.Context) bool {
+	cv := &configv1.ClusterVersion{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
+		return false
+	}
+	return len(cv.Status.History) > 0 && cv.Status.History[0].Version == to && cv.Status.History[0].State == configv1.PartialUpdate
+}
+
+// changeControlPlane changes the instance type in the
+// ControlPlaneMachineSet's template. The webhook that validates it is served
+// by a replica that faults may have just killed: the change is retried until
+// the apiserver accepts it.
+func changeControlPlane(ctx context.Context) {
+	GinkgoHelper()
+	Eventually(func() error {
+		set := &machinev1.ControlPlaneMachineSet{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: cpmsNamespace, Name: "cluster"}, set); err != nil {
+			return err
+		}
+		tmpl := set.Spec.Template.OpenShiftMachineV1Beta1Machine
+		old := machineapi.ReadProviderSpec(&machinev1beta1.Machine{Spec: tmpl.Spec})
+		patch := client.MergeFromWithOptions(set.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		tmpl.Spec.ProviderSpec.Value = machineapi.NewProviderSpec(old.Placement.Region, "", newInstanceType)
+		return env.Client.Patch(ctx, set, patch)
+	}).WithContext(ctx).Should(Succeed())
+}
+
+func upgradeConfig(ctx context.Context, g Gomega) *upgradev1alpha1.UpgradeConfig {
+	uc := &upgradev1alpha1.UpgradeConfig{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "managed-upgrade-config"}, uc)).To(Succeed())
+	return uc
+}
+
+// upgradeCompleted: the UpgradeConfig says Upgraded, ClusterVersion
+// completed the target, and the node-gate run passed every worker.
+func upgradeCompleted(ctx context.Context, g Gomega) {
+	uc := upgradeConfig(ctx, g)
+	g.Expect(uc.Status.History).NotTo(BeEmpty())
+	g.Expect(uc.Status.History[0].Phase).To(BeEquivalentTo("Upgraded"))
+	cv := &configv1.ClusterVersion{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+	g.Expect(cv.Status.History[0].Version).To(Equal(to))
+	g.Expect(cv.Status.History[0].State).To(Equal(configv1.CompletedUpdate))
+	run := &nodegatev1alpha1.MutexRunConfig{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "workers"}, run)).To(Succeed())
+	g.Expect(run.Status.Phase).To(Equal(nodegatev1alpha1.RunCompleted))
+}
+
+// controlPlaneRolled: three Running control-plane machines of the new
+// instance type, none being deleted, and the set says so.
+func controlPlaneRolled(ctx context.Context, g Gomega) {
+	var list machinev1beta1.MachineList
+	g.Expect(env.Client.List(ctx, &list, client.InNamespace(cpmsNamespace), client.MatchingLabels{machineapi.RoleLabel: "master"})).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(3))
+	for i := range list.Items {
+		m := &list.Items[i]
+		g.Expect(machineapi.ReadProviderSpec(m).InstanceType).To(Equal(newInstanceType), "machine %s", m.Name)
+		g.Expect(m.DeletionTimestamp).To(BeNil())
+		g.Expect(ptr.Deref(m.Status.Phase, "")).To(Equal(machinev1beta1.PhaseRunning))
+	}
+	set := &machinev1.ControlPlaneMachineSet{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: cpmsNamespace, Name: "cluster"}, set)).To(Succeed())
+	g.Expect(set.Status.UpdatedReplicas).To(BeEquivalentTo(3))
+	g.Expect(meta.IsStatusConditionFalse(set.Status.Conditions, "Progressing")).To(BeTrue())
+}
+
+// workersDoneEverywhere: the worker pool is done in the UpgradeConfig's
+// history (the scheduler's worker step) and status.pools (the mcp-tracker),
+// and Completed in the update-status report.
+func workersDoneEverywhere(ctx context.Context, g Gomega) {
+	uc := upgradeConfig(ctx, g)
+	g.Expect(uc.Status.History[0].WorkerCompleteTime).NotTo(BeNil(), "the UpgradeConfig's worker completion")
+	var worker *upgradev1alpha1.PoolUpdate
+	for i := range uc.Status.Pools {
+		if uc.Status.Pools[i].Name == "worker" {
+			worker = &uc.Status.Pools[i]
+		}
+	}
+	g.Expect(worker).NotTo(BeNil(), "status.pools has the worker pool")
+	g.Expect(worker.CompleteTime).NotTo(BeNil(), "the mcp-tracker's worker pool completion")
+	g.Expect(worker.Nodes.Done).To(Equal(worker.MachineCount))
+	us := &updatev1alpha1.UpgradeStatus{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, us)).To(Succeed())
+	pools := map[string]updatev1alpha1.PoolAssessment{}
+	for _, p := range us.Status.WorkerPools {
+		pools[p.Name] = p.Pool.Assessment
+	}
+	g.Expect(pools).To(Equal(map[string]updatev1alpha1.PoolAssessment{"worker": updatev1alpha1.PoolCompleted}))
+}
+
+// endState: no pool paused and no gate pool left, no node cordoned or
+// carrying node-gate's label, no temporary MachineSet, no active silence,
+// and every component led by a live replica.
+func endState(ctx context.Context, g Gomega) {
+	var pools mcfgv1.MachineConfigPoolList
+	g.Expect(env.Client.List(ctx, &pools)).To(Succeed())
+	for _, p := range pools.Items {
+		g.Expect(p.Spec.Paused).To(BeFalse(), "pool %s paused", p.Name)
+		g.Expect(p.Labels).NotTo(HaveKey(plan.GatePoolLabel), "gate pool %s left", p.Name)
+	}
+	var nodeList corev1.NodeList
+	g.Expect(env.Client.List(ctx, &nodeList)).To(Succeed())
+	for _, n := range nodeList.Items {
+		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "node %s cordoned", n.Name)
+		g.Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel), "node %s labelled", n.Name)
+	}
+	var sets machinev1beta1.MachineSetList
+	g.Expect(env.Client.List(ctx, &sets, client.InNamespace(cpmsNamespace))).To(Succeed())
+	for _, s := range sets.Items {
+		g.Expect(s.Name).NotTo(HaveSuffix("-upgrade"), "temporary MachineSet left")
+	}
+	for _, s := range silences(ctx, g) {
+		g.Expect(*s.Status.State).NotTo(Equal(models.SilenceStatusStateActive), "silence %s (%s) active", *s.ID, *s.Comment)
+	}
+	for _, r := range replicas {
+		_, _, ok := r.Leader()
+		g.Expect(ok).To(BeTrue(), "%s has no leader", r.Name)
+	}
+}
+
+func silences(ctx context.Context, g Gomega) models.GettableSilences {
+	api, err := am.API()
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := api.Silence.GetSilences(amsilence.NewGetSilencesParamsWithContext(ctx))
+	g.Expect(err).NotTo(HaveOccurred())
+	return res.Payload
+}
+
+// gatedWorkers are the worker nodes at the end (the temporary ones are
+// gone; each of the others passed the gate).
+func gatedWorkers(ctx context.Context) []string {
+	GinkgoHelper()
+	var list corev1.NodeList
+	Expect(env.Client.List(ctx, &list, client.HasLabels{"node-role.kubernetes.io/worker"})).To(Succeed())
+	var out []string
+	for _, n := range list.Items {
+		if _, master := n.Labels["node-role.kubernetes.io/master"]; !master {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// ocmNoticesOnce: the policy went scheduled → started → completed with
+// each state written once, and each service log was posted once, whatever
+// the faults did to the requests.
+func ocmNoticesOnce() {
+	GinkgoHelper()
+	var states []string
+	for _, s := range ocm.StateHistory(framework.OCMClusterID, framework.OCMPolicyID) {
+		states = append(states, s.Value)
+	}
+	Expect(states).To(Equal([]string{"scheduled", "started", "completed"}))
+	count := map[string]int{}
+	for _, l := range ocm.ServiceLogs() {
+		count[l.Summary()]++
+	}
+	for summary, n := range count {
+		Expect(n).To(Equal(1), "service log %q posted %d times", summary, n)
+	}
+	Expect(count).NotTo(BeEmpty())
+	faults := 0
+	for _, r := range ocm.Requests() {
+		if r.Fault != "" {
+			faults++
+		}
+	}
+	Expect(faults).To(BeNumerically(">", 0), "the OCM faults must have hit something")
+}
+
+// silencesOnce: no two silences with the same matchers were active at the
+// same time (a silence created twice).
+func silencesOnce(ctx context.Context) {
+	GinkgoHelper()
+	type span struct{ from, to strfmt.DateTime }
+	byMatchers := map[string][]span{}
+	for _, s := range silences(ctx, Default) {
+		var ms []string
+		for _, m := range s.Matchers {
+			ms = append(ms, fmt.Sprintf("%s %t %t %s", *m.Name, *m.IsEqual, *m.IsRegex, *m.Value))
+		}
+		sort.Strings(ms)
+		k := strings.Join(ms, ", ")
+		for _, o := range byMatchers[k] {
+			overlap := time.Time(*s.StartsAt).Before(time.Time(o.to)) && time.Time(o.from).Before(time.Time(*s.EndsAt))
+			Expect(overlap).To(BeFalse(), "two silences of %s at once", k)
+		}
+		byMatchers[k] = append(byMatchers[k], span{*s.StartsAt, *s.EndsAt})
+	}
+	Expect(byMatchers).NotTo(BeEmpty(), "the upgrade silenced its alerts")
+}
