@@ -90,7 +90,7 @@ func ocmSeen(policy string, since int) ocmOutcome {
 		}
 	}
 	for _, l := range ocmSim.ServiceLogs() {
-		if strings.Contains(l.Description(), " "+ocmVersionOf(policy)+".") {
+		if strings.Contains(l.Description(), "to version "+ocmVersionOf(policy)+" ") {
 			o.serviceLogs[l.Summary()]++
 		}
 	}

@@ -103,7 +103,7 @@ func (o *OCM) deliver(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, cf
 	if err != nil {
 		return "", err
 	}
-	notice := ocm.Notice{PolicyState: n.PolicyState, Description: n.Description}
+	notice := ocm.Notice{State: n.Event, PolicyState: n.PolicyState, Description: n.Description}
 	if n.ServiceLog {
 		notice = ocm.Notice{ServiceLog: &ocm.ServiceLog{Summary: n.ServiceLogSummary, Description: n.ServiceLogDescription, Key: n.Key(string(uc.UID))}}
 		return c.Deliver(ctx, cl, "", notice)

@@ -106,7 +106,7 @@ func TestDeliverIsIdempotentAcrossLostResponses(t *testing.T) {
 	ctx := context.Background()
 	s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.2", NextRun: time.Now()})
 	cl := Cluster{ID: internalID, ExternalID: externalID}
-	started := Notice{PolicyState: StateStarted, Description: "Cluster is currently being upgraded to version 4.16.2"}
+	started := Notice{State: "StateStarted", PolicyState: StateStarted, Description: "Cluster is currently being upgraded to version 4.16.2"}
 
 	// The patch takes effect but its answer is lost: an error, then the
 	// resend reads back "started" and writes nothing.
@@ -122,10 +122,10 @@ func TestDeliverIsIdempotentAcrossLostResponses(t *testing.T) {
 		t.Fatalf("resend: %v %v", out, err)
 	}
 	// Not allowed: scheduled/started → pending is no transition of MUO's.
-	if out, _ := c.Deliver(ctx, cl, "p1", Notice{PolicyState: StatePending}); out != TransitionNotAllowed {
+	if out, _ := c.Deliver(ctx, cl, "p1", Notice{State: "StatePending", PolicyState: StatePending}); out != TransitionNotAllowed {
 		t.Fatalf("pending: %v", out)
 	}
-	if out, err := c.Deliver(ctx, cl, "p1", Notice{PolicyState: StateCompleted, Description: "done"}); err != nil || out != Sent {
+	if out, err := c.Deliver(ctx, cl, "p1", Notice{State: "StateCompleted", PolicyState: StateCompleted, Description: "done"}); err != nil || out != Sent {
 		t.Fatalf("completed: %v %v", out, err)
 	}
 	var hist []string
@@ -152,7 +152,7 @@ func TestDeliverIsIdempotentAcrossLostResponses(t *testing.T) {
 
 	// A policy deleted in OCM: nothing to write, not an error.
 	s.DeletePolicy(internalID, "p1")
-	if out, err := c.Deliver(ctx, cl, "p1", Notice{PolicyState: StateCompleted}); err != nil || out != PolicyGone {
+	if out, err := c.Deliver(ctx, cl, "p1", Notice{State: "StateCompleted", PolicyState: StateCompleted}); err != nil || out != PolicyGone {
 		t.Fatalf("gone: %v %v", out, err)
 	}
 }

@@ -8,7 +8,10 @@ import (
 
 // Notice is one notification: a policy state to report, or a service log.
 type Notice struct {
-	// PolicyState is the state to write; empty for a service log only.
+	// State is MUO's name of the notice (StateStarted, StateSkipped, ...),
+	// which MUO's transitions are written in; PolicyState is the OCM state
+	// it writes (empty for a service log only), with Description.
+	State       string
 	PolicyState string
 	Description string
 	ServiceLog  *ServiceLog
@@ -55,14 +58,14 @@ func (c *Client) Deliver(ctx context.Context, cl Cluster, policyID string, n Not
 		}
 		return Sent, nil
 	}
-	current, _, err := c.PolicyState(ctx, cl.ID, policyID)
+	current, description, err := c.PolicyState(ctx, cl.ID, policyID)
 	if errors.Is(err, ErrNotFound) {
 		return PolicyGone, nil
 	}
 	if err != nil {
 		return "", err
 	}
-	switch NextState(current, n.PolicyState) {
+	switch NextState(current, description, n.State, n.PolicyState, n.Description) {
 	case AlreadySet:
 		return AlreadySent, nil
 	case NotAllowed:

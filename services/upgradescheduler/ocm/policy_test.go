@@ -137,30 +137,55 @@ func TestSpec(t *testing.T) {
 }
 
 func TestNextState(t *testing.T) {
-	// MUO's allowed transitions (its validateStateTransition), in OCM's values.
+	// MUO's allowed transitions (its notifier's validateStateTransition),
+	// with the current state read as MUO reads it back from OCM: "delayed"
+	// is a delay when its description mentions a retry, a skip otherwise.
+	const (
+		delay     = "Cluster upgrade to version 4.16.2 is experiencing a delay whilst it performs necessary pre-upgrade procedures. The upgrade will continue to retry. This is an informational notification and no action is required"
+		scaleSkip = "Cluster upgrade to version 4.16.2 has skipped Scale-Up additional Worker Node step for compute capacity reservation. This is an informational notification and no action is required by you"
+		skip      = "Cluster upgrade to version 4.16.2 has experienced an issue during capacity reservation efforts. This could be caused by cloud service provider quota limitations or temporary connectivity issues to/from the new worker node. The upgrade will continue without extra compute. This is an informational notification and no action is required by you"
+	)
+	type state struct{ value, description string }
+	wanted := map[string]state{
+		"StateStarted": {StateStarted, "started"}, "StateDelayed": {StateDelayed, delay},
+		"StateScaleSkipped": {StateDelayed, scaleSkip}, "StateSkipped": {StateDelayed, skip},
+		"StateCompleted": {StateCompleted, "completed"}, "StateFailed": {StateFailed, "failed"}, "StatePending": {StatePending, ""},
+	}
 	for _, tc := range []struct {
-		current, wanted string
-		want            Write
+		current state
+		wanted  string
+		want    Write
 	}{
-		{StateScheduled, StateStarted, Patch},
-		{StateStarted, StateStarted, AlreadySet},
-		{StateStarted, StateDelayed, Patch},
-		{StateStarted, StateCompleted, Patch},
-		{StateStarted, StateFailed, Patch},
-		{StateDelayed, StateCompleted, Patch},
-		{StateDelayed, StateFailed, Patch},
-		{StateDelayed, StateDelayed, AlreadySet},
-		{StateCompleted, StateCompleted, AlreadySet},
-		{StateScheduled, StateCompleted, NotAllowed},
-		{StateScheduled, StateFailed, NotAllowed},
-		{StatePending, StateStarted, NotAllowed},
-		{StateCompleted, StateStarted, NotAllowed},
-		{StateFailed, StateCompleted, NotAllowed},
-		{StateCancelled, StateStarted, NotAllowed},
-		{StateCompleted, StateFailed, NotAllowed},
+		{state{StateScheduled, ""}, "StateStarted", Patch},
+		{state{StateStarted, "started"}, "StateStarted", AlreadySet},
+		{state{StateStarted, "started"}, "StateDelayed", Patch},
+		{state{StateStarted, "started"}, "StateScaleSkipped", Patch},
+		{state{StateStarted, "started"}, "StateSkipped", NotAllowed},
+		{state{StateStarted, "started"}, "StateCompleted", Patch},
+		{state{StateStarted, "started"}, "StateFailed", Patch},
+		{state{StateDelayed, delay}, "StateDelayed", AlreadySet},
+		{state{StateDelayed, delay}, "StateSkipped", Patch},
+		{state{StateDelayed, delay}, "StateScaleSkipped", NotAllowed},
+		{state{StateDelayed, delay}, "StateCompleted", Patch},
+		{state{StateDelayed, delay}, "StateFailed", Patch},
+		// A scale skip reads back as a skip: MUO then allows only the end.
+		{state{StateDelayed, scaleSkip}, "StateScaleSkipped", AlreadySet},
+		{state{StateDelayed, scaleSkip}, "StateSkipped", NotAllowed},
+		{state{StateDelayed, scaleSkip}, "StateDelayed", NotAllowed},
+		{state{StateDelayed, scaleSkip}, "StateCompleted", Patch},
+		{state{StateDelayed, skip}, "StateFailed", Patch},
+		{state{StateCompleted, "completed"}, "StateCompleted", AlreadySet},
+		{state{StateScheduled, ""}, "StateCompleted", NotAllowed},
+		{state{StateScheduled, ""}, "StateFailed", NotAllowed},
+		{state{StatePending, ""}, "StateStarted", NotAllowed},
+		{state{StateCompleted, "completed"}, "StateStarted", NotAllowed},
+		{state{StateFailed, "failed"}, "StateCompleted", NotAllowed},
+		{state{StateCancelled, ""}, "StateStarted", NotAllowed},
+		{state{StateCompleted, "completed"}, "StateFailed", NotAllowed},
 	} {
-		if got := NextState(tc.current, tc.wanted); got != tc.want {
-			t.Errorf("NextState(%s, %s) = %v, want %v", tc.current, tc.wanted, got, tc.want)
+		w := wanted[tc.wanted]
+		if got := NextState(tc.current.value, tc.current.description, tc.wanted, w.value, w.description); got != tc.want {
+			t.Errorf("NextState(%s %q, %s) = %v, want %v", tc.current.value, tc.current.description, tc.wanted, got, tc.want)
 		}
 	}
 }

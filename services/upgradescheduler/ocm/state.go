@@ -1,5 +1,7 @@
 package ocm
 
+import "strings"
+
 // Write is what to do about a policy state the scheduler wants to report.
 type Write int
 
@@ -24,25 +26,66 @@ func (w Write) String() string {
 	return "NotAllowed"
 }
 
-// transitions are MUO's allowed policy state transitions, in OCM's values:
-// scheduled → started; started → delayed, completed, failed; delayed →
-// delayed (MUO's scale-skipped and skipped notices are both written as
-// delayed), completed, failed. Pending, completed, failed and cancelled are
-// final for the scheduler.
-var transitions = map[string]map[string]bool{
-	StateScheduled: {StateStarted: true},
-	StateStarted:   {StateDelayed: true, StateCompleted: true, StateFailed: true},
-	StateDelayed:   {StateDelayed: true, StateCompleted: true, StateFailed: true},
+// A policy's state as MUO's notifier sees it. OCM has one "delayed" value
+// for three of MUO's states: MUO writes a delay ("... The upgrade will
+// continue to retry ...") and its two capacity skips ("scale skipped",
+// "skipped") all as delayed, and reading a policy back it takes a delayed
+// state whose description mentions a retry for a delay and any other for a
+// skip. The notices are named by MUO's states (StateStarted, ...).
+const (
+	muoScheduled    = "StateScheduled"
+	muoStarted      = "StateStarted"
+	muoDelayed      = "StateDelayed"
+	muoScaleSkipped = "StateScaleSkipped"
+	muoSkipped      = "StateSkipped"
+	muoCompleted    = "StateCompleted"
+	muoFailed       = "StateFailed"
+)
+
+// muoState is the MUO state a policy in OCM state value, with description,
+// is in; empty for the states MUO never moves from (pending, cancelled, an
+// unknown value).
+func muoState(value, description string) string {
+	switch value {
+	case StateScheduled:
+		return muoScheduled
+	case StateStarted:
+		return muoStarted
+	case StateDelayed:
+		if strings.Contains(description, "retry") {
+			return muoDelayed
+		}
+		return muoSkipped
+	case StateCompleted:
+		return muoCompleted
+	case StateFailed:
+		return muoFailed
+	}
+	return ""
 }
 
-// NextState decides how to report wanted when OCM says the policy is in
-// current. It is read back before every write, so that a resend after a
-// crash (or a lost response) never writes a state twice.
-func NextState(current, wanted string) Write {
-	if current == wanted {
+// transitions are MUO's allowed transitions between its states (its
+// notifier's validation): a scheduled policy only starts; a started one may
+// have its capacity reservation skipped, be delayed, complete or fail; after
+// a delay only a skip, completion or failure; after a skip only completion
+// or failure. Completed and failed are final.
+var transitions = map[string]map[string]bool{
+	muoScheduled:    {muoStarted: true},
+	muoStarted:      {muoScaleSkipped: true, muoDelayed: true, muoCompleted: true, muoFailed: true},
+	muoScaleSkipped: {muoDelayed: true, muoFailed: true, muoSkipped: true, muoCompleted: true},
+	muoDelayed:      {muoCompleted: true, muoFailed: true, muoSkipped: true},
+	muoSkipped:      {muoCompleted: true, muoFailed: true},
+}
+
+// NextState decides how to report the notice wanted (MUO's state name, and
+// the OCM value and description it writes) when OCM says the policy is in
+// value with description. It is read back before every write, so that a
+// resend after a crash (or a lost response) never writes a state twice.
+func NextState(value, description, wanted, wantedValue, wantedDescription string) Write {
+	if value == wantedValue && description == wantedDescription {
 		return AlreadySet
 	}
-	if transitions[current][wanted] {
+	if transitions[muoState(value, description)][wanted] {
 		return Patch
 	}
 	return NotAllowed

@@ -52,8 +52,10 @@ type world struct {
 	am fakeAM
 	// failing side effects fail as the reconciler records a failure.
 	failing map[ActionKind]bool
-	// notified are the notifications delivered, in order.
+	// notified are the notifications delivered, in order (events), and
+	// notices the notifications themselves.
 	notified []string
+	notices  []*Notification
 	// loseNotificationRecord drops the status write after the next
 	// delivery, as when the scheduler stops between the two.
 	loseNotificationRecord bool
@@ -304,6 +306,7 @@ func (w *world) apply(a *Action) {
 		w.snap.FileIntegrityReinitRequested = true
 	case Notify:
 		w.notified = append(w.notified, a.Notification.Event)
+		w.notices = append(w.notices, a.Notification)
 		if w.loseNotificationRecord {
 			w.loseNotificationRecord = false
 			return

@@ -10,17 +10,39 @@ import (
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 )
 
-// Notification events: MUO's notifier states. The first four are written as
-// the OCM upgrade policy's state; the ones ending in SL are service logs,
-// posted only with the ServiceLogNotification feature gate (as MUO).
+// Notification events: MUO's notifier states. Started, delayed, scale
+// skipped, skipped, failed and completed are written as the OCM upgrade
+// policy's state (both skips as "delayed", told apart by their
+// description, as MUO does); the ones ending in SL are service logs, posted
+// only with the ServiceLogNotification feature gate (as MUO).
 const (
 	EventStarted                = "StateStarted"
 	EventDelayed                = "StateDelayed"
+	EventScaleSkipped           = "StateScaleSkipped"
+	EventSkipped                = "StateSkipped"
 	EventFailed                 = "StateFailed"
 	EventCompleted              = "StateCompleted"
 	EventControlPlaneStartedSL  = "StateControlPlaneStartedSL"
 	EventControlPlaneFinishedSL = "StateControlPlaneFinishedSL"
 	EventWorkerPlaneFinishedSL  = "StateWorkerPlaneFinishedSL"
+)
+
+// The notices' texts are MUO's, word for word (its event manager's
+// descriptions): SREs' tooling and customers read them.
+const (
+	descPrecheckFailed       = "Cluster upgrade to version %s was cancelled as the cluster did not pass its pre-upgrade verification checks. Automated upgrades will be retried on their next scheduling cycle. If you have manually scheduled an upgrade instead, it must now be rescheduled"
+	descPreHealthCheckFailed = "Cluster upgrade to version %s was cancelled during the Pre-Health Check step. Health alerts are firing in the cluster which could impact the upgrade's operation, so the upgrade did not proceed. Automated upgrades will be retried on their next scheduling cycle. If you have manually scheduled an upgrade instead, it must now be rescheduled"
+	descExtDepCheckFailed    = "Cluster upgrade to version %s was cancelled during the External Dependency Availability Check step. A required external dependency of the upgrade was unavailable, so the upgrade did not proceed. Automated upgrades will be retried on their next scheduling cycle. If you have manually scheduled an upgrade instead, it must now be rescheduled"
+	descScaleFailed          = "Cluster upgrade to version %s was cancelled during the Scale-Up Worker Node step. A temporary additional worker node was unable to be created to temporarily house workloads, so the upgrade did not proceed. Automated upgrades will be retried on their next scheduling cycle. If you have manually scheduled an upgrade instead, it must now be rescheduled"
+	descScaleSkipped         = "Cluster upgrade to version %s has skipped Scale-Up additional Worker Node step for compute capacity reservation. This is an informational notification and no action is required by you"
+	descDefaultDelay         = "Cluster upgrade to version %s is experiencing a delay whilst it performs necessary pre-upgrade procedures. The upgrade will continue to retry. This is an informational notification and no action is required"
+	descPreHealthCheckDelay  = "Cluster upgrade to version %s is experiencing a delay as health alerts are firing in the cluster which could impact the upgrade's operation. The upgrade will continue to retry. This is an informational notification and no action is required by you"
+	descExtDepCheckDelay     = "Cluster upgrade to version %s is experiencing a delay as an external dependency of the upgrade is currently unavailable. The upgrade will continue to retry. This is an informational notification and no action is required by you"
+	descScaleDelay           = "Cluster upgrade to version %s is experiencing a delay attempting to scale up an additional worker node. The upgrade will continue to retry. This is an informational notification and no action is required by you"
+	descScaleDelaySkip       = "Cluster upgrade to version %s has experienced an issue during capacity reservation efforts. This could be caused by cloud service provider quota limitations or temporary connectivity issues to/from the new worker node. The upgrade will continue without extra compute. This is an informational notification and no action is required by you"
+	descControlPlaneStarted  = "Cluster upgrade to version %s is starting with control and worker plane upgrade. This is an informational notification and no action is required"
+	descControlPlaneFinished = "Cluster upgrade to version %s has finished control plane upgrade. This is an informational notification and no action is required"
+	descWorkerPlaneFinished  = "Cluster upgrade to version %s has finished worker plane upgrade. This is an informational notification and no action is required."
 )
 
 // Notification is one notification for the reconciler to deliver (action
@@ -47,9 +69,9 @@ func (n Notification) Key(uid string) string {
 	return fmt.Sprintf("%s/%s/%s", uid, n.Version, n.Event)
 }
 
-// notice builds the notification of event for the current attempt: the
-// texts are MUO's (its event manager's descriptions and service log
-// summaries).
+// notice builds the notification of event for the current attempt, with
+// MUO's texts; a delayed or failed notice names the step the attempt is
+// held at (its first step not done), as MUO's does.
 func (p *planner) notice(event string) *Notification {
 	n := &Notification{Event: event, Version: p.target, Generation: p.uc.Generation}
 	v := p.target
@@ -57,22 +79,73 @@ func (p *planner) notice(event string) *Notification {
 	case EventStarted:
 		n.PolicyState, n.Description = "started", fmt.Sprintf("Cluster is currently being upgraded to version %s", v)
 	case EventDelayed:
-		n.PolicyState, n.Description = "delayed", fmt.Sprintf("Cluster upgrade to version %s is experiencing a delay whilst it performs necessary pre-upgrade procedures", v)
+		n.PolicyState, n.Description = "delayed", fmt.Sprintf(delayedText(p.heldAt()), v)
+	case EventScaleSkipped:
+		n.PolicyState, n.Description = "delayed", fmt.Sprintf(descScaleSkipped, v)
+	case EventSkipped:
+		n.PolicyState, n.Description = "delayed", fmt.Sprintf(descScaleDelaySkip, v)
 	case EventFailed:
-		n.PolicyState, n.Description = "failed", fmt.Sprintf("Cluster upgrade to version %s was cancelled as the cluster did not pass its pre-upgrade verification checks; the upgrade must be rescheduled", v)
+		n.PolicyState, n.Description = "failed", failedText(p.heldAt(), v)
 	case EventCompleted:
 		n.PolicyState, n.Description = "completed", fmt.Sprintf("Cluster has been successfully upgraded to version %s", v)
 	case EventControlPlaneStartedSL:
-		n.ServiceLog, n.ServiceLogSummary = true, "Cluster is starting with control and worker plane upgrade"
+		n.ServiceLog, n.ServiceLogSummary, n.ServiceLogDescription = true, "Cluster is starting with control and worker plane upgrade", fmt.Sprintf(descControlPlaneStarted, v)
 	case EventControlPlaneFinishedSL:
-		n.ServiceLog, n.ServiceLogSummary = true, "Cluster has finished control plane upgrade"
+		n.ServiceLog, n.ServiceLogSummary, n.ServiceLogDescription = true, "Cluster has finished control plane upgrade", fmt.Sprintf(descControlPlaneFinished, v)
 	case EventWorkerPlaneFinishedSL:
-		n.ServiceLog, n.ServiceLogSummary = true, "Cluster has finished with worker plane upgrade"
-	}
-	if n.ServiceLog {
-		n.ServiceLogDescription = fmt.Sprintf("%s to version %s.", n.ServiceLogSummary, v)
+		n.ServiceLog, n.ServiceLogSummary, n.ServiceLogDescription = true, "Cluster has finished with worker plane upgrade", fmt.Sprintf(descWorkerPlaneFinished, v)
 	}
 	return n
+}
+
+// heldAt is the step the attempt is held at: MUO's "first incomplete
+// condition", the newest step condition that is not done (conditions are
+// kept newest first). The failure's own conditions (FailedUpgrade, and
+// the FailedNotificationSent that is not done while this notice is built)
+// are not steps.
+func (p *planner) heldAt() *upgradev1alpha1.UpgradeCondition {
+	for i, c := range p.history().Conditions {
+		if c.Type != ConditionFailedUpgrade && c.Type != ConditionFailedNotificationSent && c.Status == "False" {
+			return &p.history().Conditions[i]
+		}
+	}
+	return nil
+}
+
+// delayedText is the delayed notice's text for the step the attempt is held
+// at.
+func delayedText(c *upgradev1alpha1.UpgradeCondition) string {
+	if c != nil {
+		switch c.Type {
+		case StepClusterHealthyBeforeUpgrade:
+			return descPreHealthCheckDelay
+		case StepExternalDependenciesAvailable:
+			return descExtDepCheckDelay
+		case StepComputeCapacityReserved:
+			return descScaleDelay
+		}
+	}
+	return descDefaultDelay
+}
+
+// failedText is the failed notice's text for the step the attempt failed
+// at; a cluster that is not upgradeable says why in the step's message.
+func failedText(c *upgradev1alpha1.UpgradeCondition, version string) string {
+	if c != nil {
+		switch c.Type {
+		case StepIsClusterUpgradable:
+			if c.Message != "" {
+				return c.Message
+			}
+		case StepClusterHealthyBeforeUpgrade:
+			return fmt.Sprintf(descPreHealthCheckFailed, version)
+		case StepExternalDependenciesAvailable:
+			return fmt.Sprintf(descExtDepCheckFailed, version)
+		case StepComputeCapacityReserved:
+			return fmt.Sprintf(descScaleFailed, version)
+		}
+	}
+	return fmt.Sprintf(descPrecheckFailed, version)
 }
 
 // NotificationDue is the pure decision behind every notification: event is
@@ -227,6 +300,36 @@ func noticeAfter(event string, step func(*planner) result) func(*planner) result
 	return func(p *planner) result {
 		r := step(p)
 		if r.done && p.due(event) {
+			return result{message: "sending the " + event + " notification", action: p.notifyAction(event), events: r.events}
+		}
+		return r
+	}
+}
+
+// capacityNotice completes the capacity step only once MUO's notice of a
+// skipped reservation is delivered: ScaleSkipped when there is no worker
+// MachineSet to copy, Skipped when the copies were not ready within
+// scale.timeOut and the upgrade goes on without them. As MUO, a
+// ScaleSkipped that could not be delivered once is not tried again (the
+// upgrade goes on; the step's condition keeps the error), while Skipped is
+// retried until delivered.
+func capacityNotice(step func(*planner) result) func(*planner) result {
+	return func(p *planner) result {
+		r := step(p)
+		if !r.done || p.st.CapacityReservation == nil {
+			return r
+		}
+		event := ""
+		switch p.st.CapacityReservation.Outcome {
+		case CapacitySkipped:
+			event = EventScaleSkipped
+			if c := findStepCondition(p.history().Conditions, StepComputeCapacityReserved); c != nil && c.Attempts > 0 && c.LastError != "" {
+				return r
+			}
+		case CapacityTimedOut:
+			event = EventSkipped
+		}
+		if event != "" && p.due(event) {
 			return result{message: "sending the " + event + " notification", action: p.notifyAction(event), events: r.events}
 		}
 		return r

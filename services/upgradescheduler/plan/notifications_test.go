@@ -1,6 +1,7 @@
 package plan
 
 import (
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,14 @@ func TestDelayedAndFailedNotifications(t *testing.T) {
 	if strings.Join(w.notified, ",") != EventStarted+","+EventDelayed+","+EventFailed {
 		t.Fatalf("after failing: %v", w.notified)
 	}
+	// MUO's texts for an attempt held, then failed, at its pre-upgrade
+	// health check.
+	if d := w.notices[1].Description; d != "Cluster upgrade to version 4.14.15 is experiencing a delay as health alerts are firing in the cluster which could impact the upgrade's operation. The upgrade will continue to retry. This is an informational notification and no action is required by you" {
+		t.Fatalf("delayed: %q", d)
+	}
+	if d := w.notices[2].Description; d != "Cluster upgrade to version 4.14.15 was cancelled during the Pre-Health Check step. Health alerts are firing in the cluster which could impact the upgrade's operation, so the upgrade did not proceed. Automated upgrades will be retried on their next scheduling cycle. If you have manually scheduled an upgrade instead, it must now be rescheduled" {
+		t.Fatalf("failed: %q", d)
+	}
 	if c := w.stepCondition(ConditionFailedNotificationSent); c == nil || c.Status != corev1.ConditionTrue {
 		t.Fatalf("%+v", c)
 	}
@@ -320,4 +329,72 @@ func TestNotificationWanted(t *testing.T) {
 			t.Errorf("NotificationWanted(%v, %s) = %v, want %v", tc.st.History, tc.event, got, tc.want)
 		}
 	}
+}
+
+// TestCapacitySkipNotices: MUO's two notices of a capacity reservation that
+// did not happen.
+func TestCapacitySkipNotices(t *testing.T) {
+	t.Run("no worker MachineSet: ScaleSkipped once, with MUO's text, and the upgrade goes on", func(t *testing.T) {
+		w := notifyWorld(t, false)
+		w.uc.Spec.CapacityReservation = true
+		for _, ms := range append([]machinev1beta1.MachineSet(nil), w.snap.MachineSets...) {
+			w.removeMachineSet(ms.Name)
+		}
+		var notice *Notification
+		for range 20 {
+			out := w.plan()
+			if out.Action != nil && out.Action.Kind == Notify && out.Action.Notification.Event == EventScaleSkipped {
+				notice = out.Action.Notification
+			}
+		}
+		w.runToUpgraded()
+		if got := strings.Join(w.notified, ","); got != "StateStarted,StateScaleSkipped,StateCompleted" {
+			t.Fatalf("notified %s", got)
+		}
+		want := "Cluster upgrade to version 4.14.15 has skipped Scale-Up additional Worker Node step for compute capacity reservation. This is an informational notification and no action is required by you"
+		if notice == nil || notice.PolicyState != "delayed" || notice.Description != want {
+			t.Fatalf("notice %+v", notice)
+		}
+	})
+	t.Run("copies not ready in time: Skipped, and the upgrade goes on without them", func(t *testing.T) {
+		w := notifyWorld(t, false)
+		w.cfg = mustConfig(t, "scale:\n  timeOut: 10\n")
+		w.uc.Spec.CapacityReservation = true
+		w.machineAPIOnCreate(false)
+		w.settle()
+		if strings.Contains(strings.Join(w.notified, ","), EventSkipped) {
+			t.Fatalf("skipped before scale.timeOut: %v", w.notified)
+		}
+		w.now = w.now.Add(11 * time.Minute)
+		w.runToUpgraded()
+		if got := strings.Join(w.notified, ","); got != "StateStarted,StateSkipped,StateCompleted" {
+			t.Fatalf("notified %s", got)
+		}
+	})
+	t.Run("a ScaleSkipped that fails once is not retried: the upgrade goes on", func(t *testing.T) {
+		w := notifyWorld(t, false)
+		w.uc.Spec.CapacityReservation = true
+		for _, ms := range append([]machinev1beta1.MachineSet(nil), w.snap.MachineSets...) {
+			w.removeMachineSet(ms.Name)
+		}
+		attempts := 0
+		for range 40 {
+			// OCM fails every notice once the started one is through.
+			if len(w.notified) > 0 && attempts == 0 {
+				w.failing = map[ActionKind]bool{Notify: true}
+			}
+			out := w.plan()
+			if out.Action != nil && out.Action.Kind == Notify && out.Action.Notification.Event == EventScaleSkipped {
+				attempts++
+				w.failing = nil
+			}
+			w.now = w.now.Add(time.Minute)
+		}
+		if attempts != 1 {
+			t.Fatalf("ScaleSkipped tried %d times, want once", attempts)
+		}
+		if c := w.stepCondition(StepComputeCapacityReserved); c == nil || c.Status != corev1.ConditionTrue {
+			t.Fatalf("capacity step not done: %+v", c)
+		}
+	})
 }

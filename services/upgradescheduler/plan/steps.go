@@ -83,7 +83,7 @@ var osdSteps = []step{
 	{StepIsClusterUpgradable, true, DeadlineStart, (*planner).upgradeable},
 	{StepClusterHealthyBeforeUpgrade, true, DeadlineStart, (*planner).preHealth},
 	{StepExternalDependenciesAvailable, true, DeadlineStart, (*planner).externalDependencies},
-	{StepComputeCapacityReserved, true, DeadlineStart, (*planner).reserveCapacity},
+	{StepComputeCapacityReserved, true, DeadlineStart, capacityNotice((*planner).reserveCapacity)},
 	{StepControlPlaneMaintenanceWindowCreated, true, DeadlineStart, silenceWindow("control plane", true)},
 	{StepUpgradeCommenced, false, DeadlineStart, noticeBefore(EventControlPlaneStartedSL, (*planner).commence)},
 	{StepControlPlaneUpgraded, false, DeadlineControlPlane, noticeAfter(EventControlPlaneFinishedSL, (*planner).controlPlaneUpgraded)},
