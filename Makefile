@@ -81,10 +81,10 @@ demo: testbin build ## Run an update on a local simulated OpenShift cluster and 
 	$(BIN)/upshift-demo --bin-dir $(BIN)
 
 # BENCH is the upshift-bench subcommand: update-status (the default),
-# mcp-tracker or node-gate.
+# mcp-tracker, node-gate or system.
 BENCH ?=
 .PHONY: bench
-bench: testbin build ## Measure the update-status-controller on a 5,000-node simulated cluster (BENCH_FLAGS=--sweep=10,30,100 for the time-scale sweep; BENCH=mcp-tracker, or BENCH_FLAGS=--component=mcp-tracker, measures the mcp-tracker, BENCH=node-gate node-gate on 500 workers).
+bench: testbin build ## Measure the update-status-controller on a 5,000-node simulated cluster (BENCH_FLAGS=--sweep=10,30,100 for the time-scale sweep; BENCH=mcp-tracker, or BENCH_FLAGS=--component=mcp-tracker, measures the mcp-tracker, BENCH=node-gate node-gate on 500 workers, BENCH=system every component against none).
 	go build -o $(BIN)/upshift-bench ./e2e/cmd/upshift-bench
 	$(BIN)/upshift-bench $(BENCH) --bin-dir $(BIN) $(BENCH_FLAGS)
 

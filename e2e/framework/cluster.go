@@ -283,8 +283,7 @@ func (c *Cluster) runReplicas(ctx context.Context, co ComponentOptions, cc *Clus
 func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.started) - 1; i >= 0; i-- {
-		stop := c.started[i].Stop
-		if err := stop(10 * time.Second); err != nil {
+		if err := c.started[i].Stop(10 * time.Second); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.started[i].Identity.ServiceAccount, err))
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
@@ -63,6 +64,7 @@ var recordedKinds = map[string]client.Object{
 	"ClusterVersion": &configv1.ClusterVersion{},
 	"UpgradeStatus":  &updatev1alpha1.UpgradeStatus{},
 	"UpgradeConfig":  &upgradev1alpha1.UpgradeConfig{},
+	"MutexRunConfig": &nodegatev1alpha1.MutexRunConfig{},
 }
 
 // startRecorder watches the recorded kinds as the cluster admin until ctx
@@ -211,8 +213,8 @@ func replay(revs []revision, gaps int, start int64) *report {
 			}
 			if rev.obj != nil && released(rev.obj) && (prev == nil || !released(prev)) {
 				rep.checked["released after its hook"]++
-				if !hookCompleted(w, rev.obj.GetName()) {
-					rep.violate(rev.rv, "node %s released with no completed hook Job", rev.obj.GetName())
+				if round := currentRound(w); !hookCompleted(w, rev.obj.GetName(), round) {
+					rep.violate(rev.rv, "node %s released with no completed hook Job of round %q", rev.obj.GetName(), round)
 				}
 			}
 		case "Job":
@@ -257,7 +259,7 @@ func replay(revs []revision, gaps int, start int64) *report {
 				}
 				rep.checked["no gate pool reported as a pool"]++
 				for _, p := range us.Status.WorkerPools {
-					if strings.HasSuffix(p.Name, gatePoolSuffix) {
+					if strings.HasSuffix(p.Name, plan.GatePoolSuffix) {
 						rep.violate(rev.rv, "the update-status report lists gate pool %s as a worker pool", p.Name)
 					}
 				}
@@ -266,7 +268,7 @@ func replay(revs []revision, gaps int, start int64) *report {
 			if uc, _ := rev.obj.(*upgradev1alpha1.UpgradeConfig); uc != nil {
 				rep.checked["no gate pool reported as a pool"]++
 				for _, p := range uc.Status.Pools {
-					if strings.HasSuffix(p.Name, gatePoolSuffix) {
+					if strings.HasSuffix(p.Name, plan.GatePoolSuffix) {
 						rep.violate(rev.rv, "the UpgradeConfig's status.pools lists gate pool %s", p.Name)
 					}
 				}
@@ -275,9 +277,6 @@ func replay(revs []revision, gaps int, start int64) *report {
 	}
 	return rep
 }
-
-// gatePoolSuffix names node-gate's gate pools: <pool>-gate.
-const gatePoolSuffix = "-gate"
 
 // clusterUpdating says why a control-plane replacement must wait, as of
 // this revision: ClusterVersion is Progressing or its latest update is not
@@ -377,11 +376,22 @@ func hookOf(j *batchv1.Job) (node, round string) {
 	return node, round
 }
 
-// hookCompleted: a hook Job for node has completed, as of this revision.
-func hookCompleted(w world, node string) bool {
+// currentRound is the node-gate run's round (its status.runID) as of this
+// revision; node-gate records it before it creates the round's Jobs or
+// labels.
+func currentRound(w world) string {
+	for _, o := range w["MutexRunConfig"] {
+		return o.(*nodegatev1alpha1.MutexRunConfig).Status.RunID
+	}
+	return ""
+}
+
+// hookCompleted: a hook Job for node and round has completed, as of this
+// revision.
+func hookCompleted(w world, node, round string) bool {
 	for _, o := range w["Job"] {
 		j := o.(*batchv1.Job)
-		if n, _ := hookOf(j); n != node {
+		if n, r := hookOf(j); n != node || r != round {
 			continue
 		}
 		for _, c := range j.Status.Conditions {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
@@ -49,6 +50,12 @@ func hookJob(name, nodeName string, complete bool) *batchv1.Job {
 		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
 	}
 	return j
+}
+
+func runInRound(round string) *nodegatev1alpha1.MutexRunConfig {
+	r := &nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace}}
+	r.Status.RunID = round
+	return r
 }
 
 func rev(kind string, rv int64, o client.Object) revision {
@@ -107,13 +114,19 @@ func TestReplayReleasedAfterItsHook(t *testing.T) {
 			rev("Node", 61, node("w1", false, true, "c1", "c1", "Done", released)),
 			rev("Job", 62, hookJob("j", "w1", true)),
 		}, true},
+		{"a hook of another round", []revision{
+			rev("MutexRunConfig", 59, runInRound("round-2")),
+			rev("Job", 60, hookJob("j", "w1", true)),
+			rev("Node", 61, node("w1", false, true, "c1", "c1", "Done", released)),
+		}, true},
 		{"another node's hook", []revision{
 			rev("Job", 60, hookJob("j", "w2", true)),
 			rev("Node", 61, node("w1", false, true, "c1", "c1", "Done", released)),
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			revs := append(masters(), rev("Node", 10, node("w1", false, true, "c1", "c1", "Done", nil)))
+			revs := append(masters(), rev("Node", 10, node("w1", false, true, "c1", "c1", "Done", nil)),
+				rev("MutexRunConfig", 11, runInRound("round-1")))
 			// Out of order on purpose: the replay orders by revision.
 			for i := len(tc.revs) - 1; i >= 0; i-- {
 				revs = append(revs, tc.revs[i])
@@ -195,7 +208,7 @@ func TestReplayControlPlaneWaitsForTheUpdate(t *testing.T) {
 
 func TestReplayGatePoolNeverAPool(t *testing.T) {
 	uc := &upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: namespace}}
-	uc.Status.Pools = []upgradev1alpha1.PoolUpdate{{Name: "worker"}, {Name: "worker" + gatePoolSuffix}}
+	uc.Status.Pools = []upgradev1alpha1.PoolUpdate{{Name: "worker"}, {Name: "worker" + plan.GatePoolSuffix}}
 	rep := replay(append(masters(), rev("UpgradeConfig", 60, uc)), 0, 50)
 	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "worker-gate") {
 		t.Fatalf("want the gate pool reported, got %v", rep.violations)

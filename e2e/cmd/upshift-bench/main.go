@@ -5,6 +5,7 @@
 //	upshift-bench update-status [flags]   the update-status-controller (updatestatus.go)
 //	upshift-bench mcp-tracker [flags]     the mcp-tracker (mcptracker.go)
 //	upshift-bench node-gate [flags]       node-gate (nodegate.go)
+//	upshift-bench system [flags]          every component against none (system.go)
 //
 // Without a subcommand, --component=<update-status-controller|mcp-tracker|
 // node-gate> picks one (default: the update-status-controller), as
@@ -87,10 +88,16 @@ var subcommands = []subcommand{
 			fs.IntVar(&o.pairs, "pairs", 2, "Ungated and gated updates, alternating: how many of each.")
 			fs.IntVar(&o.lookahead, "lookahead", 1, "The gated run's rule's spec.lookahead (0: strict, a node's hooks start only in its turn).")
 		}},
+	{name: "system", component: "system", workers: 500, timeScale: 30, qps: 0, run: runSystem,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "Fail if an update has not finished by then.")
+			fs.IntVar(&o.pairs, "pairs", 2, "Updates without and with Upshift, alternating: how many of each.")
+			fs.IntVar(&o.lookahead, "lookahead", 1, "The node-gate run's rule's spec.lookahead.")
+		}},
 }
 
-const usage = `usage: upshift-bench <update-status|mcp-tracker|node-gate> [flags]
-       upshift-bench [--component=update-status-controller|mcp-tracker|node-gate] [flags]
+const usage = `usage: upshift-bench <update-status|mcp-tracker|node-gate|system> [flags]
+       upshift-bench [--component=update-status-controller|mcp-tracker|node-gate|system] [flags]
 run "upshift-bench <subcommand> -h" for the flags of a subcommand
 `
 
@@ -128,7 +135,7 @@ func pick(args []string) (subcommand, []string, error) {
 		if i := slices.IndexFunc(subcommands, match); i >= 0 {
 			return subcommands[i], nil
 		}
-		return subcommand{}, fmt.Errorf("%s is none of update-status, mcp-tracker, node-gate", what)
+		return subcommand{}, fmt.Errorf("%s is none of update-status, mcp-tracker, node-gate, system", what)
 	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		s, err := byName(func(s subcommand) bool { return s.name == args[0] }, fmt.Sprintf("%q", args[0]))

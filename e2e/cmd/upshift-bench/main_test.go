@@ -20,6 +20,7 @@ func TestPick(t *testing.T) {
 		{args: []string{"--bin-dir", "bin", "--component=mcp-tracker", "--workers=9"}, sub: "mcp-tracker", rest: []string{"--bin-dir", "bin", "--workers=9"}},
 		{args: []string{"-component", "node-gate"}, sub: "node-gate", rest: []string{}},
 		{args: []string{"--component=update-status-controller"}, sub: "update-status", rest: []string{}},
+		{args: []string{"--component=system", "--pairs=3"}, sub: "system", rest: []string{"--pairs=3"}},
 		{args: []string{"--component=cpms"}, mustFail: true},
 		{args: []string{"cpms"}, mustFail: true},
 		{args: []string{"--component"}, mustFail: true},

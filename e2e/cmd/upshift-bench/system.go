@@ -1,0 +1,348 @@
+package main
+
+// The whole-system bench (system): what Upshift costs an upgrade. A
+// simulated cluster of 3 masters and --workers workers (maxUnavailable
+// --max-unavailable on the worker pool and the node-gate run) is updated at
+// one ocpsim time scale, alternating (--pairs of each):
+//
+//   - without Upshift: the bench sets ClusterVersion's desired update, the
+//     way an administrator would, and ocpsim's CVO and MCO do the rest;
+//   - with Upshift: the upgrade-scheduler (an OSD UpgradeConfig with
+//     capacity reservation, MUO's steps), node-gate (a run with one no-op
+//     pre-update hook and --lookahead), the mcp-tracker and the
+//     update-status-controller, each as its chart's ServiceAccount with the
+//     chart's defaults, started before the update and stopped after it; the
+//     update starts at the UpgradeConfig's upgradeAt.
+//
+// The cpms-controller serves the ControlPlaneMachineSet webhook, so it runs
+// through both (idle: no change is requested). Each update is timed from
+// its start (the request, or upgradeAt) until ClusterVersion completed and
+// every pool is updated and unpaused with every node on its target — and,
+// with Upshift, the UpgradeConfig is Upgraded and the run Completed. The
+// ratio reported is the median of the pairs' ratios; the time Upshift adds
+// is attributed to the scheduler's steps before the request, the control
+// plane, the workers and the steps after.
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/testenv"
+	"github.com/upshift-io/upshift/tools/ocpsim"
+)
+
+// systemConfig is MUO's ConfigMap for the bench: an OSD cluster whose
+// UpgradeConfig is local, MUO's documented waits otherwise.
+const systemConfig = `upgradeType: OSD
+configManager:
+  source: LOCAL
+  localConfigName: managed-upgrade-config
+  watchInterval: 1
+maintenance:
+  controlPlaneTime: 90
+upgradeWindow:
+  delayTrigger: 30
+  timeOut: 120
+nodeDrain:
+  expectedNodeDrainTime: 8
+  timeOut: 45
+scale:
+  timeOut: 30
+`
+
+// systemComponents are the controllers started around each update with
+// Upshift, with the flags the bench adds to their charts'.
+var systemComponents = []struct{ chart, binary, release string }{
+	{"upgrade-scheduler", "upgrade-scheduler", "sched"},
+	{"node-gate", "node-gate", "ngate"},
+	{"mcp-tracker", "mcp-tracker", "mcpt"},
+	{"update-status-controller", "update-status-controller", "usc"},
+}
+
+// systemTimes is one update with Upshift, from upgradeAt.
+type systemTimes struct {
+	whole time.Duration
+	// requested: ClusterVersion's desired update set; settled: the cluster
+	// done (as without Upshift); upgraded: the UpgradeConfig Upgraded.
+	requested, settled, upgraded time.Duration
+	// steps are the UpgradeConfig's history conditions: each step's time.
+	steps []string
+}
+
+func runSystem(ctx context.Context, o options) (err error) {
+	start := time.Now()
+	ctrl.SetLogger(logr.Discard())
+	if o.pairs < 1 {
+		return fmt.Errorf("--pairs must be at least 1")
+	}
+	bins := map[string]string{}
+	for _, c := range append(systemComponents, struct{ chart, binary, release string }{"cpms-controller", "cpms-controller", "cpms"}) {
+		if bins[c.release], err = filepath.Abs(filepath.Join(o.binDir, c.binary)); err != nil {
+			return err
+		}
+	}
+	graph := []string{}
+	for i := 0; i <= 2*o.pairs; i++ {
+		graph = append(graph, fmt.Sprintf("4.16.%d", i+1))
+	}
+	components := []framework.ComponentOptions{{Chart: "cpms-controller", Release: "cpms", Namespace: "openshift-machine-api",
+		Binary: bins["cpms"], LeaderElect: true, Webhook: true}}
+	for _, c := range systemComponents {
+		components = append(components, framework.ComponentOptions{Chart: c.chart, Release: c.release, Namespace: gateNamespace})
+	}
+	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, Alertmanager: true},
+		Seed: &ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers,
+			WorkerMaxUnavailable: o.maxUnavailable, Graph: graph},
+		Sim:        &ocpsim.Options{TimeScale: o.timeScale, Graph: graph},
+		Components: components,
+		Progress: func(s framework.Stage) {
+			switch s {
+			case framework.StageSeed:
+				step(start, "control plane up (with kube-controller-manager, kube-scheduler, kwok, Alertmanager); cpms-controller serving its webhook")
+			case framework.StageComponents:
+				step(start, "seeded %d nodes (3 master, %d worker)", o.workers+3, o.workers)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer cluster.StopInto(&err)
+	env := cluster.Env
+	watchCache, stopWatches, err := startWatches(ctx, env.Config, cache.Options{Scheme: env.Client.Scheme()}, func(cache.Cache) error { return nil })
+	if err != nil {
+		return err
+	}
+	defer stopWatches()
+
+	// What stays between updates: the rule, MUO's ConfigMap, the machine
+	// pools capacity reservation copies.
+	if err := createGateRule(ctx, env.Client, o.lookahead); err != nil {
+		return err
+	}
+	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-operator-config", Namespace: gateNamespace},
+		Data: map[string]string{"config.yaml": systemConfig}}); err != nil {
+		return err
+	}
+	if err := framework.LabelMachinePools(ctx, env.Client); err != nil {
+		return err
+	}
+
+	var ratios []float64
+	var lines []string
+	var last systemTimes
+	var lastNone time.Duration
+	for i := 0; i < o.pairs; i++ {
+		none, err := updateWithout(ctx, env.Client, watchCache, o, start, graph[1+2*i])
+		if err != nil {
+			return fmt.Errorf("update %d without Upshift: %w", i+1, err)
+		}
+		with, err := updateWith(ctx, cluster, watchCache, bins, o, start, graph[2+2*i])
+		if err != nil {
+			return fmt.Errorf("update %d with Upshift: %w", i+1, err)
+		}
+		rt := ratio(with.whole, none)
+		ratios = append(ratios, rt)
+		lines = append(lines, fmt.Sprintf("pair %d: without %s, with %s: %.3f", i+1, none.Round(time.Second), with.whole.Round(time.Second), rt))
+		last, lastNone = with, none
+	}
+
+	fmt.Println()
+	fmt.Printf("nodes:                 %d (3 master, %d worker), maxUnavailable %s (pool and run), time scale %.0f\n",
+		o.workers+3, o.workers, o.maxUnavailable, o.timeScale)
+	fmt.Printf("with Upshift:          upgrade-scheduler (OSD, capacity reservation), node-gate (one no-op hook, lookahead %d), mcp-tracker, update-status-controller; cpms-controller idle in both\n", o.lookahead)
+	fmt.Printf("(the attribution is the last pair's)\n")
+	fmt.Printf("without Upshift:       %s from the request to the cluster done\n", lastNone.Round(time.Second))
+	fmt.Printf("with Upshift:          %s from upgradeAt to the UpgradeConfig Upgraded\n", last.whole.Round(time.Second))
+	fmt.Printf("  before the request:  %s (the scheduler's steps until it sets ClusterVersion's desired update)\n", last.requested.Round(time.Second))
+	fmt.Printf("  the update itself:   %s (request to cluster done; %+.0fs against without)\n", (last.settled - last.requested).Round(time.Second),
+		(last.settled - last.requested - lastNone).Seconds())
+	fmt.Printf("  after it:            %s (cluster done to Upgraded: the scheduler's last steps)\n", (last.upgraded - last.settled).Round(time.Second))
+	fmt.Printf("  the UpgradeConfig's steps: %s\n", strings.Join(last.steps, "; "))
+	for _, l := range lines {
+		fmt.Println(l)
+	}
+	step(start, "bench done")
+	fmt.Printf("system: with/without Upshift %.3f over %d interleaved pairs\n", median(ratios), len(ratios))
+	return nil
+}
+
+// updateWithout sets ClusterVersion's desired update and waits until the
+// cluster is done.
+func updateWithout(ctx context.Context, c client.Client, cc cache.Cache, o options, start time.Time, target string) (time.Duration, error) {
+	if err := requestUpdate(ctx, c, target); err != nil {
+		return 0, err
+	}
+	requested := time.Now()
+	step(start, "update to %s without Upshift requested", target)
+	if err := framework.WaitFor(ctx, o.updateTimeout, func() bool { return updateSettled(ctx, cc, target, o.workers) }); err != nil {
+		return 0, err
+	}
+	took := time.Since(requested)
+	step(start, "update to %s without Upshift done in %s", target, took.Round(time.Second))
+	return took, nil
+}
+
+// updateWith starts the components, schedules the update in an
+// UpgradeConfig a little ahead (the components' caches must be synced and
+// the run Idle by then), waits until everything is done, then removes the
+// UpgradeConfig and the run (the components restore what they changed)
+// and stops the components.
+func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache, bins map[string]string, o options, start time.Time, target string) (_ systemTimes, err error) {
+	c := cluster.Client
+	var running []*framework.Running
+	defer func() {
+		for _, r := range running {
+			_ = r.Stop(10 * time.Second)
+		}
+	}()
+	for _, sc := range systemComponents {
+		var extra []string
+		switch sc.release {
+		case "sched":
+			extra = []string{"--alertmanager-url=" + cluster.Env.Alertmanager.URL}
+		case "ngate":
+			extra = []string{"--job-namespaces=" + gateNamespace}
+		}
+		r, err := framework.StartAsIdentity(bins[sc.release], cluster.Components[sc.release].Identity, gateNamespace, true, extra...)
+		if err != nil {
+			return systemTimes{}, err
+		}
+		running = append(running, r)
+	}
+	for i, r := range running {
+		if err := framework.WaitReady(ctx, r, 2*time.Minute); err != nil {
+			return systemTimes{}, fmt.Errorf("%s not ready: %w\n%s", systemComponents[i].chart, err, r.Logs())
+		}
+	}
+	if err := createGateRun(ctx, c, o.maxUnavailable); err != nil {
+		return systemTimes{}, err
+	}
+	if err := framework.WaitFor(ctx, 5*time.Minute, func() bool {
+		run := &nodegatev1alpha1.MutexRunConfig{}
+		return c.Get(ctx, benchRun, run) == nil && run.Status.Phase == nodegatev1alpha1.RunIdle
+	}); err != nil {
+		return systemTimes{}, fmt.Errorf("waiting for the run to be Idle: %w", err)
+	}
+	upgradeAt := time.Now().Add(10 * time.Second).Truncate(time.Second).Add(time.Second)
+	uc := &upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: gateNamespace},
+		Spec: upgradev1alpha1.UpgradeConfigSpec{Desired: upgradev1alpha1.Update{Version: target, Channel: "stable-4.16"},
+			UpgradeAt: upgradeAt.UTC().Format(time.RFC3339), Type: upgradev1alpha1.OSD, PDBForceDrainTimeout: 60, CapacityReservation: true}}
+	if err := c.Create(ctx, uc); err != nil {
+		return systemTimes{}, err
+	}
+	step(start, "update to %s with Upshift scheduled at %s", target, upgradeAt.Format(time.TimeOnly))
+	var t systemTimes
+	lastReport := time.Now()
+	err = framework.WaitFor(ctx, o.updateTimeout+time.Until(upgradeAt), func() bool {
+		since := time.Since(upgradeAt)
+		if time.Since(lastReport) > 15*time.Second {
+			lastReport = time.Now()
+			step(start, "with Upshift: %s", ucPhase(ctx, c))
+		}
+		if t.requested == 0 && desiredIs(ctx, cc, target) {
+			t.requested = since
+		}
+		if t.settled == 0 && updateSettled(ctx, cc, target, o.workers) {
+			t.settled = since
+		}
+		if t.upgraded == 0 && ucPhase(ctx, c) == string(upgradev1alpha1.UpgradePhaseUpgraded) {
+			t.upgraded = since
+		}
+		run := &nodegatev1alpha1.MutexRunConfig{}
+		return t.settled > 0 && t.upgraded > 0 && c.Get(ctx, benchRun, run) == nil && run.Status.Phase == nodegatev1alpha1.RunCompleted
+	})
+	if err != nil {
+		logs := ""
+		for i, r := range running {
+			logs += fmt.Sprintf("--- %s\n%s", systemComponents[i].chart, tail(r.Logs(), 30))
+		}
+		return t, fmt.Errorf("%w (%s)\n%s", err, ucPhase(ctx, c), logs)
+	}
+	t.whole = time.Since(upgradeAt)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(uc), uc); err != nil {
+		return t, err
+	}
+	t.steps = stepTimes(uc)
+	step(start, "update to %s with Upshift done in %s", target, t.whole.Round(time.Second))
+
+	// Let the components clean up after themselves before they stop.
+	if err := c.Delete(ctx, uc); err != nil {
+		return t, err
+	}
+	if err := framework.WaitFor(ctx, 5*time.Minute, func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(uc), &upgradev1alpha1.UpgradeConfig{}))
+	}); err != nil {
+		return t, fmt.Errorf("waiting for the UpgradeConfig to go: %w", err)
+	}
+	if err := deleteGateRun(ctx, c); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// desiredIs: ClusterVersion's desired update is target.
+func desiredIs(ctx context.Context, cc cache.Cache, target string) bool {
+	cv := &configv1.ClusterVersion{}
+	return cc.Get(ctx, client.ObjectKey{Name: "version"}, cv) == nil && cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Version == target
+}
+
+// ucPhase is the UpgradeConfig's phase and current step.
+func ucPhase(ctx context.Context, c client.Client) string {
+	uc := &upgradev1alpha1.UpgradeConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: gateNamespace, Name: "managed-upgrade-config"}, uc); err != nil || len(uc.Status.History) == 0 {
+		return "not started"
+	}
+	if uc.Status.CurrentStep != "" {
+		return string(uc.Status.History[0].Phase) + ", " + uc.Status.CurrentStep
+	}
+	return string(uc.Status.History[0].Phase)
+}
+
+// stepTimes lists each step of the newest history entry with its duration,
+// in the order they started.
+func stepTimes(uc *upgradev1alpha1.UpgradeConfig) []string {
+	if len(uc.Status.History) == 0 {
+		return nil
+	}
+	conds := append([]upgradev1alpha1.UpgradeCondition(nil), uc.Status.History[0].Conditions...)
+	sort.SliceStable(conds, func(i, j int) bool {
+		a, b := conds[i].StartTime, conds[j].StartTime
+		return a != nil && (b == nil || a.Before(b))
+	})
+	var out []string
+	for _, c := range conds {
+		if c.StartTime == nil || c.CompleteTime == nil {
+			out = append(out, string(c.Type)+" -")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s", c.Type, c.CompleteTime.Sub(c.StartTime.Time).Round(time.Second)))
+	}
+	return out
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
