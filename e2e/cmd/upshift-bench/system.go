@@ -27,7 +27,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -75,12 +74,15 @@ var systemComponents = []struct{ chart, binary, release string }{
 	{"update-status-controller", "update-status-controller", "usc"},
 }
 
-// systemTimes is one update with Upshift, from upgradeAt.
+// systemTimes is one update, from its start (the request without
+// Upshift, upgradeAt with it).
 type systemTimes struct {
 	whole time.Duration
-	// requested: ClusterVersion's desired update set; settled: the cluster
-	// done (as without Upshift); upgraded: the UpgradeConfig Upgraded.
-	requested, settled, upgraded time.Duration
+	// requested: ClusterVersion's desired update set (0 without Upshift);
+	// cvDone: ClusterVersion completed; settled: the cluster done (every
+	// pool updated and unpaused); upgraded: the UpgradeConfig Upgraded (0
+	// without Upshift).
+	requested, cvDone, settled, upgraded time.Duration
 	// steps are the UpgradeConfig's history conditions: each step's time.
 	steps []string
 }
@@ -147,8 +149,7 @@ func runSystem(ctx context.Context, o options) (err error) {
 
 	var ratios []float64
 	var lines []string
-	var last systemTimes
-	var lastNone time.Duration
+	var last, lastNone systemTimes
 	for i := 0; i < o.pairs; i++ {
 		none, err := updateWithout(ctx, env.Client, watchCache, o, start, graph[1+2*i])
 		if err != nil {
@@ -158,9 +159,9 @@ func runSystem(ctx context.Context, o options) (err error) {
 		if err != nil {
 			return fmt.Errorf("update %d with Upshift: %w", i+1, err)
 		}
-		rt := ratio(with.whole, none)
+		rt := ratio(with.whole, none.whole)
 		ratios = append(ratios, rt)
-		lines = append(lines, fmt.Sprintf("pair %d: without %s, with %s: %.3f", i+1, none.Round(time.Second), with.whole.Round(time.Second), rt))
+		lines = append(lines, fmt.Sprintf("pair %d: without %s, with %s: %.3f", i+1, none.whole.Round(time.Second), with.whole.Round(time.Second), rt))
 		last, lastNone = with, none
 	}
 
@@ -169,12 +170,15 @@ func runSystem(ctx context.Context, o options) (err error) {
 		o.workers+3, o.workers, o.maxUnavailable, o.timeScale)
 	fmt.Printf("with Upshift:          upgrade-scheduler (OSD, capacity reservation), node-gate (one no-op hook, lookahead %d), mcp-tracker, update-status-controller; cpms-controller idle in both\n", o.lookahead)
 	fmt.Printf("(the attribution is the last pair's)\n")
-	fmt.Printf("without Upshift:       %s from the request to the cluster done\n", lastNone.Round(time.Second))
-	fmt.Printf("with Upshift:          %s from upgradeAt to the UpgradeConfig Upgraded\n", last.whole.Round(time.Second))
-	fmt.Printf("  before the request:  %s (the scheduler's steps until it sets ClusterVersion's desired update)\n", last.requested.Round(time.Second))
-	fmt.Printf("  the update itself:   %s (request to cluster done; %+.0fs against without)\n", (last.settled - last.requested).Round(time.Second),
-		(last.settled - last.requested - lastNone).Seconds())
-	fmt.Printf("  after it:            %s (cluster done to Upgraded: the scheduler's last steps)\n", (last.upgraded - last.settled).Round(time.Second))
+	row := func(name string, without, with time.Duration, what string) {
+		fmt.Printf("  %-26s %8s %8s %+7.0fs  %s\n", name, without.Round(time.Second), with.Round(time.Second), (with - without).Seconds(), what)
+	}
+	fmt.Printf("  %-26s %8s %8s %8s\n", "", "without", "with", "added")
+	row("before the request", 0, last.requested, "the scheduler's steps from upgradeAt until it sets ClusterVersion's desired update")
+	row("control plane", lastNone.cvDone, last.cvDone-last.requested, "the request until ClusterVersion completed")
+	row("workers after that", lastNone.settled-lastNone.cvDone, last.settled-last.cvDone, "until every pool is updated and unpaused (node-gate's holds and hooks)")
+	row("after the cluster is done", 0, last.whole-last.settled, "until the UpgradeConfig is Upgraded and the run Completed (capacity removal, post checks)")
+	row("whole", lastNone.whole, last.whole, "")
 	fmt.Printf("  the UpgradeConfig's steps: %s\n", strings.Join(last.steps, "; "))
 	for _, l := range lines {
 		fmt.Println(l)
@@ -186,18 +190,32 @@ func runSystem(ctx context.Context, o options) (err error) {
 
 // updateWithout sets ClusterVersion's desired update and waits until the
 // cluster is done.
-func updateWithout(ctx context.Context, c client.Client, cc cache.Cache, o options, start time.Time, target string) (time.Duration, error) {
+func updateWithout(ctx context.Context, c client.Client, cc cache.Cache, o options, start time.Time, target string) (systemTimes, error) {
+	var t systemTimes
 	if err := requestUpdate(ctx, c, target); err != nil {
-		return 0, err
+		return t, err
 	}
 	requested := time.Now()
 	step(start, "update to %s without Upshift requested", target)
-	if err := framework.WaitFor(ctx, o.updateTimeout, func() bool { return updateSettled(ctx, cc, target, o.workers) }); err != nil {
-		return 0, err
+	if err := framework.WaitFor(ctx, o.updateTimeout, func() bool {
+		if t.cvDone == 0 && cvCompleted(ctx, cc, target) {
+			t.cvDone = time.Since(requested)
+		}
+		return updateSettled(ctx, cc, target, o.workers)
+	}); err != nil {
+		return t, err
 	}
-	took := time.Since(requested)
-	step(start, "update to %s without Upshift done in %s", target, took.Round(time.Second))
-	return took, nil
+	t.whole = time.Since(requested)
+	t.settled = t.whole
+	step(start, "update to %s without Upshift done in %s", target, t.whole.Round(time.Second))
+	return t, nil
+}
+
+// cvCompleted: ClusterVersion completed target.
+func cvCompleted(ctx context.Context, cc cache.Cache, target string) bool {
+	cv := &configv1.ClusterVersion{}
+	return cc.Get(ctx, client.ObjectKey{Name: "version"}, cv) == nil && len(cv.Status.History) > 0 &&
+		cv.Status.History[0].Version == target && cv.Status.History[0].State == configv1.CompletedUpdate
 }
 
 // updateWith starts the components, schedules the update in an
@@ -260,6 +278,9 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 		if t.requested == 0 && desiredIs(ctx, cc, target) {
 			t.requested = since
 		}
+		if t.cvDone == 0 && cvCompleted(ctx, cc, target) {
+			t.cvDone = since
+		}
 		if t.settled == 0 && updateSettled(ctx, cc, target, o.workers) {
 			t.settled = since
 		}
@@ -317,18 +338,15 @@ func ucPhase(ctx context.Context, c client.Client) string {
 }
 
 // stepTimes lists each step of the newest history entry with its duration,
-// in the order they started.
+// in the order they ran (the conditions are kept newest first).
 func stepTimes(uc *upgradev1alpha1.UpgradeConfig) []string {
 	if len(uc.Status.History) == 0 {
 		return nil
 	}
-	conds := append([]upgradev1alpha1.UpgradeCondition(nil), uc.Status.History[0].Conditions...)
-	sort.SliceStable(conds, func(i, j int) bool {
-		a, b := conds[i].StartTime, conds[j].StartTime
-		return a != nil && (b == nil || a.Before(b))
-	})
+	conds := uc.Status.History[0].Conditions
 	var out []string
-	for _, c := range conds {
+	for i := len(conds) - 1; i >= 0; i-- {
+		c := conds[i]
 		if c.StartTime == nil || c.CompleteTime == nil {
 			out = append(out, string(c.Type)+" -")
 			continue
