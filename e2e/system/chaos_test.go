@@ -196,8 +196,8 @@ func (c *chaos) freeze(ctx context.Context) {
 	case <-frozen.Exited():
 		c.count[freezeLeader]++
 		c.note("%s old leader exited on waking (lost its Lease)", rs.Name)
-	case <-time.After(20 * time.Second):
-		c.fail("%s: the old leader woke and did not give up within 20s", rs.Name)
+	case <-time.After(40 * time.Second):
+		c.fail("%s: the old leader woke and did not give up within 40s", rs.Name)
 	}
 }
 
@@ -231,8 +231,9 @@ func (c *chaos) restartAPIServer(ctx context.Context) {
 	// Until its watch cache is filled the
 	// new apiserver serves watches from etcd, which still has the old
 	// revisions; an informer resuming after that is told 410 Gone.
+	// On a loaded machine the new watch cache can take a while to fill.
 	expired := false
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(45 * time.Second)
 	for !expired && time.Now().Before(deadline) && ctx.Err() == nil {
 		expired = watchExpired(ctx, cs, before.ResourceVersion)
 		if !expired {

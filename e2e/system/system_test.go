@@ -16,10 +16,8 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	amsilence "github.com/prometheus/alertmanager/api/v2/client/silence"
 	"github.com/prometheus/alertmanager/api/v2/models"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -191,18 +189,10 @@ func currentRevision(ctx context.Context) int64 {
 func createGate(ctx context.Context) {
 	GinkgoHelper()
 	limit := intstr.FromInt32(maxUnavailable)
-	objs := []client.Object{
-		&nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "fence", Namespace: namespace},
-			Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "fence", JobNamespace: namespace, Type: nodegatev1alpha1.RuleTypeKubernetes,
-				JobSpec: &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "fence", Image: "registry.example.com/fence:1", Command: []string{"/fence", "$(NODE_NAME)"}}}}}}}},
-		&nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace},
-			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}},
-		&nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace},
-			Spec: nodegatev1alpha1.MutexRunConfigSpec{MutexRules: []nodegatev1alpha1.ObjectReference{{Name: "fence"}},
-				MutexTargets: []nodegatev1alpha1.ObjectReference{{Name: "workers"}}, MaxUnavailable: &limit,
-				HealthGate: &nodegatev1alpha1.HealthGate{IgnoredAlertNames: []string{"Watchdog"}}}},
-	}
+	rule, target, run := framework.OneHookGate(namespace)
+	run.Spec.MaxUnavailable = &limit
+	run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{IgnoredAlertNames: []string{"Watchdog"}}
+	objs := []client.Object{rule, target, run}
 	for _, o := range objs {
 		Expect(env.Client.Create(ctx, o)).To(Succeed())
 	}

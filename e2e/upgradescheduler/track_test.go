@@ -196,26 +196,6 @@ func (t *tracker) stepsSeen(version string) []string {
 	return append([]string(nil), t.steps[version]...)
 }
 
-// stepTimings reports how long each step of the newest history entry took,
-// from its recorded start and completion times, oldest first (the history
-// lists conditions newest first, as MUO does).
-func stepTimings(uc *upgradev1alpha1.UpgradeConfig) []string {
-	if len(uc.Status.History) == 0 {
-		return nil
-	}
-	conds := uc.Status.History[0].Conditions
-	var out []string
-	for i := len(conds) - 1; i >= 0; i-- {
-		c := conds[i]
-		d := "-"
-		if c.StartTime != nil && c.CompleteTime != nil {
-			d = c.CompleteTime.Sub(c.StartTime.Time).String()
-		}
-		out = append(out, string(c.Type)+" "+d)
-	}
-	return out
-}
-
 func median(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })

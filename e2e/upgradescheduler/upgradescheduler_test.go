@@ -282,7 +282,7 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		Expect(commence.CompleteTime.Time).NotTo(BeTemporally("<", upgradeAt), "commenced before upgradeAt")
 		Expect(h.StartTime).NotTo(BeNil())
 		Expect(h.CompleteTime).NotTo(BeNil())
-		AddReportEntry("OSD step timings", strings.Join(stepTimings(uc), "\n"))
+		AddReportEntry("OSD step timings", strings.Join(framework.StepTimings(uc), "\n"))
 
 		By("`kubectl get upgrade` prints MUO's columns from history[0]")
 		header, row := printerRow(ctx)
@@ -346,7 +346,7 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		Eventually(phaseStep(ctx), 4*time.Minute).Should(Equal("Upgraded/"))
 		uc := getUC(ctx)
 		Expect(uc.Status.History[0].Conditions).To(HaveLen(14), "the ARO step list")
-		AddReportEntry("ARO step timings", strings.Join(stepTimings(uc), "\n"))
+		AddReportEntry("ARO step timings", strings.Join(framework.StepTimings(uc), "\n"))
 		Expect(surgeMachineSets(ctx)(Default)).To(BeEmpty())
 		after := sideEffects()
 		Expect(after.cvPatches-before.cvPatches).To(Equal(1), "ClusterVersion patches")

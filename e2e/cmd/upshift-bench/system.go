@@ -301,7 +301,7 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 	if err := c.Get(ctx, client.ObjectKeyFromObject(uc), uc); err != nil {
 		return t, err
 	}
-	t.steps = stepTimes(uc)
+	t.steps = framework.StepTimings(uc)
 	step(start, "update to %s with Upshift done in %s", target, t.whole.Round(time.Second))
 
 	// Let the components clean up after themselves before they stop.
@@ -335,25 +335,6 @@ func ucPhase(ctx context.Context, c client.Client) string {
 		return string(uc.Status.History[0].Phase) + ", " + uc.Status.CurrentStep
 	}
 	return string(uc.Status.History[0].Phase)
-}
-
-// stepTimes lists each step of the newest history entry with its duration,
-// in the order they ran (the conditions are kept newest first).
-func stepTimes(uc *upgradev1alpha1.UpgradeConfig) []string {
-	if len(uc.Status.History) == 0 {
-		return nil
-	}
-	conds := uc.Status.History[0].Conditions
-	var out []string
-	for i := len(conds) - 1; i >= 0; i-- {
-		c := conds[i]
-		if c.StartTime == nil || c.CompleteTime == nil {
-			out = append(out, string(c.Type)+" -")
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s %s", c.Type, c.CompleteTime.Sub(c.StartTime.Time).Round(time.Second)))
-	}
-	return out
 }
 
 // tail is the last n lines of s.

@@ -35,8 +35,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -383,17 +381,8 @@ func printStatus(ctx context.Context, cli, kubeconfig string, out io.Writer) err
 // chart lets node-gate run hook Jobs): one rule whose jobSpec runs before
 // each worker is released, the worker pool as target, and the run.
 func createGate(ctx context.Context, c client.Client) error {
-	objs := []client.Object{
-		&nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "fence", Namespace: namespace},
-			Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "fence", JobNamespace: namespace, Type: nodegatev1alpha1.RuleTypeKubernetes,
-				JobSpec: &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{{Name: "fence", Image: "registry.example.com/fence:1", Command: []string{"/fence", "$(NODE_NAME)"}}}}}}}},
-		&nodegatev1alpha1.MutexTarget{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace},
-			Spec: nodegatev1alpha1.MutexTargetSpec{MachineConfigPools: []string{"worker"}}},
-		&nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: namespace},
-			Spec: nodegatev1alpha1.MutexRunConfigSpec{MutexRules: []nodegatev1alpha1.ObjectReference{{Name: "fence"}},
-				MutexTargets: []nodegatev1alpha1.ObjectReference{{Name: "workers"}}}},
-	}
+	rule, target, run := framework.OneHookGate(namespace)
+	objs := []client.Object{rule, target, run}
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
 			return err
