@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -158,14 +157,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 			ocm.Close()
 		}
 	})
-	DeferCleanup(func() {
-		if CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {
-			for _, r := range replicas {
-				GinkgoWriter.Println(r.Logs())
-			}
-		}
-		Expect(cluster.Stop()).To(Succeed())
-	})
+	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
 	env = cluster.Env
 	for _, c := range []struct{ release, namespace string }{
 		{"sched", namespace}, {"ngate", namespace}, {"mcpt", namespace}, {"usc", namespace}, {"cpms", cpmsNamespace},

@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -37,6 +38,13 @@ const newInstanceType = "m6i.2xlarge"
 
 var _ = Describe("One OSD upgrade with every controller, under faults", Ordered, func() {
 	It("completes, and every invariant holds at every revision", func(ctx context.Context) {
+		// A cleanup of the spec's own: a suite-level one cannot tell whether
+		// the spec failed.
+		DeferCleanup(func(ctx context.Context) {
+			if CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {
+				showState(ctx)
+			}
+		})
 		recCtx, stopRecording := context.WithCancel(ctx)
 		defer stopRecording()
 		rec, err := startRecorder(recCtx, env.Config)
@@ -61,7 +69,10 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 			defer close(chaosDone)
 			faults.run(ctx, faultPlan())
 		}()
-		Eventually(updateUnderWay).WithContext(ctx).WithTimeout(2 * time.Minute).Should(BeTrue())
+		// Under 30 % OCM faults the started notice alone may wait out several
+		// of MUO's retry backoffs (10 s, doubling) before the update is
+		// requested: the profile's whole time is the bound, as below.
+		Eventually(updateUnderWay).WithContext(ctx).WithTimeout(prof.timeout).Should(BeTrue(), "ClusterVersion never started updating to %s", to)
 		changeControlPlane(ctx)
 		faults.note("requested the control-plane machines' change to %s", newInstanceType)
 
@@ -173,6 +184,22 @@ func afterThaw(t thawed) (before int, acted []string, refused int) {
 		acted = append(acted, fmt.Sprintf("%s %s at %s", e.Verb, e.RequestURI, e.StageTimestamp))
 	}
 	return before, acted, refused
+}
+
+// showState prints, for a failed run, where the UpgradeConfig stands (each
+// step's status and last error) and every replica's output.
+func showState(ctx context.Context) {
+	uc := &upgradev1alpha1.UpgradeConfig{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "managed-upgrade-config"}, uc); err == nil && len(uc.Status.History) > 0 {
+		h := uc.Status.History[0]
+		fmt.Fprintf(GinkgoWriter, "UpgradeConfig: phase %s, current step %s\n", h.Phase, uc.Status.CurrentStep)
+		for _, c := range h.Conditions {
+			fmt.Fprintf(GinkgoWriter, "  %s %s: %s (attempts %d, last error %q)\n", c.Type, c.Status, c.Message, c.Attempts, c.LastError)
+		}
+	}
+	for _, r := range replicas {
+		GinkgoWriter.Println(r.Logs())
+	}
 }
 
 // currentRevision is etcd's revision now, as a list returns it.
