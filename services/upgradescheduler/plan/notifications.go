@@ -293,47 +293,49 @@ func noticeBefore(event string, step func(*planner) result) func(*planner) resul
 	}
 }
 
-// noticeAfter completes step only once event is delivered (MUO posts the
-// control-plane-finished and worker-plane-finished service logs when those
-// steps complete).
-func noticeAfter(event string, step func(*planner) result) func(*planner) result {
+// noticeAfter completes step only once the notice it calls for is
+// delivered: event says which, once the step is done ("" for none). MUO
+// posts the control-plane-finished and worker-plane-finished service logs
+// when those steps complete, and tells of a skipped capacity reservation
+// when that step ends without one (capacitySkip).
+func noticeAfter(event func(*planner) string, step func(*planner) result) func(*planner) result {
 	return func(p *planner) result {
 		r := step(p)
-		if r.done && p.due(event) {
-			return result{message: "sending the " + event + " notification", action: p.notifyAction(event), events: r.events}
+		if !r.done {
+			return r
+		}
+		if e := event(p); e != "" && p.due(e) {
+			return result{message: "sending the " + e + " notification", action: p.notifyAction(e), events: r.events}
 		}
 		return r
 	}
 }
 
-// capacityNotice completes the capacity step only once MUO's notice of a
-// skipped reservation is delivered: ScaleSkipped when there is no worker
-// MachineSet to copy, Skipped when the copies were not ready within
-// scale.timeOut and the upgrade goes on without them. As MUO, a
-// ScaleSkipped that could not be delivered once is not tried again (the
-// upgrade goes on; the step's condition keeps the error), while Skipped is
-// retried until delivered.
-func capacityNotice(step func(*planner) result) func(*planner) result {
-	return func(p *planner) result {
-		r := step(p)
-		if !r.done || p.st.CapacityReservation == nil {
-			return r
-		}
-		event := ""
-		switch p.st.CapacityReservation.Outcome {
-		case CapacitySkipped:
-			event = EventScaleSkipped
-			if c := findStepCondition(p.history().Conditions, StepComputeCapacityReserved); c != nil && c.Attempts > 0 && c.LastError != "" {
-				return r
-			}
-		case CapacityTimedOut:
-			event = EventSkipped
-		}
-		if event != "" && p.due(event) {
-			return result{message: "sending the " + event + " notification", action: p.notifyAction(event), events: r.events}
-		}
-		return r
+// always is the notice event of a step that always calls for it.
+func always(event string) func(*planner) string {
+	return func(*planner) string { return event }
+}
+
+// capacitySkip is MUO's notice of a capacity reservation that ended without
+// temporary machines: ScaleSkipped when there was no worker MachineSet to
+// copy, Skipped when the copies were not ready within scale.timeOut and the
+// upgrade goes on without them. As MUO, a ScaleSkipped that could not be
+// delivered once is not tried again (the upgrade goes on; the step's
+// condition keeps the error), while Skipped is retried until delivered.
+func capacitySkip(p *planner) string {
+	if p.st.CapacityReservation == nil {
+		return ""
 	}
+	switch p.st.CapacityReservation.Outcome {
+	case CapacitySkipped:
+		if c := findStepCondition(p.history().Conditions, StepComputeCapacityReserved); c != nil && c.Attempts > 0 && c.LastError != "" {
+			return ""
+		}
+		return EventScaleSkipped
+	case CapacityTimedOut:
+		return EventSkipped
+	}
+	return ""
 }
 
 // NotificationWanted says whether event may still be delivered for the
