@@ -59,6 +59,27 @@ func OSDConfig(ocmURL, extra string) string {
 		"featureGate:\n  enabled:\n  - ServiceLogNotification\n" + extra
 }
 
+// LocalConfig is MUO's ConfigMap content for a cluster whose UpgradeConfig is
+// written locally (configManager.source LOCAL), with MUO's keys and short
+// waits. upgradeType is left to its default: it only shapes the
+// UpgradeConfigs made from OCM policies; a local one's own spec.type chooses
+// its steps.
+const LocalConfig = `configManager:
+  source: LOCAL
+  localConfigName: managed-upgrade-config
+  watchInterval: 1
+maintenance:
+  controlPlaneTime: 90
+upgradeWindow:
+  delayTrigger: 30
+  timeOut: 120
+nodeDrain:
+  expectedNodeDrainTime: 8
+  timeOut: 45
+scale:
+  timeOut: 30
+`
+
 // ScheduleInOCM writes MUO's ConfigMap (config) in namespace and schedules
 // the update to version at at as the upgrade policy in OCM; it returns once
 // the upgrade-scheduler has turned the policy into the UpgradeConfig.

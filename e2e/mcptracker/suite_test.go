@@ -42,22 +42,6 @@ const (
 	timeScale = 600
 	// infraNodes is the custom pool's size.
 	infraNodes = 2
-	// muoConfig is the scheduler's configuration: MUO's keys, short waits.
-	muoConfig = `configManager:
-  source: LOCAL
-  localConfigName: managed-upgrade-config
-  watchInterval: 1
-maintenance:
-  controlPlaneTime: 90
-upgradeWindow:
-  delayTrigger: 30
-  timeOut: 120
-nodeDrain:
-  expectedNodeDrainTime: 8
-  timeOut: 45
-scale:
-  timeOut: 30
-`
 )
 
 var (
@@ -103,7 +87,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	scraper = cluster.Components[trackRelease].Scraper
 	Expect(env.Client.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-operator-config", Namespace: namespace},
-		Data:       map[string]string{"config.yaml": muoConfig},
+		Data:       map[string]string{"config.yaml": framework.LocalConfig},
 	})).To(Succeed())
 
 	sched = start(schedChart, schedID)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-openapi/strfmt"
+	amclient "github.com/prometheus/alertmanager/api/v2/client"
 	amalert "github.com/prometheus/alertmanager/api/v2/client/alert"
 	amsilence "github.com/prometheus/alertmanager/api/v2/client/silence"
 	"github.com/prometheus/alertmanager/api/v2/models"
@@ -63,23 +64,7 @@ func TestStartAlertmanager(t *testing.T) {
 		t.Fatalf("posting an alert: %v", err)
 	}
 
-	name, value, isRegex, isEqual := "alertname", "TestAlert", false, true
-	createdBy, comment := "testenv", "silence for the testenv self-test"
-	silence := &models.PostableSilence{Silence: models.Silence{
-		Matchers:  models.Matchers{{Name: &name, Value: &value, IsRegex: &isRegex, IsEqual: &isEqual}},
-		StartsAt:  &start,
-		EndsAt:    &end,
-		CreatedBy: &createdBy,
-		Comment:   &comment,
-	}}
-	res, err := api.Silence.PostSilences(amsilence.NewPostSilencesParamsWithContext(ctx).WithSilence(silence))
-	if err != nil {
-		t.Fatalf("posting a silence: %v", err)
-	}
-	id := res.Payload.SilenceID
-	if id == "" {
-		t.Fatal("Alertmanager returned no silence ID")
-	}
+	id := postSilence(ctx, t, api, "TestAlert", "silence for the testenv self-test", start, end)
 	got, err := api.Silence.GetSilence(amsilence.NewGetSilenceParamsWithContext(ctx).WithSilenceID(strfmt.UUID(id)))
 	if err != nil {
 		t.Fatalf("reading the silence back: %v", err)
@@ -127,15 +112,8 @@ func TestAlertmanagerRestartKeepsSilences(t *testing.T) {
 	}
 	now := time.Now()
 	start, end := strfmt.DateTime(now), strfmt.DateTime(now.Add(time.Hour))
-	name, value, isRegex, isEqual := "alertname", "Restarted", false, true
-	createdBy, comment := "testenv", "kept across a restart"
-	res, err := api.Silence.PostSilences(amsilence.NewPostSilencesParamsWithContext(ctx).WithSilence(&models.PostableSilence{Silence: models.Silence{
-		Matchers: models.Matchers{{Name: &name, Value: &value, IsRegex: &isRegex, IsEqual: &isEqual}},
-		StartsAt: &start, EndsAt: &end, CreatedBy: &createdBy, Comment: &comment,
-	}}))
-	if err != nil {
-		t.Fatalf("posting a silence: %v", err)
-	}
+	comment := "kept across a restart"
+	id := postSilence(ctx, t, api, "Restarted", comment, start, end)
 	url := am.URL
 	if err := am.Restart(ctx); err != nil {
 		t.Fatal(err)
@@ -143,11 +121,29 @@ func TestAlertmanagerRestartKeepsSilences(t *testing.T) {
 	if am.URL != url {
 		t.Fatalf("URL after the restart %s, want %s", am.URL, url)
 	}
-	got, err := api.Silence.GetSilence(amsilence.NewGetSilenceParamsWithContext(ctx).WithSilenceID(strfmt.UUID(res.Payload.SilenceID)))
+	got, err := api.Silence.GetSilence(amsilence.NewGetSilenceParamsWithContext(ctx).WithSilenceID(strfmt.UUID(id)))
 	if err != nil {
 		t.Fatalf("reading the silence after the restart: %v", err)
 	}
 	if c := *got.Payload.Comment; c != comment {
 		t.Fatalf("silence comment %q after the restart, want %q", c, comment)
 	}
+}
+
+// postSilence silences alertname from start to end, as testenv, and returns
+// the silence's ID.
+func postSilence(ctx context.Context, t *testing.T, api *amclient.AlertmanagerAPI, alertname, comment string, start, end strfmt.DateTime) string {
+	t.Helper()
+	name, isRegex, isEqual, createdBy := "alertname", false, true, "testenv"
+	res, err := api.Silence.PostSilences(amsilence.NewPostSilencesParamsWithContext(ctx).WithSilence(&models.PostableSilence{Silence: models.Silence{
+		Matchers: models.Matchers{{Name: &name, Value: &alertname, IsRegex: &isRegex, IsEqual: &isEqual}},
+		StartsAt: &start, EndsAt: &end, CreatedBy: &createdBy, Comment: &comment,
+	}}))
+	if err != nil {
+		t.Fatalf("posting a silence: %v", err)
+	}
+	if res.Payload.SilenceID == "" {
+		t.Fatal("Alertmanager returned no silence ID")
+	}
+	return res.Payload.SilenceID
 }

@@ -43,6 +43,16 @@ type benchCluster struct {
 	controlPlaneUp, seededNodes string
 }
 
+// pairGraph is the update graph of --pairs alternating updates: 4.16.1,
+// the cluster's version, then one release per update.
+func pairGraph(pairs int) []string {
+	graph := []string{}
+	for i := 0; i <= 2*pairs; i++ {
+		graph = append(graph, fmt.Sprintf("4.16.%d", i+1))
+	}
+	return graph
+}
+
 // startCluster stands the bench's cluster up with the component's identity
 // and a scraper bound to its chart's metrics-reader ClusterRole (metrics
 // are read as Prometheus would). The component itself starts later, once

@@ -80,10 +80,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	if o.pairs < 1 {
 		return fmt.Errorf("--pairs must be at least 1")
 	}
-	graph := []string{}
-	for i := 0; i <= 2*o.pairs; i++ {
-		graph = append(graph, fmt.Sprintf("4.16.%d", i+1))
-	}
+	graph := pairGraph(o.pairs)
 	cluster, m, id, err := startCluster(ctx, start, benchCluster{
 		controlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true},
 		seed: ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers,
