@@ -24,6 +24,7 @@ import (
 	"github.com/go-logr/logr"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"golang.org/x/net/http/httpproxy"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,6 +42,7 @@ import (
 	"github.com/upshift-io/upshift/services/aromonitor/azure"
 	"github.com/upshift-io/upshift/services/aromonitor/controller"
 	"github.com/upshift-io/upshift/services/aromonitor/metrics"
+	"github.com/upshift-io/upshift/services/aromonitor/ownership"
 	"github.com/upshift-io/upshift/services/aromonitor/probe"
 	"github.com/upshift-io/upshift/services/aromonitor/subnets"
 )
@@ -94,7 +96,7 @@ func main() {
 		},
 		Options: func() runtime.Options {
 			opts := runtime.Options{Cache: cacheOptions(o)}
-			if o.role == string(arov1alpha1.RoleWorker) {
+			if o.role == string(amv1alpha1.RoleWorker) {
 				o.workerSubnet, o.resolveErr = resolveSubnet(context.Background(), o)
 				if o.resolveErr == nil {
 					opts.LeaderElectionID = subnets.AgentLeaseName(o.workerSubnet)
@@ -108,15 +110,15 @@ func main() {
 			}
 			m := metrics.New(ctrlmetrics.Registry)
 			prober := &probe.Prober{Proxy: o.probeProxy()}
-			if o.role == string(arov1alpha1.RoleWorker) {
+			if o.role == string(amv1alpha1.RoleWorker) {
 				if o.resolveErr != nil {
 					return o.resolveErr
 				}
 				log.Info("probing egress for a worker subnet", "subnet", o.workerSubnet, "node", o.nodeName,
 					"lease", subnets.AgentLeaseName(o.workerSubnet))
 				return (&controller.ProbeReconciler{Client: mgr.GetClient(), Prober: prober,
-					Role: arov1alpha1.RoleWorker, Name: o.workerSubnet, Node: o.nodeName,
-					Observe: observeRound(m, arov1alpha1.CheckInternetWorker)}).SetupWithManager(mgr)
+					Role: amv1alpha1.RoleWorker, Name: o.workerSubnet, Node: o.nodeName,
+					Observe: observeRound(m, amv1alpha1.CheckInternetWorker)}).SetupWithManager(mgr)
 			}
 			return setupMaster(mgr, log, o, m, prober)
 		},
@@ -125,7 +127,7 @@ func main() {
 
 func (o *options) validate() error {
 	switch o.role {
-	case string(arov1alpha1.RoleMaster), string(arov1alpha1.RoleWorker):
+	case string(amv1alpha1.RoleMaster), string(amv1alpha1.RoleWorker):
 	default:
 		return fmt.Errorf("invalid value %q for flag --role: must be master or worker", o.role)
 	}
@@ -135,7 +137,7 @@ func (o *options) validate() error {
 	if (o.armEndpoint == "") != (o.aadAuthority == "") {
 		return errors.New("flags --arm-endpoint and --aad-authority-host go together")
 	}
-	if o.role == string(arov1alpha1.RoleWorker) && o.nodeName == "" {
+	if o.role == string(amv1alpha1.RoleWorker) && o.nodeName == "" {
 		return errors.New("the worker role needs --node-name (or $NODE_NAME) to find its subnet")
 	}
 	return nil
@@ -169,9 +171,10 @@ func setupMaster(mgr manager.Manager, log logr.Logger, o *options, m *metrics.Me
 		&controller.NSGReconciler{Client: mgr.GetClient(), Recorder: recorder, Azure: az, Credentials: creds,
 			MachineNamespace: MachineNamespace, Observe: m.Remediation},
 		&controller.CredentialsReconciler{Client: mgr.GetClient(), Recorder: recorder, Azure: az, Credentials: creds},
-		&controller.ProbeReconciler{Client: mgr.GetClient(), Prober: prober, Role: arov1alpha1.RoleMaster,
-			Name: string(arov1alpha1.RoleMaster), Node: o.nodeName, Observe: observeRound(m, arov1alpha1.CheckInternetMaster)},
-		&controller.WorkerConditionReconciler{Client: mgr.GetClient(), MachineNamespace: MachineNamespace},
+		&controller.ProbeReconciler{Client: mgr.GetClient(), Prober: prober, Role: amv1alpha1.RoleMaster,
+			Name: string(amv1alpha1.RoleMaster), Node: o.nodeName, Observe: observeRound(m, amv1alpha1.CheckInternetMaster), Recorder: recorder},
+		&controller.WorkerConditionReconciler{Client: mgr.GetClient(), Recorder: recorder, MachineNamespace: MachineNamespace},
+		&controller.ConfigReconciler{Client: mgr.GetClient()},
 		&controller.StatusMetricsReconciler{Client: mgr.GetClient(), Metrics: m},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
@@ -183,8 +186,8 @@ func setupMaster(mgr manager.Manager, log logr.Logger, o *options, m *metrics.Me
 
 // observeRound feeds a probe round to the metrics: per-phase latencies and
 // failures, and the vantage point's last success when every URL was reached.
-func observeRound(m *metrics.Metrics, check arov1alpha1.CheckName) func(arov1alpha1.VantagePoint, []probe.Result) {
-	return func(vp arov1alpha1.VantagePoint, results []probe.Result) {
+func observeRound(m *metrics.Metrics, check amv1alpha1.CheckName) func(amv1alpha1.VantagePoint, []probe.Result) {
+	return func(vp amv1alpha1.VantagePoint, results []probe.Result) {
 		m.Round(vp.Role, results)
 		for _, r := range results {
 			if !r.OK() {
@@ -211,7 +214,8 @@ func (o *options) probeProxy() func(*url.URL) (*url.URL, error) {
 
 // cacheOptions keeps the informers to what each role reads: the Cluster and
 // MonitorConfig singletons by name; for the master, the Machines and
-// MachineSets of openshift-machine-api and the credentials Secret by name.
+// MachineSets of openshift-machine-api, the credentials Secret by name and
+// the Deployments of ARO operator's namespace.
 func cacheOptions(o *options) cache.Options {
 	byName := func(name string) cache.ByObject {
 		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name)}
@@ -220,10 +224,23 @@ func cacheOptions(o *options) cache.Options {
 		&arov1alpha1.Cluster{}:      byName(arov1alpha1.SingletonName),
 		&amv1alpha1.MonitorConfig{}: byName(amv1alpha1.SingletonName),
 	}
-	if o.role != string(arov1alpha1.RoleWorker) {
+	if o.role != string(amv1alpha1.RoleWorker) {
 		machines := cache.ByObject{Namespaces: map[string]cache.Config{MachineNamespace: {}}}
 		objs[&machinev1beta1.Machine{}] = machines
 		objs[&machinev1beta1.MachineSet{}] = machines
+		// ARO operator's deployments decide who owns each check: only
+		// their replicas and readiness are read, so the pod template is
+		// dropped from the cache.
+		objs[&appsv1.Deployment{}] = cache.ByObject{
+			Namespaces: map[string]cache.Config{ownership.Namespace: {}},
+			Transform: func(obj any) (any, error) {
+				if d, ok := obj.(*appsv1.Deployment); ok {
+					d.Spec.Template = corev1.PodTemplateSpec{}
+					d.ManagedFields = nil
+				}
+				return obj, nil
+			},
+		}
 		if key, err := parseKey(o.credentials); err == nil {
 			secret := byName(key.Name)
 			secret.Namespaces = map[string]cache.Config{key.Namespace: {}}

@@ -18,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
@@ -28,15 +29,29 @@ import (
 	"github.com/upshift-io/upshift/tools/azuresim"
 )
 
-func cluster(ctx context.Context) *arov1alpha1.Cluster {
+// aroCluster is ARO's Cluster object as stored.
+func aroCluster(ctx context.Context) *arov1alpha1.Cluster {
 	GinkgoHelper()
 	c := &arov1alpha1.Cluster{}
 	Expect(env.Client.Get(ctx, client.ObjectKey{Name: arov1alpha1.SingletonName}, c)).To(Succeed())
 	return c
 }
 
-func conditionOf(c *arov1alpha1.Cluster, t string) operatorv1.OperatorCondition {
-	for _, cond := range c.Status.Conditions {
+// cluster is aro-monitor's record of the cluster: the MonitorConfig's status,
+// where every check keeps its conditions (ARO's types mirrored) and state.
+func cluster(ctx context.Context) amv1alpha1.MonitorConfigStatus {
+	GinkgoHelper()
+	mc := &amv1alpha1.MonitorConfig{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc)).To(Succeed())
+	return mc.Status
+}
+
+func conditionOf(st amv1alpha1.MonitorConfigStatus, t string) operatorv1.OperatorCondition {
+	return conditionIn(st.Conditions, t)
+}
+
+func conditionIn(conds []operatorv1.OperatorCondition, t string) operatorv1.OperatorCondition {
+	for _, cond := range conds {
 		if cond.Type == t {
 			return cond
 		}
@@ -44,13 +59,13 @@ func conditionOf(c *arov1alpha1.Cluster, t string) operatorv1.OperatorCondition 
 	return operatorv1.OperatorCondition{}
 }
 
-func vantagePoint(c *arov1alpha1.Cluster, name string) arov1alpha1.VantagePoint {
-	for _, vp := range c.Status.VantagePoints {
+func vantagePoint(st amv1alpha1.MonitorConfigStatus, name string) amv1alpha1.VantagePoint {
+	for _, vp := range st.VantagePoints {
 		if vp.Name == name {
 			return vp
 		}
 	}
-	return arov1alpha1.VantagePoint{}
+	return amv1alpha1.VantagePoint{}
 }
 
 // putsOn counts the PUTs on a subnet in the local ARM's access log.
@@ -80,9 +95,9 @@ func clusterEvents(ctx context.Context, reason string) []eventsv1.Event {
 
 // flip watches a role's egress condition turn to want, and returns the
 // vantage point as it was at that moment.
-func flip(ctx context.Context, condType, vpName string, want operatorv1.ConditionStatus) (arov1alpha1.VantagePoint, operatorv1.OperatorCondition) {
+func flip(ctx context.Context, condType, vpName string, want operatorv1.ConditionStatus) (amv1alpha1.VantagePoint, operatorv1.OperatorCondition) {
 	GinkgoHelper()
-	var vp arov1alpha1.VantagePoint
+	var vp amv1alpha1.VantagePoint
 	var cond operatorv1.OperatorCondition
 	// Polled every 50 ms against 5 s rounds: the first status seen with the
 	// new value is the round that turned it.
@@ -99,19 +114,31 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		Eventually(func(g Gomega) {
 			c := cluster(ctx)
 			for _, t := range []string{arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker,
-				arov1alpha1.ServicePrincipalValid, arov1alpha1.NSGAssociated} {
+				arov1alpha1.ServicePrincipalValid, amv1alpha1.NSGAssociated} {
 				g.Expect(conditionOf(c, t).Status).To(Equal(operatorv1.ConditionTrue), "%s: %+v", t, conditionOf(c, t))
 			}
-			g.Expect(conditionOf(c, arov1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionFalse))
+			g.Expect(conditionOf(c, amv1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionFalse))
 		}).Should(Succeed(), func() string { return aro.Master.Logs() + aro.Worker.Logs() })
 		c := cluster(ctx)
 		Expect(conditionOf(c, arov1alpha1.ServicePrincipalValid).Reason).To(Equal(arov1alpha1.ReasonValidationSuccessful))
+		for _, ch := range c.Checks {
+			Expect(ch.Ownership).To(Equal(amv1alpha1.OwnershipReplace), "%s: no ARO operator runs here: %s", ch.Name, ch.OwnershipMessage)
+		}
+		// ARO's condition types reach ARO's Cluster, beside the other
+		// writers'; aro-monitor's own findings do not.
+		Eventually(func(g Gomega) {
+			conds := aroCluster(ctx).Status.Conditions
+			for _, t := range []string{arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker, arov1alpha1.ServicePrincipalValid} {
+				g.Expect(conditionIn(conds, t).Status).To(Equal(operatorv1.ConditionTrue), t)
+			}
+			g.Expect(conds).To(HaveLen(len(framework.AROForeignConditions())+3), "no type of aro-monitor's own: %+v", conds)
+		}).Should(Succeed())
 		master, worker := vantagePoint(c, "master"), vantagePoint(c, "worker-subnet")
 		Expect(master.Node).To(Equal(framework.AROMasterNode))
-		Expect(worker.Role).To(Equal(arov1alpha1.RoleWorker))
+		Expect(worker.Role).To(Equal(amv1alpha1.RoleWorker))
 		Expect(worker.Node).To(Equal(framework.AROWorkerNode), "the agent found its subnet through its Node and Machine")
-		for _, vp := range []arov1alpha1.VantagePoint{master, worker} {
-			Expect(vp.Path).To(Equal(arov1alpha1.PathProxy), "%s probes through its --probe-https-proxy", vp.Name)
+		for _, vp := range []amv1alpha1.VantagePoint{master, worker} {
+			Expect(vp.Path).To(Equal(amv1alpha1.PathProxy), "%s probes through its --probe-https-proxy", vp.Name)
 			Expect(vp.Targets).To(HaveLen(len(framework.AROEgressHosts)), "the Cluster's four URLs")
 		}
 		for _, lease := range []client.ObjectKey{{Namespace: namespace, Name: "upshift-aro-monitor"},
@@ -169,7 +196,7 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		after := passes()
 		Eventually(passes).Should(BeNumerically(">", after))
 		Eventually(func() operatorv1.ConditionStatus {
-			return conditionOf(cluster(ctx), arov1alpha1.NSGAssociated).Status
+			return conditionOf(cluster(ctx), amv1alpha1.NSGAssociated).Status
 		}).Should(Equal(operatorv1.ConditionTrue))
 		Expect(putsOn(framework.AROMasterSubnet)).To(Equal(1), "one re-association")
 	})
@@ -202,7 +229,7 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		DeferCleanup(aro.ARM.KeepDetaching, framework.AROWorkerSubnet, time.Duration(-1))
 		aro.ARM.SetSubnetNSG(framework.AROWorkerSubnet, "")
 		Eventually(func(g Gomega) {
-			c := conditionOf(cluster(ctx), arov1alpha1.RemediationSuppressed)
+			c := conditionOf(cluster(ctx), amv1alpha1.RemediationSuppressed)
 			g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal("BudgetExhausted"))
 			g.Expect(c.Message).To(ContainSubstring("worker-subnet"))
@@ -236,7 +263,7 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		before := reads()
 		Eventually(reads).Should(BeNumerically(">", before))
 		Expect(putsOn(framework.AROWorkerSubnet)).To(Equal(2))
-		Expect(conditionOf(cluster(ctx), arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse))
+		Expect(conditionOf(cluster(ctx), amv1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse))
 	})
 
 	It("stops at a tug-of-war: drift back within the window after its re-association, with a Warning", func(ctx SpecContext) {
@@ -255,8 +282,8 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		DeferCleanup(setWindow, settings.NSG.TugOfWarWindow)
 		// A pass that began after the change: the window is in force.
 		Eventually(func() bool {
-			for _, ch := range cluster(ctx).Status.Checks {
-				if ch.Name == arov1alpha1.CheckNSG && ch.LastCheckTime != nil {
+			for _, ch := range cluster(ctx).Checks {
+				if ch.Name == amv1alpha1.CheckNSG && ch.LastCheckTime != nil {
 					return ch.LastCheckTime.After(updated)
 				}
 			}
@@ -268,7 +295,7 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		aro.ARM.SetSubnetNSG(framework.AROMasterSubnet, "")
 		Eventually(func(g Gomega) {
 			c := cluster(ctx)
-			sup := conditionOf(c, arov1alpha1.RemediationSuppressed)
+			sup := conditionOf(c, amv1alpha1.RemediationSuppressed)
 			g.Expect(sup.Status).To(Equal(operatorv1.ConditionTrue))
 			g.Expect(sup.Reason).To(Equal("TugOfWar"), "a tug-of-war outranks the worker subnet's spent budget")
 			g.Expect(sup.Message).To(ContainSubstring("master-subnet"))
@@ -297,8 +324,8 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 			g.Expect(cond.Status).To(Equal(operatorv1.ConditionFalse))
 			g.Expect(cond.Reason).To(Equal(arov1alpha1.ReasonServicePrincipalInvalid))
 			g.Expect(cond.Message).To(ContainSubstring("7000222"))
-			g.Expect(c.Status.Credentials).NotTo(BeNil())
-			g.Expect(c.Status.Credentials.AADErrorCode).To(ContainSubstring("7000222"))
+			g.Expect(c.Credentials).NotTo(BeNil())
+			g.Expect(c.Credentials.AADErrorCode).To(ContainSubstring("7000222"))
 		}).Should(Succeed())
 		Eventually(func() []eventsv1.Event { return clusterEvents(ctx, "ServicePrincipalInvalid") }).ShouldNot(BeEmpty())
 
@@ -307,6 +334,20 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		Eventually(func() operatorv1.ConditionStatus {
 			return conditionOf(cluster(ctx), arov1alpha1.ServicePrincipalValid).Status
 		}).Should(Equal(operatorv1.ConditionTrue))
+	})
+
+	It("left the other writers' conditions on ARO's Cluster as they were, in place, and marked its re-associations as ARO does", func(ctx SpecContext) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(arov1alpha1.GroupVersion.WithKind("Cluster"))
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: arov1alpha1.SingletonName}, u)).To(Succeed())
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		foreign := framework.AROForeignConditions()
+		Expect(len(conds)).To(BeNumerically(">=", len(foreign)))
+		Expect(conds[:len(foreign)]).To(Equal(foreign), "first, unchanged, as ARO's operator wrote them")
+		stamp := u.GetAnnotations()[arov1alpha1.LastSubnetReconcileAnnotation]
+		at, err := time.Parse(time.RFC1123, stamp)
+		Expect(err).NotTo(HaveOccurred(), "ARO's format, which the resource provider parses: %q", stamp)
+		Expect(at).To(BeTemporally(">=", started.Truncate(time.Second)))
 	})
 
 	It("serves its metrics to the chart's metrics reader, was never refused a request and used every permission its chart grants", func(ctx SpecContext) {
@@ -319,6 +360,7 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 			g.Expect(body).To(ContainSubstring(`upshift_aro_monitor_arm_requests_total{code="429",operation="GET subnets"} 1`))
 			g.Expect(body).To(ContainSubstring(`upshift_aro_monitor_probe_failures_total{phase="Connect",role="master",target="login.microsoftonline.com"}`))
 			g.Expect(body).To(ContainSubstring(`upshift_aro_monitor_last_success_timestamp_seconds{check="Credentials",vantage_point=""}`))
+			g.Expect(body).To(ContainSubstring(`upshift_aro_monitor_check_ownership{check="NSG",ownership="Replace"} 1`))
 			body, err = scraper.Scrape(aro.Worker.MetricsURL)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(body).To(ContainSubstring(`upshift_aro_monitor_probe_phase_duration_seconds_count{phase="TLS",role="worker",target="arosvc.azurecr.io"}`))

@@ -8,6 +8,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/services/aromonitor/metrics"
 	"github.com/upshift-io/upshift/services/aromonitor/probe"
 )
@@ -28,11 +29,11 @@ func TestEveryMetricTheAROMonitorChartQueriesIsRegistered(t *testing.T) {
 	// One series of every metric, as a round with a failure, a remediation,
 	// an ARM call and a recorded expiry give.
 	m.Condition(arov1alpha1.InternetReachableFromMaster, "False")
-	m.Success(arov1alpha1.CheckInternetWorker, "worker-eastus1", t0)
-	m.Round(arov1alpha1.RoleWorker, []probe.Result{
-		{URL: "https://arosvc.azurecr.io/", Latency: map[arov1alpha1.ProbePhase]time.Duration{arov1alpha1.PhaseDNS: time.Millisecond}},
-		{URL: "https://management.azure.com/", FailedPhase: arov1alpha1.PhaseConnect, Err: errors.New("refused"),
-			Latency: map[arov1alpha1.ProbePhase]time.Duration{arov1alpha1.PhaseConnect: time.Millisecond}},
+	m.Success(amv1alpha1.CheckInternetWorker, "worker-eastus1", t0)
+	m.Round(amv1alpha1.RoleWorker, []probe.Result{
+		{URL: "https://arosvc.azurecr.io/", Latency: map[amv1alpha1.ProbePhase]time.Duration{amv1alpha1.PhaseDNS: time.Millisecond}},
+		{URL: "https://management.azure.com/", FailedPhase: amv1alpha1.PhaseConnect, Err: errors.New("refused"),
+			Latency: map[amv1alpha1.ProbePhase]time.Duration{amv1alpha1.PhaseConnect: time.Millisecond}},
 	})
 	m.Remediation("reassociate", "success")
 	m.ARMRequest("GET subnets", "200")

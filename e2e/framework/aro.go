@@ -27,9 +27,11 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -185,6 +187,10 @@ func StartAROCluster(ctx context.Context, env *testenv.Env, binary, namespace, d
 		a.Close()
 		return nil, err
 	}
+	if err := a.applySettings(ctx, spec); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("aro-monitor did not create its MonitorConfig: %w\n%s", err, a.Master.Logs())
+	}
 	if a.Worker, err = a.StartRole("worker", AROWorkerNode, a.WorkerProxy); err != nil {
 		a.Close()
 		return nil, err
@@ -292,7 +298,6 @@ func (a *AROCluster) seed(ctx context.Context, spec amv1alpha1.MonitorConfigSpec
 		return &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"apiVersion":"machine.openshift.io/v1beta1","kind":"AzureMachineProviderSpec","vnet":"prod-vnet","subnet":%q,"networkResourceGroup":"vnet-rg"}`, subnet)}
 	}
 	objs := []client.Object{cluster,
-		&amv1alpha1.MonitorConfig{ObjectMeta: metav1.ObjectMeta{Name: amv1alpha1.SingletonName}, Spec: spec},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: AROCredentialsName, Namespace: AROCredentialsNamespace},
 			Data: map[string][]byte{"azure_tenant_id": []byte(AROTenant), "azure_client_id": []byte(AROClientID),
 				"azure_client_secret": []byte(AROSecret), "azure_subscription_id": []byte(AROSubscription)}},
@@ -319,7 +324,45 @@ func (a *AROCluster) seed(ctx context.Context, spec amv1alpha1.MonitorConfigSpec
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
 	}
-	return nil
+	// Another writer's conditions, as ARO's operator keeps them beside the
+	// types aro-monitor writes: they must survive every aro-monitor write.
+	cluster.Object["status"] = map[string]any{"conditions": AROForeignConditions()}
+	return c.Status().Update(ctx, cluster)
+}
+
+// AROForeignConditions are conditions ARO's operator writes on the Cluster
+// that aro-monitor never owns, in the order ARO wrote them.
+func AROForeignConditions() []any {
+	return []any{
+		map[string]any{"type": "MachineValid", "status": "True", "reason": "CheckDone", "message": "All machines valid", "lastTransitionTime": "2026-01-02T03:04:05Z"},
+		map[string]any{"type": "DefaultIngressCertificate", "status": "True", "reason": "CheckDone", "message": "Default ingress certificate is in use", "lastTransitionTime": "2026-01-02T03:04:05Z"},
+		map[string]any{"type": "CPMSControllerAvailable", "status": "True", "lastTransitionTime": "2026-01-02T03:04:05Z"},
+	}
+}
+
+// applySettings waits for aro-monitor's master to create the MonitorConfig
+// that keeps its record, then sets its spec, as an administrator would.
+func (a *AROCluster) applySettings(ctx context.Context, spec amv1alpha1.MonitorConfigSpec) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		mc := &amv1alpha1.MonitorConfig{}
+		if err := a.Env.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		mc.Spec = spec
+		if err := a.Env.Client.Update(ctx, mc); err != nil {
+			return false, ignoreConflict(err)
+		}
+		return true, nil
+	})
+}
+
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 // selfSigned is a certificate for names, and its PEM.

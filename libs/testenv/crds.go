@@ -12,10 +12,10 @@ import (
 	"github.com/upshift-io/upshift/api/crds"
 )
 
-// CRDs returns every CRD Upshift installs: the OpenShift ones its components
-// read and its own, as embedded in the api module.
+// CRDs returns every CRD a test cluster needs: the OpenShift and ARO ones
+// the components read and Upshift's own, as embedded in the api module.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	return embeddedCRDs(crds.OpenShiftDir, crds.UpshiftDir)
+	return embeddedCRDs(crds.OpenShiftDir, crds.ARODir, crds.UpshiftDir)
 }
 
 func embeddedCRDs(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
@@ -37,7 +37,7 @@ func embeddedCRDs(dirs ...string) ([]*apiextensionsv1.CustomResourceDefinition, 
 }
 
 func loadCRDs(upshift bool, extraDirs []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	dirs := []string{crds.OpenShiftDir}
+	dirs := []string{crds.OpenShiftDir, crds.ARODir}
 	if upshift {
 		dirs = append(dirs, crds.UpshiftDir)
 	}

@@ -9,20 +9,22 @@ import (
 // case-insensitively; so does aro-monitor.
 const SingletonName = "cluster"
 
-// Condition types aro-monitor writes, with ARO's names: the resource provider
-// and ARO's central monitor read them.
+// ARO's condition types that aro-monitor can write, with ARO's names and
+// meanings: the resource provider and ARO's central monitor read them. ARO's
+// operator removes any other type from the list (only its own and
+// *ControllerAvailable/Progressing/Degraded survive its writes), so
+// aro-monitor's own findings live on its MonitorConfig, never here.
 const (
 	InternetReachableFromMaster = "InternetReachableFromMaster"
 	InternetReachableFromWorker = "InternetReachableFromWorker"
 	ServicePrincipalValid       = "ServicePrincipalValid"
-	// RemediationSuppressed is aro-monitor's own: True while NSG
-	// re-association is stopped for at least one subnet because something
-	// else keeps undoing it.
-	RemediationSuppressed = "RemediationSuppressed"
-	// NSGAssociated is aro-monitor's own: whether every cluster subnet is
-	// associated with the cluster's network security group.
-	NSGAssociated = "NSGAssociated"
 )
+
+// LastSubnetReconcileAnnotation is set on the Cluster, as ARO's subnet
+// controller sets it, each time a subnet's network security group was
+// re-associated; the resource provider's monitor turns a recent one into its
+// NSG reconciliation metric. The value is in time.RFC1123, ARO's format.
+const LastSubnetReconcileAnnotation = "aro.openshift.io/lastSubnetReconcileTimestamp"
 
 // Condition reasons ARO uses for the conditions above. They are not CamelCase
 // (two carry spaces) because the resource provider matches them verbatim.
@@ -160,240 +162,21 @@ type Banner struct {
 	Content string `json:"content,omitempty"`
 }
 
-// ClusterStatus keeps ARO's fields and adds aro-monitor's detail.
+// ClusterStatus is ARO's status, field for field: ARO's CRD keeps nothing
+// else (it has no preserved unknown fields), so anything more would be pruned
+// on write.
 type ClusterStatus struct {
-	// operatorVersion is the version of the component that last wrote
-	// conditions from the control plane.
+	// operatorVersion is written by ARO's operator.
 	// +optional
 	OperatorVersion string `json:"operatorVersion,omitempty"`
-	// conditions have ARO's types and meanings; the resource provider reads
-	// them. A map keyed by type (ARO's CRD has a plain list), so each of
-	// aro-monitor's checks owns its own conditions under server-side apply.
+	// conditions are written by ARO's operator and read by its resource
+	// provider. A plain (atomic) list in ARO's CRD: a writer replaces the
+	// whole list, so every writer reads, changes its own types and writes
+	// the rest back as it found them.
 	// +optional
-	// +listType=map
-	// +listMapKey=type
+	// +listType=atomic
 	Conditions []operatorv1.OperatorCondition `json:"conditions,omitempty"`
 	// redHatKeysPresent is written by ARO's pull-secret controller.
 	// +optional
 	RedHatKeysPresent []string `json:"redHatKeysPresent,omitempty"`
-
-	// checks holds one record per check aro-monitor runs: when it last ran
-	// and when it last succeeded.
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	Checks []CheckStatus `json:"checks,omitempty"`
-	// vantagePoints holds the egress results per place probed from: the
-	// control plane, and each worker subnet.
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	VantagePoints []VantagePoint `json:"vantagePoints,omitempty"`
-	// subnets holds the network security group association per cluster
-	// subnet, with the remediation record that survives restarts.
-	// +optional
-	// +listType=map
-	// +listMapKey=id
-	Subnets []SubnetStatus `json:"subnets,omitempty"`
-	// credentials describes the service principal or workload identity check.
-	// +optional
-	Credentials *CredentialStatus `json:"credentials,omitempty"`
-	// effectiveConfiguration is the configuration in force, after
-	// MonitorConfig defaults and ARO's operator flags.
-	// +optional
-	EffectiveConfiguration *EffectiveConfiguration `json:"effectiveConfiguration,omitempty"`
-}
-
-// CheckName names one of aro-monitor's checks.
-// +kubebuilder:validation:Enum=InternetMaster;InternetWorker;Credentials;NSG
-type CheckName string
-
-const (
-	CheckInternetMaster CheckName = "InternetMaster"
-	CheckInternetWorker CheckName = "InternetWorker"
-	CheckCredentials    CheckName = "Credentials"
-	CheckNSG            CheckName = "NSG"
-)
-
-// CheckStatus records one check's timing.
-type CheckStatus struct {
-	// +required
-	Name CheckName `json:"name"`
-	// lastCheckTime is when the check last completed, whatever its result.
-	// +optional
-	LastCheckTime *metav1.Time `json:"lastCheckTime,omitempty"`
-	// lastSuccessTime is when the check last passed.
-	// +optional
-	LastSuccessTime *metav1.Time `json:"lastSuccessTime,omitempty"`
-}
-
-// Role is where an egress probe runs from.
-// +kubebuilder:validation:Enum=master;worker
-type Role string
-
-const (
-	RoleMaster Role = "master"
-	RoleWorker Role = "worker"
-)
-
-// Path says how a probe reached its target.
-// +kubebuilder:validation:Enum=Direct;Proxy
-type Path string
-
-const (
-	PathDirect Path = "Direct"
-	PathProxy  Path = "Proxy"
-)
-
-// VantagePoint is the latest egress result from one place.
-type VantagePoint struct {
-	// name is `master` or the worker subnet's name.
-	// +required
-	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
-	// +required
-	Role Role `json:"role"`
-	// node is the node the probe last ran on.
-	// +optional
-	Node string `json:"node,omitempty"`
-	// reachable is True when every target answered, False when one did
-	// not, Unknown when nothing probed from here yet.
-	// +required
-	Reachable metav1.ConditionStatus `json:"reachable"`
-	// path says whether the probes went direct or through the cluster proxy.
-	// +optional
-	Path Path `json:"path,omitempty"`
-	// lastCheckTime is when the probes last ran from here.
-	// +optional
-	LastCheckTime *metav1.Time `json:"lastCheckTime,omitempty"`
-	// consecutiveFailures and consecutiveSuccesses are the probe rounds in
-	// a row that failed or passed: reachable turns False after
-	// failureThreshold failed rounds and True after successThreshold passed
-	// ones. Kept here so a restart neither resets nor repeats a transition.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	ConsecutiveSuccesses int32 `json:"consecutiveSuccesses,omitempty"`
-	// targets holds the result per URL.
-	// +optional
-	// +listType=map
-	// +listMapKey=url
-	Targets []TargetResult `json:"targets,omitempty"`
-}
-
-// ProbePhase is one step of reaching a URL.
-// +kubebuilder:validation:Enum=DNS;Connect;TLS;HTTP
-type ProbePhase string
-
-const (
-	PhaseDNS     ProbePhase = "DNS"
-	PhaseConnect ProbePhase = "Connect"
-	PhaseTLS     ProbePhase = "TLS"
-	PhaseHTTP    ProbePhase = "HTTP"
-)
-
-// TargetResult is one URL's latest probe.
-type TargetResult struct {
-	// +required
-	// +kubebuilder:validation:MaxLength=2048
-	URL string `json:"url"`
-	// failedPhase is the phase that failed; empty when the probe succeeded.
-	// +optional
-	FailedPhase ProbePhase `json:"failedPhase,omitempty"`
-	// error is the failure, when there was one.
-	// +optional
-	// +kubebuilder:validation:MaxLength=1024
-	Error string `json:"error,omitempty"`
-	// latencyMilliseconds per phase that ran.
-	// +optional
-	LatencyMilliseconds map[ProbePhase]int64 `json:"latencyMilliseconds,omitempty"`
-}
-
-// SubnetStatus is one cluster subnet's network security group association.
-type SubnetStatus struct {
-	// id is the subnet's Azure resource ID, lower-cased.
-	// +required
-	// +kubebuilder:validation:MaxLength=1024
-	ID string `json:"id"`
-	// expectedNSG is the cluster's network security group for this subnet.
-	// +optional
-	ExpectedNSG string `json:"expectedNSG,omitempty"`
-	// attachedNSG is the one found at the last check; empty means none.
-	// +optional
-	AttachedNSG string `json:"attachedNSG,omitempty"`
-	// lastCheckTime is when the subnet was last read.
-	// +optional
-	LastCheckTime *metav1.Time `json:"lastCheckTime,omitempty"`
-	// remediations are the times aro-monitor re-associated the group within
-	// the budget window, oldest first.
-	// +optional
-	// +kubebuilder:validation:MaxItems=100
-	Remediations []metav1.Time `json:"remediations,omitempty"`
-	// lastRemediationFailed says the latest re-association reached Azure
-	// Resource Manager but failed. It still counts against the budget, but
-	// drift seen again is the same drift, not a tug-of-war.
-	// +optional
-	LastRemediationFailed bool `json:"lastRemediationFailed,omitempty"`
-	// suppressedUntil is set while remediation is stopped for this subnet.
-	// +optional
-	SuppressedUntil *metav1.Time `json:"suppressedUntil,omitempty"`
-	// suppressedReason is TugOfWar (something else keeps undoing the
-	// association) or BudgetExhausted (too many re-associations this hour).
-	// +optional
-	// +kubebuilder:validation:Enum=TugOfWar;BudgetExhausted
-	SuppressedReason string `json:"suppressedReason,omitempty"`
-	// suppressedMessage says what was seen.
-	// +optional
-	// +kubebuilder:validation:MaxLength=1024
-	SuppressedMessage string `json:"suppressedMessage,omitempty"`
-}
-
-// CredentialStatus describes the credential check.
-type CredentialStatus struct {
-	// kind is ServicePrincipal or WorkloadIdentity.
-	// +optional
-	// +kubebuilder:validation:Enum=ServicePrincipal;WorkloadIdentity
-	Kind string `json:"kind,omitempty"`
-	// clientId is the application's client ID.
-	// +optional
-	ClientID string `json:"clientId,omitempty"`
-	// aadErrorCode is the AADSTS code of the last failure, if any.
-	// +optional
-	AADErrorCode string `json:"aadErrorCode,omitempty"`
-	// secretUpdatedTime is when aro-monitor first saw the credentials
-	// Secret's current version (secretResourceVersion): an upper bound of
-	// the credential material's age, not the time it was written.
-	// +optional
-	SecretUpdatedTime *metav1.Time `json:"secretUpdatedTime,omitempty"`
-	// secretResourceVersion is the credentials Secret's resourceVersion
-	// secretUpdatedTime belongs to.
-	// +optional
-	// +kubebuilder:validation:MaxLength=64
-	SecretResourceVersion string `json:"secretResourceVersion,omitempty"`
-	// expiryWarnedFor is the expiry the CredentialsExpiring Warning Event
-	// was recorded for, so it is recorded once per expiry.
-	// +optional
-	ExpiryWarnedFor *metav1.Time `json:"expiryWarnedFor,omitempty"`
-	// expiresTime is when the secret expires, where it is known.
-	// +optional
-	ExpiresTime *metav1.Time `json:"expiresTime,omitempty"`
-}
-
-// EffectiveConfiguration is what aro-monitor runs with.
-type EffectiveConfiguration struct {
-	// +optional
-	InternetChecks bool `json:"internetChecks"`
-	// +optional
-	CredentialsCheck bool `json:"credentialsCheck"`
-	// nsgMode is Off, Observe or Remediate.
-	// +optional
-	NSGMode string `json:"nsgMode,omitempty"`
-	// urls are the egress targets probed.
-	// +optional
-	URLs []string `json:"urls,omitempty"`
-	// intervals per check, as Go durations.
-	// +optional
-	Intervals map[CheckName]string `json:"intervals,omitempty"`
 }

@@ -11,13 +11,24 @@ const SingletonName = "cluster"
 // MonitorConfig holds aro-monitor's settings (cluster-scoped, named `cluster`).
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="metadata.name must be cluster: aro-monitor reads only the MonitorConfig named cluster"
+// +kubebuilder:printcolumn:name="Master egress",type=string,JSONPath=`.status.conditions[?(@.type=="InternetReachableFromMaster")].status`
+// +kubebuilder:printcolumn:name="Worker egress",type=string,JSONPath=`.status.conditions[?(@.type=="InternetReachableFromWorker")].status`
+// +kubebuilder:printcolumn:name="SP valid",type=string,JSONPath=`.status.conditions[?(@.type=="ServicePrincipalValid")].status`
+// +kubebuilder:printcolumn:name="NSG",type=string,JSONPath=`.status.conditions[?(@.type=="NSGAssociated")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MonitorConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +optional
 	Spec MonitorConfigSpec `json:"spec,omitempty"`
+	// status is aro-monitor's record of every check. aro-monitor's master
+	// role creates the MonitorConfig (every setting at its default) when
+	// there is none, to keep it.
+	// +optional
+	Status MonitorConfigStatus `json:"status,omitempty"`
 }
 
 // MonitorConfigList is a list of MonitorConfigs.
@@ -30,6 +41,19 @@ type MonitorConfigList struct {
 
 // MonitorConfigSpec groups the settings per check.
 type MonitorConfigSpec struct {
+	// ownership decides, per check, whether aro-monitor replaces ARO's
+	// operator or observes beside it. Auto: it observes every check whose
+	// ARO controller runs — the check's deployment in
+	// openshift-azure-operator (aro-operator-master; aro-operator-worker for
+	// the workers' egress) exists and is not scaled to zero — and replaces
+	// the others. Replace: it writes ARO's condition types and remediates
+	// whatever runs; for clusters where ARO's controllers are stopped in a
+	// way aro-monitor cannot see, or two writers would be wanted. Observe:
+	// it never writes ARO's condition types nor re-associates a network
+	// security group.
+	// +optional
+	// +kubebuilder:default=Auto
+	Ownership OwnershipPolicy `json:"ownership,omitempty"`
 	// +optional
 	// +kubebuilder:default={}
 	Internet InternetConfig `json:"internet,omitempty"`
@@ -43,6 +67,16 @@ type MonitorConfigSpec struct {
 	// +kubebuilder:default={}
 	ARM ARMConfig `json:"arm,omitempty"`
 }
+
+// OwnershipPolicy is how aro-monitor shares the cluster with ARO's operator.
+// +kubebuilder:validation:Enum=Auto;Replace;Observe
+type OwnershipPolicy string
+
+const (
+	OwnershipAuto          OwnershipPolicy = "Auto"
+	OwnershipAlwaysReplace OwnershipPolicy = "Replace"
+	OwnershipAlwaysObserve OwnershipPolicy = "Observe"
+)
 
 // InternetConfig tunes the egress probes.
 // +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.interval) || duration(self.timeout) < duration(self.interval)",message="spec.internet.timeout must be shorter than spec.internet.interval"

@@ -77,19 +77,22 @@ func runARO(ctx context.Context, o options) (err error) {
 		}()
 	}
 	logs := func() string { return aro.Master.Logs() + "\n" + aro.Worker.Logs() }
-	wait := func(what string, cond func(*arov1alpha1.Cluster) bool) error {
+	// The record (the MonitorConfig's status) holds every condition
+	// aro-monitor decides; ARO's types also reach ARO's Cluster, since no
+	// ARO operator runs here.
+	wait := func(what string, cond func(*amv1alpha1.MonitorConfigStatus) bool) error {
 		err := framework.WaitFor(ctx, 90*time.Second, func() bool {
-			c := &arov1alpha1.Cluster{}
-			return env.Client.Get(ctx, client.ObjectKey{Name: arov1alpha1.SingletonName}, c) == nil && cond(c)
+			mc := &amv1alpha1.MonitorConfig{}
+			return env.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc) == nil && cond(&mc.Status)
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w\n%s", what, err, logs())
 		}
 		return printConditions(ctx, env.Client)
 	}
-	is := func(t string, s operatorv1.ConditionStatus) func(*arov1alpha1.Cluster) bool {
-		return func(c *arov1alpha1.Cluster) bool {
-			for _, cond := range c.Status.Conditions {
+	is := func(t string, s operatorv1.ConditionStatus) func(*amv1alpha1.MonitorConfigStatus) bool {
+		return func(st *amv1alpha1.MonitorConfigStatus) bool {
+			for _, cond := range st.Conditions {
 				if cond.Type == t {
 					return cond.Status == s
 				}
@@ -97,8 +100,8 @@ func runARO(ctx context.Context, o options) (err error) {
 			return false
 		}
 	}
-	all := func(fs ...func(*arov1alpha1.Cluster) bool) func(*arov1alpha1.Cluster) bool {
-		return func(c *arov1alpha1.Cluster) bool {
+	all := func(fs ...func(*amv1alpha1.MonitorConfigStatus) bool) func(*amv1alpha1.MonitorConfigStatus) bool {
+		return func(c *amv1alpha1.MonitorConfigStatus) bool {
 			for _, f := range fs {
 				if !f(c) {
 					return false
@@ -108,9 +111,9 @@ func runARO(ctx context.Context, o options) (err error) {
 		}
 	}
 
-	say("kubectl get cluster.aro.openshift.io cluster: the conditions aro-monitor writes")
+	say("aro-monitor created its MonitorConfig to keep its record; no ARO operator runs here, so it replaces ARO's checks and writes ARO's condition types to ARO's Cluster, beside the conditions ARO's operator keeps there")
 	if err := wait("the first checks", all(is(arov1alpha1.InternetReachableFromMaster, "True"), is(arov1alpha1.InternetReachableFromWorker, "True"),
-		is(arov1alpha1.ServicePrincipalValid, "True"), is(arov1alpha1.NSGAssociated, "True"))); err != nil {
+		is(arov1alpha1.ServicePrincipalValid, "True"), is(amv1alpha1.NSGAssociated, "True"))); err != nil {
 		return err
 	}
 
@@ -130,14 +133,14 @@ func runARO(ctx context.Context, o options) (err error) {
 	if err := framework.WaitFor(ctx, 60*time.Second, func() bool { return puts(aro, framework.AROMasterSubnet) == 1 }); err != nil {
 		return fmt.Errorf("no re-association: %w\n%s", err, logs())
 	}
-	if err := wait("the NSG check", is(arov1alpha1.NSGAssociated, "True")); err != nil {
+	if err := wait("the NSG check", is(amv1alpha1.NSGAssociated, "True")); err != nil {
 		return err
 	}
 
 	say("Another actor (a policy, a pipeline) now detaches the worker subnet's NSG after every re-association: the drift comes back within the tug-of-war window, and aro-monitor stops")
 	aro.ARM.KeepDetaching(framework.AROWorkerSubnet, 200*time.Millisecond)
 	aro.ARM.SetSubnetNSG(framework.AROWorkerSubnet, "")
-	if err := wait("the suppression", is(arov1alpha1.RemediationSuppressed, "True")); err != nil {
+	if err := wait("the suppression", is(amv1alpha1.RemediationSuppressed, "True")); err != nil {
 		return err
 	}
 	aro.ARM.KeepDetaching(framework.AROWorkerSubnet, -1)
@@ -177,19 +180,36 @@ func puts(aro *framework.AROCluster, subnet string) int {
 	return n
 }
 
+// printConditions shows ARO's Cluster conditions (what the resource
+// provider reads), then aro-monitor's record: its conditions and who owns
+// each check.
 func printConditions(ctx context.Context, c client.Client) error {
 	cl := &arov1alpha1.Cluster{}
 	if err := c.Get(ctx, client.ObjectKey{Name: arov1alpha1.SingletonName}, cl); err != nil {
 		return err
 	}
+	mc := &amv1alpha1.MonitorConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tSTATUS\tREASON\tMESSAGE")
-	for _, cond := range cl.Status.Conditions {
+	row := func(object string, cond operatorv1.OperatorCondition) {
 		msg := strings.ReplaceAll(cond.Message, "\n", "; ")
-		if len(msg) > 140 {
-			msg = msg[:137] + "..."
+		if len(msg) > 120 {
+			msg = msg[:117] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cond.Type, cond.Status, cond.Reason, msg)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", object, cond.Type, cond.Status, cond.Reason, msg)
+	}
+	fmt.Fprintln(tw, "OBJECT\tTYPE\tSTATUS\tREASON\tMESSAGE")
+	for _, cond := range cl.Status.Conditions {
+		row("cluster.aro.openshift.io/cluster", cond)
+	}
+	for _, cond := range mc.Status.Conditions {
+		row("monitorconfig/cluster", cond)
+	}
+	fmt.Fprintln(tw, "\nCHECK\tOWNERSHIP\tWHY")
+	for _, ch := range mc.Status.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Name, ch.Ownership, ch.OwnershipMessage)
 	}
 	return tw.Flush()
 }

@@ -20,6 +20,7 @@ import (
 // defaults are the same values (a test applies an empty object and compares).
 func Defaults() amv1alpha1.MonitorConfigSpec {
 	return amv1alpha1.MonitorConfigSpec{
+		Ownership:   amv1alpha1.OwnershipAuto,
 		Internet:    amv1alpha1.InternetConfig{Interval: "5m", Timeout: "10s", FailureThreshold: 3, SuccessThreshold: 2},
 		Credentials: amv1alpha1.CredentialsConfig{Interval: "15m", ExpiryWarning: "720h"},
 		NSG: amv1alpha1.NSGConfig{Mode: amv1alpha1.NSGRemediate, Interval: "15m", MaxRemediationsPerHour: 3,
@@ -42,6 +43,9 @@ type Settings struct {
 	NSGInterval                       time.Duration
 	ARMRequestsPerMinute              int
 
+	// Ownership is how aro-monitor shares the checks with ARO's operator.
+	Ownership amv1alpha1.OwnershipPolicy
+
 	// InvalidFlags are ARO flags with unreadable values, which took their default.
 	InvalidFlags []string
 }
@@ -57,6 +61,7 @@ func Compute(mc *amv1alpha1.MonitorConfigSpec, cluster arov1alpha1.ClusterSpec) 
 	}
 	f := flags.Read(cluster.OperatorFlags)
 	s := Settings{
+		Ownership:            spec.Ownership,
 		InternetChecks:       f.Checker,
 		CredentialsCheck:     f.Checker,
 		Thresholds:           hysteresis.Thresholds{Failures: spec.Internet.FailureThreshold, Successes: spec.Internet.SuccessThreshold},
@@ -123,6 +128,9 @@ func fill(spec, d amv1alpha1.MonitorConfigSpec) amv1alpha1.MonitorConfigSpec {
 	num(&spec.Internet.SuccessThreshold, d.Internet.SuccessThreshold)
 	str(&spec.Credentials.Interval, d.Credentials.Interval)
 	str(&spec.Credentials.ExpiryWarning, d.Credentials.ExpiryWarning)
+	if spec.Ownership == "" {
+		spec.Ownership = d.Ownership
+	}
 	if spec.NSG.Mode == "" {
 		spec.NSG.Mode = d.NSG.Mode
 	}
@@ -134,18 +142,18 @@ func fill(spec, d amv1alpha1.MonitorConfigSpec) amv1alpha1.MonitorConfigSpec {
 	return spec
 }
 
-// Status is the effective configuration as published in the Cluster status.
-func (s Settings) Status() *arov1alpha1.EffectiveConfiguration {
-	return &arov1alpha1.EffectiveConfiguration{
+// Status is the effective configuration as published in the MonitorConfig's status.
+func (s Settings) Status() *amv1alpha1.EffectiveConfiguration {
+	return &amv1alpha1.EffectiveConfiguration{
 		InternetChecks:   s.InternetChecks,
 		CredentialsCheck: s.CredentialsCheck,
 		NSGMode:          string(s.NSG.Mode),
 		URLs:             slices.Clone(s.URLs),
-		Intervals: map[arov1alpha1.CheckName]string{
-			arov1alpha1.CheckInternetMaster: s.InternetInterval.String(),
-			arov1alpha1.CheckInternetWorker: s.InternetInterval.String(),
-			arov1alpha1.CheckCredentials:    s.CredentialsInterval.String(),
-			arov1alpha1.CheckNSG:            s.NSGInterval.String(),
+		Intervals: map[amv1alpha1.CheckName]string{
+			amv1alpha1.CheckInternetMaster: s.InternetInterval.String(),
+			amv1alpha1.CheckInternetWorker: s.InternetInterval.String(),
+			amv1alpha1.CheckCredentials:    s.CredentialsInterval.String(),
+			amv1alpha1.CheckNSG:            s.NSGInterval.String(),
 		},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,7 +13,6 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/services/aromonitor/azure"
+	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 	"github.com/upshift-io/upshift/services/aromonitor/credentials"
 )
 
@@ -46,20 +47,18 @@ type CredentialsReconciler struct {
 	Observe func(status string)
 }
 
-// SetupWithManager watches the Cluster's spec, the MonitorConfig and the
-// credentials Secret.
+// SetupWithManager watches the Cluster's spec, the MonitorConfig's, the
+// credentials Secret and ARO operator's deployments.
 func (r *CredentialsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{clusterKey}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("credentials").
-		Watches(&arov1alpha1.Cluster{}, one, specChanged()).
-		Watches(&amv1alpha1.MonitorConfig{}, one).
-		Watches(&corev1.Secret{}, one, named(r.Credentials)).
+		Watches(&arov1alpha1.Cluster{}, toCluster, specChanged()).
+		Watches(&amv1alpha1.MonitorConfig{}, toCluster, specChanged()).
+		Watches(&corev1.Secret{}, toCluster, named(r.Credentials)).
+		Watches(&appsv1.Deployment{}, toCluster, aroOperatorDeployments()).
 		Complete(r)
 }
 
@@ -69,7 +68,11 @@ func (r *CredentialsReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 	if err != nil || snap == nil {
 		return reconcile.Result{}, err
 	}
-	in := credentials.Input{Cluster: snap.cluster, Enabled: snap.settings.CredentialsCheck, Now: r.Clock.Now(),
+	d, err := decideOwnership(ctx, r.Client, snap.settings.Ownership, amv1alpha1.CheckCredentials)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	in := credentials.Input{Cluster: snap.cluster, Prev: snap.record, Enabled: snap.settings.CredentialsCheck, Now: r.Clock.Now(),
 		Interval: snap.settings.CredentialsInterval, ExpiryWarning: snap.settings.ExpiryWarning}
 	if in.Enabled {
 		var id azure.Identity
@@ -80,10 +83,17 @@ func (r *CredentialsReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 	if r.Observe != nil {
 		r.Observe(plan.Result)
 	}
+	prevCheck := clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckCredentials)
+	plan.Status.Checks[0] = withOwnership(plan.Status.Checks[0], d)
 	if err := applyStatus(ctx, r.Client, CredentialsFieldManager, plan.Status); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.Recorder.Record(plan.Events...)
+	if d.Ownership == amv1alpha1.OwnershipReplace {
+		if err := setAROConditions(ctx, r.Client, snap.cluster, in.Now, aroConditions(plan.Status, arov1alpha1.ServicePrincipalValid)...); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	r.Recorder.Record(append(plan.Events, ownershipEvents(amv1alpha1.CheckCredentials, prevCheck, d)...)...)
 	// Jittered, so that the replicas' checks of many clusters spread out.
 	return reconcile.Result{RequeueAfter: wait.Jitter(plan.Requeue, 0.1)}, nil
 }

@@ -32,28 +32,30 @@ var _ = Describe("credentials", Ordered, func() {
 	pass := func(ctx context.Context) operatorv1.OperatorCondition {
 		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}})
 		Expect(err).NotTo(HaveOccurred())
-		return conditionOf(cluster(ctx), arov1alpha1.ServicePrincipalValid)
+		return conditionOf(cluster(ctx).Status.Conditions, arov1alpha1.ServicePrincipalValid)
 	}
 
 	It("is valid with a working secret, and says which identity it checked", func(ctx context.Context) {
 		c := pass(ctx)
 		Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
 		Expect(c.Reason).To(Equal("Validation Successful"))
-		st := cluster(ctx).Status.Credentials
+		st := record(ctx).Credentials
 		Expect(st).NotTo(BeNil())
 		Expect(st.Kind).To(Equal("ServicePrincipal"))
 		Expect(st.ClientID).To(Equal(clientID))
 	})
 
 	It("turns False with ARO's reason and the AAD code when the secret expires", func(ctx context.Context) {
+		invalid := emitted.count(controller.EventCredentialsInvalid)
 		a.arm.UpdateApp(clientID, func(app *azuresim.App) { app.SecretExpired = true })
 		a.bumpSecret(ctx, nil)
 		c := pass(ctx)
 		Expect(c.Status).To(Equal(operatorv1.ConditionFalse))
 		Expect(c.Reason).To(Equal("Service Principal invalid"))
 		Expect(c.Message).To(ContainSubstring("AADSTS7000222"))
-		Expect(cluster(ctx).Status.Credentials.AADErrorCode).To(Equal("AADSTS7000222"))
-		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventCredentialsInvalid) }).Should(HaveLen(1))
+		Expect(record(ctx).Credentials.AADErrorCode).To(Equal("AADSTS7000222"))
+		Expect(emitted.count(controller.EventCredentialsInvalid)).To(Equal(invalid+1))
+		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventCredentialsInvalid) }).ShouldNot(BeEmpty())
 	})
 
 	It("is Unknown, not False, when AAD cannot be reached", func(ctx context.Context) {
@@ -67,6 +69,7 @@ var _ = Describe("credentials", Ordered, func() {
 
 	It("recovers, and warns once ahead of a known expiry", func(ctx context.Context) {
 		warned := emitted.count(controller.EventCredentialsExpiring)
+		valid := emitted.count(controller.EventCredentialsValid)
 		soon := a.clock.Now().Add(10 * 24 * time.Hour).Format(time.RFC3339)
 		a.bumpSecret(ctx, map[string]string{azure.ExpiresAnnotation: soon})
 		c := pass(ctx)
@@ -76,7 +79,8 @@ var _ = Describe("credentials", Ordered, func() {
 		pass(ctx)
 		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventCredentialsExpiring) }).Should(HaveLen(1))
 		Expect(emitted.count(controller.EventCredentialsExpiring)).To(Equal(warned+1), "one Warning over two passes")
-		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventCredentialsValid) }).Should(HaveLen(1))
+		Expect(emitted.count(controller.EventCredentialsValid)).To(Equal(valid+1), "one Normal Event as it turned True")
+		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventCredentialsValid) }).ShouldNot(BeEmpty())
 	})
 
 	It("warns once per expiry, also while the condition is not True", func(ctx context.Context) {
@@ -108,12 +112,12 @@ var _ = Describe("credentials", Ordered, func() {
 		a.bumpSecret(ctx, nil)
 		seen := a.clock.Now()
 		pass(ctx)
-		st := cluster(ctx).Status.Credentials
+		st := record(ctx).Credentials
 		Expect(st.SecretUpdatedTime).NotTo(BeNil())
 		Expect(st.SecretUpdatedTime.Time).To(BeTemporally("==", seen.Truncate(time.Second)))
 		a.clock.Step(time.Hour)
 		pass(ctx)
-		Expect(cluster(ctx).Status.Credentials.SecretUpdatedTime.Time).To(BeTemporally("==", seen.Truncate(time.Second)), "the same version keeps its date")
+		Expect(record(ctx).Credentials.SecretUpdatedTime.Time).To(BeTemporally("==", seen.Truncate(time.Second)), "the same version keeps its date")
 	})
 
 	It("refuses a principal holding the forbidden Graph role", func(ctx context.Context) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
@@ -13,13 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
+	"github.com/upshift-io/upshift/libs/events"
 
+	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 	"github.com/upshift-io/upshift/services/aromonitor/egress"
 	"github.com/upshift-io/upshift/services/aromonitor/probe"
 	"github.com/upshift-io/upshift/services/aromonitor/subnets"
@@ -36,36 +38,39 @@ type ProbeReconciler struct {
 	Prober *probe.Prober
 	// Role and Name are the vantage point: master, or worker and the subnet
 	// (in any case: it is keyed by its canonical, lower-case name).
-	Role arov1alpha1.Role
+	Role amv1alpha1.Role
 	Name string
 	// Node is the node this process runs on, for the record.
 	Node string
 	// Observe records a round's results for the metrics (may be nil).
-	Observe func(vp arov1alpha1.VantagePoint, results []probe.Result)
+	Observe func(vp amv1alpha1.VantagePoint, results []probe.Result)
+	// Recorder records the master's Events (a worker agent records none).
+	Recorder *events.Recorder
 }
 
 // ProbeFieldManager is the field manager of a vantage point's writes.
-func ProbeFieldManager(role arov1alpha1.Role, name string) string {
-	if role == arov1alpha1.RoleMaster {
+func ProbeFieldManager(role amv1alpha1.Role, name string) string {
+	if role == amv1alpha1.RoleMaster {
 		return "aro-monitor-egress-master"
 	}
 	return "aro-monitor-egress-worker-" + subnets.Canonical(name)
 }
 
-// SetupWithManager: a spec change (new URLs) or a MonitorConfig change
-// probes at once; otherwise the interval requeue drives the rounds.
+// SetupWithManager: a spec change (new URLs), a MonitorConfig created or
+// changed, or (master) ARO operator's deployments changing hands probe or
+// decide at once; otherwise the interval requeue drives the rounds.
 func (r *ProbeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{clusterKey}
-	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("egress-"+string(r.Role)).
-		Watches(&arov1alpha1.Cluster{}, one, specChanged()).
-		Watches(&amv1alpha1.MonitorConfig{}, one).
-		Complete(r)
+		Watches(&arov1alpha1.Cluster{}, toCluster, specChanged()).
+		Watches(&amv1alpha1.MonitorConfig{}, toCluster, specChanged())
+	if r.Role == amv1alpha1.RoleMaster {
+		b = b.Watches(&appsv1.Deployment{}, toCluster, aroOperatorDeployments())
+	}
+	return b.Complete(r)
 }
 
 // Reconcile runs a round when one is due.
@@ -77,21 +82,23 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	s := snap.settings
 	now := r.Clock.Now()
 	name := r.Name
-	if r.Role == arov1alpha1.RoleWorker {
+	if r.Role == amv1alpha1.RoleWorker {
 		// Two agents spelling one subnet differently must write one entry,
 		// or each apply would delete the other's.
 		name = subnets.Canonical(name)
 	}
-	prev := findVantagePoint(snap.cluster.Status.VantagePoints, name)
+	prev := findVantagePoint(snap.record.VantagePoints, name)
 	if !s.InternetChecks {
-		st := egress.Disabled(r.Role, snap.cluster.Status, now)
+		st := egress.Disabled(r.Role, snap.record, now)
 		if st == nil {
 			return reconcile.Result{}, nil
 		}
-		return reconcile.Result{}, applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), *st)
+		return reconcile.Result{}, r.write(ctx, snap, name, *st)
 	}
 	if wait := egress.Wait(prev, now, s.InternetInterval); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
+		// Not due; the master still puts its recorded condition on the
+		// Cluster if it has just taken the check over from ARO's operator.
+		return reconcile.Result{RequeueAfter: wait}, r.write(ctx, snap, name, amv1alpha1.MonitorConfigStatus{})
 	}
 	prober := *r.Prober
 	prober.Timeout = s.InternetTimeout
@@ -101,17 +108,70 @@ func (r *ProbeReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (r
 	if r.Observe != nil {
 		r.Observe(vp, results)
 	}
-	st := egress.RoundStatus(snap.cluster.Status, vp, now, s.InternetInterval, s.Thresholds.Failures)
-	if err := applyStatus(ctx, r.Client, ProbeFieldManager(r.Role, name), st); err != nil {
+	st := egress.RoundStatus(snap.record, vp, now, s.InternetInterval, s.Thresholds.Failures)
+	if err := r.write(ctx, snap, name, st); err != nil {
 		return reconcile.Result{}, fmt.Errorf("recording the egress round: %w", err)
 	}
 	return reconcile.Result{RequeueAfter: wait.Jitter(s.InternetInterval, 0.1)}, nil
+}
+
+// write records st. A worker agent writes its vantage point only. The
+// master's manager owns the master vantage point, InternetReachableFromMaster
+// and the check's record, so it always applies all three — what st leaves
+// out as recorded — with who owns the check, and writes nothing when that
+// is what the record says. While aro-monitor replaces ARO's checker, it
+// also puts the condition on the Cluster (a no-op when it is there already,
+// e.g. between rounds).
+func (r *ProbeReconciler) write(ctx context.Context, snap *snapshot, name string, st amv1alpha1.MonitorConfigStatus) error {
+	manager := ProbeFieldManager(r.Role, name)
+	if r.Role != amv1alpha1.RoleMaster {
+		if len(st.VantagePoints) == 0 {
+			return nil
+		}
+		return applyStatus(ctx, r.Client, manager, st)
+	}
+	d, err := decideOwnership(ctx, r.Client, snap.settings.Ownership, amv1alpha1.CheckInternetMaster)
+	if err != nil {
+		return err
+	}
+	recorded := masterOwned(snap.record, amv1alpha1.MonitorConfigStatus{}, name)
+	next := masterOwned(snap.record, st, name)
+	next.Checks[0] = withOwnership(next.Checks[0], d)
+	if !equality.Semantic.DeepEqual(recorded, next) {
+		if err := applyStatus(ctx, r.Client, manager, next); err != nil {
+			return err
+		}
+		r.Recorder.Record(ownershipEvents(amv1alpha1.CheckInternetMaster, recorded.Checks[0], d)...)
+	}
+	if d.Ownership != amv1alpha1.OwnershipReplace {
+		return nil
+	}
+	return setAROConditions(ctx, r.Client, snap.cluster, r.Clock.Now(), next.Conditions...)
+}
+
+// masterOwned is what the master probe's manager owns: st's vantage point,
+// condition and check record, or the recorded ones where st has none.
+func masterOwned(record, st amv1alpha1.MonitorConfigStatus, name string) amv1alpha1.MonitorConfigStatus {
+	out := amv1alpha1.MonitorConfigStatus{VantagePoints: st.VantagePoints, Conditions: st.Conditions, Checks: st.Checks}
+	if len(out.VantagePoints) == 0 {
+		if vp := findVantagePoint(record.VantagePoints, name); vp.Name != "" {
+			out.VantagePoints = []amv1alpha1.VantagePoint{vp}
+		}
+	}
+	if len(out.Conditions) == 0 {
+		out.Conditions = aroConditions(record, arov1alpha1.InternetReachableFromMaster)
+	}
+	if len(out.Checks) == 0 {
+		out.Checks = []amv1alpha1.CheckStatus{clusterstatus.FindCheck(record.Checks, amv1alpha1.CheckInternetMaster)}
+	}
+	return out
 }
 
 // WorkerConditionReconciler (master role) folds the worker vantage points
 // into InternetReachableFromWorker, naming worker subnets nobody probes.
 type WorkerConditionReconciler struct {
 	Client           client.Client
+	Recorder         *events.Recorder
 	Clock            clock.PassiveClock
 	MachineNamespace string
 }
@@ -119,20 +179,19 @@ type WorkerConditionReconciler struct {
 // WorkerConditionFieldManager owns InternetReachableFromWorker.
 const WorkerConditionFieldManager = "aro-monitor-egress-workers"
 
-// SetupWithManager watches the Cluster, status included (the agents' rounds
-// land there), and the MachineSets (the subnets to expect).
+// SetupWithManager watches the MonitorConfig, status included (the agents'
+// rounds land there), the Cluster's spec, the MachineSets (the subnets to
+// expect) and ARO operator's deployments.
 func (r *WorkerConditionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{clusterKey}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("egress-workers").
-		Watches(&arov1alpha1.Cluster{}, one, vantagePointsChanged()).
-		Watches(&amv1alpha1.MonitorConfig{}, one).
-		Watches(&machinev1beta1.MachineSet{}, one, specChanged()).
+		Watches(&amv1alpha1.MonitorConfig{}, toCluster, vantagePointsChanged()).
+		Watches(&arov1alpha1.Cluster{}, toCluster, specChanged()).
+		Watches(&machinev1beta1.MachineSet{}, toCluster, specChanged()).
+		Watches(&appsv1.Deployment{}, toCluster, aroOperatorDeployments()).
 		Complete(r)
 }
 
@@ -154,28 +213,50 @@ func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.R
 		}
 	}
 	s := snap.settings
-	st, requeue := egress.Workers(snap.cluster.Status, s.InternetChecks, expected, r.Clock.Now(), 3*s.InternetInterval, s.Thresholds.Failures)
-	if st == nil {
-		return reconcile.Result{RequeueAfter: requeue}, nil // nothing changed: no write
+	d, err := decideOwnership(ctx, r.Client, s.Ownership, amv1alpha1.CheckInternetWorker)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: requeue}, applyStatus(ctx, r.Client, WorkerConditionFieldManager, *st)
+	now := r.Clock.Now()
+	st, requeue := egress.Workers(snap.record, s.InternetChecks, expected, now, 3*s.InternetInterval, s.Thresholds.Failures)
+	prevCheck := clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckInternetWorker)
+	if st == nil && (prevCheck.Ownership != d.Ownership || prevCheck.OwnershipMessage != d.Message) {
+		// Only the owner changed: the rest as recorded.
+		st = &amv1alpha1.MonitorConfigStatus{Conditions: aroConditions(snap.record, arov1alpha1.InternetReachableFromWorker),
+			Checks: []amv1alpha1.CheckStatus{prevCheck}}
+	}
+	conds := aroConditions(snap.record, arov1alpha1.InternetReachableFromWorker)
+	if st != nil {
+		st.Checks[0] = withOwnership(st.Checks[0], d)
+		if err := applyStatus(ctx, r.Client, WorkerConditionFieldManager, *st); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.Recorder.Record(ownershipEvents(amv1alpha1.CheckInternetWorker, prevCheck, d)...)
+		conds = st.Conditions
+	}
+	if d.Ownership == amv1alpha1.OwnershipReplace {
+		if err := setAROConditions(ctx, r.Client, snap.cluster, now, conds...); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
-func findVantagePoint(vps []arov1alpha1.VantagePoint, name string) arov1alpha1.VantagePoint {
+func findVantagePoint(vps []amv1alpha1.VantagePoint, name string) amv1alpha1.VantagePoint {
 	for _, vp := range vps {
 		if strings.EqualFold(vp.Name, name) {
 			return vp
 		}
 	}
-	return arov1alpha1.VantagePoint{}
+	return amv1alpha1.VantagePoint{}
 }
 
-// vantagePointsChanged passes Cluster updates that changed the vantage
-// points or the spec: the other checks' status writes do not wake it.
+// vantagePointsChanged passes MonitorConfig updates that changed the
+// vantage points or the spec: the other checks' status writes do not wake it.
 func vantagePointsChanged() builder.WatchesOption {
 	return builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*arov1alpha1.Cluster)
-		n, ok2 := e.ObjectNew.(*arov1alpha1.Cluster)
+		o, ok1 := e.ObjectOld.(*amv1alpha1.MonitorConfig)
+		n, ok2 := e.ObjectNew.(*amv1alpha1.MonitorConfig)
 		return !ok1 || !ok2 || o.Generation != n.Generation ||
 			!equality.Semantic.DeepEqual(o.Status.VantagePoints, n.Status.VantagePoints)
 	}})

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/services/aromonitor/controller"
 	"github.com/upshift-io/upshift/services/aromonitor/probe"
 	"github.com/upshift-io/upshift/tools/egresssim"
@@ -66,6 +67,7 @@ var _ = Describe("egress", Ordered, func() {
 		DeferCleanup(func(ctx context.Context) {
 			Expect(env.Client.Delete(ctx, &arov1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}})).To(Succeed())
 		})
+		createMonitorConfig(ctx)
 	})
 
 	prober := func(viaProxy bool) *probe.Prober {
@@ -77,12 +79,12 @@ var _ = Describe("egress", Ordered, func() {
 		return p
 	}
 	master := func() *controller.ProbeReconciler {
-		return &controller.ProbeReconciler{Client: env.Client, Clock: clock, Prober: prober(false), Role: arov1alpha1.RoleMaster, Name: "master", Node: "c1-master-0"}
+		return &controller.ProbeReconciler{Client: env.Client, Recorder: recorder, Clock: clock, Prober: prober(false), Role: amv1alpha1.RoleMaster, Name: "master", Node: "c1-master-0"}
 	}
 	masterPass := func(ctx context.Context) (reconcile.Result, operatorv1.OperatorCondition) {
 		res, err := master().Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred())
-		return res, conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromMaster)
+		return res, conditionOf(cluster(ctx).Status.Conditions, arov1alpha1.InternetReachableFromMaster)
 	}
 
 	It("reports the master reachable, and does not probe again before the interval", func(ctx context.Context) {
@@ -92,11 +94,11 @@ var _ = Describe("egress", Ordered, func() {
 		Expect(c.Message).To(Equal("Outgoing connection successful"))
 		Expect(res.RequeueAfter).To(BeNumerically("~", 5*time.Minute, 31*time.Second))
 		Expect(hits.Load()).To(BeEquivalentTo(2))
-		vp := cluster(ctx).Status.VantagePoints[0]
+		vp := record(ctx).VantagePoints[0]
 		Expect(vp.Name).To(Equal("master"))
 		Expect(vp.Targets).To(HaveLen(2))
-		Expect(vp.Targets[0].LatencyMilliseconds).To(HaveKey(arov1alpha1.PhaseDNS), "the named target resolves through DNS")
-		Expect(vp.Targets[1].LatencyMilliseconds).NotTo(HaveKey(arov1alpha1.PhaseDNS), "the IP target has no DNS phase")
+		Expect(vp.Targets[0].LatencyMilliseconds).To(HaveKey(amv1alpha1.PhaseDNS), "the named target resolves through DNS")
+		Expect(vp.Targets[1].LatencyMilliseconds).NotTo(HaveKey(amv1alpha1.PhaseDNS), "the IP target has no DNS phase")
 
 		clock.Step(time.Minute)
 		res, _ = masterPass(ctx) // a restart, a minute later
@@ -106,8 +108,8 @@ var _ = Describe("egress", Ordered, func() {
 
 	It("turns False after three failed rounds, naming the DNS phase, and True after two good ones", func(ctx context.Context) {
 		lastSuccess := func() *metav1.Time {
-			for _, ch := range cluster(ctx).Status.Checks {
-				if ch.Name == arov1alpha1.CheckInternetMaster {
+			for _, ch := range record(ctx).Checks {
+				if ch.Name == amv1alpha1.CheckInternetMaster {
 					return ch.LastSuccessTime
 				}
 			}
@@ -141,11 +143,11 @@ var _ = Describe("egress", Ordered, func() {
 	It("folds the worker subnets into InternetReachableFromWorker, naming the failing one and its path", func(ctx context.Context) {
 		proxy.Refuse(registryHost)
 		worker := func(name string, viaProxy bool) {
-			r := &controller.ProbeReconciler{Client: env.Client, Clock: clock, Prober: prober(viaProxy), Role: arov1alpha1.RoleWorker, Name: name, Node: name + "-node"}
+			r := &controller.ProbeReconciler{Client: env.Client, Clock: clock, Prober: prober(viaProxy), Role: amv1alpha1.RoleWorker, Name: name, Node: name + "-node"}
 			_, err := r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
 		}
-		agg := &controller.WorkerConditionReconciler{Client: env.Client, Clock: clock, MachineNamespace: machNS}
+		agg := &controller.WorkerConditionReconciler{Client: env.Client, Recorder: recorder, Clock: clock, MachineNamespace: machNS}
 		for i := 0; i < 3; i++ {
 			clock.Step(5 * time.Minute)
 			worker("worker-eastus1", false)
@@ -153,25 +155,25 @@ var _ = Describe("egress", Ordered, func() {
 		}
 		_, err := agg.Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred())
-		c := conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromWorker)
+		c := conditionOf(cluster(ctx).Status.Conditions, arov1alpha1.InternetReachableFromWorker)
 		Expect(c.Status).To(Equal(operatorv1.ConditionFalse))
 		Expect(c.Message).To(ContainSubstring("from worker-eastus2 (through the proxy): https://" + registryHost + "/: Connect failed"))
 		Expect(c.Message).To(ContainSubstring("1 other vantage point(s) reach every URL"))
-		Expect(conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromMaster).Status).To(Equal(operatorv1.ConditionTrue), "the master's condition is another writer's and stays")
+		Expect(conditionOf(cluster(ctx).Status.Conditions, arov1alpha1.InternetReachableFromMaster).Status).To(Equal(operatorv1.ConditionTrue), "the master's condition is another writer's and stays")
 
 		// The agents stop (their subnet's agents are gone): the results go
 		// stale and the condition says so instead of keeping an old answer.
 		clock.Step(16 * time.Minute)
 		_, err = agg.Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred())
-		c = conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromWorker)
+		c = conditionOf(cluster(ctx).Status.Conditions, arov1alpha1.InternetReachableFromWorker)
 		Expect(c.Status).To(Equal(operatorv1.ConditionUnknown))
 		Expect(c.Message).To(Equal("no recent result from worker-eastus1, worker-eastus2"))
 	})
 
 	It("keeps every writer's fields: no check overwrites another's", func(ctx context.Context) {
-		var got arov1alpha1.Cluster
-		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, &got)).To(Succeed())
+		var got amv1alpha1.MonitorConfig
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, &got)).To(Succeed())
 		names := map[string]bool{}
 		for _, vp := range got.Status.VantagePoints {
 			names[vp.Name] = true
@@ -189,11 +191,11 @@ var _ = Describe("egress", Ordered, func() {
 	It("keys a worker subnet by its canonical name, however an agent spells it", func(ctx context.Context) {
 		for _, name := range []string{"Worker-EastUS3", "worker-eastus3"} {
 			clock.Step(6 * time.Minute)
-			r := &controller.ProbeReconciler{Client: env.Client, Clock: clock, Prober: prober(false), Role: arov1alpha1.RoleWorker, Name: name, Node: "n"}
+			r := &controller.ProbeReconciler{Client: env.Client, Clock: clock, Prober: prober(false), Role: amv1alpha1.RoleWorker, Name: name, Node: "n"}
 			_, err := r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
 			var names []string
-			for _, vp := range cluster(ctx).Status.VantagePoints {
+			for _, vp := range record(ctx).VantagePoints {
 				if strings.EqualFold(vp.Name, "worker-eastus3") {
 					names = append(names, vp.Name)
 				}
@@ -203,10 +205,10 @@ var _ = Describe("egress", Ordered, func() {
 	})
 
 	It("says Unknown (CheckDisabled) for the workers when the checker is off, as for the master", func(ctx context.Context) {
-		agg := &controller.WorkerConditionReconciler{Client: env.Client, Clock: clock, MachineNamespace: machNS}
+		agg := &controller.WorkerConditionReconciler{Client: env.Client, Recorder: recorder, Clock: clock, MachineNamespace: machNS}
 		_, err := agg.Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromWorker).Reason).NotTo(Equal(controller.ReasonCheckDisabled))
+		Expect(conditionOf(cluster(ctx).Status.Conditions, arov1alpha1.InternetReachableFromWorker).Reason).NotTo(Equal(controller.ReasonCheckDisabled))
 
 		c := cluster(ctx)
 		c.Spec.OperatorFlags = map[string]string{"aro.checker.enabled": "false"}
@@ -219,7 +221,7 @@ var _ = Describe("egress", Ordered, func() {
 		clock.Step(time.Minute)
 		_, err = agg.Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred())
-		w := conditionOf(cluster(ctx), arov1alpha1.InternetReachableFromWorker)
+		w := conditionOf(cluster(ctx).Status.Conditions, arov1alpha1.InternetReachableFromWorker)
 		Expect(w.Status).To(Equal(operatorv1.ConditionUnknown))
 		Expect(w.Reason).To(Equal(controller.ReasonCheckDisabled))
 		_, mc := masterPass(ctx)

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -11,65 +10,70 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 
 	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 	"github.com/upshift-io/upshift/services/aromonitor/metrics"
 )
 
-// StatusMetricsReconciler (master role) exports what the Cluster's status
-// says: the status of every condition aro-monitor writes, when the checks
-// that run once per cluster (credentials, NSG) last passed, and the client
-// secret's expiry. Reading the status rather than each check's own outcome
-// keeps one source of truth: the gauges say what ARO's resource provider
-// reads, whichever replica or agent wrote it.
+// StatusMetricsReconciler (master role) exports what aro-monitor's record
+// (the MonitorConfig's status) says: the status of every condition it
+// decides, who owns each check, when the checks that run once per cluster
+// (credentials, NSG) last passed, and the client secret's expiry. Reading
+// the record rather than each check's own outcome keeps one source of
+// truth, whichever replica or agent wrote it; ARO's types say what
+// aro-monitor found, whether or not it is the one writing them to the
+// Cluster.
 type StatusMetricsReconciler struct {
 	Client  client.Client
 	Metrics *metrics.Metrics
 }
 
-// ConditionTypes are the Cluster conditions aro-monitor writes.
+// ConditionTypes are the conditions aro-monitor decides.
 var ConditionTypes = []string{
 	arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker,
-	arov1alpha1.ServicePrincipalValid, arov1alpha1.NSGAssociated, arov1alpha1.RemediationSuppressed,
+	arov1alpha1.ServicePrincipalValid, amv1alpha1.NSGAssociated, amv1alpha1.RemediationSuppressed,
 }
 
-// SetupWithManager watches the Cluster, status included.
+// Checks are aro-monitor's checks.
+var Checks = []amv1alpha1.CheckName{amv1alpha1.CheckInternetMaster, amv1alpha1.CheckInternetWorker,
+	amv1alpha1.CheckCredentials, amv1alpha1.CheckNSG}
+
+// SetupWithManager watches the MonitorConfig, status included.
 func (r *StatusMetricsReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("status-metrics").
-		For(&arov1alpha1.Cluster{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetName() == arov1alpha1.SingletonName
+		For(&amv1alpha1.MonitorConfig{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == amv1alpha1.SingletonName
 		}))).
 		Complete(r)
 }
 
-// Reconcile sets the gauges from the status.
+// Reconcile sets the gauges from the record.
 func (r *StatusMetricsReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	cluster := &arov1alpha1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: arov1alpha1.SingletonName}, cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			// No Cluster, no conditions: nothing to alert on.
-			for _, t := range ConditionTypes {
-				r.Metrics.ConditionAbsent(t)
-			}
-			r.Metrics.SecretExpiry(nil)
-			return reconcile.Result{}, nil
-		}
+	mc := &amv1alpha1.MonitorConfig{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc); client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, err
 	}
+	// Without a MonitorConfig (not yet created, or deleted), nothing is
+	// recorded: no condition to alert on.
+	st := mc.Status
 	for _, t := range ConditionTypes {
-		if c := clusterstatus.ConditionByType(cluster.Status.Conditions, t); c != nil {
+		if c := clusterstatus.ConditionByType(st.Conditions, t); c != nil {
 			r.Metrics.Condition(t, string(c.Status))
 		} else {
 			r.Metrics.ConditionAbsent(t)
 		}
 	}
-	for _, name := range []arov1alpha1.CheckName{arov1alpha1.CheckCredentials, arov1alpha1.CheckNSG} {
-		if c := clusterstatus.FindCheck(cluster.Status.Checks, name); c.LastSuccessTime != nil {
+	for _, name := range Checks {
+		r.Metrics.Ownership(name, clusterstatus.FindCheck(st.Checks, name).Ownership)
+	}
+	for _, name := range []amv1alpha1.CheckName{amv1alpha1.CheckCredentials, amv1alpha1.CheckNSG} {
+		if c := clusterstatus.FindCheck(st.Checks, name); c.LastSuccessTime != nil {
 			r.Metrics.Success(name, "", c.LastSuccessTime.Time)
 		}
 	}
-	if cr := cluster.Status.Credentials; cr != nil && cr.ExpiresTime != nil {
+	if cr := st.Credentials; cr != nil && cr.ExpiresTime != nil {
 		t := cr.ExpiresTime.Time
 		r.Metrics.SecretExpiry(&t)
 	} else {

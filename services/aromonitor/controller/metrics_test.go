@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/libs/metricstest"
 
 	"github.com/upshift-io/upshift/services/aromonitor/controller"
@@ -20,7 +20,7 @@ import (
 )
 
 var _ = Describe("Status metrics", func() {
-	It("drops a condition's series when the condition or the Cluster goes", func(ctx context.Context) {
+	It("drops a condition's series when the condition or the MonitorConfig goes", func(ctx context.Context) {
 		reg := prometheus.NewRegistry()
 		r := &controller.StatusMetricsReconciler{Client: env.Client, Metrics: metrics.New(reg)}
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}}
@@ -31,14 +31,14 @@ var _ = Describe("Status metrics", func() {
 		}
 		const suppressedTrue = "status=True,type=RemediationSuppressed"
 
-		c := &arov1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+		c := &amv1alpha1.MonitorConfig{ObjectMeta: metav1.ObjectMeta{Name: amv1alpha1.SingletonName}}
 		Expect(env.Client.Create(ctx, c)).To(Succeed())
 		DeferCleanup(func(ctx context.Context) {
-			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &arov1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}))).To(Succeed())
+			Expect(client.IgnoreNotFound(env.Client.Delete(ctx, &amv1alpha1.MonitorConfig{ObjectMeta: metav1.ObjectMeta{Name: amv1alpha1.SingletonName}}))).To(Succeed())
 		})
 		c.Status.Conditions = []operatorv1.OperatorCondition{
-			{Type: arov1alpha1.RemediationSuppressed, Status: operatorv1.ConditionTrue, Reason: "TugOfWar", LastTransitionTime: metav1.Now()},
-			{Type: arov1alpha1.NSGAssociated, Status: operatorv1.ConditionTrue, Reason: "CheckDone", LastTransitionTime: metav1.Now()},
+			{Type: amv1alpha1.RemediationSuppressed, Status: operatorv1.ConditionTrue, Reason: "TugOfWar", LastTransitionTime: metav1.Now()},
+			{Type: amv1alpha1.NSGAssociated, Status: operatorv1.ConditionTrue, Reason: "CheckDone", LastTransitionTime: metav1.Now()},
 		}
 		Expect(env.Client.Status().Update(ctx, c)).To(Succeed())
 		_, err := r.Reconcile(ctx, req)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,13 +12,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -26,7 +28,9 @@ import (
 
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/services/aromonitor/azure"
+	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 	"github.com/upshift-io/upshift/services/aromonitor/nsg"
+	"github.com/upshift-io/upshift/services/aromonitor/ownership"
 	"github.com/upshift-io/upshift/services/aromonitor/subnets"
 )
 
@@ -64,23 +68,22 @@ type NSGReconciler struct {
 
 var clusterKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: arov1alpha1.SingletonName}}
 
-// SetupWithManager: the Cluster, MonitorConfig, master Machines, MachineSets
-// and the credentials Secret all map to the one work item; the interval
-// requeue catches drift made in Azure, which no watch can see.
+// SetupWithManager: the Cluster, MonitorConfig, master Machines, MachineSets,
+// the credentials Secret and ARO operator's deployments all map to the one
+// work item; the interval requeue catches drift made in Azure, which no
+// watch can see.
 func (r *NSGReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
-	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{clusterKey}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nsg").
-		Watches(&arov1alpha1.Cluster{}, one, specChanged()).
-		Watches(&amv1alpha1.MonitorConfig{}, one).
-		Watches(&machinev1beta1.Machine{}, one, masterMachineChanged()).
-		Watches(&machinev1beta1.MachineSet{}, one, specChanged()).
-		Watches(&corev1.Secret{}, one, named(r.Credentials)).
+		Watches(&arov1alpha1.Cluster{}, toCluster, specChanged()).
+		Watches(&amv1alpha1.MonitorConfig{}, toCluster, specChanged()).
+		Watches(&machinev1beta1.Machine{}, toCluster, masterMachineChanged()).
+		Watches(&machinev1beta1.MachineSet{}, toCluster, specChanged()).
+		Watches(&corev1.Secret{}, toCluster, named(r.Credentials)).
+		Watches(&appsv1.Deployment{}, toCluster, aroOperatorDeployments()).
 		Complete(r)
 }
 
@@ -95,19 +98,29 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 	}
 	// The budget in force is the MonitorConfig's (its default without one).
 	r.Azure.SetRequestsPerMinute(snap.settings.ARMRequestsPerMinute)
-	pass := &nsg.Pass{Cluster: snap.cluster, Policy: snap.settings.NSG, Interval: snap.settings.NSGInterval, Now: r.Clock.Now()}
+	d, err := decideOwnership(ctx, r.Client, snap.settings.Ownership, amv1alpha1.CheckNSG)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	pass := &nsg.Pass{Cluster: snap.cluster, Prev: snap.record, Policy: snap.settings.NSG, Interval: snap.settings.NSGInterval, Now: r.Clock.Now()}
+	if d.Ownership == amv1alpha1.OwnershipObserve && pass.Policy.Mode == nsg.Remediate {
+		// ARO's subnet controller re-associates: a second remediator would
+		// take it for a tug-of-war, and it us.
+		pass.Policy.Mode = nsg.Observe
+	}
+	w := &nsgWriter{r: r, owner: d, prevCheck: clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckNSG)}
 	if pass.Policy.Mode == nsg.Off {
-		return r.finish(ctx, pass.Off())
+		return w.finish(ctx, pass.Off())
 	}
 	found, problems, err := r.discover(ctx, snap.cluster.Spec)
 	if err != nil {
 		// Not an error for the workqueue: the objects read are as they are
 		// until a watch says otherwise; the interval retries all the same.
-		return r.finish(ctx, pass.Unavailable(ReasonConfigurationInvalid, err.Error(), false))
+		return w.finish(ctx, pass.Unavailable(ReasonConfigurationInvalid, err.Error(), false))
 	}
 	client, err := r.subnetsClient(ctx, snap.cluster.Spec)
 	if err != nil {
-		return r.finish(ctx, pass.Unavailable(ReasonCredentialsUnavailable, err.Error(), true))
+		return w.finish(ctx, pass.Unavailable(ReasonCredentialsUnavailable, err.Error(), true))
 	}
 	for i, sn := range found {
 		target := r.subnet(sn)
@@ -119,7 +132,8 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 		if !pass.Subnet(target, attachedNSG(got.Subnet)) {
 			continue
 		}
-		if !pass.Reassociated(r.reassociate(ctx, client, sn, got.Subnet)) {
+		reached, err := r.reassociate(ctx, client, sn, got.Subnet)
+		if !pass.Reassociated(reached, err) {
 			continue
 		}
 		// A PUT reached Azure Resource Manager: its record is stored before
@@ -129,7 +143,7 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 		for _, rest := range found[i+1:] {
 			todo = append(todo, r.subnet(rest))
 		}
-		if err := applyStatus(ctx, r.Client, NSGFieldManager, pass.Progress(todo)); err != nil {
+		if err := w.apply(ctx, pass.Progress(todo)); err != nil {
 			// Not returned as an error: the workqueue would retry within
 			// seconds, each retry free to PUT again without the record.
 			log.FromContext(ctx).Error(err, "recording a re-association failed; the next pass is after the interval", "subnet", sn.ID)
@@ -137,6 +151,9 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 			r.observe(res.Outcomes)
 			r.Recorder.Record(res.Events...)
 			return reconcile.Result{RequeueAfter: wait.Jitter(res.Requeue, 0.1)}, nil
+		}
+		if err == nil {
+			w.reconciled = true
 		}
 	}
 	var errs []string
@@ -148,16 +165,40 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 	if len(res.Errors) > 0 {
 		log.FromContext(ctx).Info("NSG check incomplete", "errors", res.Errors)
 	}
-	return r.finish(ctx, res)
+	return w.finish(ctx, res)
 }
 
-// finish writes a pass's status, then records its Events.
-func (r *NSGReconciler) finish(ctx context.Context, res nsg.Result) (reconcile.Result, error) {
+// nsgWriter writes one pass's status with who owns the check, and tells the
+// resource provider about re-associations as ARO's subnet controller does.
+type nsgWriter struct {
+	r         *NSGReconciler
+	owner     ownership.Decision
+	prevCheck amv1alpha1.CheckStatus
+	// reconciled: a subnet was re-associated in this pass.
+	reconciled bool
+}
+
+func (w *nsgWriter) apply(ctx context.Context, st amv1alpha1.MonitorConfigStatus) error {
+	for i := range st.Checks {
+		st.Checks[i] = withOwnership(st.Checks[i], w.owner)
+	}
+	return applyStatus(ctx, w.r.Client, NSGFieldManager, st)
+}
+
+// finish writes a pass's status, marks the Cluster when a subnet was
+// re-associated, then records the pass's Events.
+func (w *nsgWriter) finish(ctx context.Context, res nsg.Result) (reconcile.Result, error) {
+	r := w.r
 	r.observe(res.Outcomes)
-	if err := applyStatus(ctx, r.Client, NSGFieldManager, res.Status); err != nil {
+	if err := w.apply(ctx, res.Status); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.Recorder.Record(res.Events...)
+	if w.reconciled {
+		if err := markSubnetReconcile(ctx, r.Client, r.Clock.Now()); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	r.Recorder.Record(append(res.Events, ownershipEvents(amv1alpha1.CheckNSG, w.prevCheck, w.owner)...)...)
 	if res.Exact {
 		return reconcile.Result{RequeueAfter: res.Requeue}, nil
 	}
@@ -244,6 +285,21 @@ func (r *NSGReconciler) observe(outcomes []nsg.Outcome) {
 	for _, o := range outcomes {
 		r.Observe(o.Action, o.Result)
 	}
+}
+
+// markSubnetReconcile sets the Cluster's lastSubnetReconcileTimestamp, as
+// ARO's subnet controller does after it re-associated a subnet: a merge
+// patch of that one annotation, in ARO's format (RFC 1123). Only a pass that
+// re-associated marks it — in Observe mode none does — so the resource
+// provider's NSG reconciliation metric counts the same events as with ARO.
+func markSubnetReconcile(ctx context.Context, c client.Client, now time.Time) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		arov1alpha1.LastSubnetReconcileAnnotation: now.UTC().Format(time.RFC1123)}}})
+	if err != nil {
+		return err
+	}
+	cluster := &arov1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: arov1alpha1.SingletonName}}
+	return c.Patch(ctx, cluster, client.RawPatch(types.MergePatchType, patch))
 }
 
 func attachedNSG(s armnetwork.Subnet) string {

@@ -88,6 +88,7 @@ func newAzureCluster(ctx context.Context) *azureCluster {
 	}})).To(Succeed())
 	a := &azureCluster{arm: arm, clock: testingclock.NewFakeClock(t0), creds: creds}
 	DeferCleanup(a.teardown)
+	createMonitorConfig(ctx)
 	return a
 }
 
@@ -100,7 +101,7 @@ func (a *azureCluster) teardown(ctx context.Context) {
 }
 
 // reconciler is a fresh NSG reconciler, as after a restart: everything it
-// remembers comes from the Cluster's status.
+// remembers comes from its record, the MonitorConfig's status.
 func (a *azureCluster) reconciler() *controller.NSGReconciler {
 	cloud := a.arm.Cloud()
 	return &controller.NSGReconciler{
@@ -132,8 +133,32 @@ func cluster(ctx context.Context) *arov1alpha1.Cluster {
 	return c
 }
 
-func conditionOf(c *arov1alpha1.Cluster, t string) operatorv1.OperatorCondition {
-	for _, x := range c.Status.Conditions {
+// record is aro-monitor's record: the MonitorConfig's status.
+func record(ctx context.Context) amv1alpha1.MonitorConfigStatus {
+	mc := &amv1alpha1.MonitorConfig{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc)).To(Succeed())
+	return mc.Status
+}
+
+// createMonitorConfig creates the MonitorConfig that holds the record (the
+// master's ConfigReconciler does so in a running aro-monitor), and deletes
+// it after the Describe: each starts with no record.
+func createMonitorConfig(ctx context.Context) {
+	mc := &amv1alpha1.MonitorConfig{ObjectMeta: metav1.ObjectMeta{Name: amv1alpha1.SingletonName}}
+	Expect(env.Client.Create(ctx, mc)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) { Expect(env.Client.Delete(ctx, mc)).To(Succeed()) })
+}
+
+// setNSGMode sets the MonitorConfig's spec.nsg.mode.
+func setNSGMode(ctx context.Context, mode amv1alpha1.NSGMode) {
+	mc := &amv1alpha1.MonitorConfig{}
+	Expect(env.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc)).To(Succeed())
+	mc.Spec.NSG.Mode = mode
+	Expect(env.Client.Update(ctx, mc)).To(Succeed())
+}
+
+func conditionOf(conds []operatorv1.OperatorCondition, t string) operatorv1.OperatorCondition {
+	for _, x := range conds {
 		if x.Type == t {
 			return x
 		}
@@ -163,12 +188,12 @@ var _ = Describe("NSG association", Ordered, func() {
 		Expect(res.RequeueAfter).To(BeNumerically(">=", 13*time.Minute), "the 15m interval, jittered")
 		Expect(a.arm.SubnetNSG(vnetPath + "worker")).To(Equal(nsgID))
 		Expect(a.puts()).To(Equal(1))
-		c := cluster(ctx)
-		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionTrue))
-		Expect(conditionOf(c, arov1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionFalse))
-		Expect(c.Status.Subnets).To(HaveLen(2))
-		Expect(c.Status.Subnets[1].ID).To(HaveSuffix("/subnets/worker"))
-		Expect(c.Status.Subnets[1].Remediations).To(HaveLen(1))
+		c := record(ctx)
+		Expect(conditionOf(c.Conditions, amv1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionTrue))
+		Expect(conditionOf(c.Conditions, amv1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionFalse))
+		Expect(c.Subnets).To(HaveLen(2))
+		Expect(c.Subnets[1].ID).To(HaveSuffix("/subnets/worker"))
+		Expect(c.Subnets[1].Remediations).To(HaveLen(1))
 		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventReassociated) }).Should(HaveLen(1))
 		Expect(eventsWith(ctx, controller.EventReassociated)[0].Note).To(ContainSubstring("subnet is associated with no network security group instead of " + nsgID))
 
@@ -183,13 +208,13 @@ var _ = Describe("NSG association", Ordered, func() {
 		a.arm.SetSubnetNSG(vnetPath+"worker", "")
 		a.pass(ctx)
 		Expect(a.puts()).To(Equal(1), "drift back within the 10m window is not fought")
-		c := cluster(ctx)
-		sup := conditionOf(c, arov1alpha1.RemediationSuppressed)
+		c := record(ctx)
+		sup := conditionOf(c.Conditions, amv1alpha1.RemediationSuppressed)
 		Expect(sup.Status).To(Equal(operatorv1.ConditionTrue))
 		Expect(sup.Reason).To(Equal("TugOfWar"))
 		Expect(sup.Message).To(ContainSubstring("something else is changing this subnet"))
-		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse))
-		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Message).To(ContainSubstring("worker is associated with no network security group"))
+		Expect(conditionOf(c.Conditions, amv1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse))
+		Expect(conditionOf(c.Conditions, amv1alpha1.NSGAssociated).Message).To(ContainSubstring("worker is associated with no network security group"))
 		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventSuppressed) }).Should(HaveLen(1))
 		Expect(eventsWith(ctx, controller.EventSuppressed)[0].Type).To(Equal(corev1.EventTypeWarning))
 
@@ -201,13 +226,12 @@ var _ = Describe("NSG association", Ordered, func() {
 		a.clock.Step(31 * time.Minute)
 		a.pass(ctx)
 		Expect(a.puts()).To(Equal(2), "the suppression ended")
-		Expect(conditionOf(cluster(ctx), arov1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionFalse))
+		Expect(conditionOf(record(ctx).Conditions, amv1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionFalse))
 	})
 
 	It("only reports drift in Observe mode, once", func(ctx context.Context) {
-		mc := &amv1alpha1.MonitorConfig{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: amv1alpha1.MonitorConfigSpec{NSG: amv1alpha1.NSGConfig{Mode: amv1alpha1.NSGObserve}}}
-		Expect(env.Client.Create(ctx, mc)).To(Succeed())
-		DeferCleanup(func(ctx context.Context) { Expect(env.Client.Delete(ctx, mc)).To(Succeed()) })
+		setNSGMode(ctx, amv1alpha1.NSGObserve)
+		DeferCleanup(func(ctx context.Context) { setNSGMode(ctx, amv1alpha1.NSGRemediate) })
 		drifts := emitted.count(controller.EventDrift)
 		a.clock.Step(2 * time.Hour)
 		a.arm.SetSubnetNSG(vnetPath+"master", "")
@@ -215,10 +239,18 @@ var _ = Describe("NSG association", Ordered, func() {
 		a.clock.Step(time.Minute)
 		a.pass(ctx)
 		Expect(a.puts()).To(Equal(2))
-		Expect(conditionOf(cluster(ctx), arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse))
-		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventDrift) }).Should(HaveLen(1))
+		Expect(conditionOf(record(ctx).Conditions, amv1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse))
 		Expect(emitted.count(controller.EventDrift)).To(Equal(drifts+1), "one Event over two drifted passes")
-		Expect(eventsWith(ctx, controller.EventDrift)[0].Note).To(ContainSubstring("remediation is off (Observe)"))
+		Eventually(func(g Gomega) {
+			var notes []string
+			for _, e := range eventsWith(ctx, controller.EventDrift) {
+				if strings.HasPrefix(e.Note, "Subnet master:") {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(HaveLen(1))
+			g.Expect(notes[0]).To(ContainSubstring("remediation is off (Observe)"))
+		}).Should(Succeed())
 	})
 
 	It("reports its own failures as Unknown, never False", func(ctx context.Context) {
@@ -227,7 +259,7 @@ var _ = Describe("NSG association", Ordered, func() {
 		a.clock.Step(time.Minute)
 		res := a.pass(ctx)
 		Expect(res.RequeueAfter).To(BeNumerically("<=", 66*time.Second), "a failed read is retried within about a minute")
-		cond := conditionOf(cluster(ctx), arov1alpha1.NSGAssociated)
+		cond := conditionOf(record(ctx).Conditions, amv1alpha1.NSGAssociated)
 		Expect(cond.Status).To(Equal(operatorv1.ConditionUnknown))
 		Expect(cond.Reason).To(Equal(controller.ReasonARMUnavailable))
 		Expect(cond.Message).To(ContainSubstring("403 AuthorizationFailed"))
@@ -240,7 +272,7 @@ var _ = Describe("NSG association", Ordered, func() {
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}}
 		_, err := r.Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(conditionOf(cluster(ctx), arov1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionTrue))
+		Expect(conditionOf(record(ctx).Conditions, amv1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionTrue))
 
 		a.arm.UpdateApp(clientID, func(app *azuresim.App) { app.Secret = "second" })
 		secret := &corev1.Secret{}
@@ -252,19 +284,19 @@ var _ = Describe("NSG association", Ordered, func() {
 		// builds a new credential.
 		_, err = r.Reconcile(ctx, req)
 		Expect(err).NotTo(HaveOccurred())
-		cond := conditionOf(cluster(ctx), arov1alpha1.NSGAssociated)
+		cond := conditionOf(record(ctx).Conditions, amv1alpha1.NSGAssociated)
 		Expect(cond.Status).To(Equal(operatorv1.ConditionTrue), cond.Message)
 		Expect(strings.Count(fmt.Sprint(a.arm.Log()), "oauth2/v2.0/token")).To(BeNumerically(">=", 2))
 	})
 })
 
-func subnetRecord(c *arov1alpha1.Cluster, name string) arov1alpha1.SubnetStatus {
-	for _, s := range c.Status.Subnets {
+func subnetRecord(st amv1alpha1.MonitorConfigStatus, name string) amv1alpha1.SubnetStatus {
+	for _, s := range st.Subnets {
 		if strings.HasSuffix(s.ID, "/subnets/"+name) {
 			return s
 		}
 	}
-	return arov1alpha1.SubnetStatus{}
+	return amv1alpha1.SubnetStatus{}
 }
 
 var _ = Describe("NSG records across failures", Ordered, func() {
@@ -277,7 +309,7 @@ var _ = Describe("NSG records across failures", Ordered, func() {
 		a.arm.SetSubnetNSG(vnetPath+"worker", "")
 		a.pass(ctx)
 		Expect(a.puts()).To(Equal(1))
-		before := subnetRecord(cluster(ctx), "worker")
+		before := subnetRecord(record(ctx), "worker")
 		Expect(before.Remediations).To(HaveLen(1))
 		Expect(before.SuppressedReason).To(Equal("TugOfWar"))
 
@@ -288,13 +320,13 @@ var _ = Describe("NSG records across failures", Ordered, func() {
 		a.clock.Step(time.Minute)
 		res := a.pass(ctx)
 		Expect(res.RequeueAfter).To(BeNumerically("<=", time.Minute))
-		c := cluster(ctx)
-		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonCredentialsUnavailable))
+		c := record(ctx)
+		Expect(conditionOf(c.Conditions, amv1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonCredentialsUnavailable))
 		after := subnetRecord(c, "worker")
 		Expect(after.Remediations).To(Equal(before.Remediations), "the budget spent is kept")
 		Expect(after.SuppressedUntil).To(Equal(before.SuppressedUntil), "the suppression is kept")
 		Expect(after.SuppressedReason).To(Equal("TugOfWar"))
-		sup := conditionOf(c, arov1alpha1.RemediationSuppressed)
+		sup := conditionOf(c.Conditions, amv1alpha1.RemediationSuppressed)
 		Expect(sup.Status).To(Equal(operatorv1.ConditionTrue))
 		Expect(sup.Reason).To(Equal("TugOfWar"))
 
@@ -303,7 +335,7 @@ var _ = Describe("NSG records across failures", Ordered, func() {
 		a.clock.Step(time.Minute)
 		a.pass(ctx)
 		Expect(a.puts()).To(Equal(1), "the suppression still holds after the Secret is back")
-		Expect(conditionOf(cluster(ctx), arov1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionTrue))
+		Expect(conditionOf(record(ctx).Conditions, amv1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionTrue))
 	})
 
 	It("keeps the records while the check is off, and ends the suppression in time", func(ctx context.Context) {
@@ -318,14 +350,14 @@ var _ = Describe("NSG records across failures", Ordered, func() {
 		a.clock.Step(time.Minute)
 		res := a.pass(ctx)
 		Expect(res.RequeueAfter).To(BeNumerically(">", 0), "requeued to see the suppression end")
-		c = cluster(ctx)
-		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonCheckDisabled))
-		Expect(subnetRecord(c, "worker").Remediations).To(HaveLen(1))
-		Expect(conditionOf(c, arov1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionTrue))
+		st := record(ctx)
+		Expect(conditionOf(st.Conditions, amv1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonCheckDisabled))
+		Expect(subnetRecord(st, "worker").Remediations).To(HaveLen(1))
+		Expect(conditionOf(st.Conditions, amv1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionTrue))
 
 		a.clock.Step(2 * time.Hour)
 		a.pass(ctx)
-		sup := conditionOf(cluster(ctx), arov1alpha1.RemediationSuppressed)
+		sup := conditionOf(record(ctx).Conditions, amv1alpha1.RemediationSuppressed)
 		Expect(sup.Status).To(Equal(operatorv1.ConditionFalse))
 		Expect(sup.Reason).To(Equal(controller.ReasonCheckDisabled))
 	})
@@ -341,7 +373,7 @@ var _ = Describe("NSG records across failures", Ordered, func() {
 			a.clock.Step(time.Minute)
 		}
 		Expect(a.puts()-start).To(Equal(3), "the budget of 3 per hour bounds the failing PUTs")
-		c := cluster(ctx)
+		c := record(ctx)
 		rec := subnetRecord(c, "worker")
 		Expect(rec.LastRemediationFailed).To(BeTrue())
 		Expect(rec.SuppressedReason).To(Equal("BudgetExhausted"), "a failed repair is no tug-of-war")
@@ -376,11 +408,11 @@ var _ = Describe("NSG status writes", Ordered, func() {
 		_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}})
 		Expect(err).To(HaveOccurred())
 		Expect(a.puts()).To(Equal(1))
-		Expect(subnetRecord(cluster(ctx), "worker").Remediations).To(HaveLen(1))
+		Expect(subnetRecord(record(ctx), "worker").Remediations).To(HaveLen(1))
 	})
 
 	It("keeps the records and retries after the interval when the Machines cannot be listed", func(ctx context.Context) {
-		before := subnetRecord(cluster(ctx), "worker")
+		before := subnetRecord(record(ctx), "worker")
 		Expect(before.Remediations).To(HaveLen(1))
 		wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
@@ -397,8 +429,8 @@ var _ = Describe("NSG status writes", Ordered, func() {
 		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.RequeueAfter).To(BeNumerically(">=", 13*time.Minute), "retried after the interval, not never")
-		c := cluster(ctx)
-		Expect(conditionOf(c, arov1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonConfigurationInvalid))
+		c := record(ctx)
+		Expect(conditionOf(c.Conditions, amv1alpha1.NSGAssociated).Reason).To(Equal(controller.ReasonConfigurationInvalid))
 		Expect(subnetRecord(c, "worker").Remediations).To(Equal(before.Remediations))
 	})
 

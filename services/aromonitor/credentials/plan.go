@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 )
@@ -37,9 +38,10 @@ type Identity struct {
 
 // Input is one credential check's input.
 type Input struct {
-	// Cluster is the ARO Cluster as read: its status is the previous
-	// pass's, and it is what the Events are about.
+	// Cluster is the ARO Cluster, what the Events are about.
 	Cluster *arov1alpha1.Cluster
+	// Prev is aro-monitor's status as read: the previous check's record.
+	Prev amv1alpha1.MonitorConfigStatus
 	// Enabled is ARO's aro.checker.enabled: off, the check says so and asks
 	// nothing of AAD.
 	Enabled bool
@@ -58,7 +60,7 @@ type Input struct {
 type Output struct {
 	// Status holds the check's fields only: ServicePrincipalValid, the
 	// check's record and status.credentials.
-	Status arov1alpha1.ClusterStatus
+	Status amv1alpha1.MonitorConfigStatus
 	// Events are recorded once Status is written.
 	Events []events.Event
 	// Requeue is when the next check is due.
@@ -72,8 +74,8 @@ type Output struct {
 // expiry warned about), a Warning once per expiry, and an Event when the
 // condition turns False or back to True.
 func Plan(in Input) Output {
-	prev := in.Cluster.Status
-	check := clusterstatus.FindCheck(prev.Checks, arov1alpha1.CheckCredentials)
+	prev := in.Prev
+	check := clusterstatus.FindCheck(prev.Checks, amv1alpha1.CheckCredentials)
 	check.LastCheckTime = clusterstatus.Time(in.Now)
 	out := Output{Requeue: in.Interval}
 
@@ -85,9 +87,9 @@ func Plan(in Input) Output {
 	} else if id := in.Identity; id.ClientID != "" {
 		last := prev.Credentials
 		if last == nil {
-			last = &arov1alpha1.CredentialStatus{}
+			last = &amv1alpha1.CredentialStatus{}
 		}
-		cr := &arov1alpha1.CredentialStatus{Kind: id.Kind, ClientID: id.ClientID, AADErrorCode: res.Code,
+		cr := &amv1alpha1.CredentialStatus{Kind: id.Kind, ClientID: id.ClientID, AADErrorCode: res.Code,
 			SecretResourceVersion: id.Version, SecretUpdatedTime: last.SecretUpdatedTime, ExpiryWarnedFor: last.ExpiryWarnedFor}
 		// The cache strips managed fields, and the Secret holds no other
 		// time of change: a version is dated when first seen.
@@ -118,18 +120,18 @@ func Plan(in Input) Output {
 	}
 	cond := operatorv1.OperatorCondition{Type: arov1alpha1.ServicePrincipalValid, Status: operatorv1.ConditionStatus(res.Status),
 		Reason: res.Reason, Message: res.Message}
-	out.Events = append(out.Events, transitionEvents(in.Cluster, cond)...)
+	out.Events = append(out.Events, transitionEvents(in.Cluster, prev.Conditions, cond)...)
 	out.Result = string(res.Status)
 	out.Status.Conditions = []operatorv1.OperatorCondition{clusterstatus.Condition(prev.Conditions, cond, in.Now)}
-	out.Status.Checks = []arov1alpha1.CheckStatus{check}
+	out.Status.Checks = []amv1alpha1.CheckStatus{check}
 	return out
 }
 
 // transitionEvents: a Warning when the condition turns False, and a Normal
 // when it turns True from False or Unknown (not on the first check).
-func transitionEvents(cluster *arov1alpha1.Cluster, cond operatorv1.OperatorCondition) []events.Event {
+func transitionEvents(cluster *arov1alpha1.Cluster, conds []operatorv1.OperatorCondition, cond operatorv1.OperatorCondition) []events.Event {
 	var prev operatorv1.ConditionStatus
-	if c := clusterstatus.ConditionByType(cluster.Status.Conditions, cond.Type); c != nil {
+	if c := clusterstatus.ConditionByType(conds, cond.Type); c != nil {
 		prev = c.Status
 	}
 	switch {

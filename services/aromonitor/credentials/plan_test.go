@@ -28,7 +28,7 @@ func TestPlanWarnsOncePerExpiry(t *testing.T) {
 		t.Fatalf("requeue %v result %s", first.Requeue, first.Result)
 	}
 
-	cluster.Status = first.Status
+	in.Prev = first.Status
 	in.Now = now.Add(15 * time.Minute)
 	in.Outcome = Outcome{Status: metav1.ConditionUnknown, Reason: arov1alpha1.ReasonValidationUnavailable, Message: "AAD is down"}
 	second := Plan(in)
@@ -39,7 +39,7 @@ func TestPlanWarnsOncePerExpiry(t *testing.T) {
 		t.Fatalf("requeue %v while not True, want %v", second.Requeue, RetryInterval)
 	}
 
-	cluster.Status = second.Status
+	in.Prev = second.Status
 	later := expires.Add(24 * time.Hour)
 	in.Identity.Expires = &later
 	in.Outcome = Classify(nil, nil)

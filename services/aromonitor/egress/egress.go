@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/libs/truncate"
 
 	"github.com/upshift-io/upshift/services/aromonitor/hysteresis"
@@ -37,11 +38,11 @@ func Round(ctx context.Context, p *probe.Prober, urls []string) []probe.Result {
 
 // Record folds one round into a vantage point's record. A round passes when
 // every URL was reached; the reachable status moves with the hysteresis.
-func Record(prev arov1alpha1.VantagePoint, name string, role arov1alpha1.Role, node string, results []probe.Result, now time.Time, th hysteresis.Thresholds) arov1alpha1.VantagePoint {
+func Record(prev amv1alpha1.VantagePoint, name string, role amv1alpha1.Role, node string, results []probe.Result, now time.Time, th hysteresis.Thresholds) amv1alpha1.VantagePoint {
 	passed := len(results) > 0
-	vp := arov1alpha1.VantagePoint{Name: name, Role: role, Node: node, Path: arov1alpha1.PathDirect}
+	vp := amv1alpha1.VantagePoint{Name: name, Role: role, Node: node, Path: amv1alpha1.PathDirect}
 	for _, r := range results {
-		t := arov1alpha1.TargetResult{URL: r.URL, LatencyMilliseconds: map[arov1alpha1.ProbePhase]int64{}}
+		t := amv1alpha1.TargetResult{URL: r.URL, LatencyMilliseconds: map[amv1alpha1.ProbePhase]int64{}}
 		for ph, d := range r.Latency {
 			t.LatencyMilliseconds[ph] = d.Milliseconds()
 		}
@@ -50,8 +51,8 @@ func Record(prev arov1alpha1.VantagePoint, name string, role arov1alpha1.Role, n
 			t.FailedPhase = r.FailedPhase
 			t.Error = truncate.String(r.Err.Error(), 1024)
 		}
-		if r.Path == arov1alpha1.PathProxy {
-			vp.Path = arov1alpha1.PathProxy
+		if r.Path == amv1alpha1.PathProxy {
+			vp.Path = amv1alpha1.PathProxy
 		}
 		vp.Targets = append(vp.Targets, t)
 	}
@@ -64,7 +65,7 @@ func Record(prev arov1alpha1.VantagePoint, name string, role arov1alpha1.Role, n
 
 // Passed says whether a vantage point's latest round reached every URL: the
 // round itself, not the hysteresis-held status.
-func Passed(vp arov1alpha1.VantagePoint) bool {
+func Passed(vp amv1alpha1.VantagePoint) bool {
 	if len(vp.Targets) == 0 {
 		return false
 	}
@@ -92,7 +93,7 @@ const ReasonNoVantagePoint = "NoVantagePoint"
 // ForRole computes the condition for role. failureThreshold is the number
 // of failed rounds in a row that turns a vantage point False, for the
 // message about one still short of it.
-func ForRole(role arov1alpha1.Role, vps []arov1alpha1.VantagePoint, expected []string, now time.Time, staleAfter time.Duration, failureThreshold int32) Condition {
+func ForRole(role amv1alpha1.Role, vps []amv1alpha1.VantagePoint, expected []string, now time.Time, staleAfter time.Duration, failureThreshold int32) Condition {
 	var failing, pending, stale, ok []string
 	seen := map[string]bool{}
 	for _, vp := range vps {
@@ -152,7 +153,7 @@ func ForRole(role arov1alpha1.Role, vps []arov1alpha1.VantagePoint, expected []s
 }
 
 // describe says which URLs fail from a vantage point, and in which phase.
-func describe(vp arov1alpha1.VantagePoint) string {
+func describe(vp amv1alpha1.VantagePoint) string {
 	var parts []string
 	for _, t := range vp.Targets {
 		if t.FailedPhase != "" {
@@ -160,7 +161,7 @@ func describe(vp arov1alpha1.VantagePoint) string {
 		}
 	}
 	via := ""
-	if vp.Path == arov1alpha1.PathProxy {
+	if vp.Path == amv1alpha1.PathProxy {
 		via = " (through the proxy)"
 	}
 	return fmt.Sprintf("from %s%s: %s", vp.Name, via, strings.Join(parts, "; "))

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 
 	"github.com/upshift-io/upshift/services/aromonitor/probe"
 )
@@ -25,6 +25,7 @@ type Metrics struct {
 	remediations  *prometheus.CounterVec
 	arm           *prometheus.CounterVec
 	secretExpiry  prometheus.Gauge
+	ownership     *prometheus.GaugeVec
 }
 
 // New creates the metrics and registers them with reg.
@@ -32,7 +33,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "upshift_aro_monitor_condition",
-			Help: "1 for the current status (True, False, Unknown) of each Cluster condition aro-monitor writes, 0 for the others.",
+			Help: "1 for the current status (True, False, Unknown) of each condition aro-monitor decides (as recorded on its MonitorConfig), 0 for the others.",
 		}, []string{"type", "status"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "upshift_aro_monitor_last_success_timestamp_seconds",
@@ -59,9 +60,25 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "upshift_aro_monitor_client_secret_expiry_timestamp_seconds",
 			Help: "When the cluster's client secret expires, where the credentials Secret says so; 0 when unknown.",
 		}),
+		ownership: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "upshift_aro_monitor_check_ownership",
+			Help: "1 for who acts for each check: Replace (aro-monitor writes ARO's conditions and remediates) or Observe (ARO's operator runs it; aro-monitor reports only); 0 for the other.",
+		}, []string{"check", "ownership"}),
 	}
-	reg.MustRegister(m.condition, m.lastSuccess, m.phase, m.probeFailures, m.remediations, m.arm, m.secretExpiry)
+	reg.MustRegister(m.condition, m.lastSuccess, m.phase, m.probeFailures, m.remediations, m.arm, m.secretExpiry, m.ownership)
 	return m
+}
+
+// Ownership records who acts for a check ("" before its first decision:
+// both 0).
+func (m *Metrics) Ownership(check amv1alpha1.CheckName, o amv1alpha1.Ownership) {
+	for _, v := range []amv1alpha1.Ownership{amv1alpha1.OwnershipReplace, amv1alpha1.OwnershipObserve} {
+		val := 0.0
+		if v == o {
+			val = 1
+		}
+		m.ownership.WithLabelValues(string(check), string(v)).Set(val)
+	}
 }
 
 // Condition records a condition's current status.
@@ -83,12 +100,12 @@ func (m *Metrics) ConditionAbsent(condType string) {
 }
 
 // Success records a check passing, at t.
-func (m *Metrics) Success(check arov1alpha1.CheckName, vantagePoint string, t time.Time) {
+func (m *Metrics) Success(check amv1alpha1.CheckName, vantagePoint string, t time.Time) {
 	m.lastSuccess.WithLabelValues(string(check), vantagePoint).Set(float64(t.Unix()))
 }
 
 // Round records one egress round's probes.
-func (m *Metrics) Round(role arov1alpha1.Role, results []probe.Result) {
+func (m *Metrics) Round(role amv1alpha1.Role, results []probe.Result) {
 	for _, r := range results {
 		host := r.URL
 		if u, err := url.Parse(r.URL); err == nil && u.Host != "" {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/libs/metricstest"
 
 	"github.com/upshift-io/upshift/services/aromonitor/probe"
@@ -18,9 +18,9 @@ func TestMetrics(t *testing.T) {
 	m := New(reg)
 	m.Condition("InternetReachableFromWorker", "False")
 	m.Condition("InternetReachableFromWorker", "True")
-	m.Round(arov1alpha1.RoleWorker, []probe.Result{
-		{URL: "https://arosvc.azurecr.io/v2/", Latency: map[arov1alpha1.ProbePhase]time.Duration{"DNS": 3 * time.Millisecond, "Connect": 9 * time.Millisecond}},
-		{URL: "https://management.azure.com/", FailedPhase: "TLS", Err: errors.New("x"), Latency: map[arov1alpha1.ProbePhase]time.Duration{"TLS": time.Second}},
+	m.Round(amv1alpha1.RoleWorker, []probe.Result{
+		{URL: "https://arosvc.azurecr.io/v2/", Latency: map[amv1alpha1.ProbePhase]time.Duration{"DNS": 3 * time.Millisecond, "Connect": 9 * time.Millisecond}},
+		{URL: "https://management.azure.com/", FailedPhase: "TLS", Err: errors.New("x"), Latency: map[amv1alpha1.ProbePhase]time.Duration{"TLS": time.Second}},
 	})
 	m.Remediation("reassociate", "success")
 	m.ARMRequest("GET subnets", "429")

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 )
@@ -58,14 +59,15 @@ type Subnet struct {
 // out the re-associations it asks for, and writes the status it returns.
 // It does no I/O.
 type Pass struct {
-	// Cluster is the ARO Cluster as read: the previous status, and what
-	// the Events are about.
-	Cluster  *arov1alpha1.Cluster
+	// Cluster is the ARO Cluster, what the Events are about.
+	Cluster *arov1alpha1.Cluster
+	// Prev is aro-monitor's status as read: the previous pass's records.
+	Prev     amv1alpha1.MonitorConfigStatus
 	Policy   Policy
 	Interval time.Duration
 	Now      time.Time
 
-	subnets  []arov1alpha1.SubnetStatus
+	subnets  []amv1alpha1.SubnetStatus
 	read     map[string]bool
 	pending  *pending
 	errs     []string
@@ -76,7 +78,7 @@ type Pass struct {
 // Result is a pass's end: the status to write, the Events to record once it
 // is written, the outcomes for the metrics and when to run again.
 type Result struct {
-	Status   arov1alpha1.ClusterStatus
+	Status   amv1alpha1.MonitorConfigStatus
 	Events   []events.Event
 	Outcomes []Outcome
 	Requeue  time.Duration
@@ -94,19 +96,19 @@ type Result struct {
 // (the budget spent, a running suppression), e.g. while the credentials
 // Secret is recreated. retrySoon bounds the requeue by RetryInterval.
 func (p *Pass) Unavailable(reason, message string, retrySoon bool) Result {
-	prev := p.Cluster.Status
+	prev := p.Prev
 	sup := suppression(prev.Subnets, p.Now)
 	if p.Policy.Mode == Off && sup.Status != operatorv1.ConditionTrue {
-		sup = operatorv1.OperatorCondition{Type: arov1alpha1.RemediationSuppressed, Status: operatorv1.ConditionFalse,
+		sup = operatorv1.OperatorCondition{Type: amv1alpha1.RemediationSuppressed, Status: operatorv1.ConditionFalse,
 			Reason: ReasonCheckDisabled, Message: offMessage}
 	}
-	check := clusterstatus.FindCheck(prev.Checks, arov1alpha1.CheckNSG)
+	check := clusterstatus.FindCheck(prev.Checks, amv1alpha1.CheckNSG)
 	check.LastCheckTime = clusterstatus.Time(p.Now)
 	res := Result{Requeue: p.Interval, Events: p.events, Outcomes: p.outcomes}
 	if retrySoon {
 		res.Requeue, res.Exact = min(p.Interval, RetryInterval), true
 	}
-	res.Status = p.status(check, prev.Subnets, clusterstatus.Unknown(arov1alpha1.NSGAssociated, reason, message), &sup)
+	res.Status = p.status(check, prev.Subnets, clusterstatus.Unknown(amv1alpha1.NSGAssociated, reason, message), &sup)
 	return res
 }
 
@@ -127,7 +129,7 @@ func (p *Pass) ReadFailed(sn Subnet, err error) {
 // attached ("" for none). It returns whether to re-associate the expected
 // group; if so, Reassociated must be told how that went.
 func (p *Pass) Subnet(sn Subnet, attached string) (reassociate bool) {
-	prev := findSubnet(p.Cluster.Status.Subnets, sn.ID)
+	prev := findSubnet(p.Prev.Subnets, sn.ID)
 	st := p.previous(sn)
 	st.LastCheckTime = clusterstatus.Time(p.Now)
 	st.AttachedNSG = attached
@@ -153,7 +155,7 @@ func (p *Pass) Subnet(sn Subnet, attached string) (reassociate bool) {
 // pending is the subnet whose re-association is under way.
 type pending struct {
 	sn Subnet
-	st arov1alpha1.SubnetStatus
+	st amv1alpha1.SubnetStatus
 	d  Decision
 }
 
@@ -194,20 +196,20 @@ func (p *Pass) Reassociated(reached bool, err error) (store bool) {
 // Progress is the status to store mid-pass: the subnets' records done so
 // far, the ones of todo (still to do) as they were. The conditions and the
 // check's times stay as they were until the pass ends.
-func (p *Pass) Progress(todo []Subnet) arov1alpha1.ClusterStatus {
-	prev := p.Cluster.Status
-	list := append([]arov1alpha1.SubnetStatus(nil), p.subnets...)
+func (p *Pass) Progress(todo []Subnet) amv1alpha1.MonitorConfigStatus {
+	prev := p.Prev
+	list := append([]amv1alpha1.SubnetStatus(nil), p.subnets...)
 	for _, sn := range todo {
 		if rec := findSubnet(prev.Subnets, sn.ID); rec.ID != "" {
 			list = append(list, rec)
 		}
 	}
 	var associated operatorv1.OperatorCondition
-	if c := clusterstatus.ConditionByType(prev.Conditions, arov1alpha1.NSGAssociated); c != nil {
+	if c := clusterstatus.ConditionByType(prev.Conditions, amv1alpha1.NSGAssociated); c != nil {
 		associated = *c
 	}
-	return p.status(clusterstatus.FindCheck(prev.Checks, arov1alpha1.CheckNSG), list, associated,
-		clusterstatus.ConditionByType(prev.Conditions, arov1alpha1.RemediationSuppressed))
+	return p.status(clusterstatus.FindCheck(prev.Checks, amv1alpha1.CheckNSG), list, associated,
+		clusterstatus.ConditionByType(prev.Conditions, amv1alpha1.RemediationSuppressed))
 }
 
 // StoreFailed ends a pass whose mid-pass record could not be stored. The
@@ -224,7 +226,7 @@ func (p *Pass) Problems(errs []string) { p.errs = append(p.errs, errs...) }
 // Done ends a pass that went over every subnet: NSGAssociated and
 // RemediationSuppressed from the subnets' records.
 func (p *Pass) Done() Result {
-	check := clusterstatus.FindCheck(p.Cluster.Status.Checks, arov1alpha1.CheckNSG)
+	check := clusterstatus.FindCheck(p.Prev.Checks, amv1alpha1.CheckNSG)
 	check.LastCheckTime = clusterstatus.Time(p.Now)
 	var drifts []string
 	for _, sn := range p.subnets {
@@ -236,12 +238,12 @@ func (p *Pass) Done() Result {
 	var associated operatorv1.OperatorCondition
 	switch {
 	case len(drifts) > 0:
-		associated = operatorv1.OperatorCondition{Type: arov1alpha1.NSGAssociated, Status: operatorv1.ConditionFalse,
+		associated = operatorv1.OperatorCondition{Type: amv1alpha1.NSGAssociated, Status: operatorv1.ConditionFalse,
 			Reason: arov1alpha1.ReasonCheckFailed, Message: strings.Join(drifts, "\n")}
 	case len(p.errs) > 0:
-		associated = clusterstatus.Unknown(arov1alpha1.NSGAssociated, ReasonARMUnavailable, strings.Join(p.errs, "\n"))
+		associated = clusterstatus.Unknown(amv1alpha1.NSGAssociated, ReasonARMUnavailable, strings.Join(p.errs, "\n"))
 	default:
-		associated = operatorv1.OperatorCondition{Type: arov1alpha1.NSGAssociated, Status: operatorv1.ConditionTrue,
+		associated = operatorv1.OperatorCondition{Type: amv1alpha1.NSGAssociated, Status: operatorv1.ConditionTrue,
 			Reason: arov1alpha1.ReasonCheckDone, Message: fmt.Sprintf("All %d cluster subnets are associated with the cluster's network security group", len(p.subnets))}
 		check.LastSuccessTime = clusterstatus.Time(p.Now)
 	}
@@ -258,9 +260,9 @@ func (p *Pass) Done() Result {
 }
 
 // status is the NSG check's part of the Cluster status.
-func (p *Pass) status(check arov1alpha1.CheckStatus, list []arov1alpha1.SubnetStatus, associated operatorv1.OperatorCondition, suppressed *operatorv1.OperatorCondition) arov1alpha1.ClusterStatus {
-	prev := p.Cluster.Status.Conditions
-	st := arov1alpha1.ClusterStatus{Checks: []arov1alpha1.CheckStatus{check}, Subnets: list}
+func (p *Pass) status(check amv1alpha1.CheckStatus, list []amv1alpha1.SubnetStatus, associated operatorv1.OperatorCondition, suppressed *operatorv1.OperatorCondition) amv1alpha1.MonitorConfigStatus {
+	prev := p.Prev.Conditions
+	st := amv1alpha1.MonitorConfigStatus{Checks: []amv1alpha1.CheckStatus{check}, Subnets: list}
 	// Empty only mid-pass before the first pass ever ended.
 	if associated.Type != "" {
 		st.Conditions = append(st.Conditions, clusterstatus.Condition(prev, associated, p.Now))
@@ -272,8 +274,8 @@ func (p *Pass) status(check arov1alpha1.CheckStatus, list []arov1alpha1.SubnetSt
 }
 
 // previous is the subnet's last record, under its canonical ID.
-func (p *Pass) previous(sn Subnet) arov1alpha1.SubnetStatus {
-	st := findSubnet(p.Cluster.Status.Subnets, sn.ID)
+func (p *Pass) previous(sn Subnet) amv1alpha1.SubnetStatus {
+	st := findSubnet(p.Prev.Subnets, sn.ID)
 	st.ID = strings.ToLower(sn.ID)
 	st.ExpectedNSG = sn.ExpectedNSG
 	return st
@@ -296,7 +298,7 @@ func (p *Pass) markRead(id string) {
 }
 
 // suppression is RemediationSuppressed as the subnets' records say at now.
-func suppression(list []arov1alpha1.SubnetStatus, now time.Time) operatorv1.OperatorCondition {
+func suppression(list []amv1alpha1.SubnetStatus, now time.Time) operatorv1.OperatorCondition {
 	var suppressed []string
 	reasons := map[string]bool{}
 	for _, sn := range list {
@@ -306,7 +308,7 @@ func suppression(list []arov1alpha1.SubnetStatus, now time.Time) operatorv1.Oper
 		}
 	}
 	if len(suppressed) == 0 {
-		return operatorv1.OperatorCondition{Type: arov1alpha1.RemediationSuppressed, Status: operatorv1.ConditionFalse,
+		return operatorv1.OperatorCondition{Type: amv1alpha1.RemediationSuppressed, Status: operatorv1.ConditionFalse,
 			Reason: ReasonNotSuppressed, Message: "Remediation is running for every subnet"}
 	}
 	sort.Strings(suppressed)
@@ -315,7 +317,7 @@ func suppression(list []arov1alpha1.SubnetStatus, now time.Time) operatorv1.Oper
 	if reasons[TugOfWar] {
 		reason = TugOfWar
 	}
-	return operatorv1.OperatorCondition{Type: arov1alpha1.RemediationSuppressed, Status: operatorv1.ConditionTrue,
+	return operatorv1.OperatorCondition{Type: amv1alpha1.RemediationSuppressed, Status: operatorv1.ConditionTrue,
 		Reason: reason, Message: strings.Join(suppressed, "\n")}
 }
 
@@ -332,20 +334,20 @@ func ARMReason(err error) string {
 	return strings.SplitN(err.Error(), "\n", 2)[0]
 }
 
-func findSubnet(list []arov1alpha1.SubnetStatus, id string) arov1alpha1.SubnetStatus {
+func findSubnet(list []amv1alpha1.SubnetStatus, id string) amv1alpha1.SubnetStatus {
 	for _, s := range list {
 		if strings.EqualFold(s.ID, id) {
 			return s
 		}
 	}
-	return arov1alpha1.SubnetStatus{}
+	return amv1alpha1.SubnetStatus{}
 }
 
-func drifted(s arov1alpha1.SubnetStatus) bool {
+func drifted(s amv1alpha1.SubnetStatus) bool {
 	return s.LastCheckTime != nil && !strings.EqualFold(s.AttachedNSG, s.ExpectedNSG)
 }
 
-func toRecord(s arov1alpha1.SubnetStatus) Record {
+func toRecord(s amv1alpha1.SubnetStatus) Record {
 	rec := Record{SuppressedKind: s.SuppressedReason, SuppressedWhy: s.SuppressedMessage, LastFailed: s.LastRemediationFailed}
 	for _, t := range s.Remediations {
 		rec.Remediations = append(rec.Remediations, t.Time)
@@ -356,7 +358,7 @@ func toRecord(s arov1alpha1.SubnetStatus) Record {
 	return rec
 }
 
-func fromRecord(s arov1alpha1.SubnetStatus, rec Record) arov1alpha1.SubnetStatus {
+func fromRecord(s amv1alpha1.SubnetStatus, rec Record) amv1alpha1.SubnetStatus {
 	s.Remediations = nil
 	for _, t := range rec.Remediations {
 		s.Remediations = append(s.Remediations, metav1.NewTime(t))

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 )
 
 // A pass over two subnets: one drifted and repaired (its record stored
@@ -20,8 +21,8 @@ func TestPassReassociations(t *testing.T) {
 	a := Subnet{ID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/A", Name: "A", ExpectedNSG: "nsg"}
 	b := Subnet{ID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/B", Name: "B", ExpectedNSG: "nsg"}
 	cluster := &arov1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: arov1alpha1.SingletonName}}
-	cluster.Status.Subnets = []arov1alpha1.SubnetStatus{{ID: "old-b-record", ExpectedNSG: "nsg"}}
-	p := &Pass{Cluster: cluster, Policy: policy, Interval: time.Hour, Now: now}
+	prev := amv1alpha1.MonitorConfigStatus{Subnets: []amv1alpha1.SubnetStatus{{ID: "old-b-record", ExpectedNSG: "nsg"}}}
+	p := &Pass{Cluster: cluster, Prev: prev, Policy: policy, Interval: time.Hour, Now: now}
 
 	if !p.Subnet(a, "") {
 		t.Fatal("a drifted subnet in Remediate mode is not re-associated")
@@ -59,7 +60,7 @@ func TestPassReassociations(t *testing.T) {
 	}
 	// b was not judged on a read it could not act on: Unknown, not False.
 	assoc := res.Status.Conditions[0]
-	if assoc.Type != arov1alpha1.NSGAssociated || assoc.Status != operatorv1.ConditionUnknown || assoc.Reason != ReasonARMUnavailable {
+	if assoc.Type != amv1alpha1.NSGAssociated || assoc.Status != operatorv1.ConditionUnknown || assoc.Reason != ReasonARMUnavailable {
 		t.Fatalf("NSGAssociated %+v", assoc)
 	}
 }

@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 )
 
 // Prober probes URLs. The zero value probes directly with the system resolver
@@ -44,12 +44,12 @@ type Prober struct {
 // Result is one URL's probe.
 type Result struct {
 	URL  string
-	Path arov1alpha1.Path
+	Path amv1alpha1.Path
 	// FailedPhase is empty when the URL was reached.
-	FailedPhase arov1alpha1.ProbePhase
+	FailedPhase amv1alpha1.ProbePhase
 	Err         error
 	// Latency per phase that completed or failed.
-	Latency map[arov1alpha1.ProbePhase]time.Duration
+	Latency map[amv1alpha1.ProbePhase]time.Duration
 	// StatusCode of the HTTP response, when there was one.
 	StatusCode int
 }
@@ -59,18 +59,18 @@ func (r Result) OK() bool { return r.FailedPhase == "" }
 
 // Probe reaches target once.
 func (p *Prober) Probe(ctx context.Context, target string) Result {
-	res := Result{URL: target, Path: arov1alpha1.PathDirect, Latency: map[arov1alpha1.ProbePhase]time.Duration{}}
+	res := Result{URL: target, Path: amv1alpha1.PathDirect, Latency: map[amv1alpha1.ProbePhase]time.Duration{}}
 	u, err := url.Parse(target)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		res.FailedPhase, res.Err = arov1alpha1.PhaseHTTP, fmt.Errorf("not an http(s) URL: %q", target)
+		res.FailedPhase, res.Err = amv1alpha1.PhaseHTTP, fmt.Errorf("not an http(s) URL: %q", target)
 		return res
 	}
 	if p.Proxy != nil {
 		if pu, err := p.Proxy(u); err != nil {
-			res.FailedPhase, res.Err = arov1alpha1.PhaseConnect, fmt.Errorf("choosing the proxy: %w", err)
+			res.FailedPhase, res.Err = amv1alpha1.PhaseConnect, fmt.Errorf("choosing the proxy: %w", err)
 			return res
 		} else if pu != nil {
-			res.Path = arov1alpha1.PathProxy
+			res.Path = amv1alpha1.PathProxy
 		}
 	}
 	timeout := p.Timeout
@@ -83,7 +83,7 @@ func (p *Prober) Probe(ctx context.Context, target string) Result {
 	t := newPhases()
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, t.trace()), http.MethodHead, target, nil)
 	if err != nil {
-		res.FailedPhase, res.Err = arov1alpha1.PhaseHTTP, err
+		res.FailedPhase, res.Err = amv1alpha1.PhaseHTTP, err
 		return res
 	}
 	client := &http.Client{
@@ -119,12 +119,12 @@ type ProxyRefusal struct {
 	Detail string
 	// Phase is DNS where the proxy says it could not resolve the name,
 	// Connect otherwise.
-	Phase arov1alpha1.ProbePhase
+	Phase amv1alpha1.ProbePhase
 }
 
 func (e *ProxyRefusal) Error() string {
 	what := "the proxy refused or could not open the connection"
-	if e.Phase == arov1alpha1.PhaseDNS {
+	if e.Phase == amv1alpha1.PhaseDNS {
 		what = "the proxy could not resolve the name"
 	}
 	if e.Detail == "" {
@@ -152,11 +152,11 @@ func ClassifyProxyRefusal(status string, header http.Header, body []byte) *Proxy
 	if len(detail) > 300 {
 		detail = detail[:300] + "..."
 	}
-	e := &ProxyRefusal{Status: status, Detail: detail, Phase: arov1alpha1.PhaseConnect}
+	e := &ProxyRefusal{Status: status, Detail: detail, Phase: amv1alpha1.PhaseConnect}
 	lower := strings.ToLower(detail)
 	for _, sign := range dnsSigns {
 		if strings.Contains(lower, sign) {
-			e.Phase = arov1alpha1.PhaseDNS
+			e.Phase = amv1alpha1.PhaseDNS
 			break
 		}
 	}
@@ -192,22 +192,22 @@ func (p *Prober) transport() *http.Transport {
 // phases records when each phase started and ended, from httptrace's hooks.
 type phases struct {
 	mu         sync.Mutex
-	start, end map[arov1alpha1.ProbePhase]time.Time
-	errs       map[arov1alpha1.ProbePhase]error
+	start, end map[amv1alpha1.ProbePhase]time.Time
+	errs       map[amv1alpha1.ProbePhase]error
 	done       time.Time
 }
 
 func newPhases() *phases {
 	return &phases{
-		start: map[arov1alpha1.ProbePhase]time.Time{},
-		end:   map[arov1alpha1.ProbePhase]time.Time{},
-		errs:  map[arov1alpha1.ProbePhase]error{},
+		start: map[amv1alpha1.ProbePhase]time.Time{},
+		end:   map[amv1alpha1.ProbePhase]time.Time{},
+		errs:  map[amv1alpha1.ProbePhase]error{},
 	}
 }
 
 // mark records the first time a phase hit a hook: a dial may try several
 // addresses, and the phase is the whole attempt.
-func (t *phases) mark(m map[arov1alpha1.ProbePhase]time.Time, ph arov1alpha1.ProbePhase) {
+func (t *phases) mark(m map[amv1alpha1.ProbePhase]time.Time, ph amv1alpha1.ProbePhase) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := m[ph]; !ok {
@@ -215,7 +215,7 @@ func (t *phases) mark(m map[arov1alpha1.ProbePhase]time.Time, ph arov1alpha1.Pro
 	}
 }
 
-func (t *phases) fail(ph arov1alpha1.ProbePhase, err error) {
+func (t *phases) fail(ph amv1alpha1.ProbePhase, err error) {
 	if err == nil {
 		return
 	}
@@ -228,25 +228,25 @@ func (t *phases) fail(ph arov1alpha1.ProbePhase, err error) {
 
 func (t *phases) trace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
-		DNSStart: func(httptrace.DNSStartInfo) { t.mark(t.start, arov1alpha1.PhaseDNS) },
+		DNSStart: func(httptrace.DNSStartInfo) { t.mark(t.start, amv1alpha1.PhaseDNS) },
 		DNSDone: func(i httptrace.DNSDoneInfo) {
-			t.mark(t.end, arov1alpha1.PhaseDNS)
-			t.fail(arov1alpha1.PhaseDNS, i.Err)
+			t.mark(t.end, amv1alpha1.PhaseDNS)
+			t.fail(amv1alpha1.PhaseDNS, i.Err)
 		},
-		ConnectStart: func(string, string) { t.mark(t.start, arov1alpha1.PhaseConnect) },
+		ConnectStart: func(string, string) { t.mark(t.start, amv1alpha1.PhaseConnect) },
 		ConnectDone: func(_, _ string, err error) {
-			t.mark(t.end, arov1alpha1.PhaseConnect)
-			t.fail(arov1alpha1.PhaseConnect, err)
+			t.mark(t.end, amv1alpha1.PhaseConnect)
+			t.fail(amv1alpha1.PhaseConnect, err)
 		},
-		TLSHandshakeStart: func() { t.mark(t.start, arov1alpha1.PhaseTLS) },
+		TLSHandshakeStart: func() { t.mark(t.start, amv1alpha1.PhaseTLS) },
 		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
-			t.mark(t.end, arov1alpha1.PhaseTLS)
-			t.fail(arov1alpha1.PhaseTLS, err)
+			t.mark(t.end, amv1alpha1.PhaseTLS)
+			t.fail(amv1alpha1.PhaseTLS, err)
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
-			t.mark(t.start, arov1alpha1.PhaseHTTP)
+			t.mark(t.start, amv1alpha1.PhaseHTTP)
 		},
-		GotFirstResponseByte: func() { t.mark(t.end, arov1alpha1.PhaseHTTP) },
+		GotFirstResponseByte: func() { t.mark(t.end, amv1alpha1.PhaseHTTP) },
 	}
 }
 
@@ -257,35 +257,35 @@ func (t *phases) finish(err error) {
 	if err != nil {
 		// A timeout or a proxy refusal reaches no hook: charge it to the
 		// phase that was running.
-		var ph arov1alpha1.ProbePhase
+		var ph amv1alpha1.ProbePhase
 		for _, p := range order {
 			if _, ok := t.start[p]; ok {
 				ph = p
 			}
 		}
 		if ph == "" {
-			ph = arov1alpha1.PhaseConnect
+			ph = amv1alpha1.PhaseConnect
 		}
 		t.fail(ph, err)
 	}
 }
 
-var order = []arov1alpha1.ProbePhase{arov1alpha1.PhaseDNS, arov1alpha1.PhaseConnect, arov1alpha1.PhaseTLS, arov1alpha1.PhaseHTTP}
+var order = []amv1alpha1.ProbePhase{amv1alpha1.PhaseDNS, amv1alpha1.PhaseConnect, amv1alpha1.PhaseTLS, amv1alpha1.PhaseHTTP}
 
 // failed is the first phase, in order, that failed.
-func (t *phases) failed() arov1alpha1.ProbePhase {
+func (t *phases) failed() amv1alpha1.ProbePhase {
 	for _, p := range order {
 		if _, ok := t.errs[p]; ok {
 			return p
 		}
 	}
-	return arov1alpha1.PhaseHTTP
+	return amv1alpha1.PhaseHTTP
 }
 
 // latencies is each started phase's duration, up to its end or, for the
 // phase that never ended, up to the failure.
-func (t *phases) latencies() map[arov1alpha1.ProbePhase]time.Duration {
-	out := map[arov1alpha1.ProbePhase]time.Duration{}
+func (t *phases) latencies() map[amv1alpha1.ProbePhase]time.Duration {
+	out := map[amv1alpha1.ProbePhase]time.Duration{}
 	for p, s := range t.start {
 		e, ok := t.end[p]
 		if !ok {

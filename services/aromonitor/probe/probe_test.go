@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/tools/egresssim"
 )
 
@@ -81,21 +81,21 @@ func TestPhases(t *testing.T) {
 		name      string
 		prober    *Prober
 		url       string
-		wantPhase arov1alpha1.ProbePhase
-		wantTimed []arov1alpha1.ProbePhase
+		wantPhase amv1alpha1.ProbePhase
+		wantTimed []amv1alpha1.ProbePhase
 		prepare   func()
 	}{
 		{"reached: any HTTP response counts", w.prober(5 * time.Second), w.url("example.com", w.ok), "",
-			[]arov1alpha1.ProbePhase{"DNS", "Connect", "TLS", "HTTP"}, nil},
+			[]amv1alpha1.ProbePhase{"DNS", "Connect", "TLS", "HTTP"}, nil},
 		{"name does not resolve", w.prober(5 * time.Second), w.url("blocked.test", w.ok), "DNS",
-			[]arov1alpha1.ProbePhase{"DNS"}, func() { w.dns.Fail("blocked.test", true) }},
+			[]amv1alpha1.ProbePhase{"DNS"}, func() { w.dns.Fail("blocked.test", true) }},
 		{"resolver failing", w.prober(5 * time.Second), "https://nowhere.test/", "DNS", nil, nil},
 		{"nothing listens", w.prober(5 * time.Second), "https://refused.test:" + closed + "/", "Connect",
-			[]arov1alpha1.ProbePhase{"DNS", "Connect"}, nil},
+			[]amv1alpha1.ProbePhase{"DNS", "Connect"}, nil},
 		{"certificate not trusted (interception)", &Prober{Timeout: 5 * time.Second, Resolver: w.dns.Resolver(), RootCAs: x509.NewCertPool()},
-			w.url("example.com", w.ok), "TLS", []arov1alpha1.ProbePhase{"DNS", "Connect", "TLS"}, nil},
+			w.url("example.com", w.ok), "TLS", []amv1alpha1.ProbePhase{"DNS", "Connect", "TLS"}, nil},
 		{"server never answers", w.prober(300 * time.Millisecond), w.url("example.com", w.hang), "HTTP",
-			[]arov1alpha1.ProbePhase{"DNS", "Connect", "TLS", "HTTP"}, nil},
+			[]amv1alpha1.ProbePhase{"DNS", "Connect", "TLS", "HTTP"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.prepare != nil {
@@ -116,7 +116,7 @@ func TestPhases(t *testing.T) {
 					t.Errorf("no latency for phase %s: %v", ph, res.Latency)
 				}
 			}
-			if res.Path != arov1alpha1.PathDirect {
+			if res.Path != amv1alpha1.PathDirect {
 				t.Errorf("path %s, want Direct", res.Path)
 			}
 		})
@@ -150,7 +150,7 @@ func TestThroughProxy(t *testing.T) {
 	}
 	target := w.url("example.com", w.ok)
 	res := p.Probe(context.Background(), target)
-	if !res.OK() || res.Path != arov1alpha1.PathProxy {
+	if !res.OK() || res.Path != amv1alpha1.PathProxy {
 		t.Fatalf("through the proxy: ok=%v path=%s err=%v", res.OK(), res.Path, res.Err)
 	}
 	host := strings.TrimSuffix(strings.TrimPrefix(target, "https://"), "/")
@@ -162,7 +162,7 @@ func TestThroughProxy(t *testing.T) {
 	// resolver error): DNS, not Connect.
 	w.dns.Fail("example.com", true)
 	res = p.Probe(context.Background(), target)
-	if res.OK() || res.FailedPhase != arov1alpha1.PhaseDNS || res.Path != arov1alpha1.PathProxy ||
+	if res.OK() || res.FailedPhase != amv1alpha1.PhaseDNS || res.Path != amv1alpha1.PathProxy ||
 		!strings.Contains(res.Err.Error(), "the proxy could not resolve the name: CONNECT answered 502") {
 		t.Errorf("a proxy failing to resolve: phase %q path %s err %v, want DNS through Proxy", res.FailedPhase, res.Path, res.Err)
 	}
@@ -170,7 +170,7 @@ func TestThroughProxy(t *testing.T) {
 
 	proxy.Refuse(host)
 	res = p.Probe(context.Background(), target)
-	if res.OK() || res.FailedPhase != arov1alpha1.PhaseConnect || res.Path != arov1alpha1.PathProxy ||
+	if res.OK() || res.FailedPhase != amv1alpha1.PhaseConnect || res.Path != amv1alpha1.PathProxy ||
 		!strings.Contains(res.Err.Error(), "403 Forbidden: destination not allowed by proxy policy") {
 		t.Errorf("a refusing proxy: phase %q path %s err %v, want Connect through Proxy with the proxy's words", res.FailedPhase, res.Path, res.Err)
 	}
@@ -182,13 +182,13 @@ func TestClassifyProxyRefusal(t *testing.T) {
 		status string
 		header http.Header
 		body   string
-		want   arov1alpha1.ProbePhase
+		want   amv1alpha1.ProbePhase
 	}{
-		{"Squid's DNS error header", "503 Service Unavailable", http.Header{"X-Squid-Error": {"ERR_DNS_FAIL 0"}}, "<html>...</html>", arov1alpha1.PhaseDNS},
-		{"Go's resolver error in the body", "502 Bad Gateway", nil, "dial tcp: lookup arosvc.azurecr.io on 10.0.0.10:53: no such host", arov1alpha1.PhaseDNS},
-		{"Squid's connect failure", "503 Service Unavailable", http.Header{"X-Squid-Error": {"ERR_CONNECT_FAIL 111"}}, "", arov1alpha1.PhaseConnect},
-		{"a policy refusal", "403 Forbidden", nil, "destination not allowed", arov1alpha1.PhaseConnect},
-		{"no explanation at all", "502 Bad Gateway", nil, "", arov1alpha1.PhaseConnect},
+		{"Squid's DNS error header", "503 Service Unavailable", http.Header{"X-Squid-Error": {"ERR_DNS_FAIL 0"}}, "<html>...</html>", amv1alpha1.PhaseDNS},
+		{"Go's resolver error in the body", "502 Bad Gateway", nil, "dial tcp: lookup arosvc.azurecr.io on 10.0.0.10:53: no such host", amv1alpha1.PhaseDNS},
+		{"Squid's connect failure", "503 Service Unavailable", http.Header{"X-Squid-Error": {"ERR_CONNECT_FAIL 111"}}, "", amv1alpha1.PhaseConnect},
+		{"a policy refusal", "403 Forbidden", nil, "destination not allowed", amv1alpha1.PhaseConnect},
+		{"no explanation at all", "502 Bad Gateway", nil, "", amv1alpha1.PhaseConnect},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ClassifyProxyRefusal(tc.status, tc.header, []byte(tc.body))

@@ -15,6 +15,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 )
 
 // MachineRoleLabel is the label MachineSets and Machines carry their role in.
@@ -27,7 +28,7 @@ type Subnet struct {
 	// ResourceGroup, VNet and Name are the parts the ARM client takes.
 	ResourceGroup, VNet, Name string
 	// Role is master or worker; a subnet used by both is master.
-	Role arov1alpha1.Role
+	Role amv1alpha1.Role
 	// ExpectedNSG is the cluster group the subnet must be associated with.
 	ExpectedNSG string
 	// Kind and Object name the Machine or MachineSet it was found through
@@ -52,7 +53,7 @@ func Discover(cluster arov1alpha1.ClusterSpec, machines []machinev1beta1.Machine
 	}
 	byKey := map[string]Subnet{}
 	var problems []Problem
-	add := func(kind, name string, role arov1alpha1.Role, raw []byte) {
+	add := func(kind, name string, role amv1alpha1.Role, raw []byte) {
 		object := kind + " " + name
 		var spec machinev1beta1.AzureMachineProviderSpec
 		if err := json.Unmarshal(raw, &spec); err != nil {
@@ -85,7 +86,7 @@ func Discover(cluster arov1alpha1.ClusterSpec, machines []machinev1beta1.Machine
 			problems = append(problems, Problem{"Machine " + m.Name, fmt.Errorf("no provider spec")})
 			continue
 		}
-		add("Machine", m.Name, arov1alpha1.RoleMaster, m.Spec.ProviderSpec.Value.Raw)
+		add("Machine", m.Name, amv1alpha1.RoleMaster, m.Spec.ProviderSpec.Value.Raw)
 	}
 	for _, ms := range sets {
 		if ms.Labels[MachineRoleLabel] == "master" || ms.DeletionTimestamp != nil {
@@ -95,7 +96,7 @@ func Discover(cluster arov1alpha1.ClusterSpec, machines []machinev1beta1.Machine
 			problems = append(problems, Problem{"MachineSet " + ms.Name, fmt.Errorf("no provider spec")})
 			continue
 		}
-		add("MachineSet", ms.Name, arov1alpha1.RoleWorker, ms.Spec.Template.Spec.ProviderSpec.Value.Raw)
+		add("MachineSet", ms.Name, amv1alpha1.RoleWorker, ms.Spec.Template.Spec.ProviderSpec.Value.Raw)
 	}
 	out := make([]Subnet, 0, len(byKey))
 	for _, s := range byKey {
@@ -108,11 +109,11 @@ func Discover(cluster arov1alpha1.ClusterSpec, machines []machinev1beta1.Machine
 // ExpectedNSG is the group ARO creates for the cluster: one `<infraId>-nsg`
 // on architecture version 1, or separate control-plane and node groups on
 // version 0.
-func ExpectedNSG(cluster arov1alpha1.ClusterSpec, role arov1alpha1.Role) string {
+func ExpectedNSG(cluster arov1alpha1.ClusterSpec, role amv1alpha1.Role) string {
 	name := cluster.InfraID + "-nsg"
 	if cluster.ArchitectureVersion == 0 {
 		name = cluster.InfraID + "-node-nsg"
-		if role == arov1alpha1.RoleMaster {
+		if role == amv1alpha1.RoleMaster {
 			name = cluster.InfraID + "-controlplane-nsg"
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 )
 
 const sub = "33333333-3333-3333-3333-333333333333"
@@ -68,12 +69,12 @@ func TestExpectedNSGArchitectureV1(t *testing.T) {
 	v0.ArchitectureVersion = 0
 	for _, tc := range []struct {
 		spec arov1alpha1.ClusterSpec
-		role arov1alpha1.Role
+		role amv1alpha1.Role
 		want string
 	}{
-		{cluster, arov1alpha1.RoleMaster, "c1-abcde-nsg"},
-		{v0, arov1alpha1.RoleMaster, "c1-abcde-controlplane-nsg"},
-		{v0, arov1alpha1.RoleWorker, "c1-abcde-node-nsg"},
+		{cluster, amv1alpha1.RoleMaster, "c1-abcde-nsg"},
+		{v0, amv1alpha1.RoleMaster, "c1-abcde-controlplane-nsg"},
+		{v0, amv1alpha1.RoleWorker, "c1-abcde-node-nsg"},
 	} {
 		got := ExpectedNSG(tc.spec, tc.role)
 		if got != cluster.ClusterResourceGroupID+"/providers/Microsoft.Network/networkSecurityGroups/"+tc.want {

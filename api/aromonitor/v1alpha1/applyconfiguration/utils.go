@@ -18,16 +18,30 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=aromonitor.upshift.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("ARMConfig"):
 		return &aromonitorv1alpha1.ARMConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CheckStatus"):
+		return &aromonitorv1alpha1.CheckStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CredentialsConfig"):
 		return &aromonitorv1alpha1.CredentialsConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CredentialStatus"):
+		return &aromonitorv1alpha1.CredentialStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("EffectiveConfiguration"):
+		return &aromonitorv1alpha1.EffectiveConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InternetConfig"):
 		return &aromonitorv1alpha1.InternetConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MonitorConfig"):
 		return &aromonitorv1alpha1.MonitorConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MonitorConfigSpec"):
 		return &aromonitorv1alpha1.MonitorConfigSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MonitorConfigStatus"):
+		return &aromonitorv1alpha1.MonitorConfigStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NSGConfig"):
 		return &aromonitorv1alpha1.NSGConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SubnetStatus"):
+		return &aromonitorv1alpha1.SubnetStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TargetResult"):
+		return &aromonitorv1alpha1.TargetResultApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("VantagePoint"):
+		return &aromonitorv1alpha1.VantagePointApplyConfiguration{}
 
 	}
 	return nil

@@ -23,6 +23,26 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.openshift.api.operator.v1.ConditionStatus
+  scalar: string
+- name: com.github.openshift.api.operator.v1.OperatorCondition
+  map:
+    fields:
+    - name: lastTransitionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
+    - name: status
+      type:
+        namedType: com.github.openshift.api.operator.v1.ConditionStatus
+    - name: type
+      type:
+        scalar: string
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.ARMConfig
   map:
     fields:
@@ -30,6 +50,50 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: numeric
       default: 30
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CheckName
+  scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CheckStatus
+  map:
+    fields:
+    - name: lastCheckTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: lastSuccessTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: name
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CheckName
+    - name: ownership
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.Ownership
+    - name: ownershipMessage
+      type:
+        scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CredentialStatus
+  map:
+    fields:
+    - name: aadErrorCode
+      type:
+        scalar: string
+    - name: clientId
+      type:
+        scalar: string
+    - name: expiresTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: expiryWarnedFor
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: kind
+      type:
+        scalar: string
+    - name: secretResourceVersion
+      type:
+        scalar: string
+    - name: secretUpdatedTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CredentialsConfig
   map:
     fields:
@@ -41,6 +105,29 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: 15m
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.EffectiveConfiguration
+  map:
+    fields:
+    - name: credentialsCheck
+      type:
+        scalar: boolean
+    - name: internetChecks
+      type:
+        scalar: boolean
+    - name: intervals
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: nsgMode
+      type:
+        scalar: string
+    - name: urls
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.InternetConfig
   map:
     fields:
@@ -81,6 +168,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: spec
       type:
         namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.MonitorConfigSpec
+    - name: status
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.MonitorConfigStatus
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.MonitorConfigSpec
   map:
     fields:
@@ -100,6 +190,51 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.NSGConfig
       default: {}
+    - name: ownership
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.OwnershipPolicy
+      default: Auto
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.MonitorConfigStatus
+  map:
+    fields:
+    - name: checks
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CheckStatus
+          elementRelationship: associative
+          keys:
+          - name
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: com.github.openshift.api.operator.v1.OperatorCondition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: credentials
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CredentialStatus
+    - name: effectiveConfiguration
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.EffectiveConfiguration
+    - name: subnets
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.SubnetStatus
+          elementRelationship: associative
+          keys:
+          - id
+    - name: vantagePoints
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.VantagePoint
+          elementRelationship: associative
+          keys:
+          - name
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.NSGConfig
   map:
     fields:
@@ -124,6 +259,103 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: string
       default: 10m
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.NSGMode
+  scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.Ownership
+  scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.OwnershipPolicy
+  scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.Path
+  scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.ProbePhase
+  scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.Role
+  scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.SubnetStatus
+  map:
+    fields:
+    - name: attachedNSG
+      type:
+        scalar: string
+    - name: expectedNSG
+      type:
+        scalar: string
+    - name: id
+      type:
+        scalar: string
+    - name: lastCheckTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: lastRemediationFailed
+      type:
+        scalar: boolean
+    - name: remediations
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+          elementRelationship: atomic
+    - name: suppressedMessage
+      type:
+        scalar: string
+    - name: suppressedReason
+      type:
+        scalar: string
+    - name: suppressedUntil
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.TargetResult
+  map:
+    fields:
+    - name: error
+      type:
+        scalar: string
+    - name: failedPhase
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.ProbePhase
+    - name: latencyMilliseconds
+      type:
+        map:
+          elementType:
+            scalar: numeric
+    - name: url
+      type:
+        scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.VantagePoint
+  map:
+    fields:
+    - name: consecutiveFailures
+      type:
+        scalar: numeric
+    - name: consecutiveSuccesses
+      type:
+        scalar: numeric
+    - name: lastCheckTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: name
+      type:
+        scalar: string
+    - name: node
+      type:
+        scalar: string
+    - name: path
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.Path
+    - name: reachable
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ConditionStatus
+    - name: role
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.Role
+    - name: targets
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.TargetResult
+          elementRelationship: associative
+          keys:
+          - url
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.ConditionStatus
   scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
   map:

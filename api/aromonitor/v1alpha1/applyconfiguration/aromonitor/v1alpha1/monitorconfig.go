@@ -19,6 +19,10 @@ type MonitorConfigApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:",inline"`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
 	Spec                             *MonitorConfigSpecApplyConfiguration `json:"spec,omitempty"`
+	// status is aro-monitor's record of every check. aro-monitor's master
+	// role creates the MonitorConfig (every setting at its default) when
+	// there is none, to keep it.
+	Status *MonitorConfigStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // MonitorConfig constructs a declarative configuration of the MonitorConfig type for use with
@@ -63,6 +67,12 @@ func ExtractMonitorConfigFrom(monitorConfig *aromonitorv1alpha1.MonitorConfig, f
 // applied if another fieldManager has updated or force applied any of the previously applied fields.
 func ExtractMonitorConfig(monitorConfig *aromonitorv1alpha1.MonitorConfig, fieldManager string) (*MonitorConfigApplyConfiguration, error) {
 	return ExtractMonitorConfigFrom(monitorConfig, fieldManager, "")
+}
+
+// ExtractMonitorConfigStatus extracts the applied configuration owned by fieldManager from
+// monitorConfig for the status subresource.
+func ExtractMonitorConfigStatus(monitorConfig *aromonitorv1alpha1.MonitorConfig, fieldManager string) (*MonitorConfigApplyConfiguration, error) {
+	return ExtractMonitorConfigFrom(monitorConfig, fieldManager, "status")
 }
 
 func (b MonitorConfigApplyConfiguration) IsApplyConfiguration() {}
@@ -230,6 +240,14 @@ func (b *MonitorConfigApplyConfiguration) ensureObjectMetaApplyConfigurationExis
 // If called multiple times, the Spec field is set to the value of the last call.
 func (b *MonitorConfigApplyConfiguration) WithSpec(value *MonitorConfigSpecApplyConfiguration) *MonitorConfigApplyConfiguration {
 	b.Spec = value
+	return b
+}
+
+// WithStatus sets the Status field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Status field is set to the value of the last call.
+func (b *MonitorConfigApplyConfiguration) WithStatus(value *MonitorConfigStatusApplyConfiguration) *MonitorConfigApplyConfiguration {
+	b.Status = value
 	return b
 }
 

@@ -2,11 +2,26 @@
 
 package v1alpha1
 
+import (
+	aromonitorv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
+)
+
 // MonitorConfigSpecApplyConfiguration represents a declarative configuration of the MonitorConfigSpec type for use
 // with apply.
 //
 // MonitorConfigSpec groups the settings per check.
 type MonitorConfigSpecApplyConfiguration struct {
+	// ownership decides, per check, whether aro-monitor replaces ARO's
+	// operator or observes beside it. Auto: it observes every check whose
+	// ARO controller runs — the check's deployment in
+	// openshift-azure-operator (aro-operator-master; aro-operator-worker for
+	// the workers' egress) exists and is not scaled to zero — and replaces
+	// the others. Replace: it writes ARO's condition types and remediates
+	// whatever runs; for clusters where ARO's controllers are stopped in a
+	// way aro-monitor cannot see, or two writers would be wanted. Observe:
+	// it never writes ARO's condition types nor re-associates a network
+	// security group.
+	Ownership   *aromonitorv1alpha1.OwnershipPolicy  `json:"ownership,omitempty"`
 	Internet    *InternetConfigApplyConfiguration    `json:"internet,omitempty"`
 	Credentials *CredentialsConfigApplyConfiguration `json:"credentials,omitempty"`
 	NSG         *NSGConfigApplyConfiguration         `json:"nsg,omitempty"`
@@ -17,6 +32,14 @@ type MonitorConfigSpecApplyConfiguration struct {
 // apply.
 func MonitorConfigSpec() *MonitorConfigSpecApplyConfiguration {
 	return &MonitorConfigSpecApplyConfiguration{}
+}
+
+// WithOwnership sets the Ownership field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Ownership field is set to the value of the last call.
+func (b *MonitorConfigSpecApplyConfiguration) WithOwnership(value aromonitorv1alpha1.OwnershipPolicy) *MonitorConfigSpecApplyConfiguration {
+	b.Ownership = &value
+	return b
 }
 
 // WithInternet sets the Internet field in the declarative configuration to the given value
