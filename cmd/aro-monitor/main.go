@@ -175,6 +175,7 @@ func setupMaster(mgr manager.Manager, log logr.Logger, o *options, m *metrics.Me
 			Name: string(amv1alpha1.RoleMaster), Node: o.nodeName, Observe: observeRound(m, amv1alpha1.CheckInternetMaster), Recorder: recorder},
 		&controller.WorkerConditionReconciler{Client: mgr.GetClient(), Recorder: recorder, MachineNamespace: MachineNamespace},
 		&controller.ConfigReconciler{Client: mgr.GetClient()},
+		&controller.MachinesReconciler{Client: mgr.GetClient(), Recorder: recorder, MachineNamespace: MachineNamespace},
 		&controller.StatusMetricsReconciler{Client: mgr.GetClient(), Metrics: m},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {

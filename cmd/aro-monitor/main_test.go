@@ -4,6 +4,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestValidateNamesTheFlag(t *testing.T) {
@@ -41,9 +45,26 @@ func TestCacheOptionsPerRole(t *testing.T) {
 	master := cacheOptions(&options{role: "master", credentials: DefaultCredentials})
 	worker := cacheOptions(&options{role: "worker", credentials: DefaultCredentials})
 	// The worker watches the Cluster and the MonitorConfig only: no
-	// Machines, MachineSets or Secrets, which its RBAC does not grant.
-	if len(worker.ByObject) != 2 || len(master.ByObject) != 5 {
-		t.Errorf("informers: worker %d, master %d; want 2 and 5", len(worker.ByObject), len(master.ByObject))
+	// Machines, MachineSets, Secrets or Deployments, which its RBAC does
+	// not grant.
+	if len(worker.ByObject) != 2 || len(master.ByObject) != 6 {
+		t.Errorf("informers: worker %d, master %d; want 2 and 6", len(worker.ByObject), len(master.ByObject))
+	}
+	// ARO operator's Deployments are cached without their pod template:
+	// only replicas and readiness decide who owns a check.
+	for obj, by := range master.ByObject {
+		if _, ok := obj.(*appsv1.Deployment); !ok {
+			continue
+		}
+		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "aro-operator"}}}}}}
+		out, err := by.Transform(d)
+		if err != nil || len(out.(*appsv1.Deployment).Spec.Template.Spec.Containers) != 0 || *out.(*appsv1.Deployment).Spec.Replicas != 1 {
+			t.Errorf("the Deployment transform kept %+v (%v)", out, err)
+		}
+		if len(by.Namespaces) != 1 {
+			t.Errorf("Deployments cached in %v, want ARO operator's namespace only", by.Namespaces)
+		}
 	}
 	for obj, by := range master.ByObject {
 		if by.Field == nil && by.Namespaces == nil {

@@ -7,18 +7,27 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
@@ -128,10 +137,10 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		// writers'; aro-monitor's own findings do not.
 		Eventually(func(g Gomega) {
 			conds := aroCluster(ctx).Status.Conditions
-			for _, t := range []string{arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker, arov1alpha1.ServicePrincipalValid} {
-				g.Expect(conditionIn(conds, t).Status).To(Equal(operatorv1.ConditionTrue), t)
+			for _, t := range []string{arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker, arov1alpha1.ServicePrincipalValid, arov1alpha1.MachineValid} {
+				g.Expect(conditionIn(conds, t).Status).To(Equal(operatorv1.ConditionTrue), "%s: %+v", t, conditionIn(conds, t))
 			}
-			g.Expect(conds).To(HaveLen(len(framework.AROForeignConditions())+3), "no type of aro-monitor's own: %+v", conds)
+			g.Expect(conds).To(HaveLen(len(framework.AROForeignConditions())+4), "no type of aro-monitor's own: %+v", conds)
 		}).Should(Succeed())
 		master, worker := vantagePoint(c, "master"), vantagePoint(c, "worker-subnet")
 		Expect(master.Node).To(Equal(framework.AROMasterNode))
@@ -272,10 +281,13 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		// master subnet's re-association earlier in the suite.
 		// Takes its own context: a cleanup runs after the spec's is done.
 		setWindow := func(ctx context.Context, w string) {
+			// A merge patch, as kubectl's: the checks write the status
+			// all the time, so an update would race their resourceVersion.
 			mc := &amv1alpha1.MonitorConfig{}
 			Expect(env.Client.Get(ctx, client.ObjectKey{Name: amv1alpha1.SingletonName}, mc)).To(Succeed())
+			patch := client.MergeFrom(mc.DeepCopy())
 			mc.Spec.NSG.TugOfWarWindow = w
-			Expect(env.Client.Update(ctx, mc)).To(Succeed())
+			Expect(env.Client.Patch(ctx, mc, patch)).To(Succeed())
 		}
 		updated := time.Now()
 		setWindow(ctx, "1h")
@@ -334,6 +346,127 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		Eventually(func() operatorv1.ConditionStatus {
 			return conditionOf(cluster(ctx), arov1alpha1.ServicePrincipalValid).Status
 		}).Should(Equal(operatorv1.ConditionTrue))
+	})
+
+	It("runs as a workload identity: Azure AD exchanges the master's ServiceAccount token through the cluster's OIDC issuer, and a token no federated credential trusts is reported", func(ctx SpecContext) {
+		// The issuer is the kube-apiserver's service-account issuer; its
+		// discovery document and keys are public, as ARO publishes them.
+		Expect(env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-oidc-public"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:service-account-issuer-discovery"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:unauthenticated"}}})).To(Succeed())
+		cs, err := env.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		token := func(audience string) string {
+			tr, err := cs.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, aro.MasterSA, &authenticationv1.TokenRequest{
+				Spec: authenticationv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			return tr.Status.Token
+		}
+		var claims jwt.RegisteredClaims
+		_, _, err = jwt.NewParser().ParseUnverified(token("openshift"), &claims)
+		Expect(err).NotTo(HaveOccurred())
+		anonymous := rest.AnonymousClientConfig(env.Config)
+		issuerClient, err := rest.HTTPClientFor(anonymous)
+		Expect(err).NotTo(HaveOccurred())
+		const miClientID = "44444444-4444-4444-4444-444444444444"
+		aro.ARM.AddApp(azuresim.App{Tenant: framework.AROTenant, ClientID: miClientID, Federated: []azuresim.FederatedCredential{{
+			Issuer: claims.Issuer, Subject: "system:serviceaccount:" + namespace + ":" + aro.MasterSA, Audiences: []string{"openshift"}, Client: issuerClient}}})
+
+		// The Secret as ARO writes it on a workload identity cluster: the
+		// token file instead of a client secret. The file is what the
+		// chart's projected volume holds.
+		file := filepath.Join(GinkgoT().TempDir(), "token")
+		secret := &corev1.Secret{}
+		key := client.ObjectKey{Namespace: framework.AROCredentialsNamespace, Name: framework.AROCredentialsName}
+		Expect(env.Client.Get(ctx, key, secret)).To(Succeed())
+		servicePrincipal := secret.DeepCopy()
+		DeferCleanup(func(ctx context.Context) {
+			s := &corev1.Secret{}
+			Expect(env.Client.Get(ctx, key, s)).To(Succeed())
+			s.Data = servicePrincipal.Data
+			Expect(env.Client.Update(ctx, s)).To(Succeed())
+			Eventually(func() string { return ptr.Deref(cluster(ctx).Credentials, amv1alpha1.CredentialStatus{}).Kind }).Should(Equal("ServicePrincipal"))
+		})
+		useToken := func(tok string) time.Time {
+			Expect(os.WriteFile(file, []byte(tok), 0o600)).To(Succeed())
+			s := &corev1.Secret{}
+			Expect(env.Client.Get(ctx, key, s)).To(Succeed())
+			s.Data = map[string][]byte{"azure_tenant_id": []byte(framework.AROTenant), "azure_client_id": []byte(miClientID),
+				"azure_subscription_id": []byte(framework.AROSubscription), "azure_federated_token_file": []byte(file)}
+			// A new version of the Secret, as a rotation makes: checked at
+			// once rather than at the next retry.
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations["e2e.upshift.io/token"] = strconv.FormatInt(time.Now().UnixNano(), 10)
+			changed := time.Now()
+			Expect(env.Client.Update(ctx, s)).To(Succeed())
+			return changed
+		}
+
+		// A token for another audience: no federated credential trusts it.
+		useToken(token("api://AzureADTokenExchange"))
+		Eventually(func(g Gomega) {
+			c := cluster(ctx)
+			cond := conditionOf(c, arov1alpha1.ServicePrincipalValid)
+			g.Expect(cond.Status).To(Equal(operatorv1.ConditionFalse))
+			g.Expect(cond.Reason).To(Equal(arov1alpha1.ReasonServicePrincipalInvalid))
+			g.Expect(cond.Message).To(ContainSubstring("no federated identity credential"))
+			g.Expect(c.Credentials.Kind).To(Equal("WorkloadIdentity"))
+			g.Expect(c.Credentials.AADErrorCode).To(Equal("AADSTS70021"))
+		}).Should(Succeed())
+
+		// The audience ARO's federated credentials trust.
+		changed := useToken(token("openshift"))
+		Eventually(func(g Gomega) {
+			c := cluster(ctx)
+			g.Expect(conditionOf(c, arov1alpha1.ServicePrincipalValid).Status).To(Equal(operatorv1.ConditionTrue), "%+v", conditionOf(c, arov1alpha1.ServicePrincipalValid))
+			g.Expect(c.Credentials.ClientID).To(Equal(miClientID))
+			g.Expect(conditionIn(aroCluster(ctx).Status.Conditions, arov1alpha1.ServicePrincipalValid).Status).To(Equal(operatorv1.ConditionTrue))
+		}).Should(Succeed())
+		// The NSG check reads every subnet from ARM with the same identity:
+		// a pass after the change that read them all (Unknown would be a
+		// credential or ARM failure).
+		Eventually(func(g Gomega) {
+			c := cluster(ctx)
+			var nsgCheck amv1alpha1.CheckStatus
+			for _, ch := range c.Checks {
+				if ch.Name == amv1alpha1.CheckNSG {
+					nsgCheck = ch
+				}
+			}
+			g.Expect(nsgCheck.LastCheckTime).NotTo(BeNil())
+			g.Expect(nsgCheck.LastCheckTime.Time).To(BeTemporally(">=", changed.Truncate(time.Second)))
+			g.Expect(conditionOf(c, amv1alpha1.NSGAssociated).Status).NotTo(Equal(operatorv1.ConditionUnknown), "%+v", conditionOf(c, amv1alpha1.NSGAssociated))
+		}).Should(Succeed())
+	})
+
+	It("with workloadIdentity.enabled, gives the master a projected ServiceAccount token for ARO's audience where ARO's Secret points, as the ServiceAccount the chart names", func() {
+		ch, err := framework.RenderChart("aro-monitor", "aro", namespace, "workloadIdentity.enabled=true", "serviceAccount.masterName=aro-monitor-mi")
+		Expect(err).NotTo(HaveOccurred())
+		var master *appsv1.Deployment
+		for _, u := range ch.Kinds("Deployment") {
+			if strings.HasSuffix(u.GetName(), "-master") {
+				master = &appsv1.Deployment{}
+				Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, master)).To(Succeed())
+			}
+		}
+		Expect(master).NotTo(BeNil())
+		pod := master.Spec.Template.Spec
+		Expect(pod.ServiceAccountName).To(Equal("aro-monitor-mi"), "the subject of the federated credential")
+		Expect(pod.Volumes).To(ContainElement(corev1.Volume{Name: "bound-sa-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "openshift", ExpirationSeconds: ptr.To[int64](3600), Path: "token"}}}}}}))
+		Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "bound-sa-token", MountPath: "/var/run/secrets/openshift/serviceaccount", ReadOnly: true}))
+		var bound []string
+		for _, u := range ch.Kinds("ClusterRoleBinding", "RoleBinding") {
+			subjects, _, _ := unstructured.NestedSlice(u.Object, "subjects")
+			for _, sub := range subjects {
+				if name, _ := sub.(map[string]any)["name"].(string); name == "aro-monitor-mi" {
+					bound = append(bound, u.GetName())
+				}
+			}
+		}
+		Expect(bound).NotTo(BeEmpty(), "the master's permissions follow its ServiceAccount's name")
 	})
 
 	It("left the other writers' conditions on ARO's Cluster as they were, in place, and marked its re-associations as ARO does", func(ctx SpecContext) {

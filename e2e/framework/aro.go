@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
@@ -295,7 +296,8 @@ func (a *AROCluster) seed(ctx context.Context, spec amv1alpha1.MonitorConfigSpec
 		return err
 	}
 	provider := func(subnet string) *runtime.RawExtension {
-		return &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"apiVersion":"machine.openshift.io/v1beta1","kind":"AzureMachineProviderSpec","vnet":"prod-vnet","subnet":%q,"networkResourceGroup":"vnet-rg"}`, subnet)}
+		return &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"apiVersion":"machine.openshift.io/v1beta1","kind":"AzureMachineProviderSpec","vnet":"prod-vnet","subnet":%q,"networkResourceGroup":"vnet-rg",`+
+			`"image":{"publisher":"azureopenshift","offer":"aro4","sku":"aro_417","version":"417.94.20240701"},"osDisk":{"diskSizeGB":128,"osType":"Linux"}}`, subnet)}
 	}
 	objs := []client.Object{cluster,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: AROCredentialsName, Namespace: AROCredentialsNamespace},
@@ -310,6 +312,7 @@ func (a *AROCluster) seed(ctx context.Context, spec amv1alpha1.MonitorConfigSpec
 	}
 	ms := &machinev1beta1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "prod-1-worker-eastus1", Namespace: AROMachineNamespace,
 		Labels: map[string]string{"machine.openshift.io/cluster-api-machine-role": "worker"}}}
+	ms.Spec.Replicas = ptr.To[int32](1)
 	ms.Spec.Selector.MatchLabels = map[string]string{"machine.openshift.io/cluster-api-machineset": ms.Name}
 	ms.Spec.Template.Labels = map[string]string{"machine.openshift.io/cluster-api-machineset": ms.Name}
 	ms.Spec.Template.Spec.ProviderSpec.Value = provider("worker-subnet")
@@ -334,8 +337,8 @@ func (a *AROCluster) seed(ctx context.Context, spec amv1alpha1.MonitorConfigSpec
 // that aro-monitor never owns, in the order ARO wrote them.
 func AROForeignConditions() []any {
 	return []any{
-		map[string]any{"type": "MachineValid", "status": "True", "reason": "CheckDone", "message": "All machines valid", "lastTransitionTime": "2026-01-02T03:04:05Z"},
-		map[string]any{"type": "DefaultIngressCertificate", "status": "True", "reason": "CheckDone", "message": "Default ingress certificate is in use", "lastTransitionTime": "2026-01-02T03:04:05Z"},
+		map[string]any{"type": "PullSecretControllerAvailable", "status": "True", "reason": "AsExpected", "lastTransitionTime": "2026-01-02T03:04:05Z"},
+		map[string]any{"type": "GuardRailsStatus", "status": "True", "reason": "CheckDone", "message": "guardrails in place", "lastTransitionTime": "2026-01-02T03:04:05Z"},
 		map[string]any{"type": "CPMSControllerAvailable", "status": "True", "lastTransitionTime": "2026-01-02T03:04:05Z"},
 	}
 }

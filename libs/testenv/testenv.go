@@ -162,6 +162,9 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	if err := e.keepAPIServerCerts(); err != nil {
 		return nil, err
 	}
+	if err := e.publishServiceAccountKeys(); err != nil {
+		return nil, err
+	}
 	if opts.AuditLog {
 		if err := e.configureAudit(); err != nil {
 			return nil, err
@@ -362,6 +365,23 @@ func FreeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// publishServiceAccountKeys makes the service-account issuer's OIDC
+// discovery document name a keys URL the test process can reach: by default
+// the apiserver names its advertise address, a documentation-only IP. A
+// workload identity's token exchange (tools/azuresim) then finds the signing
+// keys through discovery, as Entra ID does. The secure port is chosen here,
+// since the URL must carry it.
+func (e *Env) publishServiceAccountKeys() error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	api := e.envtest.ControlPlane.GetAPIServer()
+	api.SecureServing.Address, api.SecureServing.Port = "127.0.0.1", strconv.Itoa(port)
+	api.Configure().Set("service-account-jwks-uri", fmt.Sprintf("https://127.0.0.1:%d/openid/v1/jwks", port))
+	return nil
 }
 
 func freePort() (int, error) {

@@ -20,15 +20,16 @@ const ARMAudience = "https://management.core.windows.net/"
 const GraphAudience = "https://graph.microsoft.com"
 
 // App is an application registration: a service principal with a client
-// secret, or a workload identity trusting a federated token subject.
+// secret, or a workload identity with federated identity credentials.
 type App struct {
 	Tenant   string
 	ClientID string
 	// Secret is the client secret; SecretExpired makes AAD refuse it as expired.
 	Secret        string
 	SecretExpired bool
-	// FederatedSubject is the `sub` a client assertion must carry.
-	FederatedSubject string
+	// Federated are the federated identity credentials: a client
+	// assertion must be a token one of them trusts.
+	Federated []FederatedCredential
 	// GraphRoles are the application roles a Graph token carries.
 	GraphRoles []string
 }
@@ -110,9 +111,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, tenant string) {
 		return
 	}
 	if assertion := r.PostForm.Get("client_assertion"); assertion != "" {
-		sub, aud := claims(assertion)
-		if a.FederatedSubject == "" || sub != a.FederatedSubject || aud != "api://AzureADTokenExchange" {
-			aadError(w, http.StatusBadRequest, "invalid_client", 70021, fmt.Sprintf("No matching federated identity record found for presented assertion subject '%s'.", sub))
+		if code, desc := verifyAssertion(assertion, a.Federated, s.now()); code != 0 {
+			aadError(w, http.StatusBadRequest, "invalid_client", code, desc)
 			return
 		}
 	} else {
@@ -140,7 +140,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, tenant string) {
 		roles = slices.Clone(a.GraphRoles)
 	}
 	expires := s.now().Add(time.Hour)
-	tok := jwt(map[string]any{"aud": audience, "appid": clientID, "tid": tenant, "roles": roles,
+	tok := accessToken(map[string]any{"aud": audience, "appid": clientID, "tid": tenant, "roles": roles,
 		"iat": s.now().Unix(), "exp": expires.Unix(), "jti": randomHex(8)})
 	s.mu.Lock()
 	s.tokens[tok] = issued{audience: audience, expires: expires}
@@ -150,45 +150,12 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, tenant string) {
 	})
 }
 
-// jwt builds an unsigned-looking token; nothing here checks signatures, the
+// accessToken builds an unsigned-looking token; nothing here checks signatures, the
 // server keeps the tokens it issued.
-func jwt(claims map[string]any) string {
+func accessToken(claims map[string]any) string {
 	h, _ := json.Marshal(map[string]string{"alg": "RS256", "typ": "JWT", "kid": "azuresim"})
 	p, _ := json.Marshal(claims)
 	return base64.RawURLEncoding.EncodeToString(h) + "." + base64.RawURLEncoding.EncodeToString(p) + "." + randomHex(16)
-}
-
-// claims reads sub and aud from a JWT without verifying it.
-func claims(token string) (sub, aud string) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return "", ""
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return "", ""
-	}
-	var c struct {
-		Sub string `json:"sub"`
-		Aud any    `json:"aud"`
-	}
-	_ = json.Unmarshal(b, &c)
-	switch v := c.Aud.(type) {
-	case string:
-		aud = v
-	case []any:
-		if len(v) > 0 {
-			aud, _ = v[0].(string)
-		}
-	}
-	return c.Sub, aud
-}
-
-// FederatedToken makes a token file's content for a workload identity, as
-// the projected service account token would be.
-func FederatedToken(subject string) string {
-	return jwt(map[string]any{"sub": subject, "aud": []string{"api://AzureADTokenExchange"},
-		"iss": "https://kubernetes.default.svc", "exp": time.Now().Add(time.Hour).Unix()})
 }
 
 func randomHex(n int) string {

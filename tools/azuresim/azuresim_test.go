@@ -2,6 +2,8 @@ package azuresim
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,15 +26,28 @@ const (
 	nsgID  = "/subscriptions/" + sub + "/resourceGroups/aro-infra/providers/Microsoft.Network/networkSecurityGroups/infra-nsg"
 )
 
+const federatedSubject = "system:serviceaccount:upshift:aro-monitor"
+
 func start(t *testing.T) *Server {
+	t.Helper()
+	s, _ := startWithIssuer(t)
+	return s
+}
+
+// startWithIssuer starts the server with an application that is both a
+// service principal and a workload identity trusting issuer's tokens for
+// federatedSubject with ARO's audience.
+func startWithIssuer(t *testing.T) (*Server, *Issuer) {
 	t.Helper()
 	s := Start()
 	t.Cleanup(s.Close)
-	s.AddApp(App{Tenant: tenant, ClientID: client, Secret: "s3cret", FederatedSubject: "system:serviceaccount:upshift:aro-monitor",
+	is := StartIssuer()
+	t.Cleanup(is.Close)
+	s.AddApp(App{Tenant: tenant, ClientID: client, Secret: "s3cret", Federated: []FederatedCredential{is.Credential(federatedSubject, "openshift")},
 		GraphRoles: []string{"Directory.Read.All"}})
 	s.AddNSG(nsgID)
 	s.AddSubnet(subnet, "10.0.2.0/23", "")
-	return s
+	return s, is
 }
 
 func secretCredential(t *testing.T, s *Server, secret string) azcore.TokenCredential {
@@ -123,18 +138,23 @@ func TestAADErrorsCarryTheirCodes(t *testing.T) {
 }
 
 func TestWorkloadIdentityAndGraphRoles(t *testing.T) {
-	s := start(t)
+	s, is := startWithIssuer(t)
 	file := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(file, []byte(FederatedToken("system:serviceaccount:upshift:aro-monitor")), 0o600); err != nil {
-		t.Fatal(err)
+	credential := func(token string) azcore.TokenCredential {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(token), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
+			ClientOptions: policy.ClientOptions{Cloud: s.Cloud(), Transport: s.Client()},
+			TenantID:      tenant, ClientID: client, TokenFilePath: file, DisableInstanceDiscovery: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cred
 	}
-	cred, err := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
-		ClientOptions: policy.ClientOptions{Cloud: s.Cloud(), Transport: s.Client()},
-		TenantID:      tenant, ClientID: client, TokenFilePath: file, DisableInstanceDiscovery: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cred := credential(is.Token(federatedSubject, "openshift", time.Hour))
 	tok, err := cred.GetToken(context.Background(), policy.TokenRequestOptions{Scopes: []string{GraphAudience + "/.default"}})
 	if err != nil {
 		t.Fatal(err)
@@ -147,15 +167,28 @@ func TestWorkloadIdentityAndGraphRoles(t *testing.T) {
 		t.Errorf("ARM with a workload identity token: %v", err)
 	}
 
-	if err := os.WriteFile(file, []byte(FederatedToken("system:serviceaccount:other:sa")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cred2, _ := azidentity.NewWorkloadIdentityCredential(&azidentity.WorkloadIdentityCredentialOptions{
-		ClientOptions: policy.ClientOptions{Cloud: s.Cloud(), Transport: s.Client()},
-		TenantID:      tenant, ClientID: client, TokenFilePath: file, DisableInstanceDiscovery: true,
-	})
-	if _, err := cred2.GetToken(context.Background(), policy.TokenRequestOptions{Scopes: []string{ARMAudience + ".default"}}); err == nil || !strings.Contains(err.Error(), "AADSTS70021") {
-		t.Errorf("an unfederated subject got %v, want AADSTS70021", err)
+	other := StartIssuer()
+	t.Cleanup(other.Close)
+	forged := other.Token(federatedSubject, "openshift", time.Hour)
+	// The same issuer URL, another key: what a stolen issuer name gives.
+	parts := strings.Split(forged, ".")
+	payload, _ := json.Marshal(map[string]any{"iss": is.URL, "sub": federatedSubject, "aud": []string{"openshift"}, "exp": time.Now().Add(time.Hour).Unix()})
+	forged = parts[0] + "." + base64.RawURLEncoding.EncodeToString(payload) + "." + parts[2]
+	for _, tc := range []struct {
+		name, token, code string
+	}{
+		{"another subject", is.Token("system:serviceaccount:other:sa", "openshift", time.Hour), "AADSTS70021"},
+		{"another audience", is.Token(federatedSubject, "api://AzureADTokenExchange", time.Hour), "AADSTS70021"},
+		{"another issuer", other.Token(federatedSubject, "openshift", time.Hour), "AADSTS70021"},
+		{"expired", is.Token(federatedSubject, "openshift", -time.Minute), "AADSTS700024"},
+		{"not signed by the issuer", forged, "AADSTS50013"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := credential(tc.token).GetToken(context.Background(), policy.TokenRequestOptions{Scopes: []string{ARMAudience + ".default"}})
+			if err == nil || !strings.Contains(err.Error(), tc.code) {
+				t.Errorf("got %v, want %s", err, tc.code)
+			}
+		})
 	}
 }
 

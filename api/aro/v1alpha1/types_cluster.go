@@ -18,6 +18,7 @@ const (
 	InternetReachableFromMaster = "InternetReachableFromMaster"
 	InternetReachableFromWorker = "InternetReachableFromWorker"
 	ServicePrincipalValid       = "ServicePrincipalValid"
+	MachineValid                = "MachineValid"
 )
 
 // LastSubnetReconcileAnnotation is set on the Cluster, as ARO's subnet

@@ -65,6 +65,9 @@ type MonitorConfigSpec struct {
 	NSG NSGConfig `json:"nsg,omitempty"`
 	// +optional
 	// +kubebuilder:default={}
+	Machines MachinesConfig `json:"machines,omitempty"`
+	// +optional
+	// +kubebuilder:default={}
 	ARM ARMConfig `json:"arm,omitempty"`
 }
 
@@ -170,6 +173,30 @@ type NSGConfig struct {
 	// +kubebuilder:default="1h"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="spec.nsg.suppressFor must be a duration between 1m and 168h, e.g. 1h"
 	SuppressFor string `json:"suppressFor,omitempty"`
+}
+
+// MachinesConfig tunes the MachineValid check.
+type MachinesConfig struct {
+	// interval between checks of the Machines and MachineSets; a round is
+	// due an interval after the last one, whatever changed in between.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s') && duration(self) <= duration('24h')",message="spec.machines.interval must be a duration between 5s and 24h, e.g. 5m"
+	Interval string `json:"interval,omitempty"`
+	// failureThreshold failed rounds in a row turn MachineValid False: a
+	// scale-down's Machines still count until they are deleted, which ARO's
+	// own check reports as invalid at once.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+	// successThreshold passed rounds in a row turn it True again.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	SuccessThreshold int32 `json:"successThreshold,omitempty"`
 }
 
 // ARMConfig bounds aro-monitor's use of Azure Resource Manager.

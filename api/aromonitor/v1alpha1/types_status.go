@@ -72,7 +72,7 @@ const (
 )
 
 // CheckName names one of aro-monitor's checks.
-// +kubebuilder:validation:Enum=InternetMaster;InternetWorker;Credentials;NSG
+// +kubebuilder:validation:Enum=InternetMaster;InternetWorker;Credentials;NSG;Machines
 type CheckName string
 
 const (
@@ -80,6 +80,7 @@ const (
 	CheckInternetWorker CheckName = "InternetWorker"
 	CheckCredentials    CheckName = "Credentials"
 	CheckNSG            CheckName = "NSG"
+	CheckMachines       CheckName = "Machines"
 )
 
 // CheckStatus records one check's timing.
@@ -92,6 +93,16 @@ type CheckStatus struct {
 	// lastSuccessTime is when the check last passed.
 	// +optional
 	LastSuccessTime *metav1.Time `json:"lastSuccessTime,omitempty"`
+	// consecutiveFailures and consecutiveSuccesses are the rounds in a row
+	// that failed or passed, for a check whose condition moves with a
+	// hysteresis of its own (Machines; the egress checks keep theirs per
+	// vantage point).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ConsecutiveSuccesses int32 `json:"consecutiveSuccesses,omitempty"`
 	// ownership is Replace while aro-monitor writes ARO's condition for
 	// this check on the Cluster (and, for the NSG check, remediates), and
 	// Observe while ARO's own operator runs the check: aro-monitor then
@@ -265,6 +276,8 @@ type EffectiveConfiguration struct {
 	InternetChecks bool `json:"internetChecks"`
 	// +optional
 	CredentialsCheck bool `json:"credentialsCheck"`
+	// +optional
+	MachinesCheck bool `json:"machinesCheck"`
 	// nsgMode is Off, Observe or Remediate.
 	// +optional
 	NSGMode string `json:"nsgMode,omitempty"`

@@ -7,7 +7,7 @@
 {{- end -}}
 
 {{- define "aromon.masterSA" -}}
-{{- printf "%s-master" (include "aromon.fullname" .) -}}
+{{- default (printf "%s-master" (include "aromon.fullname" .)) .Values.serviceAccount.masterName -}}
 {{- end -}}
 
 {{- define "aromon.workerSA" -}}

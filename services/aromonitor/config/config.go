@@ -25,7 +25,8 @@ func Defaults() amv1alpha1.MonitorConfigSpec {
 		Credentials: amv1alpha1.CredentialsConfig{Interval: "15m", ExpiryWarning: "720h"},
 		NSG: amv1alpha1.NSGConfig{Mode: amv1alpha1.NSGRemediate, Interval: "15m", MaxRemediationsPerHour: 3,
 			TugOfWarWindow: "10m", SuppressFor: "1h"},
-		ARM: amv1alpha1.ARMConfig{RequestsPerMinute: 30},
+		Machines: amv1alpha1.MachinesConfig{Interval: "5m", FailureThreshold: 3, SuccessThreshold: 1},
+		ARM:      amv1alpha1.ARMConfig{RequestsPerMinute: 30},
 	}
 }
 
@@ -42,6 +43,12 @@ type Settings struct {
 	ExpiryWarning                     time.Duration
 	NSGInterval                       time.Duration
 	ARMRequestsPerMinute              int
+
+	// MachineCheck is ARO's aro.machine.enabled; MachinesInterval and
+	// MachineThresholds pace and steady MachineValid.
+	MachineCheck      bool
+	MachinesInterval  time.Duration
+	MachineThresholds hysteresis.Thresholds
 
 	// Ownership is how aro-monitor shares the checks with ARO's operator.
 	Ownership amv1alpha1.OwnershipPolicy
@@ -67,6 +74,8 @@ func Compute(mc *amv1alpha1.MonitorConfigSpec, cluster arov1alpha1.ClusterSpec) 
 		Thresholds:           hysteresis.Thresholds{Failures: spec.Internet.FailureThreshold, Successes: spec.Internet.SuccessThreshold},
 		ARMRequestsPerMinute: int(spec.ARM.RequestsPerMinute),
 		InvalidFlags:         f.Invalid,
+		MachineCheck:         f.Machine,
+		MachineThresholds:    hysteresis.Thresholds{Failures: spec.Machines.FailureThreshold, Successes: spec.Machines.SuccessThreshold},
 	}
 	var err error
 	parse := func(field, v string) time.Duration {
@@ -81,6 +90,7 @@ func Compute(mc *amv1alpha1.MonitorConfigSpec, cluster arov1alpha1.ClusterSpec) 
 	s.CredentialsInterval = parse("spec.credentials.interval", spec.Credentials.Interval)
 	s.ExpiryWarning = parse("spec.credentials.expiryWarning", spec.Credentials.ExpiryWarning)
 	s.NSGInterval = parse("spec.nsg.interval", spec.NSG.Interval)
+	s.MachinesInterval = parse("spec.machines.interval", spec.Machines.Interval)
 	s.NSG = nsg.Policy{
 		Mode:        nsgMode(spec.NSG.Mode, f),
 		MaxPerHour:  int(spec.NSG.MaxRemediationsPerHour),
@@ -139,6 +149,9 @@ func fill(spec, d amv1alpha1.MonitorConfigSpec) amv1alpha1.MonitorConfigSpec {
 	str(&spec.NSG.TugOfWarWindow, d.NSG.TugOfWarWindow)
 	str(&spec.NSG.SuppressFor, d.NSG.SuppressFor)
 	num(&spec.ARM.RequestsPerMinute, d.ARM.RequestsPerMinute)
+	str(&spec.Machines.Interval, d.Machines.Interval)
+	num(&spec.Machines.FailureThreshold, d.Machines.FailureThreshold)
+	num(&spec.Machines.SuccessThreshold, d.Machines.SuccessThreshold)
 	return spec
 }
 
@@ -147,6 +160,7 @@ func (s Settings) Status() *amv1alpha1.EffectiveConfiguration {
 	return &amv1alpha1.EffectiveConfiguration{
 		InternetChecks:   s.InternetChecks,
 		CredentialsCheck: s.CredentialsCheck,
+		MachinesCheck:    s.MachineCheck,
 		NSGMode:          string(s.NSG.Mode),
 		URLs:             slices.Clone(s.URLs),
 		Intervals: map[amv1alpha1.CheckName]string{
@@ -154,6 +168,7 @@ func (s Settings) Status() *amv1alpha1.EffectiveConfiguration {
 			amv1alpha1.CheckInternetWorker: s.InternetInterval.String(),
 			amv1alpha1.CheckCredentials:    s.CredentialsInterval.String(),
 			amv1alpha1.CheckNSG:            s.NSGInterval.String(),
+			amv1alpha1.CheckMachines:       s.MachinesInterval.String(),
 		},
 	}
 }

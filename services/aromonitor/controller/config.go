@@ -26,12 +26,13 @@ type ConfigReconciler struct {
 	Client client.Client
 }
 
-// SetupWithManager watches the MonitorConfig and the Cluster's spec (ARO's
-// flags narrow the settings).
+// SetupWithManager watches the MonitorConfig's spec (its creation and
+// deletion too; not the checks' status writes) and the Cluster's spec
+// (ARO's flags narrow the settings).
 func (r *ConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("config").
-		Watches(&amv1alpha1.MonitorConfig{}, toCluster).
+		Watches(&amv1alpha1.MonitorConfig{}, toCluster, specChanged()).
 		Watches(&arov1alpha1.Cluster{}, toCluster, specChanged()).
 		Complete(r)
 }

@@ -54,7 +54,7 @@ var _ = Describe("credentials", Ordered, func() {
 		Expect(c.Reason).To(Equal("Service Principal invalid"))
 		Expect(c.Message).To(ContainSubstring("AADSTS7000222"))
 		Expect(record(ctx).Credentials.AADErrorCode).To(Equal("AADSTS7000222"))
-		Expect(emitted.count(controller.EventCredentialsInvalid)).To(Equal(invalid+1))
+		Expect(emitted.count(controller.EventCredentialsInvalid)).To(Equal(invalid + 1))
 		Eventually(func() []eventsv1.Event { return eventsWith(ctx, controller.EventCredentialsInvalid) }).ShouldNot(BeEmpty())
 	})
 

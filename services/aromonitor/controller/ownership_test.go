@@ -31,7 +31,7 @@ var _ = Describe("beside ARO's operator", Ordered, func() {
 	// aro-monitor may write, in ARO's order.
 	then := metav1.NewTime(t0.Add(-24 * time.Hour))
 	foreign := []operatorv1.OperatorCondition{
-		{Type: "MachineValid", Status: operatorv1.ConditionTrue, Reason: "CheckDone", Message: "All machines valid", LastTransitionTime: then},
+		{Type: "GuardRailsStatus", Status: operatorv1.ConditionTrue, Reason: "CheckDone", LastTransitionTime: then},
 		{Type: "DefaultIngressCertificate", Status: operatorv1.ConditionFalse, Reason: "CheckFailed", Message: "missing ingress certificate", LastTransitionTime: then},
 		{Type: "CPMSControllerAvailable", Status: operatorv1.ConditionTrue, LastTransitionTime: then},
 	}
@@ -39,7 +39,7 @@ var _ = Describe("beside ARO's operator", Ordered, func() {
 		var out []operatorv1.OperatorCondition
 		for _, c := range conds {
 			switch c.Type {
-			case arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker, arov1alpha1.ServicePrincipalValid:
+			case arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker, arov1alpha1.ServicePrincipalValid, arov1alpha1.MachineValid:
 			default:
 				out = append(out, c)
 			}
@@ -57,6 +57,7 @@ var _ = Describe("beside ARO's operator", Ordered, func() {
 			&controller.ProbeReconciler{Client: env.Client, Recorder: recorder, Clock: a.clock, Prober: &probe.Prober{}, Role: amv1alpha1.RoleMaster, Name: "master"},
 			&controller.ProbeReconciler{Client: env.Client, Clock: a.clock, Prober: &probe.Prober{}, Role: amv1alpha1.RoleWorker, Name: "worker"},
 			&controller.WorkerConditionReconciler{Client: env.Client, Recorder: recorder, Clock: a.clock, MachineNamespace: machNS},
+			&controller.MachinesReconciler{Client: env.Client, Recorder: recorder, Clock: a.clock, MachineNamespace: machNS},
 		} {
 			_, err := r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
@@ -86,7 +87,7 @@ var _ = Describe("beside ARO's operator", Ordered, func() {
 		conds := cluster(ctx).Status.Conditions
 		Expect(foreignOf(conds)).To(BeComparableTo(foreign))
 		Expect(conds[:len(foreign)]).To(BeComparableTo(foreign), "ARO's own first, where it put them")
-		for _, t := range []string{arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker, arov1alpha1.ServicePrincipalValid} {
+		for _, t := range []string{arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker, arov1alpha1.ServicePrincipalValid, arov1alpha1.MachineValid} {
 			Expect(conditionOf(conds, t).Type).To(Equal(t), "aro-monitor replaces ARO's checks here and writes %s", t)
 		}
 		Expect(conditionOf(conds, amv1alpha1.NSGAssociated).Type).To(BeEmpty(), "its own findings stay on its MonitorConfig")
@@ -119,13 +120,13 @@ var _ = Describe("beside ARO's operator", Ordered, func() {
 		Expect(a.puts()).To(Equal(puts), "ARO's subnet controller re-associates, not aro-monitor")
 		st := record(ctx)
 		Expect(conditionOf(st.Conditions, amv1alpha1.NSGAssociated).Status).To(Equal(operatorv1.ConditionFalse), "the drift is reported all the same")
-		for _, name := range []amv1alpha1.CheckName{amv1alpha1.CheckInternetMaster, amv1alpha1.CheckCredentials, amv1alpha1.CheckNSG} {
+		for _, name := range []amv1alpha1.CheckName{amv1alpha1.CheckInternetMaster, amv1alpha1.CheckCredentials, amv1alpha1.CheckNSG, amv1alpha1.CheckMachines} {
 			ch := checkOf(st, name)
 			Expect(ch.Ownership).To(Equal(amv1alpha1.OwnershipObserve), "%s", name)
 			Expect(ch.OwnershipMessage).To(ContainSubstring("openshift-azure-operator/aro-operator-master"))
 		}
 		Expect(checkOf(st, amv1alpha1.CheckInternetWorker).Ownership).To(Equal(amv1alpha1.OwnershipReplace), "the worker deployment does not run")
-		Expect(emitted.count(controller.EventOwnershipChanged)).To(Equal(changed+3), "one Event per check that changed hands")
+		Expect(emitted.count(controller.EventOwnershipChanged)).To(Equal(changed+4), "one Event per check that changed hands")
 
 		before := cluster(ctx).Status.Conditions
 		a.arm.UpdateApp(clientID, func(app *azuresim.App) { app.SecretExpired = true })

@@ -25,6 +25,14 @@ var invalidCodes = map[string]string{
 	"AADSTS7000215": "the client secret is wrong",
 	"AADSTS7000222": "the client secret has expired",
 	"AADSTS700016":  "the application was not found in the tenant",
+	// A workload identity's own failures: the projected ServiceAccount
+	// token is not one the application's federated credentials trust
+	// (issuer, subject or audience), it has expired (nothing refreshes the
+	// file), or its signature does not verify against the keys the issuer
+	// publishes (a signing key rotated without being published).
+	"AADSTS70021":  "no federated identity credential of the application trusts the ServiceAccount token (issuer, subject or audience)",
+	"AADSTS700024": "the ServiceAccount token has expired",
+	"AADSTS50013":  "the ServiceAccount token's signature does not verify against the issuer's published keys",
 }
 
 // ForbiddenGraphRole is the Graph application role a cluster's service

@@ -164,5 +164,10 @@ func describe(vp amv1alpha1.VantagePoint) string {
 	if vp.Path == amv1alpha1.PathProxy {
 		via = " (through the proxy)"
 	}
+	if len(parts) == 0 {
+		// Still False by the hysteresis, but the latest round passed: say
+		// so, rather than name no failure at all.
+		return fmt.Sprintf("from %s%s: every URL reached again, %d good round(s) in a row so far", vp.Name, via, vp.ConsecutiveSuccesses)
+	}
 	return fmt.Sprintf("from %s%s: %s", vp.Name, via, strings.Join(parts, "; "))
 }

@@ -23,6 +23,8 @@ const (
 	// NSGManaged allows re-associating the cluster's network security group;
 	// ARO's resource provider sets it false for customer-supplied groups.
 	NSGManaged = "aro.azuresubnets.nsg.managed"
+	// MachineEnabled switches ARO's Machine controller (MachineValid).
+	MachineEnabled = "aro.machine.enabled"
 )
 
 // Defaults are ARO's documented defaults for the flags above.
@@ -30,6 +32,7 @@ var Defaults = map[string]bool{
 	CheckerEnabled: true,
 	SubnetsEnabled: true,
 	NSGManaged:     true,
+	MachineEnabled: true,
 }
 
 // Flags is the effective value of each flag aro-monitor honours.
@@ -37,6 +40,7 @@ type Flags struct {
 	Checker        bool
 	SubnetsEnabled bool
 	NSGManaged     bool
+	Machine        bool
 	// Invalid lists flags present with a value that is neither true nor false
 	// (any case), as "key=value", sorted; they take their default.
 	Invalid []string
@@ -63,6 +67,7 @@ func Read(m map[string]string) Flags {
 		Checker:        get(CheckerEnabled),
 		SubnetsEnabled: get(SubnetsEnabled),
 		NSGManaged:     get(NSGManaged),
+		Machine:        get(MachineEnabled),
 	}
 	sort.Strings(invalid)
 	f.Invalid = invalid

@@ -2,8 +2,9 @@
 // that does not flap: failureThreshold failures in a row before False,
 // successThreshold successes in a row before True.
 //
-// The counters are kept in the Cluster's status by the caller, so a restart
-// neither resets a pending transition nor repeats one.
+// The counters are kept in aro-monitor's record (the MonitorConfig's status)
+// by the caller, so a restart neither resets a pending transition nor
+// repeats one.
 package hysteresis
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

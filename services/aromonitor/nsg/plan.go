@@ -259,7 +259,7 @@ func (p *Pass) Done() Result {
 	return res
 }
 
-// status is the NSG check's part of the Cluster status.
+// status is the NSG check's part of aro-monitor's record.
 func (p *Pass) status(check amv1alpha1.CheckStatus, list []amv1alpha1.SubnetStatus, associated operatorv1.OperatorCondition, suppressed *operatorv1.OperatorCondition) amv1alpha1.MonitorConfigStatus {
 	prev := p.Prev.Conditions
 	st := amv1alpha1.MonitorConfigStatus{Checks: []amv1alpha1.CheckStatus{check}, Subnets: list}

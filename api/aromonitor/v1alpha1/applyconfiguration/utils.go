@@ -28,6 +28,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &aromonitorv1alpha1.EffectiveConfigurationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InternetConfig"):
 		return &aromonitorv1alpha1.InternetConfigApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MachinesConfig"):
+		return &aromonitorv1alpha1.MachinesConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MonitorConfig"):
 		return &aromonitorv1alpha1.MonitorConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MonitorConfigSpec"):

@@ -55,6 +55,12 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CheckStatus
   map:
     fields:
+    - name: consecutiveFailures
+      type:
+        scalar: numeric
+    - name: consecutiveSuccesses
+      type:
+        scalar: numeric
     - name: lastCheckTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
@@ -119,6 +125,9 @@ var schemaYAML = typed.YAMLObject(`types:
         map:
           elementType:
             scalar: string
+    - name: machinesCheck
+      type:
+        scalar: boolean
     - name: nsgMode
       type:
         scalar: string
@@ -153,6 +162,21 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: 10s
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.MachinesConfig
+  map:
+    fields:
+    - name: failureThreshold
+      type:
+        scalar: numeric
+      default: 3
+    - name: interval
+      type:
+        scalar: string
+      default: 5m
+    - name: successThreshold
+      type:
+        scalar: numeric
+      default: 1
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.MonitorConfig
   map:
     fields:
@@ -185,6 +209,10 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: internet
       type:
         namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.InternetConfig
+      default: {}
+    - name: machines
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.MachinesConfig
       default: {}
     - name: nsg
       type:

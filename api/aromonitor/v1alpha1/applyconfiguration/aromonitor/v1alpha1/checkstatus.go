@@ -17,6 +17,12 @@ type CheckStatusApplyConfiguration struct {
 	LastCheckTime *v1.Time `json:"lastCheckTime,omitempty"`
 	// lastSuccessTime is when the check last passed.
 	LastSuccessTime *v1.Time `json:"lastSuccessTime,omitempty"`
+	// consecutiveFailures and consecutiveSuccesses are the rounds in a row
+	// that failed or passed, for a check whose condition moves with a
+	// hysteresis of its own (Machines; the egress checks keep theirs per
+	// vantage point).
+	ConsecutiveFailures  *int32 `json:"consecutiveFailures,omitempty"`
+	ConsecutiveSuccesses *int32 `json:"consecutiveSuccesses,omitempty"`
 	// ownership is Replace while aro-monitor writes ARO's condition for
 	// this check on the Cluster (and, for the NSG check, remediates), and
 	// Observe while ARO's own operator runs the check: aro-monitor then
@@ -54,6 +60,22 @@ func (b *CheckStatusApplyConfiguration) WithLastCheckTime(value v1.Time) *CheckS
 // If called multiple times, the LastSuccessTime field is set to the value of the last call.
 func (b *CheckStatusApplyConfiguration) WithLastSuccessTime(value v1.Time) *CheckStatusApplyConfiguration {
 	b.LastSuccessTime = &value
+	return b
+}
+
+// WithConsecutiveFailures sets the ConsecutiveFailures field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ConsecutiveFailures field is set to the value of the last call.
+func (b *CheckStatusApplyConfiguration) WithConsecutiveFailures(value int32) *CheckStatusApplyConfiguration {
+	b.ConsecutiveFailures = &value
+	return b
+}
+
+// WithConsecutiveSuccesses sets the ConsecutiveSuccesses field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ConsecutiveSuccesses field is set to the value of the last call.
+func (b *CheckStatusApplyConfiguration) WithConsecutiveSuccesses(value int32) *CheckStatusApplyConfiguration {
+	b.ConsecutiveSuccesses = &value
 	return b
 }
 

@@ -13,6 +13,7 @@ import (
 type EffectiveConfigurationApplyConfiguration struct {
 	InternetChecks   *bool `json:"internetChecks,omitempty"`
 	CredentialsCheck *bool `json:"credentialsCheck,omitempty"`
+	MachinesCheck    *bool `json:"machinesCheck,omitempty"`
 	// nsgMode is Off, Observe or Remediate.
 	NSGMode *string `json:"nsgMode,omitempty"`
 	// urls are the egress targets probed.
@@ -40,6 +41,14 @@ func (b *EffectiveConfigurationApplyConfiguration) WithInternetChecks(value bool
 // If called multiple times, the CredentialsCheck field is set to the value of the last call.
 func (b *EffectiveConfigurationApplyConfiguration) WithCredentialsCheck(value bool) *EffectiveConfigurationApplyConfiguration {
 	b.CredentialsCheck = &value
+	return b
+}
+
+// WithMachinesCheck sets the MachinesCheck field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MachinesCheck field is set to the value of the last call.
+func (b *EffectiveConfigurationApplyConfiguration) WithMachinesCheck(value bool) *EffectiveConfigurationApplyConfiguration {
+	b.MachinesCheck = &value
 	return b
 }
 

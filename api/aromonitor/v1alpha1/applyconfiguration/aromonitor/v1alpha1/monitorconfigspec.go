@@ -25,6 +25,7 @@ type MonitorConfigSpecApplyConfiguration struct {
 	Internet    *InternetConfigApplyConfiguration    `json:"internet,omitempty"`
 	Credentials *CredentialsConfigApplyConfiguration `json:"credentials,omitempty"`
 	NSG         *NSGConfigApplyConfiguration         `json:"nsg,omitempty"`
+	Machines    *MachinesConfigApplyConfiguration    `json:"machines,omitempty"`
 	ARM         *ARMConfigApplyConfiguration         `json:"arm,omitempty"`
 }
 
@@ -63,6 +64,14 @@ func (b *MonitorConfigSpecApplyConfiguration) WithCredentials(value *Credentials
 // If called multiple times, the NSG field is set to the value of the last call.
 func (b *MonitorConfigSpecApplyConfiguration) WithNSG(value *NSGConfigApplyConfiguration) *MonitorConfigSpecApplyConfiguration {
 	b.NSG = value
+	return b
+}
+
+// WithMachines sets the Machines field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Machines field is set to the value of the last call.
+func (b *MonitorConfigSpecApplyConfiguration) WithMachines(value *MachinesConfigApplyConfiguration) *MonitorConfigSpecApplyConfiguration {
+	b.Machines = value
 	return b
 }
 
