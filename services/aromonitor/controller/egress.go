@@ -134,19 +134,9 @@ func (r *ProbeReconciler) write(ctx context.Context, snap *snapshot, name string
 	if err != nil {
 		return err
 	}
-	recorded := masterOwned(snap.record, amv1alpha1.MonitorConfigStatus{}, name)
-	next := masterOwned(snap.record, st, name)
-	next.Checks[0] = withOwnership(next.Checks[0], d)
-	if !equality.Semantic.DeepEqual(recorded, next) {
-		if err := applyStatus(ctx, r.Client, manager, next); err != nil {
-			return err
-		}
-		r.Recorder.Record(ownershipEvents(amv1alpha1.CheckInternetMaster, recorded.Checks[0], d)...)
-	}
-	if d.Ownership != amv1alpha1.OwnershipReplace {
-		return nil
-	}
-	return setAROConditions(ctx, r.Client, snap.cluster, r.Clock.Now(), next.Conditions...)
+	w := checkWrite{check: amv1alpha1.CheckInternetMaster, manager: manager, owner: d,
+		recorded: masterOwned(snap.record, amv1alpha1.MonitorConfigStatus{}, name), next: masterOwned(snap.record, st, name)}
+	return w.do(ctx, r.Client, r.Recorder, snap.cluster, r.Clock.Now())
 }
 
 // masterOwned is what the master probe's manager owns: st's vantage point,
@@ -219,27 +209,14 @@ func (r *WorkerConditionReconciler) Reconcile(ctx context.Context, _ reconcile.R
 	}
 	now := r.Clock.Now()
 	st, requeue := egress.Workers(snap.record, s.InternetChecks, expected, now, 3*s.InternetInterval, s.Thresholds.Failures)
-	prevCheck := clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckInternetWorker)
-	if st == nil && (prevCheck.Ownership != d.Ownership || prevCheck.OwnershipMessage != d.Message) {
-		// Only the owner changed: the rest as recorded.
-		st = &amv1alpha1.MonitorConfigStatus{Conditions: aroConditions(snap.record, arov1alpha1.InternetReachableFromWorker),
-			Checks: []amv1alpha1.CheckStatus{prevCheck}}
-	}
-	conds := aroConditions(snap.record, arov1alpha1.InternetReachableFromWorker)
+	w := checkWrite{check: amv1alpha1.CheckInternetWorker, manager: WorkerConditionFieldManager, owner: d,
+		recorded: amv1alpha1.MonitorConfigStatus{Conditions: aroConditions(snap.record, arov1alpha1.InternetReachableFromWorker),
+			Checks: []amv1alpha1.CheckStatus{clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckInternetWorker)}}}
+	w.next = w.recorded // unchanged but for, maybe, the owner
 	if st != nil {
-		st.Checks[0] = withOwnership(st.Checks[0], d)
-		if err := applyStatus(ctx, r.Client, WorkerConditionFieldManager, *st); err != nil {
-			return reconcile.Result{}, err
-		}
-		r.Recorder.Record(ownershipEvents(amv1alpha1.CheckInternetWorker, prevCheck, d)...)
-		conds = st.Conditions
+		w.next = *st
 	}
-	if d.Ownership == amv1alpha1.OwnershipReplace {
-		if err := setAROConditions(ctx, r.Client, snap.cluster, now, conds...); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{RequeueAfter: requeue}, nil
+	return reconcile.Result{RequeueAfter: requeue}, w.do(ctx, r.Client, r.Recorder, snap.cluster, now)
 }
 
 func findVantagePoint(vps []amv1alpha1.VantagePoint, name string) amv1alpha1.VantagePoint {

@@ -5,7 +5,6 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -66,10 +65,11 @@ func (r *MachinesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	now := r.Clock.Now()
-	prevCheck := clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckMachines)
-	recorded := amv1alpha1.MonitorConfigStatus{Conditions: aroConditions(snap.record, arov1alpha1.MachineValid), Checks: []amv1alpha1.CheckStatus{prevCheck}}
-	next := recorded
-	requeue := machinecheck.Wait(prevCheck, now, s.MachinesInterval)
+	w := checkWrite{check: amv1alpha1.CheckMachines, manager: MachinesFieldManager, owner: d,
+		recorded: amv1alpha1.MonitorConfigStatus{Conditions: aroConditions(snap.record, arov1alpha1.MachineValid),
+			Checks: []amv1alpha1.CheckStatus{clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckMachines)}}}
+	w.next = w.recorded
+	requeue := machinecheck.Wait(w.recorded.Checks[0], now, s.MachinesInterval)
 	if requeue == 0 {
 		var machines machinev1beta1.MachineList
 		if err := r.Client.List(ctx, &machines, client.InNamespace(r.MachineNamespace)); err != nil {
@@ -79,20 +79,8 @@ func (r *MachinesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 		if err := r.Client.List(ctx, &sets, client.InNamespace(r.MachineNamespace)); err != nil {
 			return reconcile.Result{}, err
 		}
-		next = machinecheck.Round(snap.record, machinecheck.Problems(machines.Items, sets.Items), now, s.MachineThresholds)
+		w.next = machinecheck.Round(snap.record, machinecheck.Problems(machines.Items, sets.Items), now, s.MachineThresholds)
 		requeue = wait.Jitter(s.MachinesInterval, 0.1)
 	}
-	next.Checks = []amv1alpha1.CheckStatus{withOwnership(next.Checks[0], d)}
-	if !equality.Semantic.DeepEqual(recorded, next) {
-		if err := applyStatus(ctx, r.Client, MachinesFieldManager, next); err != nil {
-			return reconcile.Result{}, err
-		}
-		r.Recorder.Record(ownershipEvents(amv1alpha1.CheckMachines, prevCheck, d)...)
-	}
-	if d.Ownership == amv1alpha1.OwnershipReplace {
-		if err := setAROConditions(ctx, r.Client, snap.cluster, now, next.Conditions...); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{RequeueAfter: requeue}, nil
+	return reconcile.Result{RequeueAfter: requeue}, w.do(ctx, r.Client, r.Recorder, snap.cluster, now)
 }
