@@ -83,17 +83,14 @@ func (r *CredentialsReconciler) Reconcile(ctx context.Context, _ reconcile.Reque
 	if r.Observe != nil {
 		r.Observe(plan.Result)
 	}
-	prevCheck := clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckCredentials)
-	plan.Status.Checks[0] = withOwnership(plan.Status.Checks[0], d)
-	if err := applyStatus(ctx, r.Client, CredentialsFieldManager, plan.Status); err != nil {
+	// Every check is recorded (its times move), so recorded holds only the
+	// previous record, for the Event of a change of hands.
+	w := checkWrite{check: amv1alpha1.CheckCredentials, manager: CredentialsFieldManager, owner: d, next: plan.Status,
+		recorded: amv1alpha1.MonitorConfigStatus{Checks: []amv1alpha1.CheckStatus{clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckCredentials)}}}
+	if err := w.do(ctx, r.Client, r.Recorder, snap.cluster, in.Now); err != nil {
 		return reconcile.Result{}, err
 	}
-	if d.Ownership == amv1alpha1.OwnershipReplace {
-		if err := setAROConditions(ctx, r.Client, snap.cluster, in.Now, aroConditions(plan.Status, arov1alpha1.ServicePrincipalValid)...); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	r.Recorder.Record(append(plan.Events, ownershipEvents(amv1alpha1.CheckCredentials, prevCheck, d)...)...)
+	r.Recorder.Record(plan.Events...)
 	// Jittered, so that the replicas' checks of many clusters spread out.
 	return reconcile.Result{RequeueAfter: wait.Jitter(plan.Requeue, 0.1)}, nil
 }

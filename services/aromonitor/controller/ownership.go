@@ -30,13 +30,15 @@ func ownershipEvents(check amv1alpha1.CheckName, prev amv1alpha1.CheckStatus, d 
 	return []events.Event{events.Normal(mc, EventOwnershipChanged, "Decide", fmt.Sprintf("%s: %s", check, d.Message))}
 }
 
-// checkWrite is the write of a check that records only what changed (the
-// egress checks, Machines): its part of the record — next, everything its
-// field manager owns, the check's record first in Checks — is applied with
-// who owns the check when it differs from recorded, the Event of the check
-// changing hands follows, and for a check aro-monitor replaces, ARO's
-// condition types in next are merged into the Cluster (no request when they
-// are there already: the cached Cluster is compared first).
+// checkWrite is a check's write of its part of the record and, where it
+// replaces ARO's controller, of ARO's condition: next — everything the
+// check's field manager owns, the check's record first in Checks — is
+// applied with who owns the check when it differs from recorded (a check
+// whose record always moves, such as the credentials check's, always
+// writes), the Event of the check changing hands follows, and for a check
+// aro-monitor replaces, ARO's condition types in next are merged into the
+// Cluster (no request when they are there already: the cached Cluster is
+// compared first).
 type checkWrite struct {
 	check          amv1alpha1.CheckName
 	manager        string
