@@ -254,7 +254,9 @@ OPENSHIFT_CRDS := \
 	machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigs.crd.yaml \
 	machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machines-Default.crd.yaml \
 	machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machinesets-Default.crd.yaml \
-	machine/v1/zz_generated.crd-manifests/0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml
+	machine/v1/zz_generated.crd-manifests/0000_10_control-plane-machine-set_01_controlplanemachinesets-Default.crd.yaml \
+	operator/v1/zz_generated.crd-manifests/0000_50_ingress_00_ingresscontrollers-Default.crd.yaml \
+	operator/v1/zz_generated.crd-manifests/0000_70_dns_00_dnses.crd.yaml
 
 # The ControlPlaneMachineSets of openshift/api's own CRD tests for AWS, Azure
 # and GCP, with the upstream's expected outcome of each: e2e/cpms applies them

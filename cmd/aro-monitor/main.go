@@ -22,7 +22,9 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"golang.org/x/net/http/httpproxy"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +42,7 @@ import (
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/services/aromonitor/azure"
+	"github.com/upshift-io/upshift/services/aromonitor/configcheck"
 	"github.com/upshift-io/upshift/services/aromonitor/controller"
 	"github.com/upshift-io/upshift/services/aromonitor/metrics"
 	"github.com/upshift-io/upshift/services/aromonitor/ownership"
@@ -176,6 +179,8 @@ func setupMaster(mgr manager.Manager, log logr.Logger, o *options, m *metrics.Me
 		&controller.WorkerConditionReconciler{Client: mgr.GetClient(), Recorder: recorder, MachineNamespace: MachineNamespace},
 		&controller.ConfigReconciler{Client: mgr.GetClient()},
 		&controller.MachinesReconciler{Client: mgr.GetClient(), Recorder: recorder, MachineNamespace: MachineNamespace},
+		&controller.ClusterConfigReconciler{Client: mgr.GetClient(), Recorder: recorder},
+		&controller.WorkloadsReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()},
 		&controller.StatusMetricsReconciler{Client: mgr.GetClient(), Metrics: m},
 	} {
 		if err := r.SetupWithManager(mgr); err != nil {
@@ -215,8 +220,10 @@ func (o *options) probeProxy() func(*url.URL) (*url.URL, error) {
 
 // cacheOptions keeps the informers to what each role reads: the Cluster and
 // MonitorConfig singletons by name; for the master, the Machines and
-// MachineSets of openshift-machine-api, the credentials Secret by name and
-// the Deployments of ARO operator's namespace.
+// MachineSets of openshift-machine-api, the credentials Secret, the default
+// IngressController, the DNS configuration and the ClusterVersion by name,
+// and the Deployments of ARO operator's namespace. The Workloads check lists
+// DaemonSets and pods uncached.
 func cacheOptions(o *options) cache.Options {
 	byName := func(name string) cache.ByObject {
 		return cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name)}
@@ -242,6 +249,12 @@ func cacheOptions(o *options) cache.Options {
 				return obj, nil
 			},
 		}
+		// DefaultIngressCertificate and DefaultClusterDNS read one object
+		// each.
+		objs[&operatorv1.IngressController{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", configcheck.IngressName),
+			Namespaces: map[string]cache.Config{configcheck.IngressNamespace: {}}}
+		objs[&operatorv1.DNS{}] = byName(configcheck.DNSName)
+		objs[&configv1.ClusterVersion{}] = byName(controller.ClusterVersionName)
 		if key, err := parseKey(o.credentials); err == nil {
 			secret := byName(key.Name)
 			secret.Namespaces = map[string]cache.Config{key.Namespace: {}}

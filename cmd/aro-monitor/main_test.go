@@ -47,8 +47,8 @@ func TestCacheOptionsPerRole(t *testing.T) {
 	// The worker watches the Cluster and the MonitorConfig only: no
 	// Machines, MachineSets, Secrets or Deployments, which its RBAC does
 	// not grant.
-	if len(worker.ByObject) != 2 || len(master.ByObject) != 6 {
-		t.Errorf("informers: worker %d, master %d; want 2 and 6", len(worker.ByObject), len(master.ByObject))
+	if len(worker.ByObject) != 2 || len(master.ByObject) != 9 {
+		t.Errorf("informers: worker %d, master %d; want 2 and 9", len(worker.ByObject), len(master.ByObject))
 	}
 	// ARO operator's Deployments are cached without their pod template:
 	// only replicas and readiness decide who owns a check.

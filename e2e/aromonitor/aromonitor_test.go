@@ -123,24 +123,33 @@ var _ = Describe("aro-monitor on a simulated ARO cluster", Ordered, func() {
 		Eventually(func(g Gomega) {
 			c := cluster(ctx)
 			for _, t := range []string{arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker,
-				arov1alpha1.ServicePrincipalValid, amv1alpha1.NSGAssociated} {
+				arov1alpha1.ServicePrincipalValid, amv1alpha1.NSGAssociated, arov1alpha1.DefaultIngressCertificate, arov1alpha1.DefaultClusterDNS,
+				amv1alpha1.SubnetServiceEndpoints, amv1alpha1.DaemonSetsAvailable, amv1alpha1.PodsHealthy} {
 				g.Expect(conditionOf(c, t).Status).To(Equal(operatorv1.ConditionTrue), "%s: %+v", t, conditionOf(c, t))
 			}
 			g.Expect(conditionOf(c, amv1alpha1.RemediationSuppressed).Status).To(Equal(operatorv1.ConditionFalse))
 		}).Should(Succeed(), func() string { return aro.Master.Logs() + aro.Worker.Logs() })
 		c := cluster(ctx)
 		Expect(conditionOf(c, arov1alpha1.ServicePrincipalValid).Reason).To(Equal(arov1alpha1.ReasonValidationSuccessful))
+		// ARO's messages, from the objects seeded as on a healthy cluster.
+		Expect(conditionOf(c, arov1alpha1.DefaultIngressCertificate).Message).To(Equal("Default ingress certificate is in use"))
+		Expect(conditionOf(c, arov1alpha1.DefaultClusterDNS).Message).To(Equal("custom upstream DNS servers in use: " + framework.ARODNSUpstream))
+		Expect(conditionOf(c, amv1alpha1.SubnetServiceEndpoints).Reason).To(Equal("AllPresent"))
 		for _, ch := range c.Checks {
+			if ch.Name == amv1alpha1.CheckDaemonSets || ch.Name == amv1alpha1.CheckPods {
+				continue // no ARO controller to share them with
+			}
 			Expect(ch.Ownership).To(Equal(amv1alpha1.OwnershipReplace), "%s: no ARO operator runs here: %s", ch.Name, ch.OwnershipMessage)
 		}
 		// ARO's condition types reach ARO's Cluster, beside the other
 		// writers'; aro-monitor's own findings do not.
 		Eventually(func(g Gomega) {
 			conds := aroCluster(ctx).Status.Conditions
-			for _, t := range []string{arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker, arov1alpha1.ServicePrincipalValid, arov1alpha1.MachineValid} {
+			for _, t := range []string{arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker, arov1alpha1.ServicePrincipalValid,
+				arov1alpha1.MachineValid, arov1alpha1.DefaultIngressCertificate, arov1alpha1.DefaultClusterDNS} {
 				g.Expect(conditionIn(conds, t).Status).To(Equal(operatorv1.ConditionTrue), "%s: %+v", t, conditionIn(conds, t))
 			}
-			g.Expect(conds).To(HaveLen(len(framework.AROForeignConditions())+4), "no type of aro-monitor's own: %+v", conds)
+			g.Expect(conds).To(HaveLen(len(framework.AROForeignConditions())+6), "no type of aro-monitor's own: %+v", conds)
 		}).Should(Succeed())
 		master, worker := vantagePoint(c, "master"), vantagePoint(c, "worker-subnet")
 		Expect(master.Node).To(Equal(framework.AROMasterNode))

@@ -50,7 +50,7 @@ func TestEveryMetricTheAROMonitorChartQueriesIsRegistered(t *testing.T) {
 		}
 	}
 	alerts, panels := checkChartQueries(t, "aro-monitor", "aro", "aro-monitor", exp)
-	if alerts != 10 || panels < 10 {
-		t.Errorf("found %d alerts and %d panel queries, want 10 and at least 10", alerts, panels)
+	if alerts != 15 || panels < 10 {
+		t.Errorf("found %d alerts and %d panel queries, want 15 and at least 10", alerts, panels)
 	}
 }

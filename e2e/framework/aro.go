@@ -25,7 +25,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +60,11 @@ const (
 	// AROWorkerNode is the node the worker agent runs on.
 	AROWorkerNode = "prod-1-worker-eastus1-abcde"
 	AROMasterNode = "prod-1-master-0"
+	// AROClusterID is the ClusterVersion's cluster ID; the default
+	// IngressController serves ARO's certificate named after it.
+	AROClusterID = "6d8f4a8e-1b2c-4c1e-9a43-0f1e2d3c4b5a"
+	// ARODNSUpstream is a custom upstream the DNS operator forwards to.
+	ARODNSUpstream = "10.0.0.10"
 	// AROCredentials is the chart's default credentials Secret.
 	AROCredentialsNamespace = "openshift-azure-operator"
 	AROCredentialsName      = "azure-cloud-credentials"
@@ -146,6 +153,10 @@ func StartAROCluster(ctx context.Context, env *testenv.Env, binary, namespace, d
 	a.ARM.AddNSG(ARONSG)
 	a.ARM.AddSubnet(AROMasterSubnet, "10.0.0.0/23", ARONSG)
 	a.ARM.AddSubnet(AROWorkerSubnet, "10.0.2.0/23", ARONSG)
+	// As an ARO install leaves them: with ARO's service endpoints.
+	for _, s := range []string{AROMasterSubnet, AROWorkerSubnet} {
+		a.ARM.SetSubnetServiceEndpoints(s, "Microsoft.ContainerRegistry", "Microsoft.Storage")
+	}
 
 	if a.DNS, err = egresssim.StartDNS(); err != nil {
 		a.Close()
@@ -322,6 +333,17 @@ func (a *AROCluster) seed(ctx context.Context, spec amv1alpha1.MonitorConfigSpec
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: AROWorkerNode,
 		Annotations: map[string]string{"machine.openshift.io/machine": AROMachineNamespace + "/" + AROWorkerNode}}}
 	objs = append(objs, ms, wm, node)
+	// The cluster configuration DefaultIngressCertificate and
+	// DefaultClusterDNS read, as on a healthy ARO cluster.
+	ingressNS := "openshift-ingress-operator"
+	objs = append(objs,
+		&configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: configv1.ClusterVersionSpec{ClusterID: AROClusterID}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ingressNS}},
+		&operatorv1.IngressController{ObjectMeta: metav1.ObjectMeta{Namespace: ingressNS, Name: "default"},
+			Spec: operatorv1.IngressControllerSpec{DefaultCertificate: &corev1.LocalObjectReference{Name: AROClusterID + "-ingress"}}},
+		&operatorv1.DNS{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: operatorv1.DNSSpec{Servers: []operatorv1.Server{{
+			Name: "corp", Zones: []string{"corp.example.com"}, ForwardPlugin: operatorv1.ForwardPlugin{Upstreams: []string{ARODNSUpstream}}}}}},
+	)
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)

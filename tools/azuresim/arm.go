@@ -79,6 +79,41 @@ func (s *Server) SubnetNSG(id string) string {
 	return *st.subnet.Properties.NetworkSecurityGroup.ID
 }
 
+// SetSubnetServiceEndpoints replaces a subnet's service endpoints out of
+// band, each provisioned (Succeeded) for all locations.
+func (s *Server) SetSubnetServiceEndpoints(id string, services ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.subnets[strings.ToLower(id)]
+	if !ok {
+		return
+	}
+	st.subnet.Properties.ServiceEndpoints = nil
+	for _, svc := range services {
+		st.subnet.Properties.ServiceEndpoints = append(st.subnet.Properties.ServiceEndpoints, &armnetwork.ServiceEndpointPropertiesFormat{
+			Service: to.Ptr(svc), Locations: []*string{to.Ptr("*")}, ProvisioningState: to.Ptr(armnetwork.ProvisioningStateSucceeded)})
+	}
+	st.subnet.Etag = to.Ptr(`W/"` + randomHex(8) + `"`)
+}
+
+// SubnetServiceEndpoints lists the services of a subnet's provisioned
+// service endpoints.
+func (s *Server) SubnetServiceEndpoints(id string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.subnets[strings.ToLower(id)]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, e := range st.subnet.Properties.ServiceEndpoints {
+		if e.ProvisioningState != nil && *e.ProvisioningState == armnetwork.ProvisioningStateSucceeded {
+			out = append(out, *e.Service)
+		}
+	}
+	return out
+}
+
 // KeepDetaching plays another actor (an Azure Policy, a script) that detaches
 // the subnet's group `after` every successful re-association through ARM.
 // after < 0 stops it.
@@ -187,6 +222,27 @@ func (s *Server) putSubnet(w http.ResponseWriter, r *http.Request, key string) {
 	if in.Properties != nil && in.Properties.AddressPrefix != nil {
 		st.subnet.Properties.AddressPrefix = in.Properties.AddressPrefix
 	}
+	// A PUT replaces the subnet's service endpoints with those it carries
+	// (none when it carries none): an endpoint already provisioned for the
+	// same service stays provisioned, a new one is Updating until the
+	// operation ends.
+	var endpoints []*armnetwork.ServiceEndpointPropertiesFormat
+	if in.Properties != nil {
+		for _, e := range in.Properties.ServiceEndpoints {
+			if e == nil || e.Service == nil {
+				armError(w, http.StatusBadRequest, "InvalidRequestFormat", "A service endpoint has no service.", 0)
+				return
+			}
+			state := armnetwork.ProvisioningStateUpdating
+			for _, old := range st.subnet.Properties.ServiceEndpoints {
+				if strings.EqualFold(*old.Service, *e.Service) && old.ProvisioningState != nil && *old.ProvisioningState == armnetwork.ProvisioningStateSucceeded {
+					state = armnetwork.ProvisioningStateSucceeded
+				}
+			}
+			endpoints = append(endpoints, &armnetwork.ServiceEndpointPropertiesFormat{Service: e.Service, Locations: e.Locations, ProvisioningState: to.Ptr(state)})
+		}
+	}
+	st.subnet.Properties.ServiceEndpoints = endpoints
 	st.subnet.Properties.ProvisioningState = to.Ptr(armnetwork.ProvisioningStateUpdating)
 	s.opSeq++
 	opID := fmt.Sprintf("op-%d", s.opSeq)
@@ -214,6 +270,9 @@ func (s *Server) operationStatus(w http.ResponseWriter, id string) {
 	}
 	st := s.subnets[op.subnetID]
 	st.subnet.Properties.ProvisioningState = to.Ptr(armnetwork.ProvisioningStateSucceeded)
+	for _, e := range st.subnet.Properties.ServiceEndpoints {
+		e.ProvisioningState = to.Ptr(armnetwork.ProvisioningStateSucceeded)
+	}
 	attached := st.subnet.Properties.NetworkSecurityGroup != nil
 	after, acting := s.actors[op.subnetID]
 	delete(s.ops, id)

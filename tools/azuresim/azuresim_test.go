@@ -251,3 +251,43 @@ func TestTugOfWarActor(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A PUT replaces the service endpoints: those it carries are provisioned
+// when the operation ends, those it leaves out are gone, as in ARM.
+func TestServiceEndpointsThroughTheSDK(t *testing.T) {
+	s := start(t)
+	c := subnets(t, s, secretCredential(t, s, "s3cret"))
+	ctx := context.Background()
+	s.SetSubnetServiceEndpoints(subnet, "Microsoft.Storage")
+	got, err := c.Get(ctx, "vnet-rg", "vnet", "worker", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Properties.ServiceEndpoints = append(got.Properties.ServiceEndpoints,
+		&armnetwork.ServiceEndpointPropertiesFormat{Service: to.Ptr("Microsoft.ContainerRegistry"), Locations: []*string{to.Ptr("*")}})
+	s.SetPollsPerOperation(1)
+	poller, err := c.BeginCreateOrUpdate(ctx, "vnet-rg", "vnet", "worker", got.Subnet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during := s.SubnetServiceEndpoints(subnet); len(during) != 1 || during[0] != "Microsoft.Storage" {
+		t.Errorf("while the operation runs, only the provisioned endpoint counts: %v", during)
+	}
+	if _, err := poller.PollUntilDone(ctx, &runtimeFrequency); err != nil {
+		t.Fatal(err)
+	}
+	if after := s.SubnetServiceEndpoints(subnet); strings.Join(after, ",") != "Microsoft.Storage,Microsoft.ContainerRegistry" {
+		t.Errorf("after the PUT: %v", after)
+	}
+	got.Properties.ServiceEndpoints = nil
+	poller, err = c.BeginCreateOrUpdate(ctx, "vnet-rg", "vnet", "worker", got.Subnet, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := poller.PollUntilDone(ctx, &runtimeFrequency); err != nil {
+		t.Fatal(err)
+	}
+	if after := s.SubnetServiceEndpoints(subnet); len(after) != 0 {
+		t.Errorf("a PUT without endpoints removes them: %v", after)
+	}
+}

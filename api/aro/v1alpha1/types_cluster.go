@@ -19,6 +19,8 @@ const (
 	InternetReachableFromWorker = "InternetReachableFromWorker"
 	ServicePrincipalValid       = "ServicePrincipalValid"
 	MachineValid                = "MachineValid"
+	DefaultIngressCertificate   = "DefaultIngressCertificate"
+	DefaultClusterDNS           = "DefaultClusterDNS"
 )
 
 // LastSubnetReconcileAnnotation is set on the Cluster, as ARO's subnet

@@ -68,6 +68,12 @@ type MonitorConfigSpec struct {
 	Machines MachinesConfig `json:"machines,omitempty"`
 	// +optional
 	// +kubebuilder:default={}
+	ClusterConfig ClusterConfigChecks `json:"clusterConfig,omitempty"`
+	// +optional
+	// +kubebuilder:default={}
+	Workloads WorkloadsConfig `json:"workloads,omitempty"`
+	// +optional
+	// +kubebuilder:default={}
 	ARM ARMConfig `json:"arm,omitempty"`
 }
 
@@ -186,6 +192,77 @@ type MachinesConfig struct {
 	// failureThreshold failed rounds in a row turn MachineValid False: a
 	// scale-down's Machines still count until they are deleted, which ARO's
 	// own check reports as invalid at once.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+	// successThreshold passed rounds in a row turn it True again.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	SuccessThreshold int32 `json:"successThreshold,omitempty"`
+}
+
+// ClusterConfigChecks tunes ARO's DefaultIngressCertificate and
+// DefaultClusterDNS checks. A round runs when the default IngressController,
+// the DNS operator's configuration, the ClusterVersion or the Cluster's spec
+// changes, and at least once per interval.
+type ClusterConfigChecks struct {
+	// interval is the longest time between two rounds.
+	// +optional
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="spec.clusterConfig.interval must be a duration between 1m and 24h, e.g. 1h"
+	Interval string `json:"interval,omitempty"`
+	// failureThreshold failed rounds in a row turn a condition False. A
+	// failed round that the threshold holds back is repeated after a
+	// minute, so a real misconfiguration shows within minutes while a
+	// read that failed once does not flap the condition.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+	// successThreshold passed rounds in a row turn it True again.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	SuccessThreshold int32 `json:"successThreshold,omitempty"`
+}
+
+// WorkloadsConfig tunes the DaemonSetsAvailable and PodsHealthy check,
+// which reports on aro-monitor's MonitorConfig only.
+type WorkloadsConfig struct {
+	// enabled switches the check; when off its conditions are removed.
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+	// namespaces are the namespaces whose DaemonSets and pods are checked;
+	// the default is the set of OpenShift and ARO namespaces ARO's resource
+	// provider monitors.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:default={"openshift-apiserver","openshift-azure-logging","openshift-azure-operator","openshift-etcd","openshift-ingress","openshift-kube-apiserver","openshift-machine-config-operator","openshift-machine-api","openshift-monitoring"}
+	Namespaces []string `json:"namespaces,omitempty"`
+	// interval between rounds; each round lists the namespaces' DaemonSets
+	// and pods from the API server (nothing is watched between rounds).
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('24h')",message="spec.workloads.interval must be a duration between 30s and 24h, e.g. 5m"
+	Interval string `json:"interval,omitempty"`
+	// restartThreshold is the number of container restarts, summed over a
+	// pod's containers as `oc get pods` shows them, from which a pod counts
+	// as unhealthy.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	RestartThreshold int32 `json:"restartThreshold,omitempty"`
+	// failureThreshold failed rounds in a row turn a condition False: a
+	// rollout makes pods unready for a while.
 	// +optional
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1

@@ -17,6 +17,18 @@ const (
 	// at least one subnet because something else keeps undoing it or the
 	// hourly budget is spent.
 	RemediationSuppressed = "RemediationSuppressed"
+	// SubnetServiceEndpoints says whether every cluster subnet has the
+	// service endpoints ARO's subnet controller keeps there
+	// (Microsoft.ContainerRegistry, Microsoft.Storage). ARO writes no
+	// condition for them; the resource provider reads none.
+	SubnetServiceEndpoints = "SubnetServiceEndpoints"
+	// DaemonSetsAvailable says whether every DaemonSet in the monitored
+	// namespaces has a pod available on each node it is scheduled to.
+	DaemonSetsAvailable = "DaemonSetsAvailable"
+	// PodsHealthy says whether every pod in the monitored namespaces is
+	// scheduled, initialised, ready, not waiting and not restarting over
+	// and over.
+	PodsHealthy = "PodsHealthy"
 )
 
 // MonitorConfigStatus is aro-monitor's record: the conditions of every check
@@ -48,6 +60,13 @@ type MonitorConfigStatus struct {
 	// +listType=map
 	// +listMapKey=id
 	Subnets []SubnetStatus `json:"subnets,omitempty"`
+	// workloads lists what the last round of the DaemonSets and Pods checks
+	// found wrong, at most
+	// 50 entries (the conditions' messages say how many there were).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Workloads []WorkloadProblem `json:"workloads,omitempty"`
 	// credentials describes the service principal or workload identity check.
 	// +optional
 	Credentials *CredentialStatus `json:"credentials,omitempty"`
@@ -72,15 +91,21 @@ const (
 )
 
 // CheckName names one of aro-monitor's checks.
-// +kubebuilder:validation:Enum=InternetMaster;InternetWorker;Credentials;NSG;Machines
+// +kubebuilder:validation:Enum=InternetMaster;InternetWorker;Credentials;NSG;Machines;IngressCertificate;ClusterDNS;DaemonSets;Pods
 type CheckName string
 
 const (
 	CheckInternetMaster CheckName = "InternetMaster"
 	CheckInternetWorker CheckName = "InternetWorker"
 	CheckCredentials    CheckName = "Credentials"
-	CheckNSG            CheckName = "NSG"
-	CheckMachines       CheckName = "Machines"
+	// CheckNSG also keeps the subnets' service endpoints: both are ARO's
+	// subnet controller's, and one pass writes each subnet at most once.
+	CheckNSG                CheckName = "NSG"
+	CheckMachines           CheckName = "Machines"
+	CheckIngressCertificate CheckName = "IngressCertificate"
+	CheckClusterDNS         CheckName = "ClusterDNS"
+	CheckDaemonSets         CheckName = "DaemonSets"
+	CheckPods               CheckName = "Pods"
 )
 
 // CheckStatus records one check's timing.
@@ -95,8 +120,8 @@ type CheckStatus struct {
 	LastSuccessTime *metav1.Time `json:"lastSuccessTime,omitempty"`
 	// consecutiveFailures and consecutiveSuccesses are the rounds in a row
 	// that failed or passed, for a check whose condition moves with a
-	// hysteresis of its own (Machines; the egress checks keep theirs per
-	// vantage point).
+	// hysteresis of its own (Machines, IngressCertificate, ClusterDNS,
+	// DaemonSets, Pods; the egress checks keep theirs per vantage point).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ConsecutiveFailures int32 `json:"consecutiveFailures,omitempty"`
@@ -278,6 +303,14 @@ type EffectiveConfiguration struct {
 	CredentialsCheck bool `json:"credentialsCheck"`
 	// +optional
 	MachinesCheck bool `json:"machinesCheck"`
+	// clusterConfigChecks: DefaultIngressCertificate and DefaultClusterDNS.
+	// +optional
+	ClusterConfigChecks bool `json:"clusterConfigChecks"`
+	// serviceEndpoints is Off, Observe or Remediate.
+	// +optional
+	ServiceEndpoints string `json:"serviceEndpoints,omitempty"`
+	// +optional
+	WorkloadsCheck bool `json:"workloadsCheck"`
 	// nsgMode is Off, Observe or Remediate.
 	// +optional
 	NSGMode string `json:"nsgMode,omitempty"`
@@ -287,4 +320,27 @@ type EffectiveConfiguration struct {
 	// intervals per check, as Go durations.
 	// +optional
 	Intervals map[CheckName]string `json:"intervals,omitempty"`
+}
+
+// WorkloadProblem is one DaemonSet or pod found unhealthy.
+type WorkloadProblem struct {
+	// kind is DaemonSet or Pod.
+	// +required
+	// +kubebuilder:validation:Enum=DaemonSet;Pod
+	Kind string `json:"kind"`
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// node is the pod's node, if scheduled.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node,omitempty"`
+	// problem says what is wrong, e.g. "2 of 3 available" or
+	// "container kube-rbac-proxy waiting: CrashLoopBackOff".
+	// +required
+	// +kubebuilder:validation:MaxLength=1024
+	Problem string `json:"problem"`
 }

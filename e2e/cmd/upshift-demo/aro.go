@@ -209,6 +209,11 @@ func printConditions(ctx context.Context, c client.Client) error {
 	}
 	fmt.Fprintln(tw, "\nCHECK\tOWNERSHIP\tWHY")
 	for _, ch := range mc.Status.Checks {
+		if ch.Ownership == "" {
+			// DaemonSets, Pods: no ARO controller to share them with.
+			fmt.Fprintf(tw, "%s\t-\treported on the MonitorConfig only: ARO's operator has no such check\n", ch.Name)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Name, ch.Ownership, ch.OwnershipMessage)
 	}
 	return tw.Flush()

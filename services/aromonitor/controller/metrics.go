@@ -19,7 +19,7 @@ import (
 // StatusMetricsReconciler (master role) exports what aro-monitor's record
 // (the MonitorConfig's status) says: the status of every condition it
 // decides, who owns each check, when the checks that run once per cluster
-// (credentials, NSG, Machines) last passed, and the client secret's expiry. Reading
+// (all but the egress checks) last passed, and the client secret's expiry. Reading
 // the record rather than each check's own outcome keeps one source of
 // truth, whichever replica or agent wrote it; ARO's types say what
 // aro-monitor found, whether or not it is the one writing them to the
@@ -32,12 +32,20 @@ type StatusMetricsReconciler struct {
 // ConditionTypes are the conditions aro-monitor decides.
 var ConditionTypes = []string{
 	arov1alpha1.InternetReachableFromMaster, arov1alpha1.InternetReachableFromWorker,
-	arov1alpha1.ServicePrincipalValid, arov1alpha1.MachineValid, amv1alpha1.NSGAssociated, amv1alpha1.RemediationSuppressed,
+	arov1alpha1.ServicePrincipalValid, arov1alpha1.MachineValid, arov1alpha1.DefaultIngressCertificate, arov1alpha1.DefaultClusterDNS,
+	amv1alpha1.NSGAssociated, amv1alpha1.RemediationSuppressed, amv1alpha1.SubnetServiceEndpoints,
+	amv1alpha1.DaemonSetsAvailable, amv1alpha1.PodsHealthy,
 }
 
 // Checks are aro-monitor's checks.
 var Checks = []amv1alpha1.CheckName{amv1alpha1.CheckInternetMaster, amv1alpha1.CheckInternetWorker,
-	amv1alpha1.CheckCredentials, amv1alpha1.CheckNSG, amv1alpha1.CheckMachines}
+	amv1alpha1.CheckCredentials, amv1alpha1.CheckNSG, amv1alpha1.CheckMachines,
+	amv1alpha1.CheckIngressCertificate, amv1alpha1.CheckClusterDNS, amv1alpha1.CheckDaemonSets, amv1alpha1.CheckPods}
+
+// roundChecks are the checks that run once per cluster, whose last success
+// is exported.
+var roundChecks = []amv1alpha1.CheckName{amv1alpha1.CheckCredentials, amv1alpha1.CheckNSG, amv1alpha1.CheckMachines,
+	amv1alpha1.CheckIngressCertificate, amv1alpha1.CheckClusterDNS, amv1alpha1.CheckDaemonSets, amv1alpha1.CheckPods}
 
 // SetupWithManager watches the MonitorConfig, status included.
 func (r *StatusMetricsReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -68,7 +76,7 @@ func (r *StatusMetricsReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	for _, name := range Checks {
 		r.Metrics.Ownership(name, clusterstatus.FindCheck(st.Checks, name).Ownership)
 	}
-	for _, name := range []amv1alpha1.CheckName{amv1alpha1.CheckCredentials, amv1alpha1.CheckNSG, amv1alpha1.CheckMachines} {
+	for _, name := range roundChecks {
 		if c := clusterstatus.FindCheck(st.Checks, name); c.LastSuccessTime != nil {
 			r.Metrics.Success(name, "", c.LastSuccessTime.Time)
 		}

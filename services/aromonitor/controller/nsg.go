@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -12,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v6"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +33,7 @@ import (
 	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 	"github.com/upshift-io/upshift/services/aromonitor/nsg"
 	"github.com/upshift-io/upshift/services/aromonitor/ownership"
+	"github.com/upshift-io/upshift/services/aromonitor/serviceendpoints"
 	"github.com/upshift-io/upshift/services/aromonitor/subnets"
 )
 
@@ -48,6 +51,12 @@ const (
 	EventReassociationFailed     = nsg.EventReassociationFailed
 	EventDrift                   = nsg.EventDrift
 	EventSuppressed              = nsg.EventSuppressed
+	// EventServiceEndpointsAdded and EventServiceEndpointsFailed: a PUT
+	// added a subnet's missing service endpoints, or failed to.
+	EventServiceEndpointsAdded  = "ServiceEndpointsAdded"
+	EventServiceEndpointsFailed = "ServiceEndpointsAddFailed"
+	// ActionAddServiceEndpoints is the remediation metric's action label.
+	ActionAddServiceEndpoints = "add-service-endpoints"
 )
 
 // NSGReconciler checks that every cluster subnet is associated with the
@@ -108,8 +117,14 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 		// take it for a tug-of-war, and it us.
 		pass.Policy.Mode = nsg.Observe
 	}
-	w := &nsgWriter{r: r, owner: d, prevCheck: clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckNSG)}
+	w := &nsgWriter{r: r, owner: d, prevCheck: clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckNSG),
+		endpoints: clusterstatus.ConditionByType(snap.record.Conditions, amv1alpha1.SubnetServiceEndpoints), prevConds: snap.record.Conditions}
+	seMode := snap.settings.ServiceEndpoints
+	if d.Ownership == amv1alpha1.OwnershipObserve && seMode == serviceendpoints.Remediate {
+		seMode = serviceendpoints.Observe
+	}
 	if pass.Policy.Mode == nsg.Off {
+		w.setEndpoints(serviceendpoints.Condition(serviceendpoints.Off, snap.settings.ServiceEndpointsOffWhy, nil))
 		return w.finish(ctx, pass.Off())
 	}
 	found, problems, err := r.discover(ctx, snap.cluster.Spec)
@@ -122,17 +137,40 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 	if err != nil {
 		return w.finish(ctx, pass.Unavailable(ReasonCredentialsUnavailable, err.Error(), true))
 	}
+	var endpoints []serviceendpoints.Finding
 	for i, sn := range found {
 		target := r.subnet(sn)
 		got, err := client.Get(ctx, sn.ResourceGroup, sn.VNet, sn.Name, nil)
 		if err != nil {
 			pass.ReadFailed(target, err)
+			endpoints = append(endpoints, serviceendpoints.Finding{Subnet: sn.Name, Unread: true})
 			continue
+		}
+		se := serviceendpoints.Finding{Subnet: sn.Name}
+		if seMode != serviceendpoints.Off {
+			se.Missing = serviceendpoints.Missing(got.Subnet)
+		}
+		var add []string
+		if seMode == serviceendpoints.Remediate {
+			add = se.Missing
 		}
 		if !pass.Subnet(target, attachedNSG(got.Subnet)) {
+			if len(add) > 0 {
+				// The endpoints alone: a PUT of the subnet as read.
+				_, se.Err = r.put(ctx, client, sn, got.Subnet, "", add)
+				se.Added = se.Err == nil
+				r.observeEndpoints(se)
+			}
+			endpoints = append(endpoints, se)
 			continue
 		}
-		reached, err := r.reassociate(ctx, client, sn, got.Subnet)
+		// One PUT re-associates the group and adds the endpoints.
+		reached, err := r.put(ctx, client, sn, got.Subnet, sn.ExpectedNSG, add)
+		if len(add) > 0 {
+			se.Added, se.Err = err == nil, err
+			r.observeEndpoints(se)
+		}
+		endpoints = append(endpoints, se)
 		if !pass.Reassociated(reached, err) {
 			continue
 		}
@@ -161,6 +199,7 @@ func (r *NSGReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 		errs = append(errs, fmt.Sprintf("%s: %v", p.Object, p.Err))
 	}
 	pass.Problems(errs)
+	w.setEndpoints(serviceendpoints.Condition(seMode, snap.settings.ServiceEndpointsOffWhy, endpoints))
 	res := pass.Done()
 	if len(res.Errors) > 0 {
 		log.FromContext(ctx).Info("NSG check incomplete", "errors", res.Errors)
@@ -176,11 +215,24 @@ type nsgWriter struct {
 	prevCheck amv1alpha1.CheckStatus
 	// reconciled: a subnet was re-associated in this pass.
 	reconciled bool
+	// endpoints is SubnetServiceEndpoints as recorded until the pass
+	// decides it (nil: none yet), written with every apply of the pass.
+	endpoints *operatorv1.OperatorCondition
+	prevConds []operatorv1.OperatorCondition
+}
+
+// setEndpoints decides SubnetServiceEndpoints for this pass.
+func (w *nsgWriter) setEndpoints(c operatorv1.OperatorCondition) {
+	c = clusterstatus.Condition(w.prevConds, c, w.r.Clock.Now())
+	w.endpoints = &c
 }
 
 func (w *nsgWriter) apply(ctx context.Context, st amv1alpha1.MonitorConfigStatus) error {
 	for i := range st.Checks {
 		st.Checks[i] = withOwnership(st.Checks[i], w.owner)
+	}
+	if w.endpoints != nil {
+		st.Conditions = append(st.Conditions, *w.endpoints)
 	}
 	return applyStatus(ctx, w.r.Client, NSGFieldManager, st)
 }
@@ -251,23 +303,29 @@ func (r *NSGReconciler) subnetsClient(ctx context.Context, spec arov1alpha1.Clus
 	return r.Azure.Subnets(sub, cred, cloudCfg)
 }
 
-// ReassociateTimeout bounds one re-association, the PUT and the polling of
-// its long-running operation: ARM may never finish it.
+// ReassociateTimeout bounds one PUT of a subnet and the polling of its
+// long-running operation: ARM may never finish it.
 const ReassociateTimeout = 2 * time.Minute
 
-// reassociate PUTs the subnet with the expected group. reached says the
-// request got an answer from ARM (it may have acted, so it counts).
-func (r *NSGReconciler) reassociate(ctx context.Context, c *armnetwork.SubnetsClient, sn subnets.Subnet, current armnetwork.Subnet) (reached bool, err error) {
+// put PUTs the subnet as read with the expected group (nsgID, "" to leave
+// the association as it is) and the missing service endpoints added.
+// reached says the request got an answer from ARM (it may have acted, so
+// it counts). One PUT per subnet per pass does both, as the subnet's two
+// changes must not race each other.
+func (r *NSGReconciler) put(ctx context.Context, c *armnetwork.SubnetsClient, sn subnets.Subnet, current armnetwork.Subnet, nsgID string, endpoints []string) (reached bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, ReassociateTimeout)
 	defer cancel()
-	// The PUT carries the subnet as read, with only the group replaced, so
-	// nothing else on the subnet changes; ARM's etag is not sent, as ARO
-	// does not either, so a concurrent change elsewhere on the subnet wins
-	// over nothing but the association.
+	// The PUT carries the subnet as read, with only the group replaced and
+	// endpoints added, so nothing else on the subnet changes; ARM's etag is
+	// not sent, as ARO does not either, so a concurrent change elsewhere on
+	// the subnet wins over nothing but these.
 	if current.Properties == nil {
 		current.Properties = &armnetwork.SubnetPropertiesFormat{}
 	}
-	current.Properties.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: to.Ptr(sn.ExpectedNSG)}
+	if nsgID != "" {
+		current.Properties.NetworkSecurityGroup = &armnetwork.SecurityGroup{ID: to.Ptr(nsgID)}
+	}
+	serviceendpoints.Add(&current, endpoints)
 	poller, err := c.BeginCreateOrUpdate(ctx, sn.ResourceGroup, sn.VNet, sn.Name, current, nil)
 	if err != nil {
 		var re *azcore.ResponseError
@@ -276,6 +334,21 @@ func (r *NSGReconciler) reassociate(ctx context.Context, c *armnetwork.SubnetsCl
 	// Accepted: whatever the polling says, ARM may have acted.
 	_, err = poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 2 * time.Second})
 	return true, err
+}
+
+// observeEndpoints counts and records an attempt to add service endpoints.
+func (r *NSGReconciler) observeEndpoints(f serviceendpoints.Finding) {
+	mc := &amv1alpha1.MonitorConfig{ObjectMeta: metav1.ObjectMeta{Name: amv1alpha1.SingletonName}}
+	missing := strings.Join(f.Missing, ", ")
+	if f.Err != nil {
+		r.observe([]nsg.Outcome{{Action: ActionAddServiceEndpoints, Result: "error"}})
+		r.Recorder.Record(events.Warning(mc, EventServiceEndpointsFailed, "AddServiceEndpoints",
+			fmt.Sprintf("adding %s to subnet %s: %v", missing, f.Subnet, f.Err)))
+		return
+	}
+	r.observe([]nsg.Outcome{{Action: ActionAddServiceEndpoints, Result: "success"}})
+	r.Recorder.Record(events.Normal(mc, EventServiceEndpointsAdded, "AddServiceEndpoints",
+		fmt.Sprintf("added %s to subnet %s", missing, f.Subnet)))
 }
 
 func (r *NSGReconciler) observe(outcomes []nsg.Outcome) {

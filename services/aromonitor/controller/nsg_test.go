@@ -56,6 +56,11 @@ func newAzureCluster(ctx context.Context) *azureCluster {
 	arm.AddNSG(nsgID)
 	arm.AddSubnet(vnetPath+"master", "10.0.0.0/23", nsgID)
 	arm.AddSubnet(vnetPath+"worker", "10.0.2.0/23", "")
+	// As an ARO install leaves them (the service endpoints' own Describe
+	// takes them away).
+	for _, s := range []string{"master", "worker"} {
+		arm.SetSubnetServiceEndpoints(vnetPath+s, "Microsoft.ContainerRegistry", "Microsoft.Storage")
+	}
 
 	for _, ns := range []string{machNS, credNS} {
 		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())

@@ -25,14 +25,19 @@ const (
 	NSGManaged = "aro.azuresubnets.nsg.managed"
 	// MachineEnabled switches ARO's Machine controller (MachineValid).
 	MachineEnabled = "aro.machine.enabled"
+	// ServiceEndpointManaged lets ARO's subnet controller add the
+	// Microsoft.ContainerRegistry and Microsoft.Storage service endpoints
+	// to the cluster's subnets.
+	ServiceEndpointManaged = "aro.azuresubnets.serviceendpoint.managed"
 )
 
 // Defaults are ARO's documented defaults for the flags above.
 var Defaults = map[string]bool{
-	CheckerEnabled: true,
-	SubnetsEnabled: true,
-	NSGManaged:     true,
-	MachineEnabled: true,
+	CheckerEnabled:         true,
+	SubnetsEnabled:         true,
+	NSGManaged:             true,
+	MachineEnabled:         true,
+	ServiceEndpointManaged: true,
 }
 
 // Flags is the effective value of each flag aro-monitor honours.
@@ -41,6 +46,8 @@ type Flags struct {
 	SubnetsEnabled bool
 	NSGManaged     bool
 	Machine        bool
+	// ServiceEndpointManaged is aro.azuresubnets.serviceendpoint.managed.
+	ServiceEndpointManaged bool
 	// Invalid lists flags present with a value that is neither true nor false
 	// (any case), as "key=value", sorted; they take their default.
 	Invalid []string
@@ -64,10 +71,11 @@ func Read(m map[string]string) Flags {
 		return Defaults[key]
 	}
 	f := Flags{
-		Checker:        get(CheckerEnabled),
-		SubnetsEnabled: get(SubnetsEnabled),
-		NSGManaged:     get(NSGManaged),
-		Machine:        get(MachineEnabled),
+		Checker:                get(CheckerEnabled),
+		SubnetsEnabled:         get(SubnetsEnabled),
+		NSGManaged:             get(NSGManaged),
+		Machine:                get(MachineEnabled),
+		ServiceEndpointManaged: get(ServiceEndpointManaged),
 	}
 	sort.Strings(invalid)
 	f.Invalid = invalid

@@ -5,7 +5,7 @@
 // offer aro4), no managed identity, and — for all but the masters — an OS
 // disk of at least 128 GB. The messages are ARO's, so whoever reads the
 // condition sees what ARO's operator would have written. Round by round the
-// condition then moves with a hysteresis (package hysteresis), which ARO's
+// condition then moves with a hysteresis (package rounds), which ARO's
 // check has not: a scale-down's Machines count until they are gone. No I/O.
 package machinecheck
 
@@ -17,13 +17,13 @@ import (
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 
 	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 	"github.com/upshift-io/upshift/services/aromonitor/hysteresis"
+	"github.com/upshift-io/upshift/services/aromonitor/rounds"
 )
 
 // ARO's rules.
@@ -121,36 +121,18 @@ func Wait(check amv1alpha1.CheckStatus, now time.Time, interval time.Duration) t
 
 // ReasonSettling: failing since aro-monitor started checking, not yet for
 // the failure threshold.
-const ReasonSettling = "Settling"
+const ReasonSettling = rounds.ReasonSettling
 
 // Round folds one round's problems into the check's record and MachineValid:
 // the status moves with the hysteresis (counters in the record), and the
 // message says what this round found, also while the status holds.
 func Round(prev amv1alpha1.MonitorConfigStatus, problems []string, now time.Time, th hysteresis.Thresholds) amv1alpha1.MonitorConfigStatus {
-	check := clusterstatus.FindCheck(prev.Checks, amv1alpha1.CheckMachines)
-	check.LastCheckTime = clusterstatus.Time(now)
 	passed, reason, message := Condition(problems)
-	var held metav1.ConditionStatus
-	if c := clusterstatus.ConditionByType(prev.Conditions, arov1alpha1.MachineValid); c != nil {
-		held = metav1.ConditionStatus(c.Status)
-	}
-	st := hysteresis.Next(hysteresis.State{Status: held, Failures: check.ConsecutiveFailures, Successes: check.ConsecutiveSuccesses}, passed, th)
-	check.ConsecutiveFailures, check.ConsecutiveSuccesses = st.Failures, st.Successes
-	if passed {
-		check.LastSuccessTime = check.LastCheckTime
-	}
-	summary := strings.Join(problems, "; ")
-	switch {
-	case st.Status == metav1.ConditionTrue && !passed:
-		reason, message = arov1alpha1.ReasonCheckDone, fmt.Sprintf("%s until %d failed rounds in a row; failing for %d: %s", ValidMessage, max(th.Failures, 1), st.Failures, summary)
-	case st.Status == metav1.ConditionFalse && passed:
-		reason, message = arov1alpha1.ReasonCheckFailed, fmt.Sprintf("every machine valid again, %d of %d good rounds before True\n", st.Successes, max(th.Successes, 1))
-	case st.Status == metav1.ConditionUnknown:
-		reason, message = ReasonSettling, fmt.Sprintf("failing (%d of %d failed rounds before False): %s", st.Failures, max(th.Failures, 1), summary)
-	}
-	cond := operatorv1.OperatorCondition{Type: arov1alpha1.MachineValid, Status: operatorv1.ConditionStatus(st.Status), Reason: reason, Message: message}
+	r := rounds.Result{Passed: passed, Reason: reason, Message: message, Summary: strings.Join(problems, "; ")}
+	cond, check := rounds.Fold(prev.Conditions, clusterstatus.FindCheck(prev.Checks, amv1alpha1.CheckMachines), arov1alpha1.MachineValid,
+		r, rounds.Words{Passing: ValidMessage, Recovering: "every machine valid again"}, now, th)
 	return amv1alpha1.MonitorConfigStatus{
-		Conditions: []operatorv1.OperatorCondition{clusterstatus.Condition(prev.Conditions, cond, now)},
+		Conditions: []operatorv1.OperatorCondition{cond},
 		Checks:     []amv1alpha1.CheckStatus{check},
 	}
 }

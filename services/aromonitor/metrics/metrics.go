@@ -50,7 +50,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"target", "role", "phase"}),
 		remediations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "upshift_aro_monitor_remediations_total",
-			Help: "NSG remediation decisions carried out, by action (reassociate, suppress) and result (success, error, done).",
+			Help: "Subnet remediation decisions carried out, by action (reassociate, suppress, add-service-endpoints) and result (success, error, done).",
 		}, []string{"action", "result"}),
 		arm: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "upshift_aro_monitor_arm_requests_total",

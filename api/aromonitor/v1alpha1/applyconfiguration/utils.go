@@ -20,6 +20,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &aromonitorv1alpha1.ARMConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CheckStatus"):
 		return &aromonitorv1alpha1.CheckStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClusterConfigChecks"):
+		return &aromonitorv1alpha1.ClusterConfigChecksApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CredentialsConfig"):
 		return &aromonitorv1alpha1.CredentialsConfigApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("CredentialStatus"):
@@ -44,6 +46,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &aromonitorv1alpha1.TargetResultApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VantagePoint"):
 		return &aromonitorv1alpha1.VantagePointApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadProblem"):
+		return &aromonitorv1alpha1.WorkloadProblemApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("WorkloadsConfig"):
+		return &aromonitorv1alpha1.WorkloadsConfigApplyConfiguration{}
 
 	}
 	return nil

@@ -76,6 +76,21 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: ownershipMessage
       type:
         scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.ClusterConfigChecks
+  map:
+    fields:
+    - name: failureThreshold
+      type:
+        scalar: numeric
+      default: 2
+    - name: interval
+      type:
+        scalar: string
+      default: 1h
+    - name: successThreshold
+      type:
+        scalar: numeric
+      default: 1
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CredentialStatus
   map:
     fields:
@@ -114,6 +129,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.EffectiveConfiguration
   map:
     fields:
+    - name: clusterConfigChecks
+      type:
+        scalar: boolean
     - name: credentialsCheck
       type:
         scalar: boolean
@@ -131,12 +149,18 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: nsgMode
       type:
         scalar: string
+    - name: serviceEndpoints
+      type:
+        scalar: string
     - name: urls
       type:
         list:
           elementType:
             scalar: string
           elementRelationship: atomic
+    - name: workloadsCheck
+      type:
+        scalar: boolean
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.InternetConfig
   map:
     fields:
@@ -202,6 +226,10 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.ARMConfig
       default: {}
+    - name: clusterConfig
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.ClusterConfigChecks
+      default: {}
     - name: credentials
       type:
         namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.CredentialsConfig
@@ -222,6 +250,10 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.OwnershipPolicy
       default: Auto
+    - name: workloads
+      type:
+        namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.WorkloadsConfig
+      default: {}
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.MonitorConfigStatus
   map:
     fields:
@@ -263,6 +295,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - name
+    - name: workloads
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.WorkloadProblem
+          elementRelationship: atomic
 - name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.NSGConfig
   map:
     fields:
@@ -383,6 +421,63 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - url
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.WorkloadProblem
+  map:
+    fields:
+    - name: kind
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: node
+      type:
+        scalar: string
+    - name: problem
+      type:
+        scalar: string
+- name: com.github.upshift-io.upshift.api.aromonitor.v1alpha1.WorkloadsConfig
+  map:
+    fields:
+    - name: enabled
+      type:
+        scalar: boolean
+      default: true
+    - name: failureThreshold
+      type:
+        scalar: numeric
+      default: 3
+    - name: interval
+      type:
+        scalar: string
+      default: 5m
+    - name: namespaces
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+      default:
+      - openshift-apiserver
+      - openshift-azure-logging
+      - openshift-azure-operator
+      - openshift-etcd
+      - openshift-ingress
+      - openshift-kube-apiserver
+      - openshift-machine-config-operator
+      - openshift-machine-api
+      - openshift-monitoring
+    - name: restartThreshold
+      type:
+        scalar: numeric
+      default: 10
+    - name: successThreshold
+      type:
+        scalar: numeric
+      default: 1
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.ConditionStatus
   scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1

@@ -19,8 +19,8 @@ type CheckStatusApplyConfiguration struct {
 	LastSuccessTime *v1.Time `json:"lastSuccessTime,omitempty"`
 	// consecutiveFailures and consecutiveSuccesses are the rounds in a row
 	// that failed or passed, for a check whose condition moves with a
-	// hysteresis of its own (Machines; the egress checks keep theirs per
-	// vantage point).
+	// hysteresis of its own (Machines, IngressCertificate, ClusterDNS,
+	// DaemonSets, Pods; the egress checks keep theirs per vantage point).
 	ConsecutiveFailures  *int32 `json:"consecutiveFailures,omitempty"`
 	ConsecutiveSuccesses *int32 `json:"consecutiveSuccesses,omitempty"`
 	// ownership is Replace while aro-monitor writes ARO's condition for

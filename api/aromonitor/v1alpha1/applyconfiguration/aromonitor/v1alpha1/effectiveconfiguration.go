@@ -14,6 +14,11 @@ type EffectiveConfigurationApplyConfiguration struct {
 	InternetChecks   *bool `json:"internetChecks,omitempty"`
 	CredentialsCheck *bool `json:"credentialsCheck,omitempty"`
 	MachinesCheck    *bool `json:"machinesCheck,omitempty"`
+	// clusterConfigChecks: DefaultIngressCertificate and DefaultClusterDNS.
+	ClusterConfigChecks *bool `json:"clusterConfigChecks,omitempty"`
+	// serviceEndpoints is Off, Observe or Remediate.
+	ServiceEndpoints *string `json:"serviceEndpoints,omitempty"`
+	WorkloadsCheck   *bool   `json:"workloadsCheck,omitempty"`
 	// nsgMode is Off, Observe or Remediate.
 	NSGMode *string `json:"nsgMode,omitempty"`
 	// urls are the egress targets probed.
@@ -49,6 +54,30 @@ func (b *EffectiveConfigurationApplyConfiguration) WithCredentialsCheck(value bo
 // If called multiple times, the MachinesCheck field is set to the value of the last call.
 func (b *EffectiveConfigurationApplyConfiguration) WithMachinesCheck(value bool) *EffectiveConfigurationApplyConfiguration {
 	b.MachinesCheck = &value
+	return b
+}
+
+// WithClusterConfigChecks sets the ClusterConfigChecks field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ClusterConfigChecks field is set to the value of the last call.
+func (b *EffectiveConfigurationApplyConfiguration) WithClusterConfigChecks(value bool) *EffectiveConfigurationApplyConfiguration {
+	b.ClusterConfigChecks = &value
+	return b
+}
+
+// WithServiceEndpoints sets the ServiceEndpoints field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ServiceEndpoints field is set to the value of the last call.
+func (b *EffectiveConfigurationApplyConfiguration) WithServiceEndpoints(value string) *EffectiveConfigurationApplyConfiguration {
+	b.ServiceEndpoints = &value
+	return b
+}
+
+// WithWorkloadsCheck sets the WorkloadsCheck field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WorkloadsCheck field is set to the value of the last call.
+func (b *EffectiveConfigurationApplyConfiguration) WithWorkloadsCheck(value bool) *EffectiveConfigurationApplyConfiguration {
+	b.WorkloadsCheck = &value
 	return b
 }
 

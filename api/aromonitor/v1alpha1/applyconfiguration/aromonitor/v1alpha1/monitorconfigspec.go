@@ -21,12 +21,14 @@ type MonitorConfigSpecApplyConfiguration struct {
 	// way aro-monitor cannot see, or two writers would be wanted. Observe:
 	// it never writes ARO's condition types nor re-associates a network
 	// security group.
-	Ownership   *aromonitorv1alpha1.OwnershipPolicy  `json:"ownership,omitempty"`
-	Internet    *InternetConfigApplyConfiguration    `json:"internet,omitempty"`
-	Credentials *CredentialsConfigApplyConfiguration `json:"credentials,omitempty"`
-	NSG         *NSGConfigApplyConfiguration         `json:"nsg,omitempty"`
-	Machines    *MachinesConfigApplyConfiguration    `json:"machines,omitempty"`
-	ARM         *ARMConfigApplyConfiguration         `json:"arm,omitempty"`
+	Ownership     *aromonitorv1alpha1.OwnershipPolicy    `json:"ownership,omitempty"`
+	Internet      *InternetConfigApplyConfiguration      `json:"internet,omitempty"`
+	Credentials   *CredentialsConfigApplyConfiguration   `json:"credentials,omitempty"`
+	NSG           *NSGConfigApplyConfiguration           `json:"nsg,omitempty"`
+	Machines      *MachinesConfigApplyConfiguration      `json:"machines,omitempty"`
+	ClusterConfig *ClusterConfigChecksApplyConfiguration `json:"clusterConfig,omitempty"`
+	Workloads     *WorkloadsConfigApplyConfiguration     `json:"workloads,omitempty"`
+	ARM           *ARMConfigApplyConfiguration           `json:"arm,omitempty"`
 }
 
 // MonitorConfigSpecApplyConfiguration constructs a declarative configuration of the MonitorConfigSpec type for use with
@@ -72,6 +74,22 @@ func (b *MonitorConfigSpecApplyConfiguration) WithNSG(value *NSGConfigApplyConfi
 // If called multiple times, the Machines field is set to the value of the last call.
 func (b *MonitorConfigSpecApplyConfiguration) WithMachines(value *MachinesConfigApplyConfiguration) *MonitorConfigSpecApplyConfiguration {
 	b.Machines = value
+	return b
+}
+
+// WithClusterConfig sets the ClusterConfig field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ClusterConfig field is set to the value of the last call.
+func (b *MonitorConfigSpecApplyConfiguration) WithClusterConfig(value *ClusterConfigChecksApplyConfiguration) *MonitorConfigSpecApplyConfiguration {
+	b.ClusterConfig = value
+	return b
+}
+
+// WithWorkloads sets the Workloads field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Workloads field is set to the value of the last call.
+func (b *MonitorConfigSpecApplyConfiguration) WithWorkloads(value *WorkloadsConfigApplyConfiguration) *MonitorConfigSpecApplyConfiguration {
+	b.Workloads = value
 	return b
 }
 

@@ -26,6 +26,10 @@ type MonitorConfigStatusApplyConfiguration struct {
 	// subnets holds the network security group association per cluster
 	// subnet, with the remediation record that survives restarts.
 	Subnets []SubnetStatusApplyConfiguration `json:"subnets,omitempty"`
+	// workloads lists what the last round of the DaemonSets and Pods checks
+	// found wrong, at most
+	// 50 entries (the conditions' messages say how many there were).
+	Workloads []WorkloadProblemApplyConfiguration `json:"workloads,omitempty"`
 	// credentials describes the service principal or workload identity check.
 	Credentials *CredentialStatusApplyConfiguration `json:"credentials,omitempty"`
 	// effectiveConfiguration is the configuration in force, after
@@ -84,6 +88,19 @@ func (b *MonitorConfigStatusApplyConfiguration) WithSubnets(values ...*SubnetSta
 			panic("nil value passed to WithSubnets")
 		}
 		b.Subnets = append(b.Subnets, *values[i])
+	}
+	return b
+}
+
+// WithWorkloads adds the given value to the Workloads field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Workloads field.
+func (b *MonitorConfigStatusApplyConfiguration) WithWorkloads(values ...*WorkloadProblemApplyConfiguration) *MonitorConfigStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithWorkloads")
+		}
+		b.Workloads = append(b.Workloads, *values[i])
 	}
 	return b
 }
