@@ -77,6 +77,8 @@ type Request struct {
 	Query  string
 	// Body is the request body as sent.
 	Body string
+	// Authorization is the Authorization header as sent ("" for none).
+	Authorization string
 	// Status is the HTTP status answered; 0 when no answer was sent (a lost
 	// response or a client that gave up).
 	Status int
@@ -329,12 +331,17 @@ func opOf(r *http.Request) string {
 // ServeHTTP logs the request, injects its fault, authenticates it and
 // handles it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, opOf(r), s.handle)
+}
+
+// serve logs a request as op, injects its fault and answers it with handle.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, op string, handle func(http.ResponseWriter, *http.Request, string, []byte) bool) {
 	body, _ := io.ReadAll(r.Body)
-	op := opOf(r)
 	s.mu.Lock()
 	f, faulty := s.nextFault()
 	s.mu.Unlock()
-	rec := Request{Time: time.Now(), Op: op, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body), Fault: f.String()}
+	rec := Request{Time: time.Now(), Op: op, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body), Fault: f.String(),
+		Authorization: r.Header.Get("Authorization")}
 	// The request is logged before the client can see any answer, so a
 	// client (or test) that counts requests after a call returns counts
 	// this one. A normal answer is flushed only after ServeHTTP returns,
@@ -369,7 +376,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var buf bytes.Buffer
 	rw := &recorder{header: http.Header{}, body: &buf}
-	rec.Applied = s.handle(rw, r, op, body)
+	rec.Applied = handle(rw, r, op, body)
 	if faulty && f.LoseResponse {
 		logRequest()
 		if hj, ok := w.(http.Hijacker); ok {
@@ -511,31 +518,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, op string, body 
 		writeList(w, "UpgradePolicyList", page, len(items), len(all), func(out io.Writer) error { return cmv1.MarshalUpgradePolicyList(items, out) })
 	case OpGetPolicyState, OpPatchPolicyState:
 		m := statePath.FindStringSubmatch(r.URL.Path)
-		p := s.policy(m[1], m[2])
-		if p == nil || !s.authorised(r, m[1]) {
+		if !s.authorised(r, m[1]) {
 			writeError(w, http.StatusNotFound, "upgrade policy '"+m[2]+"' not found")
 			return false
 		}
-		applied := false
-		if op == OpPatchPolicyState {
-			in, err := cmv1.UnmarshalUpgradePolicyState(body)
-			if err != nil {
-				writeError(w, http.StatusBadRequest, err.Error())
-				return false
-			}
-			if v, ok := in.GetValue(); ok {
-				p.State = string(v)
-			}
-			if d, ok := in.GetDescription(); ok {
-				p.Description = d
-			}
-			p.history = append(p.history, StateChange{s.now(), p.State, p.Description})
-			applied = true
-		}
-		st, _ := cmv1.NewUpgradePolicyState().ID(p.ID).HREF(r.URL.Path).
-			Value(cmv1.UpgradePolicyStateValue(p.State)).Description(p.Description).Build()
-		writeJSON(w, http.StatusOK, func(out io.Writer) error { return cmv1.MarshalUpgradePolicyState(st, out) })
-		return applied
+		return s.policyStateLocked(w, r.URL.Path, m[1], m[2], op == OpPatchPolicyState, body)
 	case OpAddServiceLog:
 		in, err := slv1.UnmarshalLogEntry(body)
 		if err != nil {
@@ -584,6 +571,34 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, op string, body 
 		writeError(w, http.StatusNotFound, "ocmsim does not serve "+r.Method+" "+r.URL.Path)
 	}
 	return false
+}
+
+// policyStateLocked answers a read or (patch) a change of a policy's state,
+// with s.mu held; true when it changed something.
+func (s *Server) policyStateLocked(w http.ResponseWriter, href, clusterID, policyID string, patch bool, body []byte) bool {
+	p := s.policy(clusterID, policyID)
+	if p == nil {
+		writeError(w, http.StatusNotFound, "upgrade policy '"+policyID+"' not found")
+		return false
+	}
+	if patch {
+		in, err := cmv1.UnmarshalUpgradePolicyState(body)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return false
+		}
+		if v, ok := in.GetValue(); ok {
+			p.State = string(v)
+		}
+		if d, ok := in.GetDescription(); ok {
+			p.Description = d
+		}
+		p.history = append(p.history, StateChange{s.now(), p.State, p.Description})
+	}
+	st, _ := cmv1.NewUpgradePolicyState().ID(p.ID).HREF(href).
+		Value(cmv1.UpgradePolicyStateValue(p.State)).Description(p.Description).Build()
+	writeJSON(w, http.StatusOK, func(out io.Writer) error { return cmv1.MarshalUpgradePolicyState(st, out) })
+	return patch
 }
 
 // internalID resolves a service log's cluster (by internal or external ID).

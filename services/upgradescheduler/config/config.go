@@ -119,6 +119,9 @@ type Config struct {
 	// Deadlines are the per-deadline defaults an UpgradeConfig's
 	// spec.deadlines override, per upgrade type.
 	Deadlines map[upgradev1alpha1.UpgradeType]Deadlines
+	// OCMAgent: ocmBaseUrl names the in-cluster ocm-agent (OCMAgentHost),
+	// which MUO talks to instead of OCM.
+	OCMAgent bool
 	// Warnings lists what was accepted but ignored (unknown keys).
 	Warnings []string
 }
@@ -274,11 +277,9 @@ func Parse(data []byte) (*Config, error) {
 		if u, err := url.Parse(c.OCMBaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			bad("configManager.ocmBaseUrl", "must be an http(s) URL, got %q", c.OCMBaseURL)
 		} else if u.Host == OCMAgentHost {
-			// MUO switches to the in-cluster ocm-agent on this URL: its
-			// cluster endpoint is GET / with a different shape, which the
-			// scheduler does not speak. Refused here rather than failing
-			// on every OCM call.
-			bad("configManager.ocmBaseUrl", "the ocm-agent (%s) is not supported: point at OCM directly (for example https://api.openshift.com)", OCMAgentHost)
+			// MUO switches to the in-cluster ocm-agent on this URL: the
+			// same policies and states, through the agent's own routes.
+			c.OCMAgent = true
 		}
 	}
 	c.LocalConfigName = deref(f.ConfigManager.LocalConfigName)
@@ -342,6 +343,13 @@ func Parse(data []byte) (*Config, error) {
 			// nothing on and stops nothing. Said, not refused.
 			c.Warnings = append(c.Warnings, fmt.Sprintf("featureGate.enabled[%d]: unknown feature gate %q ignored (known: %s, %s)",
 				i, g, FeatureGatePreHealthCheck, FeatureGateServiceLogNotification))
+			continue
+		}
+		if g == FeatureGateServiceLogNotification && c.OCMAgent {
+			// The agent proxies policies and their states only: a
+			// service log has no way through it.
+			c.Warnings = append(c.Warnings, fmt.Sprintf("featureGate.enabled[%d]: %s ignored: the ocm-agent (%s) has no service-log route, so no service log is sent",
+				i, g, OCMAgentHost))
 			continue
 		}
 		c.FeatureGates[g] = true

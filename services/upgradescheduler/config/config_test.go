@@ -126,8 +126,6 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 		{"blockingHealthChecks: [Nodes, ClusterOperators]\n", []string{"blockingHealthChecks[1]: \"ClusterOperators\" is not an advisory health check (one of ClusterVersion, MachineConfigPools, Nodes, PodDisruptionBudgets; CriticalAlerts and ClusterOperators always block)"}},
 		{"configManager:\n  source: S3\n", []string{"configManager.source: must be OCM or LOCAL, got \"S3\""}},
 		{"configManager:\n  source: ocm\n", []string{"configManager.ocmBaseUrl: must be an http(s) URL, got \"\""}},
-		{"configManager:\n  source: OCM\n  ocmBaseUrl: http://ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081\n",
-			[]string{"configManager.ocmBaseUrl: the ocm-agent (ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081) is not supported"}},
 		{"configManager:\n  source: LOCAL\n", []string{"configManager.localConfigName: must name the UpgradeConfig"}},
 		{"configManager:\n  watchInterval: 0\n", []string{"configManager.watchInterval: must be at least 1 minute(s), got 0"}},
 		{"healthCheck:\n  ignoredCriticals: ['']\n", []string{"healthCheck.ignoredCriticals[0]: must not be empty"}},
@@ -172,6 +170,30 @@ func TestUnknownFeatureGateWarns(t *testing.T) {
 	}
 	if c.FeatureGates[FeatureGatePreHealthCheck] || !c.FeatureGates[FeatureGateServiceLogNotification] {
 		t.Errorf("gates %v", c.FeatureGates)
+	}
+}
+
+// ocmBaseUrl naming the in-cluster ocm-agent is MUO's agent mode: accepted,
+// with ServiceLogNotification said to be ignored, since the agent has no
+// service-log route. Any other URL is OCM itself.
+func TestOCMAgentMode(t *testing.T) {
+	c, err := Parse([]byte("configManager:\n  source: OCM\n  ocmBaseUrl: http://ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081\n" +
+		"featureGate:\n  enabled: [PreHealthCheck, ServiceLogNotification]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.OCMAgent || c.OCMBaseURL != "http://ocm-agent.openshift-ocm-agent-operator.svc.cluster.local:8081" {
+		t.Errorf("agent %v, URL %q", c.OCMAgent, c.OCMBaseURL)
+	}
+	if !c.FeatureGates[FeatureGatePreHealthCheck] || c.FeatureGates[FeatureGateServiceLogNotification] {
+		t.Errorf("gates %v", c.FeatureGates)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "featureGate.enabled[1]: ServiceLogNotification ignored: the ocm-agent") {
+		t.Errorf("warnings %v", c.Warnings)
+	}
+	c, err = Parse([]byte("configManager:\n  source: OCM\n  ocmBaseUrl: https://api.openshift.com\n"))
+	if err != nil || c.OCMAgent {
+		t.Errorf("OCM itself: agent %v, %v", c.OCMAgent, err)
 	}
 }
 

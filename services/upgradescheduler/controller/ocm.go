@@ -21,8 +21,9 @@ import (
 // OCM is the scheduler's connection to OCM, used when the configuration's
 // configManager.source is OCM: the policy syncer reads the upgrade policies
 // through it and the reconciler delivers notifications. The connection is
-// built from the pull secret and ClusterVersion's cluster ID, and rebuilt
-// when the URL or the token change. The cluster is read again on every
+// built from the pull secret and ClusterVersion's cluster ID — or, when
+// ocmBaseUrl names the in-cluster ocm-agent, to the agent without a
+// credential — and rebuilt when the URL or the token change. The cluster is read again on every
 // policy sync (its channel group and node drain grace period feed the spec,
 // and change in OCM); notifications only need its internal ID, which is
 // kept from the last read.
@@ -64,22 +65,33 @@ func (o *OCM) client(ctx context.Context, cfg *config.Config, cv *configv1.Clust
 	if cv == nil {
 		return nil, ocm.Cluster{}, fmt.Errorf("clusterversion/version cannot be read")
 	}
-	secret := &corev1.Secret{}
-	if err := o.Reader.Get(ctx, client.ObjectKey{Namespace: ocm.PullSecretNamespace, Name: ocm.PullSecretName}, secret); err != nil {
-		return nil, ocm.Cluster{}, fmt.Errorf("reading the pull secret: %w", err)
-	}
 	externalID := string(cv.Spec.ClusterID)
-	token, err := ocm.AccessToken(secret.Data, externalID)
-	if err != nil {
-		return nil, ocm.Cluster{}, err
+	// The ocm-agent needs no credential (it authenticates to OCM itself);
+	// OCM takes the pull secret's token.
+	token := ""
+	if !cfg.OCMAgent {
+		secret := &corev1.Secret{}
+		if err := o.Reader.Get(ctx, client.ObjectKey{Namespace: ocm.PullSecretNamespace, Name: ocm.PullSecretName}, secret); err != nil {
+			return nil, ocm.Cluster{}, fmt.Errorf("reading the pull secret: %w", err)
+		}
+		var err error
+		if token, err = ocm.AccessToken(secret.Data, externalID); err != nil {
+			return nil, ocm.Cluster{}, err
+		}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if key := cfg.OCMBaseURL + "\x00" + token; key != o.connKey || o.conn == nil {
+	if key := fmt.Sprintf("%s\x00%s\x00%v", cfg.OCMBaseURL, token, cfg.OCMAgent); key != o.connKey || o.conn == nil {
 		if o.conn != nil {
 			_ = o.conn.Close()
 		}
-		c, err := ocm.NewClient(cfg.OCMBaseURL, token, o.Timeout, o.observe, o.Transport)
+		var c *ocm.Client
+		var err error
+		if cfg.OCMAgent {
+			c, err = ocm.NewAgentClient(cfg.OCMBaseURL, o.Timeout, o.observe, o.Transport)
+		} else {
+			c, err = ocm.NewClient(cfg.OCMBaseURL, token, o.Timeout, o.observe, o.Transport)
+		}
 		if err != nil {
 			return nil, ocm.Cluster{}, err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -39,6 +41,12 @@ var ocmToken = base64.StdEncoding.EncodeToString([]byte("cloud-user:cloud-secret
 // startWithOCM runs the scheduler with the OCM integration on, and the
 // policy syncer running every syncEvery when it is not zero.
 func startWithOCM(ctx context.Context, namespace string, syncEvery time.Duration) (*controller.PolicySyncer, func()) {
+	return startWithOCMThrough(ctx, namespace, syncEvery, nil)
+}
+
+// startWithOCMThrough is startWithOCM with the OCM connection's transport
+// wrapped (nil: as it is).
+func startWithOCMThrough(ctx context.Context, namespace string, syncEvery time.Duration, transport func(http.RoundTripper) http.RoundTripper) (*controller.PolicySyncer, func()) {
 	mgr, err := runtime.NewManager("upgrade-scheduler", &runtime.Flags{
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0", KubeAPIQPS: 50, KubeAPIBurst: 100,
 	}, func() runtime.Options {
@@ -51,7 +59,7 @@ func startWithOCM(ctx context.Context, namespace string, syncEvery time.Duration
 	r := &controller.Reconciler{
 		Client: mgr.GetClient(), Recorder: events.NewRecorder(mgr.GetEventRecorder("upgrade-scheduler")), Namespace: namespace, Clock: clock.RealClock{},
 		Metrics: schedulerMetrics,
-		OCM:     &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: 2 * time.Second},
+		OCM:     &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: 2 * time.Second, Transport: transport},
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	syncer := &controller.PolicySyncer{R: r, Interval: syncEvery}
@@ -291,4 +299,56 @@ func ocmSpec(ctx context.Context) {
 
 	Expect(env.Client.Delete(ctx, get(Default))).To(Succeed())
 	Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, &upgradev1alpha1.UpgradeConfig{})) }).Should(BeTrue())
+	stop()
+
+	By("ocmBaseUrl naming the in-cluster ocm-agent: the policies come through the agent's routes, with no credential")
+	agent := sim.StartAgent(ocmInternalID)
+	DeferCleanup(agent.Close)
+	const agentNS = "scheduler-ocm-agent"
+	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentNS}})).To(Succeed())
+	Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: agentNS},
+		Data: map[string]string{config.ConfigKey: "configManager:\n  source: OCM\n  ocmBaseUrl: http://" + config.OCMAgentHost + "\n  watchInterval: 1\n" +
+			"upgradeType: OSD\n"}})).To(Succeed())
+	seen := len(sim.Requests())
+	agentAt := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
+	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "p4", Version: "4.16.13", NextRun: agentAt})
+	// The agent's service name resolves in the cluster only: the test
+	// sends its requests to the local agent instead.
+	_, stop = startWithOCMThrough(ctx, agentNS, 200*time.Millisecond, redirectHost(config.OCMAgentHost, agent.URL))
+	agentKey := client.ObjectKey{Namespace: agentNS, Name: ocm.UpgradeConfigName}
+	Eventually(func(g Gomega) upgradev1alpha1.UpgradeConfigSpec {
+		got := &upgradev1alpha1.UpgradeConfig{}
+		g.Expect(env.Client.Get(ctx, agentKey, got)).To(Succeed())
+		return got.Spec
+	}).Should(Equal(upgradev1alpha1.UpgradeConfigSpec{
+		Desired: upgradev1alpha1.Update{Version: "4.16.13", Channel: "stable-4.16"}, UpgradeAt: agentAt.Format(time.RFC3339),
+		PDBForceDrainTimeout: 45, Type: upgradev1alpha1.OSD, CapacityReservation: true}))
+	ops := map[string]bool{}
+	for _, r := range sim.Requests()[seen:] {
+		ops[r.Op] = true
+		Expect(r.Authorization).To(BeEmpty(), "%s through the agent carries no credential", r.Op)
+	}
+	Expect(ops).To(HaveKey(ocmsim.OpAgentGetCluster))
+	Expect(ops).To(HaveKey(ocmsim.OpAgentListPolicies))
+	Expect(ops).NotTo(HaveKey(ocmsim.OpSearchClusters), "nothing goes to OCM directly")
 }
+
+// redirectHost sends the requests for host to the server at target (a
+// test's stand-in for a cluster-internal service name).
+func redirectHost(host, target string) func(http.RoundTripper) http.RoundTripper {
+	u, err := url.Parse(target)
+	Expect(err).NotTo(HaveOccurred())
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Host == host {
+				r = r.Clone(r.Context())
+				r.URL.Host, r.Host = u.Host, u.Host
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

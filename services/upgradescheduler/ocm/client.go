@@ -1,11 +1,13 @@
 package ocm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -44,6 +46,8 @@ var ErrNotFound = errors.New("not found in OCM")
 type Client struct {
 	conn    *sdk.Connection
 	timeout time.Duration
+	// agent: conn is the in-cluster ocm-agent (NewAgentClient), not OCM.
+	agent bool
 	// observe counts every request by operation and HTTP status ("error"
 	// when no answer came).
 	observe func(op, code string)
@@ -78,6 +82,68 @@ func NewClient(baseURL, accessToken string, timeout time.Duration, observe func(
 		timeout = 30 * time.Second
 	}
 	return &Client{conn: conn, timeout: timeout, observe: observe}, nil
+}
+
+// The ocm-agent's routes. It serves one cluster, the one it runs in, and
+// proxies each route to OCM with its own credentials: GET / is the cluster
+// (OCM's Cluster), GET /upgrade_policies its policies (a plain JSON array,
+// no list envelope and no paging), GET and PATCH
+// /upgrade_policies/{id}/state a policy's state. It has no service-log
+// route.
+const (
+	agentClusterPath  = "/"
+	agentPoliciesPath = "/upgrade_policies"
+)
+
+// ErrAgentNoServiceLogs: the ocm-agent serves no service-log route, so a
+// service log cannot be posted or read back through it.
+var ErrAgentNoServiceLogs = errors.New("the ocm-agent has no service-log route: service logs cannot be sent through it")
+
+// NewAgentClient connects to the in-cluster ocm-agent at baseURL, which MUO
+// uses instead of OCM when configManager.ocmBaseUrl names it. No credential
+// is sent: the agent authenticates to OCM itself, so the pull secret's token
+// is not handed to another workload. The SDK's retries are off, as for OCM.
+func NewAgentClient(baseURL string, timeout time.Duration, observe func(op, code string), wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
+	logger, err := logging.NewStdLoggerBuilder().Streams(io.Discard, io.Discard).Build()
+	if err != nil {
+		return nil, err
+	}
+	b := sdk.NewUnauthenticatedConnectionBuilder().URL(baseURL).Logger(logger).
+		Agent("upshift-upgrade-scheduler").RetryLimit(0)
+	if wrap != nil {
+		b = b.TransportWrapper(wrap)
+	}
+	conn, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("ocm-agent connection to %s: %w", baseURL, err)
+	}
+	if observe == nil {
+		observe = func(string, string) {}
+	}
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return &Client{conn: conn, timeout: timeout, observe: observe, agent: true}, nil
+}
+
+// Agent says whether the client talks to the ocm-agent.
+func (c *Client) Agent() bool { return c.agent }
+
+// raw sends a request the SDK has no typed call for (the ocm-agent's
+// routes) and returns the body; an answer of 400 or more is an error, so
+// that send counts and retries it as it does the typed calls' errors.
+func (c *Client) raw(ctx context.Context, op string, again func(int) bool, build func() *sdk.Request) ([]byte, error) {
+	resp, err := send(ctx, c, op, again, func(ctx context.Context) (*sdk.Response, error) {
+		resp, err := build().SendContext(ctx)
+		if err == nil && resp.Status() >= http.StatusBadRequest {
+			err = fmt.Errorf("the ocm-agent answered %d: %s", resp.Status(), resp.String())
+		}
+		return resp, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Bytes(), nil
 }
 
 // Close releases the connection.
@@ -156,6 +222,9 @@ func send[R interface {
 // FindCluster finds the cluster by its external ID, as MUO does (exactly one
 // must match).
 func (c *Client) FindCluster(ctx context.Context, externalID string) (Cluster, error) {
+	if c.agent {
+		return c.agentCluster(ctx, externalID)
+	}
 	resp, err := send(ctx, c, OpSearchClusters, readAgain, func(ctx context.Context) (*cmv1.ClustersListResponse, error) {
 		return c.conn.ClustersMgmt().V1().Clusters().List().
 			Search(fmt.Sprintf("external_id = '%s'", externalID)).Size(1).SendContext(ctx)
@@ -171,11 +240,30 @@ func (c *Client) FindCluster(ctx context.Context, externalID string) (Cluster, e
 		NodeDrainGracePeriod: cl.NodeDrainGracePeriod().Value()}, nil
 }
 
+// agentCluster reads the cluster the ocm-agent serves: its own. One that
+// names another external ID is not this cluster's agent.
+func (c *Client) agentCluster(ctx context.Context, externalID string) (Cluster, error) {
+	body, err := c.raw(ctx, OpSearchClusters, readAgain, func() *sdk.Request { return c.conn.Get().Path(agentClusterPath) })
+	if err != nil {
+		return Cluster{}, err
+	}
+	cl, err := cmv1.UnmarshalCluster(body)
+	if err != nil {
+		return Cluster{}, fmt.Errorf("reading the ocm-agent's cluster: %w", err)
+	}
+	if ext, ok := cl.GetExternalID(); cl.ID() == "" || (ok && ext != externalID) {
+		return Cluster{}, ErrClusterNotFound
+	}
+	return Cluster{ID: cl.ID(), ExternalID: externalID, ChannelGroup: cl.Version().ChannelGroup(),
+		NodeDrainGracePeriod: cl.NodeDrainGracePeriod().Value()}, nil
+}
+
 // Policies reads every upgrade policy of the cluster (all pages; MUO reads
 // only the first policy) and each one's state.
 func (c *Client) Policies(ctx context.Context, clusterID string) ([]Policy, error) {
 	var out []Policy
-	for page := 1; ; page++ {
+	// OCM pages its list; the ocm-agent answers the whole list at once.
+	for page := 1; !c.agent; page++ {
 		resp, err := send(ctx, c, OpListPolicies, readAgain, func(ctx context.Context) (*cmv1.UpgradePoliciesListResponse, error) {
 			return c.conn.ClustersMgmt().V1().Clusters().Cluster(clusterID).UpgradePolicies().List().
 				Page(page).Size(pageSize).SendContext(ctx)
@@ -189,6 +277,19 @@ func (c *Client) Policies(ctx context.Context, clusterID string) ([]Policy, erro
 		})
 		if resp.Items().Len() == 0 || len(out) >= resp.Total() {
 			break
+		}
+	}
+	if c.agent {
+		body, err := c.raw(ctx, OpListPolicies, readAgain, func() *sdk.Request { return c.conn.Get().Path(agentPoliciesPath) })
+		if err != nil {
+			return nil, err
+		}
+		list, err := cmv1.UnmarshalUpgradePolicyList(body)
+		if err != nil {
+			return nil, fmt.Errorf("reading the ocm-agent's upgrade policies: %w", err)
+		}
+		for _, p := range list {
+			out = append(out, policyOf(p))
 		}
 	}
 	for i := range out {
@@ -213,6 +314,17 @@ func (c *Client) stateResource(clusterID, policyID string) *cmv1.UpgradePolicySt
 
 // PolicyState reads a policy's state and description.
 func (c *Client) PolicyState(ctx context.Context, clusterID, policyID string) (string, string, error) {
+	if c.agent {
+		body, err := c.raw(ctx, OpGetPolicyState, readAgain, func() *sdk.Request { return c.conn.Get().Path(agentStatePath(policyID)) })
+		if err != nil {
+			return "", "", err
+		}
+		st, err := cmv1.UnmarshalUpgradePolicyState(body)
+		if err != nil {
+			return "", "", fmt.Errorf("reading the ocm-agent's policy state: %w", err)
+		}
+		return string(st.Value()), st.Description(), nil
+	}
 	resp, err := send(ctx, c, OpGetPolicyState, readAgain, func(ctx context.Context) (*cmv1.UpgradePolicyStateGetResponse, error) {
 		return c.stateResource(clusterID, policyID).Get().SendContext(ctx)
 	})
@@ -226,6 +338,16 @@ func (c *Client) PolicyState(ctx context.Context, clusterID, policyID string) (s
 func (c *Client) SetPolicyState(ctx context.Context, clusterID, policyID, value, description string) error {
 	body, err := cmv1.NewUpgradePolicyState().Value(cmv1.UpgradePolicyStateValue(value)).Description(description).Build()
 	if err != nil {
+		return err
+	}
+	if c.agent {
+		var buf bytes.Buffer
+		if err := cmv1.MarshalUpgradePolicyState(body, &buf); err != nil {
+			return err
+		}
+		_, err := c.raw(ctx, OpPatchPolicyState, writeAgain, func() *sdk.Request {
+			return c.conn.Patch().Path(agentStatePath(policyID)).Header("Content-Type", "application/json").Bytes(buf.Bytes())
+		})
 		return err
 	}
 	_, err = send(ctx, c, OpPatchPolicyState, writeAgain, func(ctx context.Context) (*cmv1.UpgradePolicyStateUpdateResponse, error) {
@@ -252,6 +374,9 @@ var ErrReadBackRefused = errors.New("OCM refused the service log read-back")
 // ServiceLogPosted reports whether a service log with key was posted for the
 // cluster already.
 func (c *Client) ServiceLogPosted(ctx context.Context, cl Cluster, key string) (bool, error) {
+	if c.agent {
+		return false, ErrAgentNoServiceLogs
+	}
 	resp, err := send(ctx, c, OpListServiceLogs, readAgain, func(ctx context.Context) (*slv1.ClusterLogsListResponse, error) {
 		return c.conn.ServiceLogs().V1().ClusterLogs().List().
 			Search(fmt.Sprintf("cluster_id = '%s' and event_stream_id = '%s'", cl.ID, key)).Size(1).SendContext(ctx)
@@ -268,6 +393,9 @@ func (c *Client) ServiceLogPosted(ctx context.Context, cl Cluster, key string) (
 // AddServiceLog posts a service log as MUO does: severity Info, visible to
 // the customer, MUO's service name and log type.
 func (c *Client) AddServiceLog(ctx context.Context, cl Cluster, l ServiceLog) error {
+	if c.agent {
+		return ErrAgentNoServiceLogs
+	}
 	entry, err := slv1.NewLogEntry().ClusterID(cl.ID).ClusterUUID(cl.ExternalID).Severity(slv1.SeverityInfo).
 		InternalOnly(false).ServiceName(ServiceName).LogType(slv1.LogType(LogType)).
 		Summary(l.Summary).Description(l.Description).EventStreamID(l.Key).Build()
@@ -278,4 +406,9 @@ func (c *Client) AddServiceLog(ctx context.Context, cl Cluster, l ServiceLog) er
 		return c.conn.ServiceLogs().V1().ClusterLogs().Add().Body(entry).SendContext(ctx)
 	})
 	return err
+}
+
+// agentStatePath is a policy's state on the ocm-agent.
+func agentStatePath(policyID string) string {
+	return agentPoliciesPath + "/" + url.PathEscape(policyID) + "/state"
 }

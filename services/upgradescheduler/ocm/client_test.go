@@ -326,3 +326,70 @@ func TestRetryWhatPasses(t *testing.T) {
 		}
 	})
 }
+
+// Through the in-cluster ocm-agent (MUO's agent mode): the agent's routes,
+// its plain policy list, no credential sent, and no service logs.
+func TestAgentClient(t *testing.T) {
+	s := ocmsim.Start()
+	t.Cleanup(s.Close)
+	s.AddCluster(ocmsim.Cluster{ID: internalID, ExternalID: externalID, ChannelGroup: "stable", NodeDrainGracePeriodMinutes: 60, Token: pullToken})
+	agent := s.StartAgent(internalID)
+	t.Cleanup(agent.Close)
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.3", NextRun: base, State: "scheduled"})
+	s.SetPolicy(internalID, ocmsim.Policy{ID: "p2", Version: "4.16.2", NextRun: base.Add(-240 * time.Hour), State: "completed"})
+	n := &counts{}
+	c, err := NewAgentClient(agent.URL, 2*time.Second, n.observe, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+
+	cl, err := c.FindCluster(ctx, externalID)
+	if err != nil || cl != (Cluster{ID: internalID, ExternalID: externalID, ChannelGroup: "stable", NodeDrainGracePeriod: 60}) {
+		t.Fatalf("cluster %+v, %v", cl, err)
+	}
+	if _, err := c.FindCluster(ctx, "f0000000-0000-0000-0000-000000000000"); !errors.Is(err, ErrClusterNotFound) {
+		t.Fatalf("an agent of another cluster: %v", err)
+	}
+	ps, err := c.Policies(ctx, cl.ID)
+	if err != nil || len(ps) != 2 {
+		t.Fatalf("policies %+v, %v", ps, err)
+	}
+	if p, ok := Pick(ps, ""); !ok || p.ID != "p1" || p.State != "scheduled" {
+		t.Fatalf("picked %+v", p)
+	}
+	if err := c.SetPolicyState(ctx, cl.ID, "p1", "started", "Upgrade has started"); err != nil {
+		t.Fatal(err)
+	}
+	if v, d, _ := s.PolicyState(internalID, "p1"); v != "started" || d != "Upgrade has started" {
+		t.Fatalf("OCM has %q %q", v, d)
+	}
+	if err := c.AddServiceLog(ctx, cl, ServiceLog{Summary: "x"}); !errors.Is(err, ErrAgentNoServiceLogs) {
+		t.Fatalf("service log through the agent: %v", err)
+	}
+	var ops []string
+	for _, r := range s.Requests() {
+		ops = append(ops, r.Op)
+		if r.Authorization != "" {
+			t.Errorf("%s carried a credential: %q", r.Op, r.Authorization)
+		}
+	}
+	want := []string{ocmsim.OpAgentGetCluster, ocmsim.OpAgentGetCluster, ocmsim.OpAgentListPolicies, ocmsim.OpAgentGetPolicyState, ocmsim.OpAgentGetPolicyState, ocmsim.OpAgentPatchPolicyState}
+	if strings.Join(ops, ",") != strings.Join(want, ",") {
+		t.Errorf("requests %v, want %v", ops, want)
+	}
+	if n.m[OpSearchClusters+"/200"] != 2 || n.m[OpPatchPolicyState+"/200"] != 1 {
+		t.Errorf("counted %v", n.m)
+	}
+
+	// An agent answering 503 is retried as OCM is; 404 is not found.
+	s.FailNext(ocmsim.Fault{Status: 503})
+	if _, _, err := c.PolicyState(ctx, cl.ID, "p1"); err != nil {
+		t.Fatalf("a 503 then a 200: %v", err)
+	}
+	if _, _, err := c.PolicyState(ctx, cl.ID, "gone"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an unknown policy: %v", err)
+	}
+}
