@@ -62,18 +62,26 @@ const pageSize = 100
 // reconciler, which reads back what a lost response may have applied before
 // writing again; an SDK retry of a POST would post a second service log.
 func NewClient(baseURL, accessToken string, timeout time.Duration, observe func(op, code string), wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
+	c, err := connect(sdk.NewConnectionBuilder().Tokens(accessToken), baseURL, timeout, observe, wrap)
+	if err != nil {
+		return nil, fmt.Errorf("OCM connection to %s: %w", baseURL, err)
+	}
+	return c, nil
+}
+
+// connect builds the client on b: no SDK log, no SDK retries.
+func connect(b *sdk.ConnectionBuilder, baseURL string, timeout time.Duration, observe func(op, code string), wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
 	logger, err := logging.NewStdLoggerBuilder().Streams(io.Discard, io.Discard).Build()
 	if err != nil {
 		return nil, err
 	}
-	b := sdk.NewConnectionBuilder().URL(baseURL).Tokens(accessToken).Logger(logger).
-		Agent("upshift-upgrade-scheduler").RetryLimit(0)
+	b = b.URL(baseURL).Logger(logger).Agent("upshift-upgrade-scheduler").RetryLimit(0)
 	if wrap != nil {
 		b = b.TransportWrapper(wrap)
 	}
 	conn, err := b.Build()
 	if err != nil {
-		return nil, fmt.Errorf("OCM connection to %s: %w", baseURL, err)
+		return nil, err
 	}
 	if observe == nil {
 		observe = func(string, string) {}
@@ -104,30 +112,13 @@ var ErrAgentNoServiceLogs = errors.New("the ocm-agent has no service-log route: 
 // is sent: the agent authenticates to OCM itself, so the pull secret's token
 // is not handed to another workload. The SDK's retries are off, as for OCM.
 func NewAgentClient(baseURL string, timeout time.Duration, observe func(op, code string), wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
-	logger, err := logging.NewStdLoggerBuilder().Streams(io.Discard, io.Discard).Build()
-	if err != nil {
-		return nil, err
-	}
-	b := sdk.NewUnauthenticatedConnectionBuilder().URL(baseURL).Logger(logger).
-		Agent("upshift-upgrade-scheduler").RetryLimit(0)
-	if wrap != nil {
-		b = b.TransportWrapper(wrap)
-	}
-	conn, err := b.Build()
+	c, err := connect(sdk.NewUnauthenticatedConnectionBuilder(), baseURL, timeout, observe, wrap)
 	if err != nil {
 		return nil, fmt.Errorf("ocm-agent connection to %s: %w", baseURL, err)
 	}
-	if observe == nil {
-		observe = func(string, string) {}
-	}
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	return &Client{conn: conn, timeout: timeout, observe: observe, agent: true}, nil
+	c.agent = true
+	return c, nil
 }
-
-// Agent says whether the client talks to the ocm-agent.
-func (c *Client) Agent() bool { return c.agent }
 
 // raw sends a request the SDK has no typed call for (the ocm-agent's
 // routes) and returns the body; an answer of 400 or more is an error, so
