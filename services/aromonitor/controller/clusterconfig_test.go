@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
+	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/services/aromonitor/controller"
+	"github.com/upshift-io/upshift/services/aromonitor/ownership"
 )
 
 var _ = Describe("DefaultIngressCertificate and DefaultClusterDNS", Ordered, func() {
@@ -117,6 +119,35 @@ var _ = Describe("DefaultIngressCertificate and DefaultClusterDNS", Ordered, fun
 		pass(ctx)
 		rec, _ = both(ctx, arov1alpha1.DefaultIngressCertificate)
 		Expect(rec.Status).To(Equal(operatorv1.ConditionTrue))
+	})
+
+	It("are only recorded while ARO's operator runs its checkers: ARO's Cluster keeps what ARO wrote", func(ctx context.Context) {
+		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ownership.Namespace}}))).To(Succeed())
+		dep := aroDeployment(ownership.MasterDeployment, 1)
+		Expect(env.Client.Create(ctx, dep)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, dep))).To(Succeed()) })
+		before := cluster(ctx).Status.Conditions
+		update(ctx, dns, func() {
+			dns.Spec.Servers = []operatorv1.Server{{Name: "all", Zones: []string{"."}, ForwardPlugin: operatorv1.ForwardPlugin{Upstreams: []string{"10.0.0.10"}}}}
+		})
+		for range 2 {
+			clock.Step(time.Minute)
+			pass(ctx)
+		}
+		rec, onCluster := both(ctx, arov1alpha1.DefaultClusterDNS)
+		Expect(rec.Status).To(Equal(operatorv1.ConditionFalse), "found and recorded")
+		Expect(onCluster).To(Equal(conditionOf(before, arov1alpha1.DefaultClusterDNS)), "ARO's checker owns the Cluster's condition")
+		for _, ch := range record(ctx).Checks {
+			if ch.Name == amv1alpha1.CheckClusterDNS || ch.Name == amv1alpha1.CheckIngressCertificate {
+				Expect(ch.Ownership).To(Equal(amv1alpha1.OwnershipObserve), "%s: %s", ch.Name, ch.OwnershipMessage)
+			}
+		}
+		Expect(env.Client.Delete(ctx, dep)).To(Succeed())
+		update(ctx, dns, func() { dns.Spec.Servers = nil })
+		clock.Step(time.Minute)
+		pass(ctx)
+		_, onCluster = both(ctx, arov1alpha1.DefaultClusterDNS)
+		Expect(onCluster.Status).To(Equal(operatorv1.ConditionTrue), "replacing again once ARO's deployment is gone")
 	})
 
 	It("are Unknown, with no reason and no round, while ARO's aro.checker.enabled is false", func(ctx context.Context) {

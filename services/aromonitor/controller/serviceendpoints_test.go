@@ -6,9 +6,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 	"github.com/upshift-io/upshift/services/aromonitor/controller"
+	"github.com/upshift-io/upshift/services/aromonitor/ownership"
 )
 
 var _ = Describe("subnet service endpoints", Ordered, func() {
@@ -67,21 +69,35 @@ var _ = Describe("subnet service endpoints", Ordered, func() {
 		Expect(c.Message).To(HavePrefix("subnet master lacks Microsoft.ContainerRegistry: reported only"))
 	})
 
+	It("only reports while ARO's operator runs its subnet controller", func(ctx context.Context) {
+		dep := aroDeployment(ownership.MasterDeployment, 1)
+		Expect(env.Client.Create(ctx, dep)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, dep))).To(Succeed()) })
+		a.pass(ctx)
+		Expect(a.puts()).To(Equal(2), "no PUT: ARO's controller adds them")
+		Expect(endpoints(ctx).Reason).To(Equal("Missing"))
+		Expect(env.Client.Delete(ctx, dep)).To(Succeed())
+		a.pass(ctx)
+		Expect(a.puts()).To(Equal(3), "replacing again: added")
+		Expect(endpoints(ctx).Reason).To(Equal("Added"))
+	})
+
 	It("leaves them alone with ARO's flag false, and on an egress lockdown cluster", func(ctx context.Context) {
+		a.arm.SetSubnetServiceEndpoints(vnetPath+"master", "Microsoft.Storage")
 		setFlags(ctx, map[string]string{"aro.azuresubnets.serviceendpoint.managed": "false"}, nil)
 		a.pass(ctx)
-		Expect(a.puts()).To(Equal(2))
+		Expect(a.puts()).To(Equal(3))
 		c := endpoints(ctx)
 		Expect([]string{string(c.Status), c.Reason, c.Message}).To(Equal([]string{"Unknown", "CheckDisabled", "not managed: aro.azuresubnets.serviceendpoint.managed is false"}))
 
 		setFlags(ctx, nil, []string{"gateway.example.com"})
 		a.pass(ctx)
-		Expect(a.puts()).To(Equal(2))
+		Expect(a.puts()).To(Equal(3))
 		Expect(endpoints(ctx).Message).To(ContainSubstring("egress lockdown"))
 
 		setFlags(ctx, nil, nil)
 		a.pass(ctx)
-		Expect(a.puts()).To(Equal(3), "managed again: added")
+		Expect(a.puts()).To(Equal(4), "managed again: added")
 		Expect(endpoints(ctx).Status).To(Equal(operatorv1.ConditionTrue))
 	})
 })

@@ -22,17 +22,18 @@ import (
 
 var _ = Describe("DaemonSetsAvailable and PodsHealthy", Ordered, func() {
 	clock := testingclock.NewFakeClock(t0)
-	const ns = "openshift-azure-operator"
+	// A namespace no other Describe puts pods in: the counts are exact.
+	const ns = "openshift-azure-logging"
 	pass := func(ctx context.Context) reconcile.Result {
 		r := &controller.WorkloadsReconciler{Client: env.Client, Reader: env.Client, Clock: clock}
 		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "cluster"}})
 		Expect(err).NotTo(HaveOccurred())
 		return res
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aro-operator-master-abc"},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "otel-exporter-master-abc"},
 		// No scheduler takes it, so no kubelet (kwok) writes its status
 		// but the test.
-		Spec: corev1.PodSpec{SchedulerName: "nobody", Containers: []corev1.Container{{Name: "aro-operator", Image: "aro:latest"}}}}
+		Spec: corev1.PodSpec{SchedulerName: "nobody", Containers: []corev1.Container{{Name: "otel", Image: "otel:latest"}}}}
 
 	BeforeAll(func(ctx context.Context) {
 		Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
@@ -52,7 +53,7 @@ var _ = Describe("DaemonSetsAvailable and PodsHealthy", Ordered, func() {
 		Expect(env.Client.Update(ctx, mc)).To(Succeed())
 		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "aro-operator", Ready: true, RestartCount: 1}}}
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "otel", Ready: true, RestartCount: 1}}}
 		Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
 	})
 
@@ -80,7 +81,7 @@ var _ = Describe("DaemonSetsAvailable and PodsHealthy", Ordered, func() {
 		st := record(ctx)
 		c := conditionOf(st.Conditions, amv1alpha1.PodsHealthy)
 		Expect([]string{string(c.Status), c.Reason, c.Message}).To(Equal([]string{"False", "Unhealthy",
-			"1 of 1 pods unhealthy: openshift-azure-operator/aro-operator-master-abc (Ready is False; container aro-operator waiting: CrashLoopBackOff; 12 restarts)"}))
+			"1 of 1 pods unhealthy: openshift-azure-logging/otel-exporter-master-abc (Ready is False; container otel waiting: CrashLoopBackOff; 12 restarts)"}))
 		Expect(st.Workloads).To(HaveLen(1))
 		Expect(st.Workloads[0].Kind).To(Equal("Pod"))
 
