@@ -58,9 +58,7 @@ func (r *ClusterConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Clock = clock.RealClock{}
 	}
 	one := func(namespace, name string) builder.WatchesOption {
-		return builder.WithPredicates(predicate.GenerationChangedPredicate{}, predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetNamespace() == namespace && o.GetName() == name
-		}))
+		return builder.WithPredicates(predicate.GenerationChangedPredicate{}, isNamed(types.NamespacedName{Namespace: namespace, Name: name}))
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("cluster-config").

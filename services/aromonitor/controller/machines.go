@@ -17,6 +17,7 @@ import (
 
 	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
 	"github.com/upshift-io/upshift/services/aromonitor/machinecheck"
+	"github.com/upshift-io/upshift/services/aromonitor/rounds"
 )
 
 // MachinesFieldManager owns MachineValid and the Machines check's record.
@@ -69,7 +70,7 @@ func (r *MachinesReconciler) Reconcile(ctx context.Context, _ reconcile.Request)
 		recorded: amv1alpha1.MonitorConfigStatus{Conditions: aroConditions(snap.record, arov1alpha1.MachineValid),
 			Checks: []amv1alpha1.CheckStatus{clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckMachines)}}}
 	w.next = w.recorded
-	requeue := machinecheck.Wait(w.recorded.Checks[0], now, s.MachinesInterval)
+	requeue := rounds.Wait(w.recorded.Checks[0], now, s.MachinesInterval)
 	if requeue == 0 {
 		var machines machinev1beta1.MachineList
 		if err := r.Client.List(ctx, &machines, client.InNamespace(r.MachineNamespace)); err != nil {

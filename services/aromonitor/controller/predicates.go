@@ -42,9 +42,15 @@ func masterMachineChanged() builder.WatchesOption {
 
 // named passes one object.
 func named(key types.NamespacedName) builder.WatchesOption {
-	return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+	return builder.WithPredicates(isNamed(key))
+}
+
+// isNamed is the predicate of named, to combine with others (a second
+// WithPredicates replaces the first).
+func isNamed(key types.NamespacedName) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetName() == key.Name && o.GetNamespace() == key.Namespace
-	}))
+	})
 }
 
 // toCluster maps every watched object to the one work item: each check runs

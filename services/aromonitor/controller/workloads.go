@@ -16,7 +16,7 @@ import (
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 
 	"github.com/upshift-io/upshift/services/aromonitor/clusterstatus"
-	"github.com/upshift-io/upshift/services/aromonitor/machinecheck"
+	"github.com/upshift-io/upshift/services/aromonitor/rounds"
 	"github.com/upshift-io/upshift/services/aromonitor/workloads"
 )
 
@@ -83,7 +83,7 @@ func (r *WorkloadsReconciler) Reconcile(ctx context.Context, _ reconcile.Request
 		}
 		return reconcile.Result{}, applyStatus(ctx, r.Client, WorkloadsFieldManager, off)
 	}
-	if wait := machinecheck.Wait(clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckPods), now, s.WorkloadsInterval); wait > 0 {
+	if wait := rounds.Wait(clusterstatus.FindCheck(snap.record.Checks, amv1alpha1.CheckPods), now, s.WorkloadsInterval); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	read := workloads.Read{Namespaces: len(s.WorkloadNamespaces)}

@@ -110,15 +110,6 @@ func Condition(problems []string) (passed bool, reason, message string) {
 	return false, arov1alpha1.ReasonCheckFailed, b.String()
 }
 
-// Wait is how long until the next round is due: an interval after the last
-// one recorded, whoever ran it. 0: due now.
-func Wait(check amv1alpha1.CheckStatus, now time.Time, interval time.Duration) time.Duration {
-	if check.LastCheckTime == nil {
-		return 0
-	}
-	return max(check.LastCheckTime.Add(interval).Sub(now), 0)
-}
-
 // ReasonSettling: failing since aro-monitor started checking, not yet for
 // the failure threshold.
 const ReasonSettling = rounds.ReasonSettling

@@ -116,14 +116,3 @@ func TestRoundHysteresis(t *testing.T) {
 		t.Errorf("failing from the start: %+v", c)
 	}
 }
-
-func TestWait(t *testing.T) {
-	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	last := metav1.NewTime(now.Add(-2 * time.Minute))
-	if w := Wait(amv1alpha1.CheckStatus{}, now, 5*time.Minute); w != 0 {
-		t.Errorf("never checked: wait %v", w)
-	}
-	if w := Wait(amv1alpha1.CheckStatus{LastCheckTime: &last}, now, 5*time.Minute); w != 3*time.Minute {
-		t.Errorf("wait %v", w)
-	}
-}

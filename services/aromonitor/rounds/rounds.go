@@ -75,3 +75,12 @@ func Fold(prev []operatorv1.OperatorCondition, check amv1alpha1.CheckStatus, t s
 func Pending(cond operatorv1.OperatorCondition, check amv1alpha1.CheckStatus) bool {
 	return check.ConsecutiveFailures > 0 && cond.Status != operatorv1.ConditionFalse
 }
+
+// Wait is how long until the check's next round is due: an interval after
+// the last one recorded, whoever ran it. 0: due now.
+func Wait(check amv1alpha1.CheckStatus, now time.Time, interval time.Duration) time.Duration {
+	if check.LastCheckTime == nil {
+		return 0
+	}
+	return max(check.LastCheckTime.Add(interval).Sub(now), 0)
+}

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	amv1alpha1 "github.com/upshift-io/upshift/api/aromonitor/v1alpha1"
 
 	"github.com/upshift-io/upshift/services/aromonitor/hysteresis"
@@ -42,5 +44,16 @@ func TestFold(t *testing.T) {
 			t.Fatalf("round %d: times %+v", i, next)
 		}
 		st.Conditions, check = append(st.Conditions[:0], c), next
+	}
+}
+
+func TestWait(t *testing.T) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	last := metav1.NewTime(now.Add(-2 * time.Minute))
+	if w := Wait(amv1alpha1.CheckStatus{}, now, 5*time.Minute); w != 0 {
+		t.Errorf("never checked: wait %v", w)
+	}
+	if w := Wait(amv1alpha1.CheckStatus{LastCheckTime: &last}, now, 5*time.Minute); w != 3*time.Minute {
+		t.Errorf("wait %v", w)
 	}
 }

@@ -23,10 +23,10 @@ import (
 // through it and the reconciler delivers notifications. The connection is
 // built from the pull secret and ClusterVersion's cluster ID — or, when
 // ocmBaseUrl names the in-cluster ocm-agent, to the agent without a
-// credential — and rebuilt when the URL or the token change. The cluster is read again on every
-// policy sync (its channel group and node drain grace period feed the spec,
-// and change in OCM); notifications only need its internal ID, which is
-// kept from the last read.
+// credential — and rebuilt when the URL or the token change. The cluster is
+// read again on every policy sync (its channel group and node drain grace
+// period feed the spec, and change in OCM); notifications only need its
+// internal ID, which is kept from the last read.
 type OCM struct {
 	// Reader reads the pull secret, by name and uncached: a Secret informer
 	// would need list and watch on the Secrets of openshift-config.

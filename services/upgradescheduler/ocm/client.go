@@ -252,9 +252,28 @@ func (c *Client) agentCluster(ctx context.Context, externalID string) (Cluster, 
 // Policies reads every upgrade policy of the cluster (all pages; MUO reads
 // only the first policy) and each one's state.
 func (c *Client) Policies(ctx context.Context, clusterID string) ([]Policy, error) {
+	list := c.listPolicies
+	if c.agent {
+		list = c.agentPolicies
+	}
+	out, err := list(ctx, clusterID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		st, _, err := c.PolicyState(ctx, clusterID, out[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		out[i].State = st
+	}
+	return out, nil
+}
+
+// listPolicies reads OCM's list of the cluster's policies, page by page.
+func (c *Client) listPolicies(ctx context.Context, clusterID string) ([]Policy, error) {
 	var out []Policy
-	// OCM pages its list; the ocm-agent answers the whole list at once.
-	for page := 1; !c.agent; page++ {
+	for page := 1; ; page++ {
 		resp, err := send(ctx, c, OpListPolicies, readAgain, func(ctx context.Context) (*cmv1.UpgradePoliciesListResponse, error) {
 			return c.conn.ClustersMgmt().V1().Clusters().Cluster(clusterID).UpgradePolicies().List().
 				Page(page).Size(pageSize).SendContext(ctx)
@@ -267,28 +286,25 @@ func (c *Client) Policies(ctx context.Context, clusterID string) ([]Policy, erro
 			return true
 		})
 		if resp.Items().Len() == 0 || len(out) >= resp.Total() {
-			break
+			return out, nil
 		}
 	}
-	if c.agent {
-		body, err := c.raw(ctx, OpListPolicies, readAgain, func() *sdk.Request { return c.conn.Get().Path(agentPoliciesPath) })
-		if err != nil {
-			return nil, err
-		}
-		list, err := cmv1.UnmarshalUpgradePolicyList(body)
-		if err != nil {
-			return nil, fmt.Errorf("reading the ocm-agent's upgrade policies: %w", err)
-		}
-		for _, p := range list {
-			out = append(out, policyOf(p))
-		}
+}
+
+// agentPolicies reads the ocm-agent's list, which comes whole (its cluster
+// is the agent's own).
+func (c *Client) agentPolicies(ctx context.Context, _ string) ([]Policy, error) {
+	body, err := c.raw(ctx, OpListPolicies, readAgain, func() *sdk.Request { return c.conn.Get().Path(agentPoliciesPath) })
+	if err != nil {
+		return nil, err
 	}
-	for i := range out {
-		st, _, err := c.PolicyState(ctx, clusterID, out[i].ID)
-		if err != nil {
-			return nil, err
-		}
-		out[i].State = st
+	list, err := cmv1.UnmarshalUpgradePolicyList(body)
+	if err != nil {
+		return nil, fmt.Errorf("reading the ocm-agent's upgrade policies: %w", err)
+	}
+	var out []Policy
+	for _, p := range list {
+		out = append(out, policyOf(p))
 	}
 	return out, nil
 }
