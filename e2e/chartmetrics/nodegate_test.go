@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/services/nodegate/metrics"
 )
@@ -29,7 +30,7 @@ func TestEveryMetricTheNodeGateChartQueriesIsRegistered(t *testing.T) {
 	before := &nodegatev1alpha1.MutexRunConfigStatus{RunID: "r", Nodes: []nodegatev1alpha1.NodeRecord{{Name: "w1", Pool: "worker", Phase: nodegatev1alpha1.NodePreHooks, StartTime: &t0, Hooks: []nodegatev1alpha1.HookRecord{hook}}}}
 	after := &nodegatev1alpha1.MutexRunConfigStatus{RunID: "r", Nodes: []nodegatev1alpha1.NodeRecord{{Name: "w1", Pool: "worker", Phase: nodegatev1alpha1.NodeCompleted, StartTime: &t0, CompletionTime: &t1, Hooks: []nodegatev1alpha1.HookRecord{done}}}}
 	m.Observe("ns/run", before, after, "OutsideMaintenanceWindow", 1, 1)
-	m.Forced(nodegatev1alpha1.DrainStepDelete)
+	m.Forced(commonv1alpha1.DrainStepDelete)
 	for _, name := range gateMetrics {
 		if !registered(name) {
 			t.Fatalf("%s is not registered: the check below would prove nothing", name)

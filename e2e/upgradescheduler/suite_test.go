@@ -119,7 +119,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
 		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true, Alertmanager: true},
 		Seed: &ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: 6,
-			Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5", "4.16.6", "4.16.7", "4.16.8", "4.16.9", "4.16.10"},
+			Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.16.4", "4.16.5", "4.16.6", "4.16.7", "4.16.8", "4.16.9", "4.16.10", "4.16.11"},
 			// 4.16.6 is reachable only as a conditional update: a risk that
 			// applies to every cluster, as OCM may still schedule.
 			Releases: []ocpsim.GraphRelease{{Version: "4.16.6", Risks: []ocpsim.Risk{{Name: "SimulatedRegression",

@@ -575,6 +575,10 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		deleteUC(ctx)
 	})
 
+	It("forces a blocked worker drain as MUO's NodeKeeper does: grace 0, then finalizers, never an ignored namespace, and times it out", func(ctx SpecContext) {
+		forcesBlockedDrain(ctx)
+	})
+
 	It("runs a scheduled OSD upgrade from an OCM policy to completed, telling OCM each state and service log once", func(ctx SpecContext) {
 		ocmScheduledUpgrade(ctx)
 	})

@@ -32,7 +32,10 @@ const RunsCRD = "mutexrunconfigs.nodegate.upshift.io"
 // trim.Func(TrimRun) as its default transform, which passes other objects
 // through.
 func TrimRun(in *nodegatev1alpha1.MutexRunConfig) *nodegatev1alpha1.MutexRunConfig {
-	return &nodegatev1alpha1.MutexRunConfig{TypeMeta: in.TypeMeta, ObjectMeta: trim.Meta(in.ObjectMeta), Status: in.Status}
+	out := &nodegatev1alpha1.MutexRunConfig{TypeMeta: in.TypeMeta, ObjectMeta: trim.Meta(in.ObjectMeta), Status: in.Status}
+	// Whether the run forces drains decides who owns its nodes' drains.
+	out.Spec.DrainRemediation = in.Spec.DrainRemediation
+	return out
 }
 
 // Condition types of a MutexRunConfig read here.
@@ -68,6 +71,10 @@ type Run struct {
 	// Finished is when the run last completed (its Ready condition turned
 	// True); zero while a round is open or when unknown.
 	Finished time.Time
+	// Drains are the nodes whose drain the run owns (libs/drain): those it
+	// released while its spec sets drainRemediation. Nobody else forces
+	// them.
+	Drains []string
 }
 
 // Stop is why a run stopped.
@@ -75,6 +82,16 @@ type Stop struct{ Reason, Message string }
 
 // Key is "<namespace>/<name>".
 func (r Run) Key() string { return r.Namespace + "/" + r.Name }
+
+// DrainOwner is the run that owns node's drain, if any.
+func DrainOwner(runs []Run, node string) (Run, bool) {
+	for _, r := range runs {
+		if slices.Contains(r.Drains, node) {
+			return r, true
+		}
+	}
+	return Run{}, false
+}
 
 // Holds says whether the run holds any pool now.
 func (r Run) Holds() bool { return len(r.Pools) > 0 }
@@ -111,6 +128,13 @@ func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 		}
 		if held && !slices.Contains(r.Pools, p.Name) {
 			r.Pools = append(r.Pools, p.Name)
+		}
+	}
+	if run.Spec.DrainRemediation != nil && run.DeletionTimestamp == nil {
+		for _, n := range st.Nodes {
+			if n.Phase == nodegatev1alpha1.NodeReleased {
+				r.Drains = append(r.Drains, n.Name)
+			}
 		}
 	}
 	r.Total = int(st.Summary.Total - st.Summary.Skipped)

@@ -71,3 +71,32 @@ func TestGatePools(t *testing.T) {
 		t.Fatalf("got %v want %v", got, want)
 	}
 }
+
+// A run owns the drains of the nodes it released while its spec sets
+// drainRemediation; a run without it, or being deleted, owns none. The
+// reader's cache keeps the spec field that decides it.
+func TestDrainOwner(t *testing.T) {
+	nodes := []nodegatev1alpha1.NodeRecord{
+		{Name: "w1", Phase: nodegatev1alpha1.NodeReleased},
+		{Name: "w2", Phase: nodegatev1alpha1.NodePreHooks},
+		{Name: "w3", Phase: nodegatev1alpha1.NodeReleased},
+	}
+	remediating := &nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "workers"},
+		Spec:   nodegatev1alpha1.MutexRunConfigSpec{DrainRemediation: &nodegatev1alpha1.DrainRemediation{}},
+		Status: nodegatev1alpha1.MutexRunConfigStatus{Nodes: nodes}}
+	plain := &nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "workers"},
+		Status: nodegatev1alpha1.MutexRunConfigStatus{Nodes: nodes}}
+	deleting := remediating.DeepCopy()
+	deleting.Name, deleting.DeletionTimestamp = "going", &metav1.Time{}
+
+	runs := []Run{Read(plain), Read(deleting), Read(TrimRun(remediating))}
+	if got := runs[2].Drains; !reflect.DeepEqual(got, []string{"w1", "w3"}) {
+		t.Fatalf("drains of the remediating run, read through its cache trim: %v", got)
+	}
+	for node, want := range map[string]string{"w1": "db/workers", "w2": "", "w3": "db/workers", "w9": ""} {
+		r, ok := DrainOwner(runs, node)
+		if got := map[bool]string{true: r.Key()}[ok]; got != want {
+			t.Errorf("owner of %s: %q, want %q", node, got, want)
+		}
+	}
+}

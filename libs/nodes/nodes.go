@@ -20,3 +20,21 @@ func Ready(n *corev1.Node) bool {
 	c := ReadyCondition(n)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
+
+// ControlPlaneRoleLabels are the labels that make a Node a control-plane
+// node: OpenShift's older master role and the upstream control-plane role.
+var ControlPlaneRoleLabels = []string{"node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane"}
+
+// ControlPlane reports whether n carries a control-plane role label.
+func ControlPlane(n *corev1.Node) bool { return HasControlPlaneRole(n.Labels) }
+
+// HasControlPlaneRole reports whether a Node's labels carry a control-plane
+// role.
+func HasControlPlaneRole(labels map[string]string) bool {
+	for _, l := range ControlPlaneRoleLabels {
+		if _, ok := labels[l]; ok {
+			return true
+		}
+	}
+	return false
+}

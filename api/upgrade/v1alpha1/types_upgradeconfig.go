@@ -250,6 +250,19 @@ type UpgradeConfigStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	Notifications []NotificationRecord `json:"notifications,omitempty"`
 
+	// drains are the drains of worker nodes the machine-config operator
+	// runs during the upgrade, one entry per node: who forces the drain once
+	// it is blocked (the scheduler, as MUO's NodeKeeper does, or the
+	// node-gate run that released the node), and for the scheduler's own
+	// the drain's record. An entry is kept while its drain is open, and
+	// after it when pods were forced or it timed out, until the attempt
+	// ends. (Upshift)
+	// +optional
+	// +listType=map
+	// +listMapKey=node
+	// +kubebuilder:validation:MaxItems=256
+	Drains []NodeDrain `json:"drains,omitempty"`
+
 	// conditions summarise the upgrade for Kubernetes tooling: Validated,
 	// Progressing, Paused, Cancelled, DeadlineExceeded, HealthChecksPassing,
 	// ConfigValid and Completed, written by the upgrade-scheduler, and
@@ -387,6 +400,45 @@ type SlowestNode struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Reason string `json:"reason,omitempty"`
+}
+
+// DrainOwnerScheduler is NodeDrain.owner for the drains the scheduler forces.
+const DrainOwnerScheduler = "upgrade-scheduler"
+
+// NodeDrain is one worker node's drain during the upgrade. (Upshift)
+type NodeDrain struct {
+	// node is the Node's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node"`
+
+	// owner is who forces the drain once it is blocked: upgrade-scheduler,
+	// or "MutexRunConfig <namespace>/<name>" for a node-gate run that
+	// released the node with drainRemediation set (node-gate then keeps the
+	// record in the run's status).
+	// +required
+	// +kubebuilder:validation:MaxLength=512
+	Owner string `json:"owner"`
+
+	// timedOutTime is when the drain was found still blocked with nothing
+	// left to force or wait for (MUO's failed drain):
+	// upgradeoperator_node_drain_timeout is 1 for the node from then until
+	// the drain ends, and 0 after.
+	// +optional
+	TimedOutTime *metav1.Time `json:"timedOutTime,omitempty"`
+
+	// record is the scheduler's record of a drain it owns.
+	// +optional
+	Record *commonv1alpha1.DrainRecord `json:"record,omitempty"`
+
+	// forcedGuardedPods counts the pods of this drain that a
+	// PodDisruptionBudget selects and that the scheduler forced off: the
+	// first one of an attempt delays it by the node drain grace period, which
+	// the customer is told (MUO's delayed notice).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ForcedGuardedPods int32 `json:"forcedGuardedPods,omitempty"`
 }
 
 // PreflightCheck is the result of one health check. (Upshift)

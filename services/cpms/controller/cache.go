@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/trim"
 )
@@ -38,10 +39,6 @@ func ManagerOptions() runtime.Options {
 	}}}
 }
 
-// controlPlaneRoleLabels are the Node labels the planner tells control-plane
-// Nodes by.
-var controlPlaneRoleLabels = []string{"node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane"}
-
 // watchedOperators are the ClusterOperators the pre-flight checks read.
 var watchedOperators = map[string]bool{"etcd": true, "kube-apiserver": true}
 
@@ -50,8 +47,8 @@ var watchedOperators = map[string]bool{"etcd": true, "kube-apiserver": true}
 // nodelink sets nodeRef) and the Ready condition without its heartbeat. A
 // worker keeps only its identity.
 var trimNode = trim.Node{
-	Keep:   func(n *corev1.Node) bool { return isControlPlaneNode(n) },
-	Labels: trim.Only(controlPlaneRoleLabels...),
+	Keep:   nodes.ControlPlane,
+	Labels: trim.Only(nodes.ControlPlaneRoleLabels...),
 	// What tells that the MCO is updating the node (plan.mcoUpdating).
 	Annotations: trim.Only(mcostate.MovingAnnotations...),
 	Conditions:  []corev1.NodeConditionType{corev1.NodeReady},

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/ownwrite"
 	"github.com/upshift-io/upshift/services/cpms/metrics"
 	"github.com/upshift-io/upshift/services/cpms/plan"
@@ -147,14 +148,7 @@ var watchedOperatorChanged = predicate.Funcs{
 	},
 }
 
-func isControlPlaneNode(o client.Object) bool {
-	for _, k := range controlPlaneRoleLabels {
-		if _, ok := o.GetLabels()[k]; ok {
-			return true
-		}
-	}
-	return false
-}
+func isControlPlaneNode(o client.Object) bool { return nodes.HasControlPlaneRole(o.GetLabels()) }
 
 // contentChanged compares two trimmed objects, resourceVersion aside.
 func contentChanged(a, b client.Object) bool {

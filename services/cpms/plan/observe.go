@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/upshift-io/upshift/libs/nodes"
+	libnodes "github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 )
 
@@ -155,12 +155,6 @@ func (g *group) pending() *machine {
 	return nil
 }
 
-func isControlPlaneNode(n *corev1.Node) bool {
-	_, master := n.Labels["node-role.kubernetes.io/master"]
-	_, cp := n.Labels["node-role.kubernetes.io/control-plane"]
-	return master || cp
-}
-
 func hasEtcdHook(m *machinev1beta1.Machine) bool {
 	for _, h := range m.Spec.LifecycleHooks.PreDrain {
 		if h.Name == EtcdHookName && h.Owner == EtcdHookOwner {
@@ -189,7 +183,7 @@ func readiness(m *machine, node *corev1.Node, grace time.Duration, now time.Time
 	if node == nil {
 		return // a missing Node is a Node that is not ready, not an error
 	}
-	c := nodes.ReadyCondition(node)
+	c := libnodes.ReadyCondition(node)
 	isReady := c != nil && c.Status == corev1.ConditionTrue
 	switch {
 	case m.deleting:
@@ -272,7 +266,7 @@ func observe(in Input) *observation {
 	nodes := map[string]*corev1.Node{}
 	for i := range in.Nodes {
 		n := &in.Nodes[i]
-		if isControlPlaneNode(n) {
+		if libnodes.ControlPlane(n) {
 			nodes[n.Name] = n
 			o.cpNodes = append(o.cpNodes, n)
 		}

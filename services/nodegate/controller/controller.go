@@ -43,6 +43,7 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	libdrain "github.com/upshift-io/upshift/libs/drain"
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/ownwrite"
@@ -213,14 +214,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	errs := r.executeAll(ctx, res.Actions)
 	for _, a := range dr.Actions {
-		if err := r.force(ctx, a.Action); err != nil {
+		if err := libdrain.Force(ctx, r.Client, a.Action); err != nil {
 			errs = append(errs, fmt.Errorf("%s pod %s/%s: %w", a.Step, a.Namespace, a.Name, err))
 			continue
 		}
 		if r.Metrics != nil {
 			r.Metrics.Forced(a.Step)
 		}
-		r.Recorder.Record(drain.ActionEvents(a.Node, a.Action)...)
+		r.Recorder.Record(libdrain.ActionEvents(a.Node, a.Action)...)
 	}
 	r.Recorder.Record(res.Events...)
 	r.Recorder.Record(dr.Events...)
@@ -573,35 +574,6 @@ func (r *Reconciler) podsOn(ctx context.Context, node string) ([]corev1.Pod, []p
 		pdbs = append(pdbs, l.Items...)
 	}
 	return pods.Items, pdbs, nil
-}
-
-// force takes one remediation step on a pod, with its UID as a
-// precondition so a new pod of the same name is never touched.
-func (r *Reconciler) force(ctx context.Context, a drain.Action) error {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: a.Name}}
-	uid := types.UID(a.UID)
-	switch a.Step {
-	case nodegatev1alpha1.DrainStepDelete, nodegatev1alpha1.DrainStepForceDelete:
-		opts := []client.DeleteOption{client.Preconditions{UID: &uid}}
-		if a.GracePeriod != nil {
-			opts = append(opts, client.GracePeriodSeconds(*a.GracePeriod))
-		}
-		err := r.Client.Delete(ctx, pod, opts...)
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil
-		}
-		return err
-	case nodegatev1alpha1.DrainStepRemoveFinalizers:
-		err := r.patch(ctx, pod, types.JSONPatchType, []map[string]any{
-			{"op": "test", "path": "/metadata/uid", "value": a.UID},
-			{"op": "remove", "path": "/metadata/finalizers"},
-		})
-		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-			return nil
-		}
-		return err
-	}
-	return fmt.Errorf("unknown step %q", a.Step)
 }
 
 // CacheByObject is the cache configuration node-gate's manager needs:

@@ -8,6 +8,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
 
@@ -70,7 +71,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Pods every remediation step was taken on and that are still on their node."}, []string{"run"}),
 	}
 	reg.MustRegister(m.nodes, m.hookDuration, m.nodeDuration, m.blocked, m.paused, m.hookFailures, m.forced, m.drainBlocked, m.stuckPods)
-	for _, k := range []nodegatev1alpha1.DrainStep{nodegatev1alpha1.DrainStepDelete, nodegatev1alpha1.DrainStepForceDelete, nodegatev1alpha1.DrainStepRemoveFinalizers} {
+	for _, k := range []commonv1alpha1.DrainStep{commonv1alpha1.DrainStepDelete, commonv1alpha1.DrainStepForceDelete, commonv1alpha1.DrainStepRemoveFinalizers} {
 		m.forced.WithLabelValues(string(k))
 	}
 	return m
@@ -155,7 +156,7 @@ func hookKey(h nodegatev1alpha1.HookRecord) string {
 }
 
 // Forced counts one drain remediation step.
-func (m *Metrics) Forced(step nodegatev1alpha1.DrainStep) {
+func (m *Metrics) Forced(step commonv1alpha1.DrainStep) {
 	m.forced.WithLabelValues(string(step)).Inc()
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/metricstest"
 )
@@ -93,7 +94,7 @@ func TestFailuresBlockedAndForget(t *testing.T) {
 	if b := series(t, reg, BlockedName); b["reason=SpecPaused,run=ns/run"] != 1 || len(b) != 1 {
 		t.Fatalf("blocked after a change %v", b)
 	}
-	m.Forced(nodegatev1alpha1.DrainStepForceDelete)
+	m.Forced(commonv1alpha1.DrainStepForceDelete)
 	if v := series(t, reg, ForcedDrainName); v["kind=ForceDelete"] != 1 || v["kind=Delete"] != 0 {
 		t.Fatalf("forced %v", v)
 	}

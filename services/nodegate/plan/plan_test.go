@@ -1321,16 +1321,16 @@ func TestCompact(t *testing.T) {
 	done := metav1.NewTime(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
 	started := metav1.NewTime(done.Add(-time.Minute))
 	hooks := []nodegatev1alpha1.HookRecord{{Rule: "ns/r", Name: "job", Stage: nodegatev1alpha1.StagePre, Phase: nodegatev1alpha1.HookSucceeded, Attempts: 2, JobName: "j-2"}}
-	drain := func(forced int32) *nodegatev1alpha1.DrainRecord {
-		return &nodegatev1alpha1.DrainRecord{Request: "drain-1", StartTime: started, CompletionTime: &done, ForcedPods: forced,
-			BlockingPods: []nodegatev1alpha1.BlockingPod{{Namespace: "db", Name: "db-0"}}}
+	drain := func(forced int32) *commonv1alpha1.DrainRecord {
+		return &commonv1alpha1.DrainRecord{Request: "drain-1", StartTime: started, CompletionTime: &done, ForcedPods: forced,
+			BlockingPods: []commonv1alpha1.BlockingPod{{Namespace: "db", Name: "db-0"}}}
 	}
-	completed := func(lastError string, d *nodegatev1alpha1.DrainRecord) nodegatev1alpha1.NodeRecord {
+	completed := func(lastError string, d *commonv1alpha1.DrainRecord) nodegatev1alpha1.NodeRecord {
 		return nodegatev1alpha1.NodeRecord{Name: "n", Pool: "worker", Phase: nodegatev1alpha1.NodeCompleted, Hooks: hooks, Drain: d,
 			StartTime: &started, ReleasedTime: &started, UpdatedTime: &done, CompletionTime: &done, LastError: lastError}
 	}
 	// kept is a completed record that keeps its times.
-	kept := func(lastError string, d *nodegatev1alpha1.DrainRecord) nodegatev1alpha1.NodeRecord {
+	kept := func(lastError string, d *commonv1alpha1.DrainRecord) nodegatev1alpha1.NodeRecord {
 		r := completed(lastError, d)
 		r.Hooks = nil
 		if r.Drain != nil {

@@ -90,7 +90,8 @@ func trimClusterOperator(obj any) (any, error) {
 	}, nil
 }
 
-// trimPDB keeps the counts the drain-blocking check reads.
+// trimPDB keeps the counts the drain-blocking check reads, and the selector
+// that tells which pods of a blocked drain it guards (plan/drains.go).
 func trimPDB(obj any) (any, error) {
 	pdb, ok := obj.(*policyv1.PodDisruptionBudget)
 	if !ok {
@@ -99,6 +100,7 @@ func trimPDB(obj any) (any, error) {
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   pdb.TypeMeta,
 		ObjectMeta: trimMeta(pdb.ObjectMeta),
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: pdb.Spec.Selector},
 		Status: policyv1.PodDisruptionBudgetStatus{
 			ObservedGeneration: pdb.Status.ObservedGeneration,
 			DisruptionsAllowed: pdb.Status.DisruptionsAllowed,

@@ -50,6 +50,9 @@ const Name = "upgradescheduler"
 // reading the configuration ConfigMap from each UpgradeConfig's namespace.
 type Reconciler struct {
 	Client client.Client
+	// APIReader reads what is not cached: the pods on a worker node whose
+	// drain may be forced (mgr.GetAPIReader() when nil).
+	APIReader client.Reader
 	// Recorder records the plan's Events (libs/events: nil records none).
 	Recorder     *events.Recorder
 	Namespace    string
@@ -96,6 +99,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.CheckURLs == nil {
 		r.CheckURLs = checkURLs
@@ -185,6 +191,13 @@ func (r *Reconciler) decide(ctx context.Context, in plan.Input) (plan.Output, er
 		case out.NeedsExternalChecks:
 			ok, details := r.CheckURLs(ctx, in.Config.HTTPCheckURLs, in.Config.HTTPCheckTimeout)
 			in.Snapshot.ExternalChecks = &plan.ExternalChecksResult{Passed: ok, Details: details}
+		case len(out.NeedsDrainPods) > 0:
+			if in.Snapshot.DrainPods == nil {
+				in.Snapshot.DrainPods = map[string][]corev1.Pod{}
+			}
+			for _, n := range out.NeedsDrainPods {
+				in.Snapshot.DrainPods[n] = r.podsOn(ctx, n)
+			}
 		case out.NeedsLeases:
 			in.Snapshot.LeasesUnread = false
 			in.Snapshot.Leases = &plan.LeasesRead{}
@@ -284,6 +297,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// step would be counted twice.
 		r.Metrics.ObserveSteps(done)
 	}
+	// The drains' steps once their records are written: a step recorded
+	// and not taken (a crash in between) is taken again by the next plan.
+	drainErr := r.force(ctx, out.Drains)
 	r.Metrics.Update(req.String(), metrics.Samples(uc, clusterOf(snap)))
 	r.Metrics.ClearNotificationFailed(uc.Name, func(event string) bool { return plan.NotificationWanted(uc.Status, event) })
 	// One call: libs/events numbers the actions of Events of one reason
@@ -304,6 +320,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if leaseErr != nil {
 		return reconcile.Result{}, leaseErr
+	}
+	if drainErr != nil {
+		return reconcile.Result{}, drainErr
 	}
 	// After a side effect no requeue is needed: the object it changed and the
 	// status (its step's attempts) both come back as watch events, and the

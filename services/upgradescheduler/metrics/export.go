@@ -22,6 +22,7 @@ type Metrics struct {
 	notifications      *prometheus.CounterVec
 	notificationFailed *prometheus.GaugeVec
 	syncTimestamp      *prometheus.GaugeVec
+	drainForced        *prometheus.CounterVec
 
 	// failing are the (UpgradeConfig, event) pairs whose
 	// upgrade_notification_failed is 1.
@@ -72,6 +73,7 @@ func gaugeDefs() []gaugeDef {
 	gauge(Paused, "1 while the upgrade is paused (spec.paused or a deadline with policy pause), else 0.", own...)
 	gauge(SilencesActive, "Alertmanager silences the upgrade holds (status.silences): renewed while its phase runs, expired when it ends.", own...)
 	gauge(Notification, "1 for every notification delivered (an OCM policy state or a service log), by event and target version (MUO).", LabelUpgradeConfig, LabelEvent, LabelVersion)
+	gauge(NodeDrainTimeout, "1 while the drain of a worker node is still blocked with nothing left to force or wait for, 0 once that drain ended (MUO).", LabelNode)
 	gauge(CapacityReservationSet, "State set of the capacity reservation's outcome (Ready, TimedOut, Skipped, Removed).", LabelNamespace, LabelName, LabelOutcome)
 	return defs
 }
@@ -103,6 +105,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: SyncTimestamp,
 			Help: "Unix time of the last successful sync of the UpgradeConfig with its source: the OCM upgrade policies, or with source LOCAL the UpgradeConfigs on the cluster (MUO).",
 		}, []string{LabelUpgradeConfig}),
+		drainForced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: DrainForced,
+			Help: "Steps taken on pods of blocked worker drains, by step: ForceDelete (grace period 0), RemoveFinalizers.",
+		}, []string{LabelStep}),
 		failing: map[[2]string]bool{},
 		last:    map[string]map[string]Sample{},
 	}
@@ -111,9 +117,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.gauges[d.name] = g
 		reg.MustRegister(g)
 	}
-	reg.MustRegister(m.stepDuration, m.ocmRequests, m.notifications, m.notificationFailed, m.syncTimestamp)
+	reg.MustRegister(m.stepDuration, m.ocmRequests, m.notifications, m.notificationFailed, m.syncTimestamp, m.drainForced)
 	return m
 }
+
+// ObserveForced counts one step taken on a pod of a blocked drain.
+func (m *Metrics) ObserveForced(step string) { m.drainForced.WithLabelValues(step).Inc() }
 
 // ObserveOCMRequest counts one OCM request.
 func (m *Metrics) ObserveOCMRequest(op, code string) { m.ocmRequests.WithLabelValues(op, code).Inc() }

@@ -57,6 +57,11 @@ const (
 	OCMRequests        = "upshift_upgrade_scheduler_ocm_requests_total"
 	Notifications      = "upshift_upgrade_scheduler_notifications_total"
 	SyncTimestamp      = "upgradeoperator_upgradeconfig_sync_timestamp"
+	// NodeDrainTimeout is MUO's, labelled by node only: 1 while a worker
+	// node's drain has timed out (status.drains[].timedOutTime), 0 once
+	// that drain ended.
+	NodeDrainTimeout = "upgradeoperator_node_drain_timeout"
+	DrainForced      = "upshift_upgrade_scheduler_drain_forced_total"
 )
 
 // Label names.
@@ -77,6 +82,7 @@ const (
 	LabelResult        = "result"
 	LabelOp            = "op"
 	LabelCode          = "code"
+	LabelNode          = "node_name" // MUO's
 )
 
 // Sample is one series and its value.
@@ -178,6 +184,12 @@ func Samples(uc *upgradev1alpha1.UpgradeConfig, cluster Cluster) []Sample {
 		if k := n.Event + "|" + n.Version; !seen[k] && (n.Outcome == "Sent" || n.Outcome == "AlreadySent") {
 			seen[k] = true
 			muo(Notification, 1, LabelEvent, n.Event, LabelVersion, n.Version)
+		}
+	}
+	for _, d := range st.Drains {
+		if d.TimedOutTime != nil {
+			open := d.Record != nil && d.Record.CompletionTime == nil
+			out = append(out, Sample{Name: NodeDrainTimeout, Labels: map[string]string{LabelNode: d.Node}, Value: boolValue(open)})
 		}
 	}
 	if len(st.History) == 0 {

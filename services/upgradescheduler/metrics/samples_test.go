@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/metricstest"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
@@ -293,5 +294,32 @@ func TestClearNotificationFailed(t *testing.T) {
 	m.ClearNotificationFailed("uc-clear", nil)
 	if got := values(); len(got) != 0 {
 		t.Fatalf("after the UpgradeConfig is gone: %v", got)
+	}
+}
+
+// MUO's node_drain_timeout, by node only: 1 while a timed-out drain is open,
+// 0 once it ended; no series for a drain that never timed out or that a
+// node-gate run owns.
+func TestNodeDrainTimeout(t *testing.T) {
+	open := &commonv1alpha1.DrainRecord{Request: "drain-rendered-worker-2", StartTime: *at(0)}
+	ended := open.DeepCopy()
+	ended.CompletionTime = at(80)
+	st := upgradev1alpha1.UpgradeConfigStatus{Drains: []upgradev1alpha1.NodeDrain{
+		{Node: "w1", Owner: upgradev1alpha1.DrainOwnerScheduler, Record: open, TimedOutTime: at(76)},
+		{Node: "w2", Owner: upgradev1alpha1.DrainOwnerScheduler, Record: ended, TimedOutTime: at(76)},
+		{Node: "w3", Owner: upgradev1alpha1.DrainOwnerScheduler, Record: open},
+		{Node: "w4", Owner: "MutexRunConfig db/workers"},
+	}}
+	got := map[string]float64{}
+	for _, s := range Samples(uc(st), cluster) {
+		if s.Name == NodeDrainTimeout {
+			if len(s.Labels) != 1 {
+				t.Fatalf("labels %v, want MUO's node_name only", s.Labels)
+			}
+			got[s.Labels[LabelNode]] = s.Value
+		}
+	}
+	if want := map[string]float64{"w1": 1, "w2": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s = %v, want %v", NodeDrainTimeout, got, want)
 	}
 }

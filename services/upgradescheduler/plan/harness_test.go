@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
@@ -59,6 +60,11 @@ type world struct {
 	// loseNotificationRecord drops the status write after the next
 	// delivery, as when the scheduler stops between the two.
 	loseNotificationRecord bool
+	// pods are the pods on nodes, by node, that the drains read; podReads
+	// counts the nodes read, forced the steps taken on pods.
+	pods     map[string][]corev1.Pod
+	podReads int
+	forced   []string
 }
 
 // fakeAM keeps silences as Alertmanager's API does for the lease plans:
@@ -243,12 +249,18 @@ func (w *world) plan() Output {
 		case out.NeedsLeases:
 			in.Snapshot.LeasesUnread = false
 			in.Snapshot.Leases = &LeasesRead{Existing: w.am.list(w.now)}
+		case len(out.NeedsDrainPods) > 0:
+			in.Snapshot.DrainPods = map[string][]corev1.Pod{}
+			for _, n := range out.NeedsDrainPods {
+				in.Snapshot.DrainPods[n] = w.pods[n]
+				w.podReads++
+			}
 		default:
 			continue
 		}
 		out = Plan(in)
 	}
-	if out.NeedsExternalChecks || out.NeedsLeases {
+	if out.NeedsExternalChecks || out.NeedsLeases || len(out.NeedsDrainPods) > 0 {
 		w.t.Fatalf("a plan given what it asked for asked again: %+v", out)
 	}
 	checkAlertsUnread(w.t, in, out)
@@ -264,11 +276,36 @@ func (w *world) plan() Output {
 	if out.Action != nil {
 		w.apply(out.Action)
 	}
+	for _, a := range out.Drains.Actions {
+		w.force(a)
+	}
 	if w.autoMachineAPI {
 		w.machineAPI()
 	}
 	w.last = out
 	return out
+}
+
+// force plays the apiserver for a forced step: a pod deleted without
+// finalizers is gone, with them it stays terminating until they are removed.
+func (w *world) force(a DrainAction) {
+	w.forced = append(w.forced, string(a.Step)+" "+a.Namespace+"/"+a.Name)
+	pods := w.pods[a.Node]
+	for i := range pods {
+		if pods[i].Namespace != a.Namespace || pods[i].Name != a.Name {
+			continue
+		}
+		switch {
+		case a.Step == commonv1alpha1.DrainStepRemoveFinalizers && pods[i].DeletionTimestamp != nil,
+			a.Step != commonv1alpha1.DrainStepRemoveFinalizers && len(pods[i].Finalizers) == 0:
+			w.pods[a.Node] = append(pods[:i:i], pods[i+1:]...)
+		case a.Step == commonv1alpha1.DrainStepRemoveFinalizers:
+			pods[i].Finalizers = nil
+		default:
+			pods[i].DeletionTimestamp = ptrTime(w.now)
+		}
+		return
+	}
 }
 
 func (w *world) apply(a *Action) {

@@ -38,8 +38,9 @@ const (
 )
 
 // NodeAnnotations are the only Node annotations the planner reads (through
-// mcostate.Moving); the reconciler's cache keeps these and drops the others.
-var NodeAnnotations = mcostate.MovingAnnotations
+// mcostate.Moving, and the drain request and its acknowledgement for the
+// drains); the reconciler's cache keeps these and drops the others.
+var NodeAnnotations = slices.Concat(mcostate.MovingAnnotations, []string{mcostate.DesiredDrain, mcostate.LastAppliedDrain})
 
 // preflightRefresh bounds how stale an unchanged result's lastRun may get, so
 // that unchanged results do not cause a status write on every event.

@@ -43,6 +43,8 @@ const (
 	descControlPlaneStarted  = "Cluster upgrade to version %s is starting with control and worker plane upgrade. This is an informational notification and no action is required"
 	descControlPlaneFinished = "Cluster upgrade to version %s has finished control plane upgrade. This is an informational notification and no action is required"
 	descWorkerPlaneFinished  = "Cluster upgrade to version %s has finished worker plane upgrade. This is an informational notification and no action is required."
+	// descDrainDelay names no version: MUO's text, as it sends it.
+	descDrainDelay = "Node drain grace period might be impacting cluster upgrade. Please refer to the article for further details https://access.redhat.com/solutions/7075425"
 )
 
 // Notification is one notification for the reconciler to deliver (action
@@ -80,6 +82,10 @@ func (p *planner) notice(event string) *Notification {
 		n.PolicyState, n.Description = "started", fmt.Sprintf("Cluster is currently being upgraded to version %s", v)
 	case EventDelayed:
 		n.PolicyState, n.Description = "delayed", fmt.Sprintf(delayedText(p.heldAt()), v)
+		if c := p.heldAt(); c != nil && c.Type == StepWorkerNodesUpgraded {
+			// Only the drains delay an attempt after commencement.
+			n.Description = descDrainDelay
+		}
 	case EventScaleSkipped:
 		n.PolicyState, n.Description = "delayed", fmt.Sprintf(descScaleSkipped, v)
 	case EventSkipped:

@@ -72,6 +72,10 @@ type Snapshot struct {
 	// made only for a plan that asks for one (Output.NeedsExternalChecks);
 	// nil otherwise.
 	ExternalChecks *ExternalChecksResult
+	// DrainPods are the pods on worker nodes whose drain may be forced, by
+	// node, read only for the nodes a plan asks for (Output.NeedsDrainPods);
+	// a node missing is unread.
+	DrainPods map[string][]corev1.Pod
 	// FileIntegrityReinitRequested is true when the FedRAMP FileIntegrity
 	// object already carries the re-init annotation.
 	FileIntegrityReinitRequested bool
@@ -158,6 +162,14 @@ type Output struct {
 	// rest of this Output is then void, and the reconciler runs the checks
 	// and plans again with their result.
 	NeedsExternalChecks bool
+	// NeedsDrainPods names the nodes whose pods a drain decision needs and
+	// Snapshot.DrainPods lacks: the rest of this Output is then void, and
+	// the reconciler reads them (from the apiserver: pods are not cached)
+	// and plans again.
+	NeedsDrainPods []string
+	// Drains are the drains' forced steps, taken after Status is written,
+	// and their Events on nodes.
+	Drains Drains
 }
 
 // LeaseStep is the lease decision and the listing it was made from.

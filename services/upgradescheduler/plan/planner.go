@@ -37,6 +37,10 @@ type planner struct {
 	needsAlerts bool
 	// needsExternalChecks: the external dependency step needs a fresh run.
 	needsExternalChecks bool
+	// drainOut are the drains' forced steps and Events (drains.go);
+	// needsDrainPods the nodes whose pods must be read first.
+	drainOut       Drains
+	needsDrainPods []string
 }
 
 func newPlanner(in Input) *planner {
@@ -59,7 +63,7 @@ func newPlanner(in Input) *planner {
 
 func (p *planner) output() Output {
 	out := Output{Status: p.st, Action: p.action, Events: p.events, Silences: p.silences(), NeedsAlerts: p.needsAlerts,
-		NeedsExternalChecks: p.needsExternalChecks}
+		NeedsExternalChecks: p.needsExternalChecks, Drains: p.drainOut, NeedsDrainPods: p.needsDrainPods}
 	if !p.wakeAt.IsZero() && p.action == nil {
 		out.RequeueAfter = p.wakeAt.Sub(p.now)
 		if out.RequeueAfter <= 0 {
@@ -151,6 +155,7 @@ func (p *planner) run() {
 		h = p.history()
 	}
 	if terminal(h.Phase) {
+		p.st.Drains = nil
 		// The temporary capacity goes first: a failed notice that cannot
 		// be delivered (OCM down) must not keep extra machines running.
 		p.cleanupTerminal()
@@ -193,6 +198,7 @@ func (p *planner) run() {
 	if p.history().Phase == upgradev1alpha1.UpgradePhaseUpgrading {
 		p.upgrading()
 	}
+	p.decideDrains()
 	// An attempt that ends in this plan is cleaned up in the next one: the
 	// status that says it ended is written first, so that no cleanup runs
 	// on a decision that a lost write could undo.

@@ -89,7 +89,7 @@ var osdSteps = []step{
 	{StepControlPlaneUpgraded, false, DeadlineControlPlane, noticeAfter(always(EventControlPlaneFinishedSL), (*planner).controlPlaneUpgraded)},
 	{StepControlPlaneMaintenanceWindowRemoved, false, DeadlineControlPlane, silenceWindow("control plane", false)},
 	{StepWorkersMaintenanceWindowCreated, false, DeadlineWorkers, silenceWindow("worker", true)},
-	{StepWorkerNodesUpgraded, false, DeadlineWorkers, noticeAfter(always(EventWorkerPlaneFinishedSL), (*planner).workersUpgraded)},
+	{StepWorkerNodesUpgraded, false, DeadlineWorkers, noticeAfter(always(EventWorkerPlaneFinishedSL), drainNotice((*planner).workersUpgraded))},
 	{StepComputeCapacityRemoved, false, DeadlinePostCheck, (*planner).removeCapacity},
 	{StepWorkersMaintenanceWindowRemoved, false, DeadlinePostCheck, silenceWindow("worker", false)},
 	{StepClusterHealthyAfterUpgrade, false, DeadlinePostCheck, (*planner).postHealth},

@@ -16,10 +16,6 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=nodegate.upshift.io, Version=v1alpha1
-	case v1alpha1.SchemeGroupVersion.WithKind("BlockingPod"):
-		return &nodegatev1alpha1.BlockingPodApplyConfiguration{}
-	case v1alpha1.SchemeGroupVersion.WithKind("DrainRecord"):
-		return &nodegatev1alpha1.DrainRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("DrainRemediation"):
 		return &nodegatev1alpha1.DrainRemediationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HealthGate"):

@@ -22,6 +22,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &upgradev1alpha1.DeadlineApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Deadlines"):
 		return &upgradev1alpha1.DeadlinesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeDrain"):
+		return &upgradev1alpha1.NodeDrainApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NotificationRecord"):
 		return &upgradev1alpha1.NotificationRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PausedDeadline"):

@@ -23,6 +23,53 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.upshift-io.upshift.api.common.v1alpha1.BlockingPod
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: pdbs
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: step
+      type:
+        namedType: com.github.upshift-io.upshift.api.common.v1alpha1.DrainStep
+    - name: stepTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: uid
+      type:
+        scalar: string
+- name: com.github.upshift-io.upshift.api.common.v1alpha1.DrainRecord
+  map:
+    fields:
+    - name: blockingPods
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.common.v1alpha1.BlockingPod
+          elementRelationship: atomic
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: forcedPods
+      type:
+        scalar: numeric
+    - name: request
+      type:
+        scalar: string
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: com.github.upshift-io.upshift.api.common.v1alpha1.DrainStep
+  scalar: string
 - name: com.github.upshift-io.upshift.api.common.v1alpha1.MaintenanceWindow
   map:
     fields:
@@ -43,51 +90,6 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: string
 - name: com.github.upshift-io.upshift.api.common.v1alpha1.Weekday
   scalar: string
-- name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.BlockingPod
-  map:
-    fields:
-    - name: name
-      type:
-        scalar: string
-    - name: namespace
-      type:
-        scalar: string
-    - name: pdbs
-      type:
-        list:
-          elementType:
-            scalar: string
-          elementRelationship: atomic
-    - name: step
-      type:
-        namedType: com.github.upshift-io.upshift.api.nodegate.v1alpha1.DrainStep
-    - name: stepTime
-      type:
-        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
-    - name: uid
-      type:
-        scalar: string
-- name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.DrainRecord
-  map:
-    fields:
-    - name: blockingPods
-      type:
-        list:
-          elementType:
-            namedType: com.github.upshift-io.upshift.api.nodegate.v1alpha1.BlockingPod
-          elementRelationship: atomic
-    - name: completionTime
-      type:
-        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
-    - name: forcedPods
-      type:
-        scalar: numeric
-    - name: request
-      type:
-        scalar: string
-    - name: startTime
-      type:
-        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.DrainRemediation
   map:
     fields:
@@ -103,8 +105,6 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: timeout
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
-- name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.DrainStep
-  scalar: string
 - name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.FailurePolicy
   scalar: string
 - name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.HealthGate
@@ -435,7 +435,7 @@ var schemaYAML = typed.YAMLObject(`types:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: drain
       type:
-        namedType: com.github.upshift-io.upshift.api.nodegate.v1alpha1.DrainRecord
+        namedType: com.github.upshift-io.upshift.api.common.v1alpha1.DrainRecord
     - name: hooks
       type:
         list:

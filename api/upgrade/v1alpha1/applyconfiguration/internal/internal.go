@@ -23,6 +23,53 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.upshift-io.upshift.api.common.v1alpha1.BlockingPod
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: pdbs
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: step
+      type:
+        namedType: com.github.upshift-io.upshift.api.common.v1alpha1.DrainStep
+    - name: stepTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: uid
+      type:
+        scalar: string
+- name: com.github.upshift-io.upshift.api.common.v1alpha1.DrainRecord
+  map:
+    fields:
+    - name: blockingPods
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.common.v1alpha1.BlockingPod
+          elementRelationship: atomic
+    - name: completionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: forcedPods
+      type:
+        scalar: numeric
+    - name: request
+      type:
+        scalar: string
+    - name: startTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: com.github.upshift-io.upshift.api.common.v1alpha1.DrainStep
+  scalar: string
 - name: com.github.upshift-io.upshift.api.common.v1alpha1.MaintenanceWindow
   map:
     fields:
@@ -89,6 +136,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: workers
       type:
         namedType: com.github.upshift-io.upshift.api.upgrade.v1alpha1.Deadline
+- name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.NodeDrain
+  map:
+    fields:
+    - name: forcedGuardedPods
+      type:
+        scalar: numeric
+    - name: node
+      type:
+        scalar: string
+    - name: owner
+      type:
+        scalar: string
+    - name: record
+      type:
+        namedType: com.github.upshift-io.upshift.api.common.v1alpha1.DrainRecord
+    - name: timedOutTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.NotificationRecord
   map:
     fields:
@@ -330,6 +395,14 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: currentStep
       type:
         scalar: string
+    - name: drains
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.upgrade.v1alpha1.NodeDrain
+          elementRelationship: associative
+          keys:
+          - node
     - name: generationObservedTime
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time

@@ -3,6 +3,7 @@
 package v1alpha1
 
 import (
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -37,7 +38,7 @@ type NodeRecordApplyConfiguration struct {
 	LastError *string `json:"lastError,omitempty"`
 	// drain is the clock and the blocking pods of the node's current drain,
 	// kept here so that a restart or a cordon flap does not reset it.
-	Drain *DrainRecordApplyConfiguration `json:"drain,omitempty"`
+	Drain *commonv1alpha1.DrainRecord `json:"drain,omitempty"`
 }
 
 // NodeRecordApplyConfiguration constructs a declarative configuration of the NodeRecord type for use with
@@ -134,7 +135,7 @@ func (b *NodeRecordApplyConfiguration) WithLastError(value string) *NodeRecordAp
 // WithDrain sets the Drain field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Drain field is set to the value of the last call.
-func (b *NodeRecordApplyConfiguration) WithDrain(value *DrainRecordApplyConfiguration) *NodeRecordApplyConfiguration {
-	b.Drain = value
+func (b *NodeRecordApplyConfiguration) WithDrain(value commonv1alpha1.DrainRecord) *NodeRecordApplyConfiguration {
+	b.Drain = &value
 	return b
 }

@@ -47,6 +47,14 @@ type UpgradeConfigStatusApplyConfiguration struct {
 	// again; one sent but not recorded (the scheduler stopped in between) is
 	// read back from OCM before it is sent again. (Upshift)
 	Notifications []NotificationRecordApplyConfiguration `json:"notifications,omitempty"`
+	// drains are the drains of worker nodes the machine-config operator
+	// runs during the upgrade, one entry per node: who forces the drain once
+	// it is blocked (the scheduler, as MUO's NodeKeeper does, or the
+	// node-gate run that released the node), and for the scheduler's own
+	// the drain's record. An entry is kept while its drain is open, and
+	// after it when pods were forced or it timed out, until the attempt
+	// ends. (Upshift)
+	Drains []NodeDrainApplyConfiguration `json:"drains,omitempty"`
 	// conditions summarise the upgrade for Kubernetes tooling: Validated,
 	// Progressing, Paused, Cancelled, DeadlineExceeded, HealthChecksPassing,
 	// ConfigValid and Completed, written by the upgrade-scheduler, and
@@ -153,6 +161,19 @@ func (b *UpgradeConfigStatusApplyConfiguration) WithNotifications(values ...*Not
 			panic("nil value passed to WithNotifications")
 		}
 		b.Notifications = append(b.Notifications, *values[i])
+	}
+	return b
+}
+
+// WithDrains adds the given value to the Drains field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Drains field.
+func (b *UpgradeConfigStatusApplyConfiguration) WithDrains(values ...*NodeDrainApplyConfiguration) *UpgradeConfigStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDrains")
+		}
+		b.Drains = append(b.Drains, *values[i])
 	}
 	return b
 }

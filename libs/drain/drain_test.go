@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
@@ -36,8 +36,8 @@ func pdb(ns, name string, sel *metav1.LabelSelector) policyv1.PodDisruptionBudge
 	return policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel}}
 }
 
-func in(now time.Time, node *corev1.Node, prev *nodegatev1alpha1.DrainRecord, pods ...corev1.Pod) Input {
-	return Input{Now: now, Node: node, Pods: pods, Prev: prev, Timeout: time.Hour, StepTimeout: 2 * time.Minute,
+func in(now time.Time, node *corev1.Node, prev *commonv1alpha1.DrainRecord, pods ...corev1.Pod) Input {
+	return Input{Now: now, Node: node, Pods: pods, Prev: prev, Policy: Policy{Timeout: time.Hour, StepTimeout: 2 * time.Minute, Owner: "node-gate", EventAction: "Gate"},
 		PDBs: []policyv1.PodDisruptionBudget{pdb("db", "db-pdb", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}})}}
 }
 
@@ -57,7 +57,7 @@ func TestClockStartsAndWaitsForTimeout(t *testing.T) {
 	if len(r.Actions) != 0 || r.Blocked || r.RequeueAfter != time.Hour {
 		t.Fatalf("before the timeout: actions %v blocked %v requeue %v", r.Actions, r.Blocked, r.RequeueAfter)
 	}
-	want := []nodegatev1alpha1.BlockingPod{{Namespace: "db", Name: "db-0", UID: "db-db-0", PDBs: []string{"db-pdb"}}}
+	want := []commonv1alpha1.BlockingPod{{Namespace: "db", Name: "db-0", UID: "db-db-0", PDBs: []string{"db-pdb"}}}
 	if !reflect.DeepEqual(r.Record.BlockingPods, want) {
 		t.Fatalf("blocking pods %+v, want %+v", r.Record.BlockingPods, want)
 	}
@@ -85,12 +85,12 @@ func TestEscalation(t *testing.T) {
 	now := t0.Add(time.Hour)
 	steps := []struct {
 		after time.Duration
-		want  nodegatev1alpha1.DrainStep
+		want  commonv1alpha1.DrainStep
 		grace *int64
 	}{
-		{0, nodegatev1alpha1.DrainStepDelete, nil},
-		{2 * time.Minute, nodegatev1alpha1.DrainStepForceDelete, new(int64)},
-		{2 * time.Minute, nodegatev1alpha1.DrainStepRemoveFinalizers, nil},
+		{0, commonv1alpha1.DrainStepDelete, nil},
+		{2 * time.Minute, commonv1alpha1.DrainStepForceDelete, new(int64)},
+		{2 * time.Minute, commonv1alpha1.DrainStepRemoveFinalizers, nil},
 	}
 	for i, s := range steps {
 		// Just before the step is due nothing happens.
@@ -108,7 +108,7 @@ func TestEscalation(t *testing.T) {
 		if !r.Blocked || r.Record.BlockingPods[0].Step != s.want || !r.Record.BlockingPods[0].StepTime.Time.Equal(now) {
 			t.Fatalf("step %d: record %+v", i, r.Record.BlockingPods)
 		}
-		if s.want == nodegatev1alpha1.DrainStepDelete {
+		if s.want == commonv1alpha1.DrainStepDelete {
 			p.DeletionTimestamp = &metav1.Time{Time: now} // the API marks it terminating
 		}
 		rec = r.Record
@@ -125,9 +125,9 @@ func TestEscalation(t *testing.T) {
 func TestTerminatingPodWithoutFinalizersSkipsGracefulDelete(t *testing.T) {
 	n := drainingNode("drain-rendered-x", "")
 	p := pod("web", "web-0", nil, func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} })
-	rec := &nodegatev1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0)}
+	rec := &commonv1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0)}
 	r := Decide(in(t0.Add(time.Hour), n, rec, p))
-	if len(r.Actions) != 1 || r.Actions[0].Step != nodegatev1alpha1.DrainStepForceDelete {
+	if len(r.Actions) != 1 || r.Actions[0].Step != commonv1alpha1.DrainStepForceDelete {
 		t.Fatalf("actions %+v", r.Actions)
 	}
 	r2 := Decide(in(t0.Add(time.Hour+2*time.Minute), n, r.Record, p))
@@ -139,10 +139,10 @@ func TestTerminatingPodWithoutFinalizersSkipsGracefulDelete(t *testing.T) {
 func TestReplacedPodStartsOver(t *testing.T) {
 	n := drainingNode("drain-rendered-x", "")
 	p := pod("db", "db-0", nil)
-	rec := &nodegatev1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0),
-		BlockingPods: []nodegatev1alpha1.BlockingPod{{Namespace: "db", Name: "db-0", UID: "old", Step: nodegatev1alpha1.DrainStepForceDelete, StepTime: &metav1.Time{Time: t0.Add(time.Hour)}}}}
+	rec := &commonv1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0),
+		BlockingPods: []commonv1alpha1.BlockingPod{{Namespace: "db", Name: "db-0", UID: "old", Step: commonv1alpha1.DrainStepForceDelete, StepTime: &metav1.Time{Time: t0.Add(time.Hour)}}}}
 	r := Decide(in(t0.Add(time.Hour+time.Minute), n, rec, p))
-	if len(r.Actions) != 1 || r.Actions[0].Step != nodegatev1alpha1.DrainStepDelete || r.Actions[0].UID != "db-db-0" {
+	if len(r.Actions) != 1 || r.Actions[0].Step != commonv1alpha1.DrainStepDelete || r.Actions[0].UID != "db-db-0" {
 		t.Fatalf("a new pod of the same name must start with a graceful delete: %+v", r.Actions)
 	}
 }
@@ -153,7 +153,7 @@ func TestWhichPodsBlock(t *testing.T) {
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: new(bool)}}
 		*p.OwnerReferences[0].Controller = true
 	}
-	x := in(t0.Add(time.Hour), n, &nodegatev1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0)},
+	x := in(t0.Add(time.Hour), n, &commonv1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0)},
 		pod("web", "web-0", nil),
 		pod("web", "done", nil, func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
 		pod("web", "failed", nil, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }),
@@ -164,7 +164,7 @@ func TestWhichPodsBlock(t *testing.T) {
 		pod("openshift", "keep-not-ignored", nil),
 	)
 	var err error
-	x.Ignored, err = CompilePatterns([]string{"openshift-.*"})
+	x.Ignored, err = CompilePatterns("ignored", []string{"openshift-.*"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,14 +177,14 @@ func TestWhichPodsBlock(t *testing.T) {
 	if want := []string{"openshift/keep-not-ignored", "web/web-0"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("forced %v, want %v", got, want)
 	}
-	if _, err := CompilePatterns([]string{"("}); err == nil {
+	if _, err := CompilePatterns("ignored", []string{"("}); err == nil {
 		t.Fatal("a bad pattern compiled")
 	}
 }
 
 func TestCompletion(t *testing.T) {
-	rec := &nodegatev1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0), ForcedPods: 2,
-		BlockingPods: []nodegatev1alpha1.BlockingPod{{Namespace: "db", Name: "db-0"}}}
+	rec := &commonv1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0), ForcedPods: 2,
+		BlockingPods: []commonv1alpha1.BlockingPod{{Namespace: "db", Name: "db-0"}}}
 	n := drainingNode("uncordon-rendered-x", "drain-rendered-x")
 	n.Annotations[mcostate.DesiredDrain] = "drain-rendered-x"
 	r := Decide(in(t0.Add(time.Hour), n, rec, pod("db", "db-0", nil)))
@@ -235,11 +235,11 @@ func TestNeverBeforeTimeoutNorFasterThanSteps(t *testing.T) {
 			pod("db", "db-0", map[string]string{"app": "db"}, func(p *corev1.Pod) { p.Finalizers = []string{"f"} }),
 			pod("web", "web-0", nil),
 		}
-		var rec *nodegatev1alpha1.DrainRecord
+		var rec *commonv1alpha1.DrainRecord
 		now := t0
 		last := map[string]time.Time{}
-		order := map[nodegatev1alpha1.DrainStep]int{"": 0, nodegatev1alpha1.DrainStepDelete: 1, nodegatev1alpha1.DrainStepForceDelete: 2, nodegatev1alpha1.DrainStepRemoveFinalizers: 3}
-		lastStep := map[string]nodegatev1alpha1.DrainStep{}
+		order := map[commonv1alpha1.DrainStep]int{"": 0, commonv1alpha1.DrainStepDelete: 1, commonv1alpha1.DrainStepForceDelete: 2, commonv1alpha1.DrainStepRemoveFinalizers: 3}
+		lastStep := map[string]commonv1alpha1.DrainStep{}
 		failed := map[string]bool{}
 		for pass := 0; pass < 40; pass++ {
 			now = now.Add(time.Duration(rng.Intn(20)) * time.Minute)
@@ -260,7 +260,7 @@ func TestNeverBeforeTimeoutNorFasterThanSteps(t *testing.T) {
 				}
 				// A delete that failed (the pod not terminating) is taken
 				// again, never escalated; one that worked is never repeated.
-				if lastStep[a.Name] == nodegatev1alpha1.DrainStepDelete || (lastStep[a.Name] == nodegatev1alpha1.DrainStepForceDelete && a.Step == nodegatev1alpha1.DrainStepForceDelete) {
+				if lastStep[a.Name] == commonv1alpha1.DrainStepDelete || (lastStep[a.Name] == commonv1alpha1.DrainStepForceDelete && a.Step == commonv1alpha1.DrainStepForceDelete) {
 					if (a.Step == lastStep[a.Name]) != !terminating {
 						t.Fatalf("round %d: %s after %q (terminating %v, failed %v): %q", round, a.Name, lastStep[a.Name], terminating, failed[a.Name], a.Step)
 					}
@@ -268,7 +268,7 @@ func TestNeverBeforeTimeoutNorFasterThanSteps(t *testing.T) {
 				if a.Step == lastStep[a.Name] && terminating {
 					t.Fatalf("round %d: %s repeated %q though it took effect", round, a.Name, a.Step)
 				}
-				if a.Step != lastStep[a.Name] && order[a.Step] != order[lastStep[a.Name]]+1 && !(lastStep[a.Name] == "" && a.Step == nodegatev1alpha1.DrainStepForceDelete) {
+				if a.Step != lastStep[a.Name] && order[a.Step] != order[lastStep[a.Name]]+1 && !(lastStep[a.Name] == "" && a.Step == commonv1alpha1.DrainStepForceDelete) {
 					t.Fatalf("round %d: %s went from %q to %q", round, a.Name, lastStep[a.Name], a.Step)
 				}
 				last[a.Name], lastStep[a.Name] = now, a.Step
@@ -278,7 +278,7 @@ func TestNeverBeforeTimeoutNorFasterThanSteps(t *testing.T) {
 				}
 				failed[a.Name] = false
 				for i := range pods {
-					if pods[i].Name == a.Name && (a.Step == nodegatev1alpha1.DrainStepDelete || a.Step == nodegatev1alpha1.DrainStepForceDelete) && pods[i].DeletionTimestamp == nil {
+					if pods[i].Name == a.Name && (a.Step == commonv1alpha1.DrainStepDelete || a.Step == commonv1alpha1.DrainStepForceDelete) && pods[i].DeletionTimestamp == nil {
 						pods[i].DeletionTimestamp = &metav1.Time{Time: now}
 					}
 				}
@@ -296,19 +296,19 @@ func TestFailedStepRepeatedNotEscalated(t *testing.T) {
 	n := drainingNode("drain-rendered-x", "")
 	for _, tc := range []struct {
 		name string
-		last nodegatev1alpha1.DrainStep
+		last commonv1alpha1.DrainStep
 		// pod as seen after the step
 		terminating bool
 		finalizers  bool
-		want        nodegatev1alpha1.DrainStep
+		want        commonv1alpha1.DrainStep
 		wantGrace   *int64
 	}{
-		{"delete failed", nodegatev1alpha1.DrainStepDelete, false, false, nodegatev1alpha1.DrainStepDelete, nil},
-		{"delete worked", nodegatev1alpha1.DrainStepDelete, true, false, nodegatev1alpha1.DrainStepForceDelete, new(int64)},
-		{"force delete failed", nodegatev1alpha1.DrainStepForceDelete, false, true, nodegatev1alpha1.DrainStepForceDelete, new(int64)},
-		{"force delete failed, no finalizers", nodegatev1alpha1.DrainStepForceDelete, false, false, nodegatev1alpha1.DrainStepForceDelete, new(int64)},
-		{"force delete worked, finalizers hold it", nodegatev1alpha1.DrainStepForceDelete, true, true, nodegatev1alpha1.DrainStepRemoveFinalizers, nil},
-		{"force delete worked, nothing left", nodegatev1alpha1.DrainStepForceDelete, true, false, "", nil},
+		{"delete failed", commonv1alpha1.DrainStepDelete, false, false, commonv1alpha1.DrainStepDelete, nil},
+		{"delete worked", commonv1alpha1.DrainStepDelete, true, false, commonv1alpha1.DrainStepForceDelete, new(int64)},
+		{"force delete failed", commonv1alpha1.DrainStepForceDelete, false, true, commonv1alpha1.DrainStepForceDelete, new(int64)},
+		{"force delete failed, no finalizers", commonv1alpha1.DrainStepForceDelete, false, false, commonv1alpha1.DrainStepForceDelete, new(int64)},
+		{"force delete worked, finalizers hold it", commonv1alpha1.DrainStepForceDelete, true, true, commonv1alpha1.DrainStepRemoveFinalizers, nil},
+		{"force delete worked, nothing left", commonv1alpha1.DrainStepForceDelete, true, false, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pod("db", "db-0", map[string]string{"app": "db"}, func(p *corev1.Pod) {
@@ -320,8 +320,8 @@ func TestFailedStepRepeatedNotEscalated(t *testing.T) {
 				}
 			})
 			stepAt := t0.Add(time.Hour)
-			prev := &nodegatev1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0), ForcedPods: 1,
-				BlockingPods: []nodegatev1alpha1.BlockingPod{{Namespace: "db", Name: "db-0", UID: "db-db-0", Step: tc.last, StepTime: &metav1.Time{Time: stepAt}}}}
+			prev := &commonv1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0), ForcedPods: 1,
+				BlockingPods: []commonv1alpha1.BlockingPod{{Namespace: "db", Name: "db-0", UID: "db-db-0", Step: tc.last, StepTime: &metav1.Time{Time: stepAt}}}}
 			// Within the step timeout nothing happens, repeat or not.
 			if r := Decide(in(stepAt.Add(time.Minute), n, prev, p)); len(r.Actions) != 0 {
 				t.Fatalf("acted within the step timeout: %+v", r.Actions)
@@ -342,29 +342,5 @@ func TestFailedStepRepeatedNotEscalated(t *testing.T) {
 				t.Fatalf("record %+v forced %d", b, r.Record.ForcedPods)
 			}
 		})
-	}
-}
-
-func TestTimeoutFor(t *testing.T) {
-	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
-	for _, tc := range []struct {
-		name string
-		run  *metav1.Duration
-		ucs  map[string]int32
-		want time.Duration
-	}{
-		{"nothing", nil, nil, DefaultTimeout},
-		{"run's own", d(10 * time.Minute), map[string]int32{"a": 5}, 10 * time.Minute},
-		{"run's zero is unset", d(0), map[string]int32{"a": 5}, 5 * time.Minute},
-		{"upgradeconfig zero is unset", nil, map[string]int32{"a": 0}, DefaultTimeout},
-		{"first by name", nil, map[string]int32{"b": 30, "a": 20, "c": 10}, 20 * time.Minute},
-		{"first positive by name", nil, map[string]int32{"a": 0, "b": 30}, 30 * time.Minute},
-	} {
-		// Map order is random: the answer must not depend on it.
-		for i := 0; i < 20; i++ {
-			if got := TimeoutFor(tc.run, tc.ucs); got != tc.want {
-				t.Fatalf("%s: %s, want %s", tc.name, got, tc.want)
-			}
-		}
 	}
 }

@@ -5,9 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 )
 
 func reasons(r Result) []string {
@@ -21,26 +20,26 @@ func reasons(r Result) []string {
 // The drain's Events are its transitions: DrainBlocked once per request,
 // when forcing starts, and DrainCompleted only after pods were forced.
 func TestDrainEvents(t *testing.T) {
-	run := &nodegatev1alpha1.MutexRunConfig{}
+	run := &corev1.ConfigMap{}
 	n := drainingNode("drain-rendered-x", "uncordon-rendered-old")
 	db := pod("db", "db-0", map[string]string{"app": "db"})
 	i := in(t0, n, nil, db)
-	i.Run = run
+	i.Related = run
 	r := Decide(i)
 	if len(r.Events) != 0 || r.Recheck != Recheck {
 		t.Fatalf("before the timeout: events %v, recheck %v", reasons(r), r.Recheck)
 	}
 
 	i = in(t0.Add(time.Hour), n, r.Record, db)
-	i.Run = run
+	i.Related = run
 	r = Decide(i)
 	if len(r.Events) != 1 || r.Events[0].Reason != "DrainBlocked" || !r.Events[0].Warning || r.Events[0].Regarding != n || r.Events[0].Related != run ||
-		r.Events[0].Note != "the drain of node w1 has been blocked for 1h0m0s by [db/db-0 (PodDisruptionBudgets [db-pdb])]: forcing its pods off" {
+		r.Events[0].Note != "the drain of node w1 has been blocked for 1h0m0s by [db/db-0 (PodDisruptionBudgets [db-pdb])]: forcing its pods off as their timeouts pass" {
 		t.Fatalf("at the timeout: %+v", r.Events)
 	}
 	// Forcing goes on in the next passes: not blocked again.
 	i = in(t0.Add(time.Hour+3*time.Minute), n, r.Record, db)
-	i.Run = run
+	i.Related = run
 	r = Decide(i)
 	if !r.Blocked || len(r.Events) != 0 {
 		t.Fatalf("escalating: blocked %v, events %v", r.Blocked, reasons(r))
@@ -50,7 +49,7 @@ func TestDrainEvents(t *testing.T) {
 	// forcing.
 	done := drainingNode("drain-rendered-x", "drain-rendered-x")
 	i = in(t0.Add(2*time.Hour), done, r.Record)
-	i.Run = run
+	i.Related = run
 	r = Decide(i)
 	if !r.Completed || len(r.Events) != 1 || r.Events[0].Reason != "DrainCompleted" || r.Events[0].Warning || r.Recheck != 0 ||
 		r.Events[0].Note != "the drain of node w1 finished after node-gate forced 1 pods" {
@@ -58,44 +57,9 @@ func TestDrainEvents(t *testing.T) {
 	}
 }
 
-func TestNeeded(t *testing.T) {
-	idle := drainingNode("uncordon-rendered-x", "uncordon-rendered-x")
-	draining := drainingNode("drain-rendered-x", "uncordon-rendered-old")
-	open := &nodegatev1alpha1.DrainRecord{Request: "drain-rendered-x"}
-	released := func(d *nodegatev1alpha1.DrainRecord) *nodegatev1alpha1.NodeRecord {
-		return &nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodeReleased, Drain: d}
-	}
-	for _, c := range []struct {
-		rec  *nodegatev1alpha1.NodeRecord
-		n    *corev1.Node
-		want bool
-	}{
-		{released(nil), draining, true},
-		{released(nil), idle, false},
-		{released(open), idle, true},
-		{&nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodePreHooks}, draining, false},
-	} {
-		if got := Needed(c.rec, c.n); got != c.want {
-			t.Fatalf("Needed(%+v, %v) = %v", c.rec, c.n.Annotations, got)
-		}
-	}
-}
-
-func TestStepTimeoutFor(t *testing.T) {
-	if got := StepTimeoutFor(nil); got != DefaultStepTimeout {
-		t.Fatalf("none: %v", got)
-	}
-	if got := StepTimeoutFor(&metav1.Duration{}); got != DefaultStepTimeout {
-		t.Fatalf("zero: %v", got)
-	}
-	if got := StepTimeoutFor(&metav1.Duration{Duration: time.Minute}); got != time.Minute {
-		t.Fatalf("a minute: %v", got)
-	}
-}
-
 // A forced step is told on the pod and on its node, each naming the other.
 func TestActionEvents(t *testing.T) {
-	evs := ActionEvents("w1", Action{Step: nodegatev1alpha1.DrainStepForceDelete, Namespace: "db", Name: "db-0", UID: "u", Message: "deleting pod db/db-0 with grace period 0"})
+	evs := ActionEvents("w1", Action{Step: commonv1alpha1.DrainStepForceDelete, Namespace: "db", Name: "db-0", UID: "u", Message: "deleting pod db/db-0 with grace period 0"})
 	if len(evs) != 2 {
 		t.Fatalf("%d events", len(evs))
 	}

@@ -1,18 +1,23 @@
-// Package drain is node-gate's drain remediation, the pure part: given a
+// Package drain forces a blocked drain to finish, the pure part: given a
 // node the machine-config operator (MCO) is draining, the pods still on it,
-// the PodDisruptionBudgets of their namespaces and the drain's record from
-// the run's status, it decides which pod to force off and how, and the next
-// record. Eviction stays the MCO's: node-gate only acts once the drain has
-// been blocked past a timeout, and then per pod one step at a time — delete
-// with the pod's grace period, delete with grace 0, remove its finalizers —
-// each step given StepTimeout to work before the next. A delete the pod
-// shows no sign of after StepTimeout (no deletionTimestamp) is repeated, not
-// escalated.
+// the PodDisruptionBudgets of their namespaces and the drain's record, it
+// decides which pod to force off and how, and the next record. It is shared
+// by node-gate (a run's released nodes) and the upgrade-scheduler (the worker
+// nodes of an upgrade, as MUO's NodeKeeper does); one node's drain has one of
+// them as its owner at a time, and each keeps its records in its own status.
+//
+// Eviction stays the MCO's: a pod is forced only once the drain has been
+// blocked past the timeout of its class (pods a PodDisruptionBudget selects
+// have their own, as in MUO), and then one step at a time — delete with the
+// pod's grace period (skipped under Policy.SkipGraceful, as MUO deletes with
+// grace 0), delete with grace 0, remove its finalizers — each step given
+// StepTimeout to work before the next. A delete the pod shows no sign of
+// after StepTimeout (no deletionTimestamp) is repeated, not escalated.
 //
 // The clock is keyed on the MCO's desiredDrain request, not on the cordon:
 // a node uncordoned and cordoned again within the same request keeps its
 // clock (MUO's NodeKeeper restarted it from the cordon taint), and a restart
-// of node-gate reads it back from the status.
+// of the owner reads it back from its status.
 package drain
 
 import (
@@ -30,45 +35,62 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/requeue"
 )
 
-// Defaults when the run sets none.
-const (
-	DefaultTimeout     = 60 * time.Minute
-	DefaultStepTimeout = 2 * time.Minute
-)
-
-// TimeoutFor is a run's drain timeout: its own when positive; else the
-// PDBForceDrainTimeout (minutes, by UpgradeConfig name) of the first
-// UpgradeConfig by name that has a positive one, so that several
-// UpgradeConfigs in one namespace always give the same answer; else
-// DefaultTimeout. Zero is never taken: it would force pods off the moment a
-// drain starts, taking eviction (and the PodDisruptionBudgets) away from the
-// machine-config operator.
-func TimeoutFor(run *metav1.Duration, upgradeConfigMinutes map[string]int32) time.Duration {
-	if run != nil && run.Duration > 0 {
-		return run.Duration
-	}
-	names := make([]string, 0, len(upgradeConfigMinutes))
-	for n := range upgradeConfigMinutes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if m := upgradeConfigMinutes[n]; m > 0 {
-			return time.Duration(m) * time.Minute
-		}
-	}
-	return DefaultTimeout
-}
+// DefaultStepTimeout is the time a step is given before the next.
+const DefaultStepTimeout = 2 * time.Minute
 
 // MirrorPodAnnotation marks static pods' API mirrors: deleting one does
 // nothing (the kubelet recreates it), and the MCO's drain skips them.
 const MirrorPodAnnotation = "kubernetes.io/config.mirror"
+
+// Policy is how an owner forces drains.
+type Policy struct {
+	// Timeout is how long a drain may be blocked before the pods no
+	// PodDisruptionBudget selects are forced (MUO's nodeDrain.timeOut).
+	Timeout time.Duration
+	// PDBTimeout is the same for the pods a PodDisruptionBudget selects
+	// (MUO's PDB force-drain timeout plus the expected drain time); zero:
+	// Timeout.
+	PDBTimeout time.Duration
+	// StepTimeout is the time a step on a pod is given before the next.
+	StepTimeout time.Duration
+	// SkipGraceful starts at the delete with grace period 0, as MUO's
+	// strategies do; otherwise a pod is first deleted with its own.
+	SkipGraceful bool
+	// ObserveOnly forces nothing (MUO's disableDrainStrategies): the record
+	// and TimedOut only.
+	ObserveOnly bool
+	// Expected is how long a drain is expected to take once its pods are
+	// forced: TimedOut is reported that long after the last timeout passed
+	// (MUO's nodeDrain.expectedNodeDrainTime).
+	Expected time.Duration
+	// Ignored are namespace patterns whose pods are never forced.
+	Ignored []*regexp.Regexp
+	// Owner names the component that forces, in Events ("node-gate");
+	// EventAction is their action ("Gate").
+	Owner, EventAction string
+}
+
+// pdbTimeout is the timeout of pods a PodDisruptionBudget selects.
+func (p Policy) pdbTimeout() time.Duration {
+	if p.PDBTimeout > 0 {
+		return p.PDBTimeout
+	}
+	return p.Timeout
+}
+
+// timeoutOf is the timeout of a blocking pod's class.
+func (p Policy) timeoutOf(b commonv1alpha1.BlockingPod) time.Duration {
+	if len(b.PDBs) > 0 {
+		return p.pdbTimeout()
+	}
+	return p.Timeout
+}
 
 // Input is one node's drain as seen now.
 type Input struct {
@@ -79,20 +101,17 @@ type Input struct {
 	// PDBs are the PodDisruptionBudgets of the pods' namespaces (others are
 	// ignored: a PDB only guards pods of its own namespace).
 	PDBs []policyv1.PodDisruptionBudget
-	// Prev is the record from the status (nil: none).
-	Prev *nodegatev1alpha1.DrainRecord
-	// Timeout and StepTimeout: see the package documentation.
-	Timeout, StepTimeout time.Duration
-	// Ignored are namespace patterns whose pods are never forced.
-	Ignored []*regexp.Regexp
-	// Run is the run the node's drain is recorded in: the related object of
-	// the Events on the node.
-	Run runtime.Object
+	// Prev is the record from the owner's status (nil: none).
+	Prev *commonv1alpha1.DrainRecord
+	Policy
+	// Related is the object the node's drain is recorded in (a run, an
+	// UpgradeConfig): the related object of the Events on the node.
+	Related runtime.Object
 }
 
 // Action is one forced step on one pod.
 type Action struct {
-	Step      nodegatev1alpha1.DrainStep
+	Step      commonv1alpha1.DrainStep
 	Namespace string
 	Name      string
 	// UID is a precondition: a new pod of the same name is not touched.
@@ -106,19 +125,25 @@ type Action struct {
 // Result is the decision for one node.
 type Result struct {
 	// Record is the drain's next record (nil: the node never drained).
-	Record  *nodegatev1alpha1.DrainRecord
+	Record  *commonv1alpha1.DrainRecord
 	Actions []Action
 	// Stuck lists pods for which every step was taken and that are still
 	// there after their step timeout; nothing more is done for them.
 	Stuck []string
-	// Blocked: the drain is past its timeout.
+	// Blocked: a pod (or, with none left to force, the drain) is past its
+	// timeout.
 	Blocked bool
+	// TimedOut: the drain is still blocked although nothing is left to
+	// wait for — every timeout that has pods to force has passed, and the
+	// expected drain time after the last of them too (MUO's "drain
+	// failed", its upgradeoperator_node_drain_timeout).
+	TimedOut bool
 	// RequeueAfter is when time alone changes the decision.
 	RequeueAfter time.Duration
 	// Completed: the drain finished in this pass (Record.CompletionTime set).
 	Completed bool
 	// Recheck is set while the MCO drains: pods come and go without a
-	// watch in node-gate, so the node is looked at again this soon.
+	// watch in the owner, so the node is looked at again this soon.
 	Recheck time.Duration
 	// Events are the drain's transitions on the node: blocked (once per
 	// request, when forcing starts) and completed after pods were forced.
@@ -126,35 +151,17 @@ type Result struct {
 }
 
 // Recheck bounds the wait while the MCO drains: pods come and go without a
-// watch in node-gate, so it looks again this soon.
+// watch in the owner, so it looks again this soon.
 const Recheck = 10 * time.Second
 
-// Needed reports whether a node's drain needs a decision: the run released
-// the node (before that the MCO does not drain it for the run), and the MCO
-// drains it or its record is still open (the drain may just have ended).
-func Needed(rec *nodegatev1alpha1.NodeRecord, n *corev1.Node) bool {
-	if rec.Phase != nodegatev1alpha1.NodeReleased {
-		return false
-	}
-	return mcostate.Draining(n.Annotations) || (rec.Drain != nil && rec.Drain.CompletionTime == nil)
-}
-
-// StepTimeoutFor is a run's step timeout: its own when positive, else
-// DefaultStepTimeout.
-func StepTimeoutFor(run *metav1.Duration) time.Duration {
-	if run != nil && run.Duration > 0 {
-		return run.Duration
-	}
-	return DefaultStepTimeout
-}
-
-// CompilePatterns anchors and compiles namespace patterns.
-func CompilePatterns(patterns []string) ([]*regexp.Regexp, error) {
+// CompilePatterns anchors and compiles namespace patterns; field names them
+// in the error.
+func CompilePatterns(field string, patterns []string) ([]*regexp.Regexp, error) {
 	out := make([]*regexp.Regexp, 0, len(patterns))
 	for i, p := range patterns {
 		re, err := regexp.Compile("^(?:" + p + ")$")
 		if err != nil {
-			return nil, fmt.Errorf("drainRemediation.ignoredNamespacePatterns[%d]: %w", i, err)
+			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
 		out = append(out, re)
 	}
@@ -165,7 +172,7 @@ func CompilePatterns(patterns []string) ([]*regexp.Regexp, error) {
 // Events of the drain's transitions.
 func Decide(in Input) Result {
 	res := decide(in)
-	if res.Blocked && !escalated(in) {
+	if res.Blocked && !in.ObserveOnly && !escalated(in) && len(res.Actions) > 0 {
 		var names []string
 		for _, b := range res.Record.BlockingPods {
 			s := b.Namespace + "/" + b.Name
@@ -175,12 +182,13 @@ func Decide(in Input) Result {
 			names = append(names, s)
 		}
 		sort.Strings(names)
-		res.Events = append(res.Events, events.Event{Regarding: in.Node, Related: in.Run, Warning: true, Reason: "DrainBlocked", Action: "Gate",
-			Note: fmt.Sprintf("the drain of node %s has been blocked for %s by %v: forcing its pods off", in.Node.Name, in.Timeout, names)})
+		blockedFor := in.Now.Sub(res.Record.StartTime.Time).Round(time.Second)
+		res.Events = append(res.Events, events.Event{Regarding: in.Node, Related: in.Related, Warning: true, Reason: "DrainBlocked", Action: in.EventAction,
+			Note: fmt.Sprintf("the drain of node %s has been blocked for %s by %v: forcing its pods off as their timeouts pass", in.Node.Name, blockedFor, names)})
 	}
 	if res.Completed && res.Record.ForcedPods > 0 {
-		res.Events = append(res.Events, events.Event{Regarding: in.Node, Related: in.Run, Reason: "DrainCompleted", Action: "Gate",
-			Note: fmt.Sprintf("the drain of node %s finished after node-gate forced %d pods", in.Node.Name, res.Record.ForcedPods)})
+		res.Events = append(res.Events, events.Event{Regarding: in.Node, Related: in.Related, Reason: "DrainCompleted", Action: in.EventAction,
+			Note: fmt.Sprintf("the drain of node %s finished after %s forced %d pods", in.Node.Name, in.Owner, res.Record.ForcedPods)})
 	}
 	if mcostate.Draining(in.Node.Annotations) {
 		res.Recheck = Recheck
@@ -194,6 +202,10 @@ func escalated(in Input) bool {
 	p := in.Prev
 	if p == nil || p.CompletionTime != nil || p.Request != in.Node.Annotations[mcostate.DesiredDrain] {
 		return false
+	}
+	if p.ForcedPods > 0 {
+		// The pods forced first may be gone from the record.
+		return true
 	}
 	for _, b := range p.BlockingPods {
 		if b.Step != "" {
@@ -215,19 +227,6 @@ func ActionEvents(node string, a Action) []events.Event {
 	}
 }
 
-// InvalidPatterns is the Event of a run whose ignoredNamespacePatterns do
-// not compile: its drains are not remediated.
-func InvalidPatterns(run runtime.Object, err error) events.Event {
-	return events.Warning(run, "InvalidDrainRemediation", "Gate", err.Error())
-}
-
-// Forbidden is the Event of a run whose drains node-gate may not look into
-// (installed without the remediation's grants): said, not stalled on.
-func Forbidden(run runtime.Object, err error) events.Event {
-	return events.Warning(run, "DrainRemediationForbidden", "Gate",
-		fmt.Sprintf("spec.drainRemediation is set but node-gate may not read pods or PodDisruptionBudgets: %v", err))
-}
-
 func decide(in Input) Result {
 	var res Result
 	a := in.Node.Annotations
@@ -246,11 +245,11 @@ func decide(in Input) Result {
 		return res
 	}
 	req := a[mcostate.DesiredDrain]
-	rec := &nodegatev1alpha1.DrainRecord{Request: req, StartTime: now}
+	rec := &commonv1alpha1.DrainRecord{Request: req, StartTime: now}
 	if in.Prev != nil && in.Prev.Request == req && in.Prev.CompletionTime == nil {
 		rec = in.Prev.DeepCopy()
 	}
-	prevStep := map[string]nodegatev1alpha1.BlockingPod{}
+	prevStep := map[string]commonv1alpha1.BlockingPod{}
 	for _, b := range rec.BlockingPods {
 		prevStep[b.Namespace+"/"+b.Name+"/"+b.UID] = b
 	}
@@ -261,7 +260,7 @@ func decide(in Input) Result {
 		if !blocks(pod, in.Node.Name, in.Ignored) {
 			continue
 		}
-		b := nodegatev1alpha1.BlockingPod{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), PDBs: MatchingPDBs(pod, in.PDBs)}
+		b := commonv1alpha1.BlockingPod{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), PDBs: MatchingPDBs(pod, in.PDBs)}
 		if p, ok := prevStep[b.Namespace+"/"+b.Name+"/"+b.UID]; ok {
 			b.Step, b.StepTime = p.Step, p.StepTime
 		}
@@ -278,21 +277,30 @@ func decide(in Input) Result {
 		res.RequeueAfter = requeue.Min(res.RequeueAfter, max(d, time.Second))
 	}
 	blockedFor := in.Now.Sub(rec.StartTime.Time)
-	if blockedFor < in.Timeout {
-		wake(in.Timeout - blockedFor)
+	res.TimedOut = timedOut(in.Policy, rec, blockedFor, wake)
+	if blockedFor < in.Timeout && blockedFor < in.pdbTimeout() {
+		wake(min(in.Timeout, in.pdbTimeout()) - blockedFor)
 		return res
 	}
-	res.Blocked = true
+	res.Blocked = len(rec.BlockingPods) == 0 && blockedFor >= in.Timeout
 	for i := range rec.BlockingPods {
 		b := &rec.BlockingPods[i]
 		pod := pods[b.Namespace+"/"+b.Name]
+		if t := in.timeoutOf(*b); blockedFor < t {
+			wake(t - blockedFor)
+			continue
+		}
+		res.Blocked = true
+		if in.ObserveOnly {
+			continue
+		}
 		if b.Step != "" && b.StepTime != nil {
 			if left := b.StepTime.Add(in.StepTimeout).Sub(in.Now); left > 0 {
 				wake(left)
 				continue
 			}
 		}
-		next := nextStep(b.Step, pod)
+		next := nextStep(b.Step, pod, in.SkipGraceful)
 		again := b.Step != "" && !tookEffect(b.Step, pod)
 		if again {
 			// The status is written before the step is taken: a step that
@@ -306,7 +314,7 @@ func decide(in Input) Result {
 			continue
 		}
 		act := Action{Step: next, Namespace: b.Namespace, Name: b.Name, UID: b.UID}
-		why := fmt.Sprintf("the drain of node %s has been blocked for %s (timeout %s)", in.Node.Name, blockedFor.Round(time.Second), in.Timeout)
+		why := fmt.Sprintf("the drain of node %s has been blocked for %s (timeout %s)", in.Node.Name, blockedFor.Round(time.Second), in.timeoutOf(*b))
 		if len(b.PDBs) > 0 {
 			why += "; PodDisruptionBudgets selecting the pod: " + strings.Join(b.PDBs, ", ")
 		}
@@ -314,12 +322,12 @@ func decide(in Input) Result {
 			why += "; again, as the pod shows no sign of the last attempt"
 		}
 		switch next {
-		case nodegatev1alpha1.DrainStepDelete:
+		case commonv1alpha1.DrainStepDelete:
 			act.Message = fmt.Sprintf("deleting pod %s/%s with its grace period: %s", b.Namespace, b.Name, why)
-		case nodegatev1alpha1.DrainStepForceDelete:
+		case commonv1alpha1.DrainStepForceDelete:
 			act.GracePeriod = ptr.To[int64](0)
 			act.Message = fmt.Sprintf("deleting pod %s/%s with grace period 0: %s", b.Namespace, b.Name, why)
-		case nodegatev1alpha1.DrainStepRemoveFinalizers:
+		case commonv1alpha1.DrainStepRemoveFinalizers:
 			act.Message = fmt.Sprintf("removing the finalizers %s of pod %s/%s: %s", strings.Join(pod.Finalizers, ", "), b.Namespace, b.Name, why)
 		}
 		if b.Step == "" {
@@ -333,22 +341,54 @@ func decide(in Input) Result {
 }
 
 // nextStep after the last one taken; "" when none is left. A pod already
-// terminating skips the graceful delete (it had its grace period).
-func nextStep(last nodegatev1alpha1.DrainStep, pod *corev1.Pod) nodegatev1alpha1.DrainStep {
+// terminating skips the graceful delete (it had its grace period), and so
+// does every pod under skipGraceful.
+func nextStep(last commonv1alpha1.DrainStep, pod *corev1.Pod, skipGraceful bool) commonv1alpha1.DrainStep {
 	switch last {
 	case "":
-		if pod.DeletionTimestamp != nil {
-			return nodegatev1alpha1.DrainStepForceDelete
+		if pod.DeletionTimestamp != nil || skipGraceful {
+			return commonv1alpha1.DrainStepForceDelete
 		}
-		return nodegatev1alpha1.DrainStepDelete
-	case nodegatev1alpha1.DrainStepDelete:
-		return nodegatev1alpha1.DrainStepForceDelete
-	case nodegatev1alpha1.DrainStepForceDelete:
+		return commonv1alpha1.DrainStepDelete
+	case commonv1alpha1.DrainStepDelete:
+		return commonv1alpha1.DrainStepForceDelete
+	case commonv1alpha1.DrainStepForceDelete:
 		if len(pod.Finalizers) > 0 {
-			return nodegatev1alpha1.DrainStepRemoveFinalizers
+			return commonv1alpha1.DrainStepRemoveFinalizers
 		}
 	}
 	return ""
+}
+
+// timedOut is MUO's "the drain failed": the drain is still blocked when no
+// timeout with pods waiting for it is left, and the expected drain time has
+// passed since the last timeout that did pass (Timeout at the least). With
+// ObserveOnly nothing is forced and nothing expected: Timeout alone. wake is
+// told when that time comes.
+func timedOut(p Policy, rec *commonv1alpha1.DrainRecord, blockedFor time.Duration, wake func(time.Duration)) bool {
+	at := p.Timeout
+	if !p.ObserveOnly {
+		last := time.Duration(-1)
+		for _, t := range []time.Duration{p.Timeout, p.pdbTimeout()} {
+			if t <= blockedFor && t > last {
+				last = t
+			}
+		}
+		for _, b := range rec.BlockingPods {
+			if t := p.timeoutOf(b); t > blockedFor {
+				// A class still waits for its timeout: its pods will be
+				// forced then, and the drain judged after.
+				wake(t - blockedFor)
+				return false
+			}
+		}
+		at = max(p.Timeout, last+p.Expected)
+	}
+	if blockedFor < at {
+		wake(at - blockedFor)
+		return false
+	}
+	return true
 }
 
 // tookEffect: the pod (still there) shows that step was carried out. Both
@@ -356,9 +396,9 @@ func nextStep(last nodegatev1alpha1.DrainStep, pod *corev1.Pod) nodegatev1alpha1
 // gone; a pod already terminating before a forced delete cannot tell, and
 // counts as done. Removing finalizers is not repeated: a controller that
 // adds them back would be fought forever.
-func tookEffect(step nodegatev1alpha1.DrainStep, pod *corev1.Pod) bool {
+func tookEffect(step commonv1alpha1.DrainStep, pod *corev1.Pod) bool {
 	switch step {
-	case nodegatev1alpha1.DrainStepDelete, nodegatev1alpha1.DrainStepForceDelete:
+	case commonv1alpha1.DrainStepDelete, commonv1alpha1.DrainStepForceDelete:
 		return pod.DeletionTimestamp != nil
 	}
 	return true
