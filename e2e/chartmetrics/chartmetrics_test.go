@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	// The scheduler's process registers upshift_build_info through
 	// libs/runtime, and its upgrade metrics on the same registry.
@@ -36,7 +37,9 @@ func everySeries() *upgradev1alpha1.UpgradeConfig {
 			CurrentStep:         string(plan.StepWorkerNodesUpgraded),
 			Preflight:           []upgradev1alpha1.PreflightCheck{{Check: plan.CheckClusterOperators}},
 			CapacityReservation: &upgradev1alpha1.CapacityReservationStatus{Outcome: plan.CapacityTimedOut},
-			Notifications:       []upgradev1alpha1.NotificationRecord{{Event: plan.EventStarted, Version: "4.16.2", Generation: 1, Outcome: "Sent"}},
+			Drains: []upgradev1alpha1.NodeDrain{{Node: "w1", Owner: upgradev1alpha1.DrainOwnerScheduler, TimedOutTime: &t,
+				Record: &commonv1alpha1.DrainRecord{Request: "drain-rendered-worker-2", StartTime: t}}},
+			Notifications: []upgradev1alpha1.NotificationRecord{{Event: plan.EventStarted, Version: "4.16.2", Generation: 1, Outcome: "Sent"}},
 			Conditions: []metav1.Condition{
 				{Type: "ConfigValid", Status: metav1.ConditionTrue}, {Type: "Paused", Status: metav1.ConditionFalse},
 				{Type: "Validated", Status: metav1.ConditionTrue},
@@ -48,12 +51,15 @@ func everySeries() *upgradev1alpha1.UpgradeConfig {
 
 func TestEveryMetricTheChartQueriesIsRegistered(t *testing.T) {
 	m := metrics.New(ctrlmetrics.Registry)
-	m.Update("ns/uc", metrics.Samples(everySeries(), metrics.Cluster{ID: "id", Version: "4.16.1"}))
+	uc := everySeries()
+	m.Update("ns/uc", append(metrics.Samples(uc, metrics.Cluster{ID: "id", Version: "4.16.1"}),
+		metrics.UpgradeResultSample(uc, []string{"UpgradeNodeDrainFailedSRE"})))
 	defer m.Forget("ns/uc")
 	m.ObserveSteps([]metrics.StepDone{{Step: string(plan.StepUpgradeCommenced), Duration: time.Second}})
 	m.ObserveOCMRequest("patch_policy_state", "500")
 	m.ObserveNotification("uc", plan.EventStarted, "failed")
 	m.ObserveSync("uc", time.Unix(1, 0))
+	m.ObserveForced("ForceDelete")
 	for _, name := range metrics.Names() {
 		if !registered(name) {
 			t.Fatalf("%s is not registered: the check below would prove nothing", name)
@@ -67,7 +73,7 @@ func TestEveryMetricTheChartQueriesIsRegistered(t *testing.T) {
 	}
 
 	alerts, panels := checkChartQueries(t, "upgrade-scheduler", "ups", "upgrade-scheduler", exp)
-	if alerts != 11 || panels < 14 {
-		t.Errorf("found %d alerts and %d panel queries, want 11 and at least 14", alerts, panels)
+	if alerts != 12 || panels < 14 {
+		t.Errorf("found %d alerts and %d panel queries, want 12 and at least 14", alerts, panels)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocmsim"
 	"github.com/upshift-io/upshift/tools/ocpsim"
+	"github.com/upshift-io/upshift/tools/ocpsim/mco"
 )
 
 func TestSystem(t *testing.T) {
@@ -129,7 +130,16 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, AuditLog: true},
 		Seed: &ocpsim.Topology{Version: from, Masters: 3, Workers: prof.workers, Graph: []string{from, to},
 			WorkerMaxUnavailable: strconv.Itoa(maxUnavailable)},
-		Sim: &ocpsim.Options{TimeScale: timeScale},
+		// An apiserver restart lasts wall seconds, unscaled: at this time
+		// scale the MCD's one-hour drain timeout is 30 s, which a restart on
+		// a loaded machine can outlast (the drain's acknowledgement waits
+		// for the apiserver), and the simulated MCD would give up a node a
+		// real one never would. A day keeps the faults the suite's own.
+		Sim: &ocpsim.Options{TimeScale: timeScale, MCO: func() mco.Durations {
+			d := mco.DefaultDurations()
+			d.DrainTimeout = 24 * time.Hour
+			return d
+		}()},
 		Components: []framework.ComponentOptions{
 			{Chart: "cpms-controller", Release: "cpms", Namespace: cpmsNamespace, Scraper: "prometheus-cpms",
 				Binary: bins["cpms-controller"], Replicas: 2, Webhook: true, Args: with()},

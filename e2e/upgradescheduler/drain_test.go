@@ -27,6 +27,38 @@ func drainConfig() string {
 	return c
 }
 
+// guardedLabel marks the pods whose forced removal the tracker reports.
+const guardedLabel = "e2e.upshift.io/guarded"
+
+// firstWorker is the worker node first by name.
+func firstWorker(ctx context.Context) string {
+	GinkgoHelper()
+	var list corev1.NodeList
+	Expect(env.Client.List(ctx, &list)).To(Succeed())
+	worker := ""
+	for i := range list.Items {
+		if !nodes.ControlPlane(&list.Items[i]) && (worker == "" || list.Items[i].Name < worker) {
+			worker = list.Items[i].Name
+		}
+	}
+	Expect(worker).NotTo(BeEmpty())
+	return worker
+}
+
+// budgetsComputed waits until the disruption controller computed the
+// budgets: a drain asking for evictions before would not be refused.
+func budgetsComputed(ctx context.Context, keys ...client.ObjectKey) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for _, key := range keys {
+			pdb := &policyv1.PodDisruptionBudget{}
+			g.Expect(env.Client.Get(ctx, key, pdb)).To(Succeed())
+			g.Expect(pdb.Status.ObservedGeneration).To(Equal(pdb.Generation))
+			g.Expect(pdb.Status.CurrentHealthy).To(BeEquivalentTo(1))
+		}
+	}, time.Minute).Should(Succeed())
+}
+
 // forcedSteps counts the scheduler's successful requests on pods in the
 // audit log, as "<verb> <namespace>/<name>".
 func forcedSteps() map[string]int {
@@ -65,40 +97,43 @@ func forcesBlockedDrain(ctx context.Context) {
 	DeferCleanup(func(ctx context.Context) { setConfig(ctx, muoConfig) })
 
 	By("a worker with a pod a PDB allowing no disruption guards, a pod with a finalizer, and a guarded pod of an ignored namespace")
-	var list corev1.NodeList
-	Expect(env.Client.List(ctx, &list)).To(Succeed())
-	worker := ""
-	for i := range list.Items {
-		if !nodes.ControlPlane(&list.Items[i]) && (worker == "" || list.Items[i].Name < worker) {
-			worker = list.Items[i].Name
-		}
-	}
-	Expect(worker).NotTo(BeEmpty())
+	worker := firstWorker(ctx)
 	app := map[string]string{"app": "guarded"}
 	for _, ns := range []string{"drain-guarded", "drain-held", "drain-ignored"} {
 		Expect(env.CreateNamespace(ctx, ns)).To(Succeed())
 	}
 	Expect(env.Client.Create(ctx, pinnedPod("drain-guarded", "db-0", worker, app))).To(Succeed())
-	Expect(env.Client.Create(ctx, guardingPDB("drain-guarded", "db", app))).To(Succeed())
+	guard := guardingPDB("drain-guarded", "db", app)
+	Expect(env.Client.Create(ctx, guard)).To(Succeed())
+	// MUO's PreHealthCheck finds a budget by its spec, pods or none: the
+	// later specs start without it.
+	DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, guard))).To(Succeed()) })
 	Expect(env.Client.Create(ctx, pinnedPod("drain-held", "web-0", worker, nil, "example.com/hold"))).To(Succeed())
 	Expect(env.Client.Create(ctx, pinnedPod("drain-ignored", "collector-0", worker, app))).To(Succeed())
 	ignoredPDB := guardingPDB("drain-ignored", "collector", app)
 	Expect(env.Client.Create(ctx, ignoredPDB)).To(Succeed())
-	// The budgets must be computed before the drain asks for evictions.
-	Eventually(func(g Gomega) {
-		for _, key := range []client.ObjectKey{{Namespace: "drain-guarded", Name: "db"}, {Namespace: "drain-ignored", Name: "collector"}} {
-			pdb := &policyv1.PodDisruptionBudget{}
-			g.Expect(env.Client.Get(ctx, key, pdb)).To(Succeed())
-			g.Expect(pdb.Status.ObservedGeneration).To(Equal(pdb.Generation))
-			g.Expect(pdb.Status.CurrentHealthy).To(BeEquivalentTo(1))
-		}
-	}, time.Minute).Should(Succeed())
+	budgetsComputed(ctx, client.ObjectKey{Namespace: "drain-guarded", Name: "db"}, client.ObjectKey{Namespace: "drain-ignored", Name: "collector"})
 	before := forcedSteps()
 
-	uc := newUC(upgradev1alpha1.OSD, nextVersion(ctx), time.Now())
+	// Far enough ahead for the report to be read while Pending on a loaded
+	// machine.
+	uc := newUC(upgradev1alpha1.OSD, nextVersion(ctx), time.Now().Add(20*time.Second))
 	uc.Spec.CapacityReservation = false
 	uc.Spec.PDBForceDrainTimeout = 0
 	Expect(env.Client.Create(ctx, uc)).To(Succeed())
+
+	By("before the start, the preflight report names the budgets and the node whose drain they will hold")
+	Eventually(func(g Gomega) []upgradev1alpha1.DrainBlocker {
+		got := getUC(ctx)
+		g.Expect(got.Status.History).NotTo(BeEmpty())
+		g.Expect(got.Status.History[0].Phase).To(Equal(upgradev1alpha1.UpgradePhasePending))
+		g.Expect(got.Status.Report).NotTo(BeNil())
+		g.Expect(got.Status.Report.ExpectedWorkerDuration).NotTo(BeNil())
+		return got.Status.Report.DrainBlockers
+	}).Should(Equal([]upgradev1alpha1.DrainBlocker{
+		{PodDisruptionBudget: "drain-guarded/db", Nodes: []string{worker}},
+		{PodDisruptionBudget: "drain-ignored/collector", Nodes: []string{worker}},
+	}))
 
 	By("the scheduler records the drain as its own")
 	drain := func(g Gomega) upgradev1alpha1.NodeDrain {

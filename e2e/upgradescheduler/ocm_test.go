@@ -3,8 +3,10 @@ package upgradescheduler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,18 +20,20 @@ import (
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/version"
 	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 	"github.com/upshift-io/upshift/tools/ocmsim"
 )
 
 // ocmConfig is muoConfig with MUO's OCM provider on, as OSD production
-// configures it, and the service log notifications gate.
+// configures it, and the service log notifications and pre-health-check
+// gates.
 func ocmConfig() string {
 	c := strings.Replace(muoConfig, "  source: LOCAL\n  localConfigName: managed-upgrade-config\n",
 		"  source: OCM\n  ocmBaseUrl: "+ocmSim.URL()+"\n", 1)
 	Expect(c).NotTo(Equal(muoConfig))
-	return c + "upgradeType: OSD\nfeatureGate:\n  enabled:\n  - ServiceLogNotification\n"
+	return c + "upgradeType: OSD\nfeatureGate:\n  enabled:\n  - ServiceLogNotification\n  - PreHealthCheck\n"
 }
 
 func setConfig(ctx context.Context, data string) {
@@ -70,6 +74,11 @@ type ocmOutcome struct {
 func ocmSeen(policy string, since int) ocmOutcome {
 	o := ocmOutcome{serviceLogs: map[string]int{}, writes: map[string]int{}}
 	for _, s := range ocmSim.StateHistory(ocmClusterID, policy) {
+		if s.Value == "scheduled" && slices.Equal(o.states, []string{"scheduled"}) {
+			// OCM writes scheduled again when the policy is rescheduled;
+			// the scheduler never writes it (o.writes counts its writes).
+			continue
+		}
 		o.states = append(o.states, s.Value)
 		if s.Value == "started" {
 			o.startedAt = s.Time
@@ -105,12 +114,23 @@ var wantServiceLogs = map[string]int{
 	"Cluster has finished with worker plane upgrade":            1,
 }
 
-// expectExactlyOnce checks the policy's states and service logs.
-func expectExactlyOnce(o ocmOutcome) {
+// MUO's service logs of its PreHealthCheck gate, by summary.
+const (
+	preHealthCheckSL = "Cluster has encountered pre-upgrade healthcheck failure"
+	healthCheckSL    = "Cluster has encountered healthcheck failure during upgrade"
+)
+
+// expectExactlyOnce checks the policy's states and service logs: those of
+// every upgrade, and the extra ones named.
+func expectExactlyOnce(o ocmOutcome, extra ...string) {
 	GinkgoHelper()
 	Expect(o.states).To(Equal([]string{"scheduled", "started", "completed"}), "policy states in order, each once")
 	Expect(o.writes).To(Equal(map[string]int{"started": 1, "completed": 1}), "state writes that took effect")
-	Expect(o.serviceLogs).To(Equal(wantServiceLogs), "service logs, each once")
+	want := maps.Clone(wantServiceLogs)
+	for _, e := range extra {
+		want[e] = 1
+	}
+	Expect(o.serviceLogs).To(Equal(want), "service logs, each once")
 }
 
 // expectLeasesEnded checks the UpgradeConfig's silences: created for the
@@ -139,7 +159,33 @@ func ocmScheduledUpgrade(ctx SpecContext) {
 		deleteUC(ctx)
 	})
 
-	By("a policy scheduled in OCM becomes the managed UpgradeConfig, mapped as MUO maps it")
+	By("a customer's budget that allows no disruption, and a policy scheduled three hours ahead: MUO's PreHealthCheckSL names the budget, once")
+	Expect(env.CreateNamespace(ctx, "customer-app")).To(Succeed())
+	app := map[string]string{"app": "db"}
+	budget := guardingPDB("customer-app", "db", app)
+	Expect(env.Client.Create(ctx, budget)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, budget))).To(Succeed()) })
+	const finding = `PDBHealthcheckFailed: [{"Name":"db","Namespace":"customer-app"}]`
+	ocmSim.SetPolicy(ocmClusterID, ocmsim.Policy{ID: policy, Version: v, NextRun: time.Now().Add(3 * time.Hour).UTC().Truncate(time.Second)})
+	preHealth := func() []string {
+		var out []string
+		for _, l := range ocmSim.ServiceLogs() {
+			if l.Summary() == preHealthCheckSL {
+				out = append(out, l.Description())
+			}
+		}
+		return out
+	}
+	Eventually(preHealth, time.Minute).Should(ConsistOf(
+		"Cluster upgrade to version " + v + " has been scheduled for more than 2 hours, cluster pre-upgrade health check has identified the following points which may impact the upgrade process: " +
+			finding + ". Please take actions to review and fix the issues before the upgrade begins to have seamless upgrade experience"))
+	Eventually(func(g Gomega) string {
+		r := getUC(ctx).Status.Report
+		g.Expect(r).NotTo(BeNil())
+		return r.Findings
+	}).Should(ContainSubstring("PodDisruptionBudgetConfiguration"))
+
+	By("rescheduled in OCM to now: the managed UpgradeConfig follows, mapped as MUO maps it")
 	at := time.Now().Add(5 * time.Second).UTC().Truncate(time.Second)
 	ocmSim.SetPolicy(ocmClusterID, ocmsim.Policy{ID: policy, Version: v, NextRun: at})
 	Eventually(func(g Gomega) upgradev1alpha1.UpgradeConfigSpec {
@@ -161,9 +207,10 @@ func ocmScheduledUpgrade(ctx SpecContext) {
 	}).Should(BeTemporally(">", first.EndsAt))
 	Eventually(phaseStep(ctx), 6*time.Minute).Should(Equal("Upgraded/"))
 
-	By("OCM saw scheduled → started → completed once each, and each service log once")
+	By("OCM saw scheduled → started → completed once each, and each service log once; the budget held nothing")
 	o := ocmSeen(policy, since)
-	expectExactlyOnce(o)
+	expectExactlyOnce(o, preHealthCheckSL, healthCheckSL)
+	Expect(preHealth()).To(HaveLen(1), "PreHealthCheckSL once, however many plans saw the budget")
 	Expect(o.injected).To(BeZero())
 	Expect(o.startedAt).NotTo(BeZero())
 	Expect(o.startedAt).To(BeTemporally(">=", at), "started is reported at upgradeAt, not before")
@@ -176,7 +223,7 @@ func ocmScheduledUpgrade(ctx SpecContext) {
 		`upshift_upgrade_scheduler_notifications_total{event="StateCompleted",result="sent"} 1`,
 		`upgrade_notification_failed{event="StateCompleted",upgradeconfig_name="` + ucName + `"} 0`,
 		`upshift_upgrade_scheduler_ocm_requests_total{code="200",op="patch_policy_state"} 2`,
-		`upshift_upgrade_scheduler_ocm_requests_total{code="201",op="add_service_log"} 3`,
+		`upshift_upgrade_scheduler_ocm_requests_total{code="201",op="add_service_log"} 5`,
 	} {
 		Expect(body).To(ContainSubstring(line))
 	}
@@ -203,24 +250,46 @@ func ocmChaos(ctx SpecContext, track *tracker) {
 	setConfig(ctx, ocmConfig())
 	stopScheduler(sched)
 
-	procs := make(chan *framework.Component, 1)
+	// Two replicas with leader election, as the chart deploys them: each
+	// kill takes the leader, and the other replica takes over.
+	reps, err := framework.StartReplicas("upgrade-scheduler", runtime.LeaseName(binary), 2, scraper, func(int) (*framework.Running, error) {
+		return startSchedulerProcess(true, leaseFlags...)
+	})
+	Expect(err).NotTo(HaveOccurred())
 	rng := rand.New(rand.NewSource(2026))
 	var mu sync.Mutex
 	var kills []string
-	var killedLogs strings.Builder // each killed process's output, shown if the spec fails; written holding a process from procs
+	// killMu makes the kills one at a time (they come from the watch and
+	// from OCM's handlers); killedLogs holds each killed leader's output,
+	// shown if the spec fails.
+	var killMu sync.Mutex
+	var killedLogs strings.Builder
 	kill := func(where string, chance float64) {
+		killMu.Lock()
+		defer killMu.Unlock()
 		mu.Lock()
 		if len(kills) >= wantKills || rng.Float64() >= chance {
 			mu.Unlock()
 			return
 		}
-		kills = append(kills, where)
-		n := len(kills)
 		mu.Unlock()
-		p := <-procs
-		p.Kill()
-		fmt.Fprintf(&killedLogs, "--- upgrade-scheduler process %d, killed %s:\n%s", n, where, p.Logs())
-		procs <- startScheduler(false)
+		// The moment follows the leader's own request; a failover after
+		// the last kill may still be under way.
+		deadline := time.Now().Add(time.Minute)
+		i, p, ok := reps.Leader()
+		for !ok && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			i, p, ok = reps.Leader()
+		}
+		if !ok {
+			return
+		}
+		logs := p.Logs()
+		reps.Kill(i)
+		mu.Lock()
+		kills = append(kills, where)
+		fmt.Fprintf(&killedLogs, "--- upgrade-scheduler leader %d, killed %s:\n%s", len(kills), where, logs)
+		mu.Unlock()
 	}
 	// Every write that took effect is followed by a kill (the window
 	// between an OCM write and its record in the status); step boundaries
@@ -235,21 +304,23 @@ func ocmChaos(ctx SpecContext, track *tracker) {
 	})
 	ocmSim.FailRandomly(0.3, 30, ocmsim.Fault{Status: 500}, ocmsim.Fault{Status: 503}, ocmsim.Fault{Status: 429},
 		ocmsim.Fault{LoseResponse: true}, ocmsim.Fault{Delay: 3 * time.Second})
-	procs <- startScheduler(false)
 	DeferCleanup(func(ctx SpecContext) {
 		track.setOnMoment(nil)
 		ocmSim.OnRequest(nil)
 		ocmSim.FailRandomly(0, 0)
 		setConfig(ctx, muoConfig)
-		p := <-procs // held: no kill is writing killedLogs now
+		killMu.Lock() // no kill is writing killedLogs now
+		defer killMu.Unlock()
 		if CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {
-			GinkgoWriter.Println("killed upgrade-scheduler processes:\n" + killedLogs.String())
+			GinkgoWriter.Println("killed upgrade-scheduler leaders:\n" + killedLogs.String())
+			GinkgoWriter.Println("the replicas now:\n" + reps.Logs())
 			GinkgoWriter.Println("OCM requests:")
 			for _, r := range ocmSim.Requests()[since:] {
 				GinkgoWriter.Printf("%s %s %s %s?%s status %d fault %q applied %v %s\n", r.Time.Format(time.StampMilli), r.Op, r.Method, r.Path, r.Query, r.Status, r.Fault, r.Applied, r.Body)
 			}
 		}
-		stopScheduler(p)
+		Expect(reps.Stop(10 * time.Second)).To(Succeed())
+		Expect(reps.Err()).NotTo(HaveOccurred())
 		sched = startScheduler(true)
 		deleteUC(ctx)
 	})

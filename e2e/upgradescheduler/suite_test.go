@@ -182,15 +182,24 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // duration, which tests failover, not resumption.
 func startScheduler(leaderElect bool) *framework.Component {
 	GinkgoHelper()
-	// The real Alertmanager, for the silences and the critical-alerts
-	// check; a short lease TTL so that renewals happen within an upgrade.
-	r, err := framework.StartAsIdentity(bins[binary], id, namespace, leaderElect,
-		"--alertmanager-url="+env.Alertmanager.URL, "--silence-ttl="+silenceTTL.String(),
-		"--ocm=true", "--ocm-timeout=2s", "--ocm-sync-interval="+ocmSyncInterval.String())
+	r, err := startSchedulerProcess(leaderElect)
 	Expect(err).NotTo(HaveOccurred())
 	metrics, readyz = r.MetricsURL, r.ReadyzURL
 	return r.Component
 }
+
+// startSchedulerProcess runs the binary with the chart's flags: the real
+// Alertmanager, for the silences and the critical-alerts check, with a short
+// lease TTL so that renewals happen within an upgrade.
+func startSchedulerProcess(leaderElect bool, extra ...string) (*framework.Running, error) {
+	return framework.StartAsIdentity(bins[binary], id, namespace, leaderElect, append([]string{
+		"--alertmanager-url=" + env.Alertmanager.URL, "--silence-ttl=" + silenceTTL.String(),
+		"--ocm=true", "--ocm-timeout=2s", "--ocm-sync-interval=" + ocmSyncInterval.String()}, extra...)...)
+}
+
+// leaseFlags shorten leader election so that a killed leader's replica takes
+// over within seconds (the chart's defaults: 15 s, 10 s, 2 s).
+var leaseFlags = []string{"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"}
 
 func stopScheduler(c *framework.Component) {
 	GinkgoHelper()

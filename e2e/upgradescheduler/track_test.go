@@ -34,6 +34,10 @@ type tracker struct {
 	// created, and how many times start deleting: the side effects as they
 	// took effect, whatever the apiserver answered a killed client.
 	added, deleted map[string]int
+	// forcedPods counts, per guarded pod (guardedLabel), the times the
+	// watch saw it start going.
+	forcedPods map[string]int
+	going      map[string]bool
 	// onMoment is called (outside the lock) at every moment a crash would
 	// hurt most: a step boundary, right after a temporary MachineSet was
 	// created or deleted, and right after ClusterVersion was patched.
@@ -43,7 +47,7 @@ type tracker struct {
 func startTracker(ctx context.Context) *tracker {
 	GinkgoHelper()
 	t := &tracker{cvCompleted: map[string]time.Time{}, stepDone: map[string]map[string]time.Time{}, steps: map[string][]string{},
-		deleting: map[string]bool{}, added: map[string]int{}, deleted: map[string]int{}}
+		deleting: map[string]bool{}, added: map[string]int{}, deleted: map[string]int{}, forcedPods: map[string]int{}, going: map[string]bool{}}
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	cvs, err := wc.Watch(ctx, &configv1.ClusterVersionList{})
@@ -52,11 +56,14 @@ func startTracker(ctx context.Context) *tracker {
 	Expect(err).NotTo(HaveOccurred())
 	mss, err := wc.Watch(ctx, &machinev1beta1.MachineSetList{}, client.InNamespace(machineAPI), client.MatchingLabels{surgeLabel: "true"})
 	Expect(err).NotTo(HaveOccurred())
+	pods, err := wc.Watch(ctx, &corev1.PodList{}, client.MatchingLabels{guardedLabel: "true"})
+	Expect(err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
 		defer cvs.Stop()
 		defer ucs.Stop()
 		defer mss.Stop()
+		defer pods.Stop()
 		for {
 			select {
 			case <-ctx.Done():
@@ -81,6 +88,13 @@ func startTracker(ctx context.Context) *tracker {
 				}
 				if ms, ok := e.Object.(*machinev1beta1.MachineSet); ok {
 					t.sawMachineSet(e.Type, ms)
+				}
+			case e, ok := <-pods.ResultChan():
+				if !ok {
+					return
+				}
+				if p, ok := e.Object.(*corev1.Pod); ok {
+					t.sawGuardedPod(e.Type, p)
 				}
 			}
 		}
@@ -162,6 +176,31 @@ func (t *tracker) sawMachineSet(typ watch.EventType, ms *machinev1beta1.MachineS
 	if moment != "" && on != nil {
 		on(version, moment)
 	}
+}
+
+// sawGuardedPod reports a guarded pod's going (its deletion, by whoever)
+// once, as a moment.
+func (t *tracker) sawGuardedPod(typ watch.EventType, p *corev1.Pod) {
+	key := p.Namespace + "/" + p.Name
+	t.mu.Lock()
+	moment := ""
+	if (p.DeletionTimestamp != nil || typ == watch.Deleted) && !t.going[key] {
+		t.going[key] = true
+		t.forcedPods[key]++
+		moment = "forced " + key
+	}
+	on, version := t.onMoment, t.desired
+	t.mu.Unlock()
+	if moment != "" && on != nil {
+		on(version, moment)
+	}
+}
+
+// forced returns, per guarded pod, how many times the watch saw it go.
+func (t *tracker) forced() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.forcedPods)
 }
 
 // machineSets returns, per temporary MachineSet name, how many times the

@@ -28,6 +28,7 @@ import (
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/libs/gating"
+	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
@@ -194,6 +195,8 @@ func printerRow(ctx context.Context) (header, row []string) {
 	Expect(json.Unmarshal(body, &table)).To(Succeed())
 	for _, c := range table.ColumnDefinitions {
 		header = append(header, c.Name)
+		// Upshift's columns show with -o wide only: MUO's stay as they were.
+		Expect(c.Priority).To(Equal(map[bool]int32{true: 1, false: 0}[c.Name == "findings" || c.Name == "workers_eta"]), c.Name)
 	}
 	Expect(table.Rows).To(HaveLen(1))
 	for _, cell := range table.Rows[0].Cells {
@@ -286,7 +289,8 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 
 		By("`kubectl get upgrade` prints MUO's columns from history[0]")
 		header, row := printerRow(ctx)
-		Expect(header).To(Equal([]string{"Name", "desired_version", "phase", "stage", "status", "reason", "message"}))
+		Expect(header).To(Equal([]string{"Name", "desired_version", "phase", "stage", "status", "reason", "message", "findings", "workers_eta"}),
+			"MUO's columns, then Upshift's preflight report in -o wide")
 		Expect(row[:5]).To(Equal([]string{ucName, "4.16.2", "Upgraded", "CompletedNotificationSent", "True"}))
 
 		By("every side effect exactly once (audit log)")
@@ -400,35 +404,81 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		deleteUC(ctx)
 	})
 
-	It("resumes after a kill at every step boundary and after every side effect, each side effect exactly once", func(ctx SpecContext) {
+	It("keeps an upgrade that does not validate Pending past its start window, as MUO does, and exports the LOCAL sync", func(ctx SpecContext) {
+		// 4.16.99 is not offered: validation fails. With MUO the attempt
+		// stays Pending whatever its window says; the passed deadline is
+		// reported, never applied.
+		uc := newUC(upgradev1alpha1.OSD, "4.16.99", time.Now())
+		uc.Spec.CapacityReservation = false
+		uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{Start: &upgradev1alpha1.Deadline{Minutes: ptrTo(int32(1)), Policy: upgradev1alpha1.DeadlineFail}}
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			c := meta.FindStatusCondition(getUC(ctx).Status.Conditions, "DeadlineExceeded")
+			g.Expect(c).NotTo(BeNil())
+			return c.Reason
+		}, 2*time.Minute).Should(Equal("StartDeadlineExceeded"))
+		got := getUC(ctx)
+		Expect(got.Status.History[0].Phase).To(Equal(upgradev1alpha1.UpgradePhasePending), "not Failed: the deadline is only reported")
+		validated := meta.FindStatusCondition(got.Status.Conditions, "Validated")
+		Expect(validated).NotTo(BeNil())
+		Expect(validated.Status).To(Equal(metav1.ConditionFalse))
+		Expect(desiredUpdate(ctx)(Default)).NotTo(Equal("4.16.99"), "never commenced")
+		By("the LOCAL source's sync is recorded, as MUO records it (its absence fires the SRE sync alert)")
+		Expect(scrape()).To(MatchRegexp(`upgradeoperator_upgradeconfig_sync_timestamp\{upgradeconfig_name="` + ucName + `"\} [0-9.e+]+`))
+		deleteUC(ctx)
+	})
+
+	It("resumes after its leader is killed at every step boundary and after every side effect, two replicas with leader election as the chart runs them, each side effect exactly once", func(ctx SpecContext) {
 		stopScheduler(sched)
-		before := sideEffects()
+		// A blocked drain on the way: its forced pod is a side effect too.
+		setConfig(ctx, drainConfig())
+		DeferCleanup(func(ctx context.Context) { setConfig(ctx, muoConfig) })
+		worker := firstWorker(ctx)
+		guarded := map[string]string{"app": "guarded", guardedLabel: "true"}
+		Expect(env.CreateNamespace(ctx, "kill-guarded")).To(Succeed())
+		Expect(env.Client.Create(ctx, pinnedPod("kill-guarded", "db-0", worker, guarded))).To(Succeed())
+		guard := guardingPDB("kill-guarded", "db", guarded)
+		Expect(env.Client.Create(ctx, guard)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, guard))).To(Succeed()) })
+		budgetsComputed(ctx, client.ObjectKey{Namespace: "kill-guarded", Name: "db"})
+
+		before, forcedBefore := sideEffects(), forcedSteps()
 		addedBefore, deletedBefore := track.machineSets()
-		// procs holds the running process; whoever takes it owns it.
-		procs := make(chan *framework.Component, 1)
+		reps, err := framework.StartReplicas("upgrade-scheduler", runtime.LeaseName(binary), 2, scraper, func(int) (*framework.Running, error) {
+			return startSchedulerProcess(true, leaseFlags...)
+		})
+		Expect(err).NotTo(HaveOccurred())
 		var mu sync.Mutex
 		var moments []string
 		track.setOnMoment(func(_, moment string) {
-			p := <-procs
-			p.Kill()
+			// The moment follows the leader's side effect; the failover
+			// after the last kill may still be under way.
+			leader := -1
+			Eventually(func() bool {
+				i, _, ok := reps.Leader()
+				leader = i
+				return ok
+			}, time.Minute, 50*time.Millisecond).Should(BeTrue(), "a leader at "+moment)
+			reps.Kill(leader)
 			mu.Lock()
 			moments = append(moments, moment)
 			mu.Unlock()
-			procs <- startScheduler(false)
 		})
-		procs <- startScheduler(false)
 		DeferCleanup(func() {
 			track.setOnMoment(nil)
-			stopScheduler(<-procs)
+			Expect(reps.Stop(10 * time.Second)).To(Succeed())
+			Expect(reps.Err()).NotTo(HaveOccurred())
 			sched = startScheduler(true)
 		})
 
-		Expect(env.Client.Create(ctx, newUC(upgradev1alpha1.OSD, "4.16.4", time.Now()))).To(Succeed())
-		Eventually(phaseStep(ctx), 6*time.Minute).Should(Equal("Upgraded/"))
+		uc := newUC(upgradev1alpha1.OSD, "4.16.4", time.Now())
+		uc.Spec.PDBForceDrainTimeout = 0
+		Expect(env.Client.Create(ctx, uc)).To(Succeed())
+		Eventually(phaseStep(ctx), 8*time.Minute).Should(Equal("Upgraded/"))
 		track.setOnMoment(nil)
 		mu.Lock()
 		defer mu.Unlock()
-		AddReportEntry("restart loop", fmt.Sprintf("%d kills: %s", len(moments), strings.Join(moments, "; ")))
+		AddReportEntry("leader kill loop", fmt.Sprintf("%d kills, %d restarts: %s", len(moments), reps.Restarts(), strings.Join(moments, "; ")))
 		steps := 0
 		for _, m := range moments {
 			if strings.HasPrefix(m, "step ") {
@@ -436,7 +486,7 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 			}
 		}
 		Expect(steps).To(Equal(len(track.stepsSeen("4.16.4"))), "a kill at every step boundary seen")
-		Expect(moments).To(ContainElement("ClusterVersion patched to 4.16.4"))
+		Expect(moments).To(ContainElements("ClusterVersion patched to 4.16.4", "forced kill-guarded/db-0"))
 		for _, ms := range withSuffix(workerMS, "-upgrade") {
 			Expect(moments).To(ContainElements("created "+ms, "deleting "+ms))
 		}
@@ -446,6 +496,7 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		added, deleted := track.machineSets()
 		Expect(sub(added, addedBefore)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets created across the kills (watch)")
 		Expect(sub(deleted, deletedBefore)).To(Equal(once(withSuffix(workerMS, "-upgrade"))), "temporary MachineSets deleted across the kills (watch)")
+		Expect(track.forced()).To(Equal(map[string]int{"kill-guarded/db-0": 1}), "pods forced across the kills (watch)")
 		after := sideEffects()
 		Expect(after.cvPatches-before.cvPatches).To(BeNumerically("<=", 1), "ClusterVersion patches across the kills")
 		for name, n := range sub(after.msCreates, before.msCreates) {
@@ -454,16 +505,35 @@ var _ = Describe("the upgrade-scheduler", Ordered, func() {
 		for name, n := range sub(after.msDeletes, before.msDeletes) {
 			Expect(n).To(BeNumerically("<=", 1), "successful deletes of MachineSet %s", name)
 		}
+		for step, n := range sub(forcedSteps(), forcedBefore) {
+			Expect(n).To(BeNumerically("<=", 1), "successful %s", step)
+		}
+		By("never two Alertmanager silences of one lease at a time across the leaders")
+		// A lease renewed in place keeps its silence; one that lapsed while
+		// no leader ran (its TTL is as short as a failover here) is
+		// followed by a new one, never overlapped by it.
+		got := getUC(ctx)
+		perLease := map[string][]silence.Silence{}
+		for _, s := range listSilences(Default, string(got.UID)) {
+			perLease[s.Lease()] = append(perLease[s.Lease()], s)
+		}
+		Expect(perLease).NotTo(BeEmpty())
+		for lease, ss := range perLease {
+			sort.Slice(ss, func(i, j int) bool { return ss[i].StartsAt.Before(ss[j].StartsAt) })
+			for i := 1; i < len(ss); i++ {
+				Expect(ss[i].StartsAt).NotTo(BeTemporally("<", ss[i-1].EndsAt), "silences %s and %s of lease %s overlap", ss[i-1].ID, ss[i].ID, lease)
+			}
+		}
 		Expect(surgeMachineSets(ctx)(Default)).To(BeEmpty())
-		h := getUC(ctx).Status.History[0]
+		h := got.Status.History[0]
 		Expect(h.Conditions).To(HaveLen(17))
 		for _, c := range h.Conditions {
 			Expect(c.Status).To(Equal(corev1.ConditionTrue), string(c.Type))
 		}
 		d, ok := track.reaction("4.16.4")
 		Expect(ok).To(BeTrue())
-		// Reported, not bounded: the CVO may complete while a killed
-		// scheduler starts again.
+		// Reported, not bounded: the CVO may complete while a leader is
+		// being replaced.
 		AddReportEntry("reaction across kills", d.String())
 		deleteUC(ctx)
 	})

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -328,5 +329,55 @@ func TestValidate(t *testing.T) {
 	}
 	if _, err := New(Config{URL: "https://thanos", CAFile: notPEM}); err == nil || !strings.Contains(err.Error(), "no PEM") {
 		t.Errorf("a CA file without certificates: err = %v", err)
+	}
+}
+
+// MUO's query of the alerts of an upgrade, in its words (its AlertsFromUpgrade).
+func TestFiredCriticalQuery(t *testing.T) {
+	got := FiredCriticalQuery([]string{"UpgradeNodeDrainFailedSRE", "UpgradeClusterCheckFailedSRE"}, 95*time.Minute, 30*time.Second)
+	want := `sum by (alertname) (max_over_time(ALERTS{alertstate="firing",severity="critical",alertname=~"UpgradeNodeDrainFailedSRE|UpgradeClusterCheckFailedSRE"}[1h35m] offset 30s))`
+	if got != want {
+		t.Fatalf("query\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The query goes to /api/v1/query, evaluated now; the answer is a vector
+// as Prometheus's HTTP API documents it.
+func TestFiredCritical(t *testing.T) {
+	var queries []string
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/query" {
+			http.NotFound(w, r)
+			return
+		}
+		_ = r.ParseForm()
+		queries = append(queries, r.Form.Get("query"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[
+ {"metric":{"alertname":"UpgradeNodeDrainFailedSRE"},"value":[1764600000,"1"]},
+ {"metric":{"alertname":"UpgradeClusterCheckFailedSRE"},"value":[1764600000,"2"]}]}}`))
+	}))
+	defer s.Close()
+	c, err := New(Config{URL: s.URL, API: Prometheus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now().Add(-time.Hour)
+	got, err := c.(History).FiredCritical(context.Background(), []string{"A", "B"}, end.Add(-2*time.Hour), end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"UpgradeNodeDrainFailedSRE", "UpgradeClusterCheckFailedSRE"}; !slices.Equal(got, want) {
+		t.Fatalf("fired %v, want %v", got, want)
+	}
+	if len(queries) != 1 || !strings.HasPrefix(queries[0], `sum by (alertname) (max_over_time(ALERTS{alertstate="firing",severity="critical",alertname=~"A|B"}[2h] offset 1h`) {
+		t.Fatalf("queries %q", queries)
+	}
+	am, err := New(Config{URL: s.URL, API: Alertmanager})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := am.(History); ok {
+		t.Fatal("Alertmanager keeps no history of alerts")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -57,4 +58,45 @@ func labelMap(ls model.LabelSet) map[string]string {
 		m[string(k)] = string(v)
 	}
 	return m
+}
+
+// History reads which alerts fired in the past, from Prometheus's ALERTS
+// series: only Prometheus (or the Thanos querier) keeps them; Alertmanager
+// knows the alerts of now alone.
+type History interface {
+	// FiredCritical names the alerts among names that fired with severity
+	// critical at any time between start and end, in Prometheus's order.
+	FiredCritical(ctx context.Context, names []string, start, end time.Time) ([]string, error)
+}
+
+// FiredCritical asks what MUO asks after an upgrade: the highest value, over
+// the upgrade's span, of the firing critical ALERTS of those names, summed by
+// alert name, evaluated now with an offset back to the upgrade's end.
+func (p *prometheusClient) FiredCritical(ctx context.Context, names []string, start, end time.Time) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	now := time.Now()
+	span := max(end.Sub(start).Truncate(time.Second), time.Second)
+	offset := max(now.Sub(end).Truncate(time.Second), 0)
+	q := FiredCriticalQuery(names, span, offset)
+	res, _, err := p.api.Query(ctx, q, now)
+	if err != nil {
+		return nil, fmt.Errorf("querying Prometheus for the alerts of the upgrade: %w", err)
+	}
+	vec, ok := res.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("querying Prometheus for the alerts of the upgrade: a %s, not a vector", res.Type())
+	}
+	var out []string
+	for _, s := range vec {
+		out = append(out, string(s.Metric[model.AlertNameLabel]))
+	}
+	return out, nil
+}
+
+// FiredCriticalQuery is MUO's query for the alerts of an upgrade that lasted
+// span and ended offset ago.
+func FiredCriticalQuery(names []string, span, offset time.Duration) string {
+	return fmt.Sprintf(`sum by (alertname) (max_over_time(ALERTS{alertstate="firing",severity="critical",alertname=~"%s"}[%s] offset %s))`,
+		strings.Join(names, "|"), model.Duration(span), model.Duration(offset))
 }

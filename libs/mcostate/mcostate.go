@@ -10,7 +10,9 @@ package mcostate
 import (
 	"strings"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/trim"
@@ -195,4 +197,19 @@ func Failing(a map[string]string) bool {
 func UpdatedTo(node *corev1.Node, target string) bool {
 	return target != "" && Done(node.Annotations) && node.Annotations[CurrentConfig] == target &&
 		nodes.Ready(node) && !node.Spec.Unschedulable
+}
+
+// MaxUnavailable is how many of a pool's nodes the MCO updates at once: the
+// pool's spec.maxUnavailable resolved against its size as the MCO resolves
+// it (default 1, a percentage rounds down, never below 1).
+func MaxUnavailable(pool *mcfgv1.MachineConfigPool, nodes int) int {
+	v := intstr.FromInt32(1)
+	if pool.Spec.MaxUnavailable != nil {
+		v = *pool.Spec.MaxUnavailable
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&v, nodes, false)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
 }

@@ -3,8 +3,10 @@ package mcostate
 import (
 	"testing"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 func node(ready corev1.ConditionStatus, unschedulable bool, kv ...string) *corev1.Node {
@@ -135,6 +137,25 @@ func TestMoving(t *testing.T) {
 	} {
 		if got := Moving(tc.a); got != tc.want {
 			t.Errorf("%s: Moving = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The MCO's reading of a pool's maxUnavailable.
+func TestMaxUnavailable(t *testing.T) {
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	num := func(n int32) *intstr.IntOrString { v := intstr.FromInt32(n); return &v }
+	for _, c := range []struct {
+		mu    *intstr.IntOrString
+		nodes int
+		want  int
+	}{
+		{nil, 10, 1}, {num(3), 10, 3}, {num(0), 10, 1}, {pct("10%"), 25, 2}, {pct("1%"), 10, 1}, {pct("bad"), 10, 1},
+	} {
+		pool := &mcfgv1.MachineConfigPool{}
+		pool.Spec.MaxUnavailable = c.mu
+		if got := MaxUnavailable(pool, c.nodes); got != c.want {
+			t.Errorf("MaxUnavailable(%v, %d) = %d, want %d", c.mu, c.nodes, got, c.want)
 		}
 	}
 }

@@ -77,6 +77,9 @@ type Node struct {
 	// ProviderID keeps spec.providerID; Unschedulable keeps
 	// spec.unschedulable (cordoning).
 	ProviderID, Unschedulable bool
+	// Taints are the taint keys kept (the cordon's, the kubelet's
+	// pressure taints); nil keeps none.
+	Taints []string
 	// Intern shares the kept strings between nodes: thousands of nodes
 	// carry the same label keys, pool names, rendered configs and
 	// condition reasons, and the informer decodes a copy per node.
@@ -103,6 +106,11 @@ func (o Node) Trim(n *corev1.Node) *corev1.Node {
 	}
 	if o.Unschedulable {
 		t.Spec.Unschedulable = n.Spec.Unschedulable
+	}
+	for _, taint := range n.Spec.Taints {
+		if slices.Contains(o.Taints, taint.Key) {
+			t.Spec.Taints = append(t.Spec.Taints, taint)
+		}
 	}
 	for _, c := range n.Status.Conditions {
 		if !slices.Contains(o.Conditions, c.Type) {

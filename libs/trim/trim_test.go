@@ -24,7 +24,10 @@ func fullNode() *corev1.Node {
 			OwnerReferences: []metav1.OwnerReference{{Name: "o"}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
 		},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///i-1", Unschedulable: true, PodCIDR: "10.0.0.0/24"},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///i-1", Unschedulable: true, PodCIDR: "10.0.0.0/24", Taints: []corev1.Taint{
+			{Key: "node.kubernetes.io/unschedulable", Effect: corev1.TaintEffectNoSchedule},
+			{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoExecute},
+		}},
 		Status: corev1.NodeStatus{
 			Conditions: []corev1.NodeCondition{
 				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now},
@@ -66,6 +69,9 @@ func TestNode(t *testing.T) {
 		{"some labels and the providerID", Node{Labels: Only("role", "absent"), ProviderID: true}, func(t *corev1.Node) {
 			t.Labels = map[string]string{"role": "worker"}
 			t.Spec.ProviderID = "aws:///i-1"
+		}},
+		{"some taints", Node{Taints: []string{"node.kubernetes.io/unschedulable", "node.kubernetes.io/memory-pressure"}}, func(t *corev1.Node) {
+			t.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/unschedulable", Effect: corev1.TaintEffectNoSchedule}}
 		}},
 		{"a node Keep refuses keeps its identity", Node{Keep: func(*corev1.Node) bool { return false }, Labels: All, ProviderID: true}, func(*corev1.Node) {}},
 		{"interned", Node{Labels: All, Conditions: []corev1.NodeConditionType{corev1.NodeReady}, Intern: true}, func(t *corev1.Node) {

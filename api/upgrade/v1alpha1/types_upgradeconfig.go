@@ -21,6 +21,8 @@ import (
 // +kubebuilder:printcolumn:name="status",type=string,JSONPath=`.status.history[0].conditions[0].status`
 // +kubebuilder:printcolumn:name="reason",type=string,JSONPath=`.status.history[0].conditions[0].reason`
 // +kubebuilder:printcolumn:name="message",type=string,JSONPath=`.status.history[0].conditions[0].message`
+// +kubebuilder:printcolumn:name="findings",type=string,JSONPath=`.status.report.findings`,priority=1
+// +kubebuilder:printcolumn:name="workers_eta",type=string,JSONPath=`.status.report.expectedWorkerDuration`,priority=1
 type UpgradeConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -217,6 +219,13 @@ type UpgradeConfigStatus struct {
 	// +listMapKey=check
 	// +kubebuilder:validation:MaxItems=32
 	Preflight []PreflightCheck `json:"preflight,omitempty"`
+
+	// report is the preflight report: from the moment the upgrade is
+	// scheduled until it commences, everything found that would delay it and
+	// how long its worker phase is expected to take, refreshed on every
+	// change; kept as it last was once the upgrade commenced. (Upshift)
+	// +optional
+	Report *PreflightReport `json:"report,omitempty"`
 
 	// capacityReservation records the temporary MachineSets this upgrade
 	// created, so that none is created twice and all are removed. (Upshift)
@@ -439,6 +448,87 @@ type NodeDrain struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ForcedGuardedPods int32 `json:"forcedGuardedPods,omitempty"`
+}
+
+// PreflightReport says, before an upgrade commences, what would delay it.
+// (Upshift)
+type PreflightReport struct {
+	// findings summarises the failing checks of status.preflight: those
+	// that hold the upgrade, then the advisory ones, e.g.
+	// "blocking: CriticalAlerts; advisory: PodDisruptionBudgets, Nodes", or
+	// "none".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Findings string `json:"findings,omitempty"`
+
+	// drainBlockers are the PodDisruptionBudgets that allow no disruption
+	// now, each with the nodes of the pods it guards: the drains of those
+	// nodes will wait for it (and be forced after the drain timeouts).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	DrainBlockers []DrainBlocker `json:"drainBlockers,omitempty"`
+
+	// expectedWorkerDuration is how long the worker phase is expected to
+	// take: the slowest worker pool's rounds (its nodes over its
+	// maxUnavailable) times its round time, plus the drain timeouts of the
+	// rounds a drain blocker holds.
+	// +optional
+	ExpectedWorkerDuration *metav1.Duration `json:"expectedWorkerDuration,omitempty"`
+
+	// workerPools is the estimate of each worker pool.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	WorkerPools []PoolEstimate `json:"workerPools,omitempty"`
+}
+
+// DrainBlocker is a PodDisruptionBudget that would block drains.
+type DrainBlocker struct {
+	// podDisruptionBudget is "<namespace>/<name>".
+	// +required
+	// +kubebuilder:validation:MaxLength=317
+	PodDisruptionBudget string `json:"podDisruptionBudget"`
+
+	// nodes are the nodes of the pods it guards (at most 20).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Nodes []string `json:"nodes,omitempty"`
+}
+
+// PoolEstimate is one worker pool's expected update time.
+type PoolEstimate struct {
+	// name is the MachineConfigPool's.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// nodes and maxUnavailable are the pool's machine count and how many
+	// of them the MCO updates at once; rounds is nodes over maxUnavailable,
+	// rounded up.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// +optional
+	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
+	// +optional
+	Rounds int32 `json:"rounds,omitempty"`
+
+	// roundDuration is the time of one round: from the pool's last update
+	// as the mcp-tracker timed it (basis LastUpdate), else the
+	// configuration's nodeDrain.expectedNodeDrainTime (basis Default).
+	// +optional
+	RoundDuration *metav1.Duration `json:"roundDuration,omitempty"`
+
+	// basis is LastUpdate or Default.
+	// +optional
+	// +kubebuilder:validation:Enum=LastUpdate;Default
+	Basis string `json:"basis,omitempty"`
+
+	// blockedRounds counts the rounds a drain blocker will hold for the
+	// drain timeout of a guarded pod.
+	// +optional
+	BlockedRounds int32 `json:"blockedRounds,omitempty"`
 }
 
 // PreflightCheck is the result of one health check. (Upshift)

@@ -4,8 +4,12 @@ import (
 	"context"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
 
@@ -64,4 +68,43 @@ func (r *Reconciler) readCriticalAlerts(ctx context.Context, cfg *config.Config)
 		}
 	}
 	return &plan.AlertsResult{Err: err.Error()}
+}
+
+// upgradeResult is what MUO reports once an upgrade completed: which of the
+// SRE paging alerts fired during it, from Prometheus's history of alerts. It
+// is asked once per completed attempt (again after a restart, as MUO asks on
+// every pass) and kept for the metric; ok is false without a Prometheus
+// alert source, before completion, or when the query failed (retry: asked
+// again after a minute).
+func (r *Reconciler) upgradeResult(ctx context.Context, key string, uc *upgradev1alpha1.UpgradeConfig) (fired []string, ok, retry bool) {
+	hist, isHistory := r.Alerts.(alerts.History)
+	if !isHistory || len(uc.Status.History) == 0 {
+		return nil, false, false
+	}
+	h := uc.Status.History[0]
+	if h.Phase != upgradev1alpha1.UpgradePhaseUpgraded || h.StartTime == nil || h.CompleteTime == nil {
+		return nil, false, false
+	}
+	id := h.Version + "@" + h.CompleteTime.UTC().Format(time.RFC3339)
+	r.resultsMu.Lock()
+	defer r.resultsMu.Unlock()
+	if got, seen := r.results[key]; seen && got.id == id {
+		return got.fired, true, false
+	}
+	fired, err := hist.FiredCritical(ctx, metrics.PagingAlerts, h.StartTime.Time, h.CompleteTime.Time)
+	if err != nil {
+		log.FromContext(ctx).Info("cannot read the alerts of the upgrade from Prometheus; asking again in a minute", "error", err.Error())
+		return nil, false, true
+	}
+	if r.results == nil {
+		r.results = map[string]upgradeResult{}
+	}
+	r.results[key] = upgradeResult{id: id, fired: fired}
+	return fired, true, false
+}
+
+// upgradeResult is one completed attempt's paging alerts.
+type upgradeResult struct {
+	id    string
+	fired []string
 }

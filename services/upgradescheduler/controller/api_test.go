@@ -129,12 +129,18 @@ var _ = Describe("UpgradeConfig written for MUO", func() {
 		Expect(crd.Spec.Scope).To(Equal(apiextensionsv1.NamespaceScoped))
 
 		table := getTable(ctx, ns, uc.Name)
-		var cols []string
+		var cols, wide []string
 		for _, c := range table.ColumnDefinitions {
-			cols = append(cols, c.Name)
+			if c.Priority == 0 {
+				cols = append(cols, c.Name)
+			} else {
+				wide = append(wide, c.Name)
+			}
 		}
-		// MUO's columns, and like MUO's CRD no Age column.
+		// MUO's columns, and like MUO's CRD no Age column; Upshift's
+		// preflight report only with -o wide.
 		Expect(cols).To(Equal([]string{"Name", "desired_version", "phase", "stage", "status", "reason", "message"}))
+		Expect(wide).To(Equal([]string{"findings", "workers_eta"}))
 		Expect(table.Rows).To(HaveLen(1))
 		Expect(table.Rows[0].Cells[1:7]).To(Equal([]any{"4.14.15", "Upgrading", "ControlPlaneUpgraded", "False", "ControlPlaneUpgraded not done", "ControlPlaneUpgraded still in progress"}))
 	})

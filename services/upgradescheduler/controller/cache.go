@@ -67,13 +67,15 @@ func trimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 
 // nodeFields is what the health checks, the surge readiness check and the
 // node predicate read of a Node: its labels, the MCO's state annotations,
-// cordoning and the Ready condition. Images, capacity, addresses and the
-// other conditions are most of a Node's size.
+// cordoning, the cordon and pressure taints, and the Ready condition.
+// Images, capacity, addresses and the other conditions are most of a Node's
+// size.
 var nodeFields = trim.Node{
 	Labels:        trim.All,
 	Annotations:   trim.Only(plan.NodeAnnotations...),
 	Conditions:    []corev1.NodeConditionType{corev1.NodeReady},
 	Unschedulable: true,
+	Taints:        plan.NodeTaints,
 }
 
 // trimClusterOperator keeps the conditions: the health check reads Degraded
@@ -90,8 +92,9 @@ func trimClusterOperator(obj any) (any, error) {
 	}, nil
 }
 
-// trimPDB keeps the counts the drain-blocking check reads, and the selector
-// that tells which pods of a blocked drain it guards (plan/drains.go).
+// trimPDB keeps the counts the drain-blocking check reads, the selector
+// that tells which pods of a blocked drain it guards (plan/drains.go), and
+// the bounds MUO's PreHealthCheck judges (plan/muohealth.go).
 func trimPDB(obj any) (any, error) {
 	pdb, ok := obj.(*policyv1.PodDisruptionBudget)
 	if !ok {
@@ -100,7 +103,8 @@ func trimPDB(obj any) (any, error) {
 	return &policyv1.PodDisruptionBudget{
 		TypeMeta:   pdb.TypeMeta,
 		ObjectMeta: trimMeta(pdb.ObjectMeta),
-		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: pdb.Spec.Selector},
+		Spec: policyv1.PodDisruptionBudgetSpec{Selector: pdb.Spec.Selector,
+			MaxUnavailable: pdb.Spec.MaxUnavailable, MinAvailable: pdb.Spec.MinAvailable},
 		Status: policyv1.PodDisruptionBudgetStatus{
 			ObservedGeneration: pdb.Status.ObservedGeneration,
 			DisruptionsAllowed: pdb.Status.DisruptionsAllowed,

@@ -37,6 +37,7 @@ import (
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/optionalkind"
 	"github.com/upshift-io/upshift/libs/ownwrite"
+	"github.com/upshift-io/upshift/libs/requeue"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
@@ -91,6 +92,13 @@ type Reconciler struct {
 	alertsRead *plan.AlertsResult
 	alertsAt   time.Time
 	alertsCfg  *config.Config
+
+	// pdbNodes are the nodes of the pods of the blocking budgets.
+	pdbNodes pdbNodes
+
+	// results are the completed attempts' paging alerts, by UpgradeConfig.
+	resultsMu sync.Mutex
+	results   map[string]upgradeResult
 }
 
 // SetupWithManager watches the UpgradeConfigs and everything the planner
@@ -168,7 +176,7 @@ var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		return true
 	}
 	return !equality.Semantic.DeepEqual(o.Annotations, n.Annotations) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
-		nodes.Ready(o) != nodes.Ready(n)
+		nodes.Ready(o) != nodes.Ready(n) || !equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints)
 }}
 
 // decide plans from in, reading the inputs outside the cluster only for a
@@ -191,13 +199,10 @@ func (r *Reconciler) decide(ctx context.Context, in plan.Input) (plan.Output, er
 		case out.NeedsExternalChecks:
 			ok, details := r.CheckURLs(ctx, in.Config.HTTPCheckURLs, in.Config.HTTPCheckTimeout)
 			in.Snapshot.ExternalChecks = &plan.ExternalChecksResult{Passed: ok, Details: details}
+		case len(out.NeedsPDBNodes) > 0:
+			r.readPDBNodes(ctx, &in.Snapshot, out.NeedsPDBNodes)
 		case len(out.NeedsDrainPods) > 0:
-			if in.Snapshot.DrainPods == nil {
-				in.Snapshot.DrainPods = map[string][]corev1.Pod{}
-			}
-			for _, n := range out.NeedsDrainPods {
-				in.Snapshot.DrainPods[n] = r.podsOn(ctx, n)
-			}
+			r.readDrainPods(ctx, &in.Snapshot, out.NeedsDrainPods)
 		case out.NeedsLeases:
 			in.Snapshot.LeasesUnread = false
 			in.Snapshot.Leases = &plan.LeasesRead{}
@@ -224,6 +229,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.Metrics.Forget(req.String())
 			r.Metrics.ClearNotificationFailed(req.Name, nil)
+			r.resultsMu.Lock()
+			delete(r.results, req.String())
+			r.resultsMu.Unlock()
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -300,7 +308,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// The drains' steps once their records are written: a step recorded
 	// and not taken (a crash in between) is taken again by the next plan.
 	drainErr := r.force(ctx, out.Drains)
-	r.Metrics.Update(req.String(), metrics.Samples(uc, clusterOf(snap)))
+	samples := metrics.Samples(uc, clusterOf(snap))
+	fired, ok, retryResult := r.upgradeResult(ctx, req.String(), uc)
+	if ok {
+		samples = append(samples, metrics.UpgradeResultSample(uc, fired))
+	}
+	r.Metrics.Update(req.String(), samples)
 	r.Metrics.ClearNotificationFailed(uc.Name, func(event string) bool { return plan.NotificationWanted(uc.Status, event) })
 	// One call: libs/events numbers the actions of Events of one reason
 	// that say different things (two failing health checks), so that each
@@ -323,6 +336,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if drainErr != nil {
 		return reconcile.Result{}, drainErr
+	}
+	if retryResult {
+		// Prometheus's history does not change with any Kubernetes event.
+		return reconcile.Result{RequeueAfter: requeue.Min(out.RequeueAfter, time.Minute)}, nil
 	}
 	// After a side effect no requeue is needed: the object it changed and the
 	// status (its step's attempts) both come back as watch events, and the

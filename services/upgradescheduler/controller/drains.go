@@ -14,6 +14,16 @@ import (
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 )
 
+// readDrainPods reads the pods on the named nodes into s.DrainPods.
+func (r *Reconciler) readDrainPods(ctx context.Context, s *plan.Snapshot, nodes []string) {
+	if s.DrainPods == nil {
+		s.DrainPods = map[string][]corev1.Pod{}
+	}
+	for _, n := range nodes {
+		s.DrainPods[n] = r.podsOn(ctx, n)
+	}
+}
+
 // podsOn lists the pods bound to a worker node from the apiserver: pods are
 // not cached (every pod of the cluster for a few draining nodes), and a
 // drain's pods are read only once a timeout may have passed. A read that

@@ -117,7 +117,8 @@ func (o *OCM) deliver(ctx context.Context, uc *upgradev1alpha1.UpgradeConfig, cf
 	}
 	notice := ocm.Notice{State: n.Event, PolicyState: n.PolicyState, Description: n.Description}
 	if n.ServiceLog {
-		notice = ocm.Notice{ServiceLog: &ocm.ServiceLog{Summary: n.ServiceLogSummary, Description: n.ServiceLogDescription, Key: n.Key(string(uc.UID))}}
+		notice = ocm.Notice{ServiceLog: &ocm.ServiceLog{Summary: n.ServiceLogSummary, Description: n.ServiceLogDescription,
+			DocReferences: n.DocReferences, Key: n.Key(string(uc.UID))}}
 		return c.Deliver(ctx, cl, "", notice)
 	}
 	id := uc.Annotations[ocm.PolicyAnnotation]

@@ -16,8 +16,10 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -178,8 +180,14 @@ func ocmSpec(ctx context.Context) {
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: config.ConfigMapName, Namespace: ns},
 		Data: map[string]string{config.ConfigKey: "configManager:\n  source: OCM\n  ocmBaseUrl: " + sim.URL() + "\n  watchInterval: 1\n" +
-			"upgradeType: OSD\nfeatureGate:\n  enabled: [ServiceLogNotification]\n"}})).To(Succeed())
-	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+			"upgradeType: OSD\nfeatureGate:\n  enabled: [ServiceLogNotification, PreHealthCheck]\n"}})).To(Succeed())
+	// A customer's budget that allows no disruption: MUO's PreHealthCheck
+	// gate names it, and never blocks on it.
+	zero := intstr.FromInt32(0)
+	Expect(env.Client.Create(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}})).To(Succeed())
+	const pdbFinding = `PDBHealthcheckFailed: [{"Name":"db","Namespace":"scheduler-ocm"}]`
+	at := time.Now().Add(3 * time.Hour).UTC().Truncate(time.Second)
 	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "p1", Version: "4.16.11", NextRun: at})
 	_, stop = startWithOCM(ctx, ns, 200*time.Millisecond)
 	defer func() { stop() }()
@@ -194,6 +202,27 @@ func ocmSpec(ctx context.Context) {
 		PDBForceDrainTimeout: 45, Type: upgradev1alpha1.OSD, CapacityReservation: true}))
 	Eventually(ucPhase(ctx, key)).Should(Equal("Pending/"))
 	uid := get(Default).UID
+
+	By("scheduled more than two hours ahead: the budget is in the preflight report and in MUO's PreHealthCheckSL")
+	Eventually(func(g Gomega) []string {
+		var out []string
+		for _, l := range sim.ServiceLogs() {
+			if l.Summary() == "Cluster has encountered pre-upgrade healthcheck failure" {
+				g.Expect(l.DocReferences()).To(Equal([]string{"https://access.redhat.com/solutions/7081505"}))
+				out = append(out, l.Description())
+			}
+		}
+		return out
+	}).Should(ConsistOf(And(HavePrefix("Cluster upgrade to version 4.16.11 has been scheduled for more than 2 hours, cluster pre-upgrade health check has identified the following points which may impact the upgrade process: "),
+		ContainSubstring(pdbFinding), HaveSuffix(". Please take actions to review and fix the issues before the upgrade begins to have seamless upgrade experience"))))
+	Eventually(func(g Gomega) string {
+		for _, c := range get(g).Status.Preflight {
+			if c.Check == plan.CheckPDBConfiguration && !c.Passed && c.Advisory {
+				return c.Details
+			}
+		}
+		return ""
+	}).Should(ContainSubstring("scheduler-ocm/db"))
 
 	By("rescheduled in OCM: updated in place, history kept, PolicyChanged")
 	sim.SetPolicy(ocmInternalID, ocmsim.Policy{ID: "p1", Version: "4.16.11", NextRun: at.Add(time.Hour)})
@@ -234,10 +263,12 @@ func ocmSpec(ctx context.Context) {
 		Expect(l.ServiceName()).To(Equal(ocm.ServiceName))
 	}
 	Expect(count).To(Equal(map[string]int{
-		"Cluster is starting with control and worker plane upgrade": 1,
-		"Cluster has finished control plane upgrade":                1,
-		"Cluster has finished with worker plane upgrade":            1,
-	}))
+		"Cluster has encountered pre-upgrade healthcheck failure":    1,
+		"Cluster has encountered healthcheck failure during upgrade": 1,
+		"Cluster is starting with control and worker plane upgrade":  1,
+		"Cluster has finished control plane upgrade":                 1,
+		"Cluster has finished with worker plane upgrade":             1,
+	}), "the budget held nothing, and each notice went out once")
 	applied, faults := 0, 0
 	for _, r := range sim.Requests() {
 		if r.Applied && r.Op == ocmsim.OpPatchPolicyState {
@@ -256,12 +287,13 @@ func ocmSpec(ctx context.Context) {
 			events = append(events, n.Event)
 		}
 	}
-	Expect(events).To(Equal([]string{plan.EventStarted, plan.EventScaleSkipped, plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL,
-		plan.EventWorkerPlaneFinishedSL, plan.EventCompleted}))
+	Expect(events).To(Equal([]string{plan.EventPreHealthCheckSL, plan.EventStarted, plan.EventHealthCheckSL, plan.EventScaleSkipped,
+		plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL, plan.EventCompleted}))
 	GinkgoWriter.Printf("OCM requests %d, faults injected %d\n", len(sim.Requests()), faults)
 
 	By("the notification metrics: MUO's gauge per event, and no event counted sent twice")
-	all := []string{plan.EventStarted, plan.EventScaleSkipped, plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL, plan.EventCompleted}
+	all := []string{plan.EventPreHealthCheckSL, plan.EventStarted, plan.EventHealthCheckSL, plan.EventScaleSkipped, plan.EventControlPlaneStartedSL,
+		plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL, plan.EventCompleted}
 	want := map[string]float64{}
 	for _, e := range all {
 		want["event="+e+",upgradeconfig_name="+ocm.UpgradeConfigName+",version=4.16.11"] = 1

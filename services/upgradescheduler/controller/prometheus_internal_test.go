@@ -5,13 +5,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
+	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
 )
 
 // prometheusAlertsBody is a /api/v1/alerts answer in the shape Prometheus's
@@ -57,5 +61,54 @@ func TestCriticalAlertsFromPrometheus(t *testing.T) {
 	}
 	if !slices.Equal(paths, []string{"/api/v1/alerts"}) {
 		t.Fatalf("requests %v, want one read of /api/v1/alerts", paths)
+	}
+}
+
+// After an upgrade, MUO's result: the paging alerts that fired during it,
+// asked of Prometheus once per completed attempt; a failed query is asked
+// again later, and an attempt not completed asks nothing.
+func TestUpgradeResultFromPrometheus(t *testing.T) {
+	var queries []string
+	fail := false
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		queries = append(queries, r.Form.Get("query"))
+		if fail {
+			http.Error(w, `{"status":"error","errorType":"unavailable","error":"down"}`, http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"alertname":"UpgradeNodeDrainFailedSRE"},"value":[1764600000,"1"]}]}}`))
+	}))
+	defer prom.Close()
+	ac, err := alerts.New(alerts.Config{URL: prom.URL, API: alerts.Prometheus, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Alerts: ac}
+	start, end := metav1.NewTime(time.Now().Add(-2*time.Hour)), metav1.NewTime(time.Now().Add(-time.Hour))
+	uc := &upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config"}}
+	uc.Status.History = []upgradev1alpha1.UpgradeHistory{{Version: "4.16.2", PrecedingVersion: "4.16.1", Phase: upgradev1alpha1.UpgradePhaseUpgrading, StartTime: &start}}
+	if _, ok, retry := r.upgradeResult(context.Background(), "ns/uc", uc); ok || retry || len(queries) != 0 {
+		t.Fatalf("an attempt under way: ok %v retry %v queries %v", ok, retry, queries)
+	}
+	uc.Status.History[0].Phase, uc.Status.History[0].CompleteTime = upgradev1alpha1.UpgradePhaseUpgraded, &end
+	fail = true
+	if _, ok, retry := r.upgradeResult(context.Background(), "ns/uc", uc); ok || !retry {
+		t.Fatalf("a failed query: ok %v retry %v", ok, retry)
+	}
+	fail = false
+	for range 2 {
+		fired, ok, retry := r.upgradeResult(context.Background(), "ns/uc", uc)
+		if !ok || retry || !slices.Equal(fired, []string{"UpgradeNodeDrainFailedSRE"}) {
+			t.Fatalf("fired %v ok %v retry %v", fired, ok, retry)
+		}
+	}
+	if len(queries) != 2 || !strings.Contains(queries[1], `alertname=~"UpgradeConfigValidationFailedSRE|UpgradeClusterCheckFailedSRE|UpgradeControlPlaneUpgradeTimeoutSRE|UpgradeNodeUpgradeTimeoutSRE|UpgradeNodeDrainFailedSRE"}[1h] offset 1h`) {
+		t.Fatalf("queries %q: one failed, then one for the attempt", queries)
+	}
+	s := metrics.UpgradeResultSample(uc, []string{"UpgradeNodeDrainFailedSRE"})
+	if s.Value != 0 || s.Labels["stream"] != "z" || s.Labels["alerts"] != "UpgradeNodeDrainFailedSRE" || s.Labels["preceding_version"] != "4.16.1" {
+		t.Fatalf("sample %+v", s)
 	}
 }

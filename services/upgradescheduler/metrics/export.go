@@ -74,6 +74,8 @@ func gaugeDefs() []gaugeDef {
 	gauge(SilencesActive, "Alertmanager silences the upgrade holds (status.silences): renewed while its phase runs, expired when it ends.", own...)
 	gauge(Notification, "1 for every notification delivered (an OCM policy state or a service log), by event and target version (MUO).", LabelUpgradeConfig, LabelEvent, LabelVersion)
 	gauge(NodeDrainTimeout, "1 while the drain of a worker node is still blocked with nothing left to force or wait for, 0 once that drain ended (MUO).", LabelNode)
+	gauge(UpgradeResult, "After an upgrade: 1 when none of the SRE paging alerts fired during it, 0 when some did, named in alerts (MUO; needs a Prometheus alert source).",
+		LabelUpgradeConfig, LabelPrecedingVersion, LabelStream, LabelVersion, LabelAlerts)
 	gauge(CapacityReservationSet, "State set of the capacity reservation's outcome (Ready, TimedOut, Skipped, Removed).", LabelNamespace, LabelName, LabelOutcome)
 	return defs
 }
@@ -160,7 +162,8 @@ func (m *Metrics) ClearNotificationFailed(name string, wanted func(event string)
 
 func notificationEvents() []string {
 	return []string{plan.EventStarted, plan.EventDelayed, plan.EventFailed, plan.EventCompleted,
-		plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL}
+		plan.EventControlPlaneStartedSL, plan.EventControlPlaneFinishedSL, plan.EventWorkerPlaneFinishedSL,
+		plan.EventScaleSkipped, plan.EventSkipped, plan.EventHealthCheckSL, plan.EventPreHealthCheckSL}
 }
 
 // ObserveSync records a successful policy sync.
@@ -170,7 +173,7 @@ func (m *Metrics) ObserveSync(name string, t time.Time) {
 
 // Names are the names of every metric this package exports.
 func Names() []string {
-	out := []string{StepDuration, OCMRequests, Notifications, NotificationFailed, SyncTimestamp}
+	out := []string{StepDuration, OCMRequests, Notifications, NotificationFailed, SyncTimestamp, DrainForced}
 	for _, d := range gaugeDefs() {
 		out = append(out, d.name)
 	}

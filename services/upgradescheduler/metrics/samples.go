@@ -8,6 +8,7 @@
 package metrics
 
 import (
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -61,7 +62,10 @@ const (
 	// node's drain has timed out (status.drains[].timedOutTime), 0 once
 	// that drain ended.
 	NodeDrainTimeout = "upgradeoperator_node_drain_timeout"
-	DrainForced      = "upshift_upgrade_scheduler_drain_forced_total"
+	// UpgradeResult is MUO's: after an upgrade, 1 when none of the SRE
+	// paging alerts fired during it, 0 when some did (named in alerts).
+	UpgradeResult = "upgradeoperator_upgrade_result"
+	DrainForced   = "upshift_upgrade_scheduler_drain_forced_total"
 )
 
 // Label names.
@@ -83,7 +87,48 @@ const (
 	LabelOp            = "op"
 	LabelCode          = "code"
 	LabelNode          = "node_name" // MUO's
+	// MUO's labels of upgrade_result.
+	LabelPrecedingVersion = "preceding_version"
+	LabelStream           = "stream"
+	LabelAlerts           = "alerts"
 )
+
+// PagingAlerts are the SRE alerts (managed-cluster-config's rules on MUO's
+// metrics) whose firing during an upgrade makes its result 0, as MUO lists
+// them.
+var PagingAlerts = []string{
+	"UpgradeConfigValidationFailedSRE",
+	"UpgradeClusterCheckFailedSRE",
+	"UpgradeControlPlaneUpgradeTimeoutSRE",
+	"UpgradeNodeUpgradeTimeoutSRE",
+	"UpgradeNodeDrainFailedSRE",
+}
+
+// UpgradeResultSample is the result of the attempt in history[0] of uc, an
+// upgrade that completed, given the paging alerts that fired during it.
+func UpgradeResultSample(uc *upgradev1alpha1.UpgradeConfig, fired []string) Sample {
+	h := uc.Status.History[0]
+	return Sample{Name: UpgradeResult, Labels: map[string]string{LabelUpgradeConfig: uc.Name, LabelPrecedingVersion: h.PrecedingVersion,
+		LabelStream: Stream(h.PrecedingVersion, h.Version), LabelVersion: h.Version, LabelAlerts: strings.Join(fired, ",")},
+		Value: boolValue(len(fired) == 0)}
+}
+
+// minorOf reads the minor of a version as MUO does: the second of its
+// dot-separated numbers, anything after the third dot aside.
+var minorOf = regexp.MustCompile(`[0-9]+\.([0-9]+)\..*`)
+
+// Stream is MUO's kind of update: "y" when the minor changes, "z" when not,
+// "unknown" when either version does not read as one.
+func Stream(preceding, version string) string {
+	a, b := minorOf.FindStringSubmatch(preceding), minorOf.FindStringSubmatch(version)
+	if len(a) < 2 || len(b) < 2 {
+		return "unknown"
+	}
+	if a[1] != b[1] {
+		return "y"
+	}
+	return "z"
+}
 
 // Sample is one series and its value.
 type Sample struct {
@@ -128,13 +173,17 @@ var CapacityOutcomes = []string{plan.CapacityReady, plan.CapacityTimedOut, plan.
 // muoReasons are MUO's healthcheck_failed reasons for the checks MUO also
 // runs; the checks MUO does not have get a reason in the same style.
 var muoReasons = map[string]string{
-	plan.CheckCriticalAlerts:       "critical_alerts_firing",
-	plan.CheckClusterOperators:     "cluster_operators_degraded",
-	plan.CheckClusterVersion:       "cluster_version_failing",
-	plan.CheckMachineConfigPools:   "machine_config_pools_degraded",
-	plan.CheckNodes:                "cluster_nodes_not_ready_or_cordoned",
-	plan.CheckPodDisruptionBudgets: "pdb_blocks_drain",
-	plan.CheckExternalDeps:         "external_dependencies_unavailable",
+	plan.CheckCriticalAlerts:        "critical_alerts_firing",
+	plan.CheckClusterOperators:      "cluster_operators_degraded",
+	plan.CheckClusterVersion:        "cluster_version_failing",
+	plan.CheckMachineConfigPools:    "machine_config_pools_degraded",
+	plan.CheckNodes:                 "cluster_nodes_not_ready_or_cordoned",
+	plan.CheckPodDisruptionBudgets:  "pdb_blocks_drain",
+	plan.CheckExternalDeps:          "external_dependencies_unavailable",
+	plan.CheckCapacityReservation:   "default_worker_machinepool_not_found",
+	plan.CheckManuallyCordonedNodes: "cluster_node_manually_cordoned",
+	plan.CheckUnschedulableTaints:   "cluster_node_taint_unschedulable",
+	plan.CheckPDBConfiguration:      "cluster_invalid_pdb_configuration",
 }
 
 // HealthCheckReason is the reason label of upgradeoperator_healthcheck_failed
@@ -217,8 +266,11 @@ func Samples(uc *upgradev1alpha1.UpgradeConfig, cluster Cluster) []Sample {
 		own(PreflightCheckFailing, boolValue(!c.Passed), LabelCheck, c.Check)
 		// MUO's series, which MUO's SRE alerts page on, count only what
 		// holds the upgrade, as with MUO; an advisory finding is in ours.
+		// The checks of MUO's PreHealthCheck gate never hold it, and MUO
+		// sets its series for them all the same.
 		blocks := !c.Passed && !c.Advisory
-		muo(HealthCheckFailed, boolValue(blocks), LabelState, string(h.Phase), LabelVersion, cluster.Version, LabelReason, HealthCheckReason(c.Check))
+		failed := blocks || (!c.Passed && plan.PreHealthCheckGateChecks[c.Check])
+		muo(HealthCheckFailed, boolValue(failed), LabelState, string(h.Phase), LabelVersion, cluster.Version, LabelReason, HealthCheckReason(c.Check))
 		anyFailing = anyFailing || blocks
 	}
 	if len(st.Preflight) > 0 {

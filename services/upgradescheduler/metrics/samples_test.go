@@ -323,3 +323,16 @@ func TestNodeDrainTimeout(t *testing.T) {
 		t.Fatalf("%s = %v, want %v", NodeDrainTimeout, got, want)
 	}
 }
+
+// MUO's stream label: y when the minor changes, z when not, unknown when a
+// version does not read as x.y.z.
+func TestStream(t *testing.T) {
+	for _, c := range []struct{ from, to, want string }{
+		{"4.16.1", "4.16.2", "z"}, {"4.15.30", "4.16.2", "y"}, {"4.16.1", "4.16.2-rc.1", "z"},
+		{"", "4.16.2", "unknown"}, {"4.16", "4.16.2", "unknown"}, {"4.16.1", "quay.io/x@sha256:1", "unknown"},
+	} {
+		if got := Stream(c.from, c.to); got != c.want {
+			t.Errorf("Stream(%q, %q) = %q, want %q", c.from, c.to, got, c.want)
+		}
+	}
+}

@@ -367,6 +367,9 @@ func (c *Client) SetPolicyState(ctx context.Context, clusterID, policyID, value,
 type ServiceLog struct {
 	Summary     string
 	Description string
+	// DocReferences are the articles the entry links (MUO's health check
+	// service logs link one).
+	DocReferences []string
 	// Key is the idempotency key, stored as the entry's event_stream_id and
 	// searched for before posting.
 	Key string
@@ -403,9 +406,13 @@ func (c *Client) AddServiceLog(ctx context.Context, cl Cluster, l ServiceLog) er
 	if c.agent {
 		return ErrAgentNoServiceLogs
 	}
-	entry, err := slv1.NewLogEntry().ClusterID(cl.ID).ClusterUUID(cl.ExternalID).Severity(slv1.SeverityInfo).
+	b := slv1.NewLogEntry().ClusterID(cl.ID).ClusterUUID(cl.ExternalID).Severity(slv1.SeverityInfo).
 		InternalOnly(false).ServiceName(ServiceName).LogType(slv1.LogType(LogType)).
-		Summary(l.Summary).Description(l.Description).EventStreamID(l.Key).Build()
+		Summary(l.Summary).Description(l.Description).EventStreamID(l.Key)
+	if len(l.DocReferences) > 0 {
+		b.DocReferences(l.DocReferences...)
+	}
+	entry, err := b.Build()
 	if err != nil {
 		return err
 	}

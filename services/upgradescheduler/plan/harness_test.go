@@ -65,6 +65,10 @@ type world struct {
 	pods     map[string][]corev1.Pod
 	podReads int
 	forced   []string
+	// pdbNodes are the nodes of the pods each budget guards, by
+	// "<namespace>/<name>" (none when missing); pdbReads counts the reads.
+	pdbNodes map[string][]string
+	pdbReads int
 }
 
 // fakeAM keeps silences as Alertmanager's API does for the lease plans:
@@ -249,6 +253,12 @@ func (w *world) plan() Output {
 		case out.NeedsLeases:
 			in.Snapshot.LeasesUnread = false
 			in.Snapshot.Leases = &LeasesRead{Existing: w.am.list(w.now)}
+		case len(out.NeedsPDBNodes) > 0:
+			in.Snapshot.PDBNodes = map[string][]string{}
+			for _, key := range out.NeedsPDBNodes {
+				in.Snapshot.PDBNodes[key] = append([]string{}, w.pdbNodes[key]...)
+				w.pdbReads++
+			}
 		case len(out.NeedsDrainPods) > 0:
 			in.Snapshot.DrainPods = map[string][]corev1.Pod{}
 			for _, n := range out.NeedsDrainPods {
@@ -260,7 +270,7 @@ func (w *world) plan() Output {
 		}
 		out = Plan(in)
 	}
-	if out.NeedsExternalChecks || out.NeedsLeases || len(out.NeedsDrainPods) > 0 {
+	if out.NeedsExternalChecks || out.NeedsLeases || len(out.NeedsDrainPods) > 0 || len(out.NeedsPDBNodes) > 0 {
 		w.t.Fatalf("a plan given what it asked for asked again: %+v", out)
 	}
 	checkAlertsUnread(w.t, in, out)

@@ -142,8 +142,7 @@ func (p *planner) healthChecks() []upgradev1alpha1.PreflightCheck {
 
 	var pdbs []string
 	for _, pdb := range s.PDBs {
-		// A budget that covers no pod blocks nothing.
-		if pdb.Status.DisruptionsAllowed == 0 && pdb.Status.ExpectedPods > 0 {
+		if blocksEviction(pdb) {
 			pdbs = append(pdbs, pdb.Namespace+"/"+pdb.Name)
 		}
 	}
@@ -152,20 +151,32 @@ func (p *planner) healthChecks() []upgradev1alpha1.PreflightCheck {
 		pdbFail = []string{"allow no disruption and would block a drain: " + joinLimited(sorted(pdbs), 20)}
 	}
 	add(CheckPodDisruptionBudgets, pdbFail, "every PodDisruptionBudget allows a disruption")
+	if p.cfg != nil && p.preHealthCheckGate() {
+		p.muoFindings().preflight(p.spec.CapacityReservation, func(name string, failures []string, okDetails string) {
+			add(name, failures, okDetails)
+			out[len(out)-1].Advisory = true
+		})
+	}
 	return out
 }
 
-// runHealthChecks records every check in status.preflight and returns the
-// failing ones that block (not advisory).
-func (p *planner) runHealthChecks(before bool) []upgradev1alpha1.PreflightCheck {
-	var failing []upgradev1alpha1.PreflightCheck
-	for _, c := range p.healthChecks() {
+// runHealthChecks records every check in status.preflight and returns them
+// all, and the failing ones that block (not advisory).
+func (p *planner) runHealthChecks() (all, failing []upgradev1alpha1.PreflightCheck) {
+	all = p.healthChecks()
+	for _, c := range all {
 		p.recordPreflight(c)
 		if !c.Passed && !c.Advisory {
 			failing = append(failing, c)
 		}
 	}
-	return failing
+	// A check no longer run (the PreHealthCheck gate turned off, capacity
+	// reservation no longer asked for) leaves the report; the external
+	// dependencies are recorded by their own step.
+	p.st.Preflight = slices.DeleteFunc(p.st.Preflight, func(c upgradev1alpha1.PreflightCheck) bool {
+		return c.Check != CheckExternalDeps && !slices.ContainsFunc(all, func(r upgradev1alpha1.PreflightCheck) bool { return r.Check == c.Check })
+	})
+	return all, failing
 }
 
 // recordPreflight stores a check result, moving lastRun only when the result
@@ -206,7 +217,13 @@ func (p *planner) healthEvent(c upgradev1alpha1.PreflightCheck) {
 }
 
 func (p *planner) healthStep(when string) result {
-	failing := p.runHealthChecks(when == "before")
+	all, failing := p.runHealthChecks()
+	if when == "before" {
+		// MUO tells the customer first, then blocks on what blocks.
+		if a := p.healthNotice(EventHealthCheckSL, all); a != nil {
+			return result{message: "sending the " + EventHealthCheckSL + " notification", action: a}
+		}
+	}
 	if len(failing) == 0 {
 		return result{done: true, message: "every health check passed"}
 	}
@@ -292,11 +309,13 @@ func (p *planner) workerPools() []mcfgv1.MachineConfigPool {
 	return out
 }
 
-// workersUpgraded: every worker pool runs its current configuration on every
-// machine. The worker start and completion times in the history are
+// workersUpgraded is MUO's worker step: done once the pool "worker" runs its
+// current configuration on every machine. Other worker pools (infra, custom
+// ones) are reported in the message, not waited for, as MUO waits for none
+// of them. The worker start and completion times in the history are
 // mcp-tracker's to write, not this planner's.
 func (p *planner) workersUpgraded() result {
-	var pending, degraded []string
+	var pending, others, degraded []string
 	// A gate pool of node-gate's is not a pool of its own: its machines are
 	// counted with their source pool's, which is not done while any is
 	// there.
@@ -308,31 +327,50 @@ func (p *planner) workersUpgraded() result {
 		}
 	}
 	for _, pool := range p.workerPools() {
-		if poolCondition(pool, mcfgv1.MachineConfigPoolDegraded) {
+		source := pool.Name
+		if s, isGate := gates[pool.Name]; isGate {
+			source = s
+		}
+		if poolCondition(pool, mcfgv1.MachineConfigPoolDegraded) && source == "worker" {
 			degraded = append(degraded, pool.Name)
 		}
 		st := pool.Status
 		done := st.MachineCount == st.UpdatedMachineCount && poolCondition(pool, mcfgv1.MachineConfigPoolUpdated) &&
 			(pool.Spec.Configuration.Name == "" || pool.Spec.Configuration.Name == st.Configuration.Name)
 		_, isGate := gates[pool.Name]
+		var line string
 		switch {
 		case isGate:
-			if !done && inGate[gates[pool.Name]] == 0 {
-				pending = append(pending, fmt.Sprintf("%s (%d/%d updated)", pool.Name, st.UpdatedMachineCount, st.MachineCount))
+			if !done && inGate[source] == 0 {
+				line = fmt.Sprintf("%s (%d/%d updated)", pool.Name, st.UpdatedMachineCount, st.MachineCount)
 			}
 		case inGate[pool.Name] > 0:
-			pending = append(pending, fmt.Sprintf("%s (%d/%d updated, %d released into the gate pool)",
-				pool.Name, st.UpdatedMachineCount, st.MachineCount+inGate[pool.Name], inGate[pool.Name]))
+			line = fmt.Sprintf("%s (%d/%d updated, %d released into the gate pool)",
+				pool.Name, st.UpdatedMachineCount, st.MachineCount+inGate[pool.Name], inGate[pool.Name])
 		case !done:
-			pending = append(pending, fmt.Sprintf("%s (%d/%d updated)", pool.Name, st.UpdatedMachineCount, st.MachineCount))
+			line = fmt.Sprintf("%s (%d/%d updated)", pool.Name, st.UpdatedMachineCount, st.MachineCount)
+		}
+		switch {
+		case line == "":
+		case source == "worker":
+			pending = append(pending, line)
+		default:
+			others = append(others, line)
 		}
 	}
+	also := ""
+	if len(others) > 0 {
+		also = "other pools updating, not waited for (as MUO): " + strings.Join(others, ", ")
+	}
 	if len(pending) == 0 {
-		return result{done: true}
+		return result{done: true, message: also}
 	}
 	r := result{message: "worker pools updating: " + strings.Join(pending, ", ")}
 	if note := p.gateNote(); note != "" {
 		r.message += "; " + note
+	}
+	if also != "" {
+		r.message += "; " + also
 	}
 	if len(degraded) > 0 {
 		r.failure = "worker pools Degraded: " + strings.Join(sorted(degraded), ", ")

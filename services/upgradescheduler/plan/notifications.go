@@ -25,6 +25,9 @@ const (
 	EventControlPlaneStartedSL  = "StateControlPlaneStartedSL"
 	EventControlPlaneFinishedSL = "StateControlPlaneFinishedSL"
 	EventWorkerPlaneFinishedSL  = "StateWorkerPlaneFinishedSL"
+	// With the PreHealthCheck feature gate (muohealth.go).
+	EventHealthCheckSL    = "StateHealthCheckSL"
+	EventPreHealthCheckSL = "StatePreHealthCheckSL"
 )
 
 // The notices' texts are MUO's, word for word (its event manager's
@@ -43,6 +46,10 @@ const (
 	descControlPlaneStarted  = "Cluster upgrade to version %s is starting with control and worker plane upgrade. This is an informational notification and no action is required"
 	descControlPlaneFinished = "Cluster upgrade to version %s has finished control plane upgrade. This is an informational notification and no action is required"
 	descWorkerPlaneFinished  = "Cluster upgrade to version %s has finished worker plane upgrade. This is an informational notification and no action is required."
+	descHealthCheck          = "Cluster upgrade to version %s may experience a delay as following healthcheck(s): %s are failing for the cluster which could impact the upgrade's operation."
+	descPreHealthCheck       = "Cluster upgrade to version %s has been scheduled for more than 2 hours, cluster pre-upgrade health check has identified the following points which may impact the upgrade process: %s. Please take actions to review and fix the issues before the upgrade begins to have seamless upgrade experience"
+	// healthCheckKCS is the article MUO's health check service logs refer to.
+	healthCheckKCS = "https://access.redhat.com/solutions/7081505"
 	// descDrainDelay names no version: MUO's text, as it sends it.
 	descDrainDelay = "Node drain grace period might be impacting cluster upgrade. Please refer to the article for further details https://access.redhat.com/solutions/7075425"
 )
@@ -56,10 +63,12 @@ type Notification struct {
 	// PolicyState is the OCM upgrade policy state to write, with Description.
 	PolicyState string
 	Description string
-	// ServiceLogSummary and ServiceLogDescription are the service log's texts.
+	// ServiceLogSummary and ServiceLogDescription are the service log's
+	// texts, DocReferences the articles it links.
 	ServiceLog            bool
 	ServiceLogSummary     string
 	ServiceLogDescription string
+	DocReferences         []string
 }
 
 // Key identifies the notification for deduplication: the UpgradeConfig's
@@ -100,6 +109,11 @@ func (p *planner) notice(event string) *Notification {
 		n.ServiceLog, n.ServiceLogSummary, n.ServiceLogDescription = true, "Cluster has finished control plane upgrade", fmt.Sprintf(descControlPlaneFinished, v)
 	case EventWorkerPlaneFinishedSL:
 		n.ServiceLog, n.ServiceLogSummary, n.ServiceLogDescription = true, "Cluster has finished with worker plane upgrade", fmt.Sprintf(descWorkerPlaneFinished, v)
+	case EventHealthCheckSL:
+		// The description names the findings: healthNotice completes it.
+		n.ServiceLog, n.ServiceLogSummary, n.DocReferences = true, "Cluster has encountered healthcheck failure during upgrade", []string{healthCheckKCS}
+	case EventPreHealthCheckSL:
+		n.ServiceLog, n.ServiceLogSummary, n.DocReferences = true, "Cluster has encountered pre-upgrade healthcheck failure", []string{healthCheckKCS}
 	}
 	return n
 }
@@ -188,7 +202,7 @@ func PolicyGoneBlocks(event string) bool {
 
 func isServiceLog(event string) bool {
 	switch event {
-	case EventControlPlaneStartedSL, EventControlPlaneFinishedSL, EventWorkerPlaneFinishedSL:
+	case EventControlPlaneStartedSL, EventControlPlaneFinishedSL, EventWorkerPlaneFinishedSL, EventHealthCheckSL, EventPreHealthCheckSL:
 		return true
 	}
 	return false

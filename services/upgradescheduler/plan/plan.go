@@ -72,6 +72,10 @@ type Snapshot struct {
 	// made only for a plan that asks for one (Output.NeedsExternalChecks);
 	// nil otherwise.
 	ExternalChecks *ExternalChecksResult
+	// PDBNodes are the nodes of the pods each blocking PodDisruptionBudget
+	// guards, by "<namespace>/<name>", read only for the budgets a plan asks
+	// for (Output.NeedsPDBNodes); a budget missing is unread.
+	PDBNodes map[string][]string
 	// DrainPods are the pods on worker nodes whose drain may be forced, by
 	// node, read only for the nodes a plan asks for (Output.NeedsDrainPods);
 	// a node missing is unread.
@@ -162,6 +166,11 @@ type Output struct {
 	// rest of this Output is then void, and the reconciler runs the checks
 	// and plans again with their result.
 	NeedsExternalChecks bool
+	// NeedsPDBNodes names the blocking PodDisruptionBudgets whose pods'
+	// nodes the preflight report needs and Snapshot.PDBNodes lacks: the rest
+	// of this Output is then void, and the reconciler reads them and plans
+	// again.
+	NeedsPDBNodes []string
 	// NeedsDrainPods names the nodes whose pods a drain decision needs and
 	// Snapshot.DrainPods lacks: the rest of this Output is then void, and
 	// the reconciler reads them (from the apiserver: pods are not cached)

@@ -41,6 +41,8 @@ type planner struct {
 	// needsDrainPods the nodes whose pods must be read first.
 	drainOut       Drains
 	needsDrainPods []string
+	// needsPDBNodes: the budgets whose pods' nodes the report needs.
+	needsPDBNodes []string
 }
 
 func newPlanner(in Input) *planner {
@@ -63,7 +65,8 @@ func newPlanner(in Input) *planner {
 
 func (p *planner) output() Output {
 	out := Output{Status: p.st, Action: p.action, Events: p.events, Silences: p.silences(), NeedsAlerts: p.needsAlerts,
-		NeedsExternalChecks: p.needsExternalChecks, Drains: p.drainOut, NeedsDrainPods: p.needsDrainPods}
+		NeedsExternalChecks: p.needsExternalChecks, Drains: p.drainOut, NeedsDrainPods: p.needsDrainPods,
+		NeedsPDBNodes: p.needsPDBNodes}
 	if !p.wakeAt.IsZero() && p.action == nil {
 		out.RequeueAfter = p.wakeAt.Sub(p.now)
 		if out.RequeueAfter <= 0 {
@@ -137,6 +140,8 @@ func (p *planner) run() {
 	}
 	h := p.ensureHistory()
 	defer p.summarise()
+	// Whatever the phase decided, the report reflects it.
+	defer p.report()
 
 	// Pause holds every side effect, cleanup included.
 	if p.spec.Paused {
@@ -281,6 +286,8 @@ func (p *planner) ensureHistory() *upgradev1alpha1.UpgradeHistory {
 		p.st.CapacityReservation = nil
 	}
 	p.st.History = append([]upgradev1alpha1.UpgradeHistory{entry}, p.st.History...)
+	// The report was about the old target.
+	p.st.Report = nil
 	p.event(false, "UpgradeScheduled", "upgrade to %s recorded in phase %s", p.target, entry.Phase)
 	return p.history()
 }
@@ -336,10 +343,13 @@ func (p *planner) pending() bool {
 		p.setCondition("Progressing", metav1.ConditionFalse, "WaitingForStart",
 			"the upgrade starts at "+start.UTC().Format(time.RFC3339))
 		// Pre-flight checks ahead of time are advisory: they block nothing yet.
-		p.runHealthChecks(false)
+		all, _ := p.runHealthChecks()
+		p.preHealthNotice(start, all)
 		return false
 	}
 	if !sched.Open(p.now) {
+		// Waiting for a window, the findings are kept up to date as well.
+		p.runHealthChecks()
 		next, _ := sched.NextOpen(p.now)
 		p.wake(next)
 		p.setCondition("Progressing", metav1.ConditionFalse, "WaitingForMaintenanceWindow",

@@ -9,10 +9,10 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
@@ -156,15 +156,7 @@ func WorkerPoolsForWindow(pools []mcfgv1.MachineConfigPool) []silence.Pool {
 	var out []silence.Pool
 	for _, pool := range pools {
 		n := int(pool.Status.MachineCount)
-		mu := intstr.FromInt32(1)
-		if pool.Spec.MaxUnavailable != nil {
-			mu = *pool.Spec.MaxUnavailable
-		}
-		v, err := intstr.GetScaledValueFromIntOrPercent(&mu, n, false)
-		if err != nil || v < 1 {
-			v = 1
-		}
-		out = append(out, silence.Pool{Remaining: n - int(pool.Status.UpdatedMachineCount), MaxUnavailable: v})
+		out = append(out, silence.Pool{Remaining: n - int(pool.Status.UpdatedMachineCount), MaxUnavailable: mcostate.MaxUnavailable(&pool, n)})
 	}
 	return out
 }

@@ -58,16 +58,7 @@ func (p *planner) summarise() {
 		meta.RemoveStatusCondition(&p.st.Conditions, "Delayed")
 	}
 	if len(p.st.Preflight) > 0 {
-		var failing, advisory []string
-		for _, c := range p.st.Preflight {
-			switch {
-			case c.Passed:
-			case c.Advisory:
-				advisory = append(advisory, c.Check)
-			default:
-				failing = append(failing, c.Check)
-			}
-		}
+		failing, advisory := p.failingChecks()
 		switch {
 		case len(failing) > 0:
 			msg := "failing: " + strings.Join(failing, ", ")

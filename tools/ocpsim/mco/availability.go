@@ -9,7 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
 // ZoneLabel orders candidate nodes.
@@ -79,18 +80,10 @@ func IsUpdated(n *corev1.Node, target string) bool {
 	return IsDone(n) && n.Annotations[CurrentConfigAnnotation] == target
 }
 
-// MaxUnavailable is the pool's maxUnavailable resolved against its size
-// (default 1, percentages round down, never below 1).
+// MaxUnavailable is the pool's maxUnavailable resolved against its size, as
+// the MCO resolves it (libs/mcostate).
 func MaxUnavailable(pool *mcfgv1.MachineConfigPool, nodes int) int {
-	v := intstr.FromInt32(1)
-	if pool.Spec.MaxUnavailable != nil {
-		v = *pool.Spec.MaxUnavailable
-	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&v, nodes, false)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return n
+	return mcostate.MaxUnavailable(pool, nodes)
 }
 
 // Candidates returns the nodes the node controller targets now: nodes not yet

@@ -22,18 +22,24 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &upgradev1alpha1.DeadlineApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Deadlines"):
 		return &upgradev1alpha1.DeadlinesApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("DrainBlocker"):
+		return &upgradev1alpha1.DrainBlockerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeDrain"):
 		return &upgradev1alpha1.NodeDrainApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NotificationRecord"):
 		return &upgradev1alpha1.NotificationRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PausedDeadline"):
 		return &upgradev1alpha1.PausedDeadlineApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PoolEstimate"):
+		return &upgradev1alpha1.PoolEstimateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PoolNodeCounts"):
 		return &upgradev1alpha1.PoolNodeCountsApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PoolUpdate"):
 		return &upgradev1alpha1.PoolUpdateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PreflightCheck"):
 		return &upgradev1alpha1.PreflightCheckApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PreflightReport"):
+		return &upgradev1alpha1.PreflightReportApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SilenceLease"):
 		return &upgradev1alpha1.SilenceLeaseApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SlowestNode"):

@@ -136,6 +136,18 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: workers
       type:
         namedType: com.github.upshift-io.upshift.api.upgrade.v1alpha1.Deadline
+- name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.DrainBlocker
+  map:
+    fields:
+    - name: nodes
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: podDisruptionBudget
+      type:
+        scalar: string
 - name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.NodeDrain
   map:
     fields:
@@ -179,6 +191,30 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
     - name: generation
+      type:
+        scalar: numeric
+- name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.PoolEstimate
+  map:
+    fields:
+    - name: basis
+      type:
+        scalar: string
+    - name: blockedRounds
+      type:
+        scalar: numeric
+    - name: maxUnavailable
+      type:
+        scalar: numeric
+    - name: name
+      type:
+        scalar: string
+    - name: nodes
+      type:
+        scalar: numeric
+    - name: roundDuration
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: rounds
       type:
         scalar: numeric
 - name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.PoolNodeCounts
@@ -253,6 +289,27 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: passed
       type:
         scalar: boolean
+- name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.PreflightReport
+  map:
+    fields:
+    - name: drainBlockers
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.upgrade.v1alpha1.DrainBlocker
+          elementRelationship: atomic
+    - name: expectedWorkerDuration
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: findings
+      type:
+        scalar: string
+    - name: workerPools
+      type:
+        list:
+          elementType:
+            namedType: com.github.upshift-io.upshift.api.upgrade.v1alpha1.PoolEstimate
+          elementRelationship: atomic
 - name: com.github.upshift-io.upshift.api.upgrade.v1alpha1.SilenceLease
   map:
     fields:
@@ -442,6 +499,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - check
+    - name: report
+      type:
+        namedType: com.github.upshift-io.upshift.api.upgrade.v1alpha1.PreflightReport
     - name: silences
       type:
         list:
@@ -506,6 +566,8 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.ConditionStatus
+  scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
   scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
   map:

@@ -28,6 +28,11 @@ type UpgradeConfigStatusApplyConfiguration struct {
 	CurrentStep *string `json:"currentStep,omitempty"`
 	// preflight is the latest result of every health check. (Upshift)
 	Preflight []PreflightCheckApplyConfiguration `json:"preflight,omitempty"`
+	// report is the preflight report: from the moment the upgrade is
+	// scheduled until it commences, everything found that would delay it and
+	// how long its worker phase is expected to take, refreshed on every
+	// change; kept as it last was once the upgrade commenced. (Upshift)
+	Report *PreflightReportApplyConfiguration `json:"report,omitempty"`
 	// capacityReservation records the temporary MachineSets this upgrade
 	// created, so that none is created twice and all are removed. (Upshift)
 	CapacityReservation *CapacityReservationStatusApplyConfiguration `json:"capacityReservation,omitempty"`
@@ -120,6 +125,14 @@ func (b *UpgradeConfigStatusApplyConfiguration) WithPreflight(values ...*Preflig
 		}
 		b.Preflight = append(b.Preflight, *values[i])
 	}
+	return b
+}
+
+// WithReport sets the Report field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Report field is set to the value of the last call.
+func (b *UpgradeConfigStatusApplyConfiguration) WithReport(value *PreflightReportApplyConfiguration) *UpgradeConfigStatusApplyConfiguration {
+	b.Report = value
 	return b
 }
 
