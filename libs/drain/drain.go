@@ -84,6 +84,10 @@ func (p Policy) pdbTimeout() time.Duration {
 	return p.Timeout
 }
 
+// FirstTimeout is the shorter of the two timeouts: before it nothing is
+// forced, and a drain's pods need not be read.
+func (p Policy) FirstTimeout() time.Duration { return min(p.Timeout, p.pdbTimeout()) }
+
 // timeoutOf is the timeout of a blocking pod's class.
 func (p Policy) timeoutOf(b commonv1alpha1.BlockingPod) time.Duration {
 	if len(b.PDBs) > 0 {
@@ -278,8 +282,8 @@ func decide(in Input) Result {
 	}
 	blockedFor := in.Now.Sub(rec.StartTime.Time)
 	res.TimedOut = timedOut(in.Policy, rec, blockedFor, wake)
-	if blockedFor < in.Timeout && blockedFor < in.pdbTimeout() {
-		wake(min(in.Timeout, in.pdbTimeout()) - blockedFor)
+	if blockedFor < in.FirstTimeout() {
+		wake(in.FirstTimeout() - blockedFor)
 		return res
 	}
 	res.Blocked = len(rec.BlockingPods) == 0 && blockedFor >= in.Timeout

@@ -8,11 +8,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 )
+
+// PodsOn lists the pods bound to node from r, the apiserver: an owner never
+// caches pods (every pod of the cluster, for the few nodes it drains).
+func PodsOn(ctx context.Context, r client.Reader, node string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	sel := fields.OneTermEqualSelector("spec.nodeName", node)
+	if err := r.List(ctx, &pods, client.MatchingFieldsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	return pods.Items, nil
+}
 
 // Force takes one step on a pod, with its UID as a precondition so that a
 // new pod of the same name is never touched. A pod already gone, or replaced,

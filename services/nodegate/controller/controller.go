@@ -27,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -556,13 +555,13 @@ func (r *Reconciler) drainTimeout(ctx context.Context, run *nodegatev1alpha1.Mut
 
 // podsOn lists the pods bound to a node and the PDBs of their namespaces.
 func (r *Reconciler) podsOn(ctx context.Context, node string) ([]corev1.Pod, []policyv1.PodDisruptionBudget, error) {
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: fieldsNodeName(node)}); err != nil {
+	pods, err := libdrain.PodsOn(ctx, r.APIReader, node)
+	if err != nil {
 		return nil, nil, err
 	}
 	seen := map[string]bool{}
 	var pdbs []policyv1.PodDisruptionBudget
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		if seen[p.Namespace] {
 			continue
 		}
@@ -573,7 +572,7 @@ func (r *Reconciler) podsOn(ctx context.Context, node string) ([]corev1.Pod, []p
 		}
 		pdbs = append(pdbs, l.Items...)
 	}
-	return pods.Items, pdbs, nil
+	return pods, pdbs, nil
 }
 
 // CacheByObject is the cache configuration node-gate's manager needs:
@@ -589,8 +588,4 @@ func CacheByObjectIn(jobNamespaces map[string]cache.Config) map[client.Object]ca
 		&corev1.Node{}: {Transform: mcostate.NodeFields.Transform()},
 		&batchv1.Job{}: {Label: labels.NewSelector().Add(*hooks), Namespaces: jobNamespaces},
 	}
-}
-
-func fieldsNodeName(node string) fields.Selector {
-	return fields.OneTermEqualSelector("spec.nodeName", node)
 }

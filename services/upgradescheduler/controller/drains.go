@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/upshift-io/upshift/libs/drain"
@@ -30,13 +28,12 @@ func (r *Reconciler) readDrainPods(ctx context.Context, s *plan.Snapshot, nodes 
 // fails leaves the node without pods this plan: the drain is recorded and
 // nothing is forced, rather than the whole upgrade's plan failing.
 func (r *Reconciler) podsOn(ctx context.Context, node string) []corev1.Pod {
-	var pods corev1.PodList
-	sel := fields.OneTermEqualSelector("spec.nodeName", node)
-	if err := r.APIReader.List(ctx, &pods, client.MatchingFieldsSelector{Selector: sel}); err != nil {
+	pods, err := drain.PodsOn(ctx, r.APIReader, node)
+	if err != nil {
 		log.FromContext(ctx).Info("cannot read the pods of a draining node; nothing is forced on it this time", "node", node, "error", err.Error())
 		return []corev1.Pod{}
 	}
-	return pods.Items
+	return pods
 }
 
 // force takes the drains' steps and records their Events and the drains'.

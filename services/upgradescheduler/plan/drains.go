@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,8 +78,7 @@ func (p *planner) decideDrains() {
 	}
 	var next []upgradev1alpha1.NodeDrain
 	var needPods []string
-	nodes := append([]corev1.Node(nil), p.in.Snapshot.Nodes...)
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	nodes := p.nodesByName()
 	for i := range nodes {
 		n := &nodes[i]
 		if libnodes.ControlPlane(n) {
@@ -157,11 +155,7 @@ func (p *planner) podsDue(rec *commonv1alpha1.DrainRecord, n *corev1.Node, polic
 	if rec == nil || rec.CompletionTime != nil || rec.Request != n.Annotations[mcostate.DesiredDrain] {
 		return false
 	}
-	first := policy.Timeout
-	if policy.PDBTimeout > 0 && policy.PDBTimeout < first {
-		first = policy.PDBTimeout
-	}
-	return !p.now.Before(rec.StartTime.Add(first))
+	return !p.now.Before(rec.StartTime.Add(policy.FirstTimeout()))
 }
 
 // firstStepOnGuarded: a is the first step on a pod a PodDisruptionBudget

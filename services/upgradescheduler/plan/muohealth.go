@@ -75,12 +75,21 @@ type pdbDetails struct {
 	Namespace string
 }
 
+// muoFindings are the gate's findings on the snapshot, found once per plan
+// (the checks and the notices both read them).
 func (p *planner) muoFindings() muoFindings {
+	if p.gateFindings == nil {
+		f := p.findMUO()
+		p.gateFindings = &f
+	}
+	return *p.gateFindings
+}
+
+func (p *planner) findMUO() muoFindings {
 	s := p.in.Snapshot
 	var f muoFindings
 	f.noCapacity = p.spec.CapacityReservation && len(p.workerMachineSets()) == 0
-	nodes := append([]corev1.Node(nil), s.Nodes...)
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	nodes := p.nodesByName()
 	for i := range nodes {
 		n := &nodes[i]
 		_, worker := n.Labels[workerRoleLabel]

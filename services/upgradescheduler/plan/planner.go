@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -43,6 +44,19 @@ type planner struct {
 	needsDrainPods []string
 	// needsPDBNodes: the budgets whose pods' nodes the report needs.
 	needsPDBNodes []string
+	// sortedNodes and gateFindings are computed once per plan from the
+	// snapshot (nodesByName, muoFindings).
+	sortedNodes  []corev1.Node
+	gateFindings *muoFindings
+}
+
+// nodesByName are the snapshot's nodes in name order (a copy, made once).
+func (p *planner) nodesByName() []corev1.Node {
+	if p.sortedNodes == nil {
+		p.sortedNodes = append([]corev1.Node{}, p.in.Snapshot.Nodes...)
+		sort.Slice(p.sortedNodes, func(i, j int) bool { return p.sortedNodes[i].Name < p.sortedNodes[j].Name })
+	}
+	return p.sortedNodes
 }
 
 func newPlanner(in Input) *planner {

@@ -126,15 +126,20 @@ func (p *planner) findings() string {
 // nodeDrain.expectedNodeDrainTime).
 func (p *planner) estimateWorkers(r *upgradev1alpha1.PreflightReport) {
 	gates := gating.GatePools(p.in.Snapshot.NodeGateRuns)
-	blocked := map[string]bool{}
+	// Only the held nodes' pools are needed: the rest of the pools' nodes
+	// are counted by the pools themselves.
+	heldIn := map[string]int{}
+	held := map[string]bool{}
 	for _, b := range r.DrainBlockers {
 		for _, n := range b.Nodes {
-			blocked[n] = true
+			held[n] = true
 		}
 	}
-	poolOf := map[string]string{}
+	inPool := poolMatcher(p.workerPools())
 	for _, n := range p.in.Snapshot.Nodes {
-		poolOf[n.Name] = nodePool(n.Labels, p.workerPools())
+		if held[n.Name] {
+			heldIn[inPool(n.Labels)]++
+		}
 	}
 	timed := map[string]upgradev1alpha1.PoolUpdate{}
 	for _, pu := range p.st.Pools {
@@ -159,15 +164,9 @@ func (p *planner) estimateWorkers(r *upgradev1alpha1.PreflightReport) {
 			e.Basis = "LastUpdate"
 		}
 		e.RoundDuration = &metav1.Duration{Duration: round}
-		held := 0
-		for node, pl := range poolOf {
-			if pl == pool.Name && blocked[node] {
-				held++
-			}
-		}
 		// Nodes of one round drain side by side: the held nodes fill
 		// this many rounds at the least.
-		e.BlockedRounds = int32((held + mu - 1) / mu)
+		e.BlockedRounds = int32((heldIn[pool.Name] + mu - 1) / mu)
 		total := time.Duration(rounds)*round + time.Duration(e.BlockedRounds)*pdbWait
 		slowest = max(slowest, total)
 		r.WorkerPools = append(r.WorkerPools, e)
@@ -180,25 +179,36 @@ func (p *planner) estimateWorkers(r *upgradev1alpha1.PreflightReport) {
 	}
 }
 
-// nodePool is the worker pool a node belongs to, as the MCO decides: a
-// custom pool whose node selector matches it before worker; "" for none.
-func nodePool(nodeLabels map[string]string, pools []mcfgv1.MachineConfigPool) string {
-	match := func(pool mcfgv1.MachineConfigPool) bool {
+// poolMatcher tells the worker pool a node belongs to, as the MCO decides:
+// a custom pool whose node selector matches it before worker; "" for none.
+// The selectors are parsed once.
+func poolMatcher(pools []mcfgv1.MachineConfigPool) func(nodeLabels map[string]string) string {
+	type selected struct {
+		name string
+		sel  labels.Selector
+	}
+	var custom, worker []selected
+	for _, pool := range pools {
 		if pool.Spec.NodeSelector == nil {
-			return false
+			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector)
-		return err == nil && !sel.Empty() && sel.Matches(labels.Set(nodeLabels))
-	}
-	for _, pool := range pools {
-		if pool.Name != "worker" && match(pool) {
-			return pool.Name
+		if err != nil || sel.Empty() {
+			continue
+		}
+		if pool.Name == "worker" {
+			worker = append(worker, selected{pool.Name, sel})
+		} else {
+			custom = append(custom, selected{pool.Name, sel})
 		}
 	}
-	for _, pool := range pools {
-		if pool.Name == "worker" && match(pool) {
-			return pool.Name
+	ordered := append(custom, worker...)
+	return func(nodeLabels map[string]string) string {
+		for _, s := range ordered {
+			if s.sel.Matches(labels.Set(nodeLabels)) {
+				return s.name
+			}
 		}
+		return ""
 	}
-	return ""
 }
