@@ -8,7 +8,9 @@ package nodegate
 
 import (
 	"context"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -98,10 +100,21 @@ var _ = BeforeSuite(func(ctx context.Context) {
 // chart's ServiceAccount.
 func start() *framework.Component {
 	GinkgoHelper()
-	r, err := framework.StartAsIdentity(bin, id, namespace, true, "--job-namespaces="+namespace, "--rule-job-namespaces="+listedTeam+"="+namespace)
+	c, err := startProcess(true)
 	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// startProcess starts node-gate (with leader election or without: see
+// kill_test.go) and returns it, for start and for the kill loop, which runs
+// outside a spec's goroutine and cannot use Expect.
+func startProcess(leaderElect bool) (*framework.Component, error) {
+	r, err := framework.StartAsIdentity(bin, id, namespace, leaderElect, "--job-namespaces="+namespace, "--rule-job-namespaces="+listedTeam+"="+namespace)
+	if err != nil {
+		return nil, err
+	}
 	metricsURL = r.MetricsURL
-	return r.Component
+	return r.Component, nil
 }
 
 // anyFailed: a spec failed, so the suite-level stop prints the logs too.
@@ -121,7 +134,8 @@ func stop(c *framework.Component) {
 // timeline records, from watches independent of node-gate, the write that
 // labelled each node for release, the write in which the MCO first marked
 // it Working on a new config, the write that made it Done+Ready+schedulable
-// on that config, and the write that marked each hook Job Complete. Writes
+// on that config, the write that marked each hook Job Complete, and the
+// most workers unavailable after any one write. Writes
 // are ordered by resourceVersion: the one etcd numbers every write of every
 // resource in commit order, where two watch streams' arrival times are not
 // ordered.
@@ -132,6 +146,10 @@ type timeline struct {
 	done     map[string]uint64
 	jobDone  map[string]uint64
 	jobNode  map[string]string
+	// unavailable are the workers unavailable after the last write seen,
+	// mostUnavailable the most at once after any write.
+	unavailable     map[string]bool
+	mostUnavailable []string
 }
 
 func rv(o client.Object) uint64 {
@@ -144,7 +162,7 @@ func watchTimeline(ctx context.Context) *timeline {
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	tl := &timeline{labelled: map[string]uint64{}, working: map[string]uint64{}, done: map[string]uint64{},
-		jobDone: map[string]uint64{}, jobNode: map[string]string{}}
+		jobDone: map[string]uint64{}, jobNode: map[string]string{}, unavailable: map[string]bool{}}
 	var nodes corev1.NodeList
 	Expect(wc.List(ctx, &nodes)).To(Succeed())
 	first := map[string]string{}
@@ -171,6 +189,18 @@ func watchTimeline(ctx context.Context) *timeline {
 			}
 			if _, ok := tl.done[n.Name]; !ok && moved && mcostate.UpdatedTo(n, n.Annotations[mcostate.DesiredConfig]) {
 				tl.done[n.Name] = at
+			}
+			if _, worker := n.Labels["node-role.kubernetes.io/worker"]; worker {
+				// The MCO's own reading (ocpsim's): updating, cordoned or
+				// not Ready.
+				if mco.IsUnavailable(n) {
+					tl.unavailable[n.Name] = true
+				} else {
+					delete(tl.unavailable, n.Name)
+				}
+				if len(tl.unavailable) > len(tl.mostUnavailable) {
+					tl.mostUnavailable = slices.Sorted(maps.Keys(tl.unavailable))
+				}
 			}
 			tl.mu.Unlock()
 		}
