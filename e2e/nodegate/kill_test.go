@@ -23,7 +23,7 @@ import (
 // Kinds of node-gate's writes the killer acts on.
 const (
 	killJob      = "hook Job created"
-	killLabel    = "release label changed"
+	killLabel    = "hold label changed"
 	killPool     = "pool changed"
 	killDrain    = "pod deleted"
 	killForce    = "pod deleted with grace 0"
@@ -31,7 +31,7 @@ const (
 )
 
 // killer SIGKILLs node-gate right after each of its writes that a run's
-// progress rests on — a hook Job created, a release label set or removed, a
+// progress rests on — a hook Job created, a hold label set or removed, a
 // pool paused, unpaused, created, deleted or re-selected, a forced-drain
 // step on a pod — as independent watches see them, and starts it again at
 // once. A crash at any of these points must resume without repeating a
@@ -116,8 +116,8 @@ func killOnWrites(ctx context.Context, run string, nodes int) func() killReport 
 				continue
 			}
 			v, seen := labels[n.Name]
-			labels[n.Name] = n.Labels[plan.ReleaseLabel]
-			if seen && v != n.Labels[plan.ReleaseLabel] {
+			labels[n.Name] = n.Labels[plan.HoldLabel]
+			if seen && v != n.Labels[plan.HoldLabel] {
 				k.fire(killLabel)
 			}
 		}

@@ -132,7 +132,7 @@ func stop(c *framework.Component) {
 }
 
 // timeline records, from watches independent of node-gate, the write that
-// labelled each node for release, the write in which the MCO first marked
+// released each node (removed the hold label it carried), the write in which the MCO first marked
 // it Working on a new config, the write that made it Done+Ready+schedulable
 // on that config, the write that marked each hook Job Complete, and the
 // most workers unavailable after any one write. Writes
@@ -140,7 +140,10 @@ func stop(c *framework.Component) {
 // resource in commit order, where two watch streams' arrival times are not
 // ordered.
 type timeline struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// held are the nodes seen carrying the hold label; labelled is the
+	// write that released each (removed it).
+	held     map[string]bool
 	labelled map[string]uint64
 	working  map[string]uint64
 	done     map[string]uint64
@@ -162,7 +165,7 @@ func watchTimeline(ctx context.Context) *timeline {
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	tl := &timeline{labelled: map[string]uint64{}, working: map[string]uint64{}, done: map[string]uint64{},
-		jobDone: map[string]uint64{}, jobNode: map[string]string{}, unavailable: map[string]bool{}}
+		jobDone: map[string]uint64{}, jobNode: map[string]string{}, unavailable: map[string]bool{}, held: map[string]bool{}}
 	var nodes corev1.NodeList
 	Expect(wc.List(ctx, &nodes)).To(Succeed())
 	first := map[string]string{}
@@ -180,7 +183,11 @@ func watchTimeline(ctx context.Context) *timeline {
 			}
 			at := rv(n)
 			tl.mu.Lock()
-			if _, ok := tl.labelled[n.Name]; !ok && n.Labels[plan.ReleaseLabel] != "" {
+			// Released: the hold label it carried is gone.
+			if n.Labels[plan.HoldLabel] != "" {
+				tl.held[n.Name] = true
+			}
+			if _, ok := tl.labelled[n.Name]; !ok && tl.held[n.Name] && n.Labels[plan.HoldLabel] == "" {
 				tl.labelled[n.Name] = at
 			}
 			moved := n.Annotations[mcostate.DesiredConfig] != first[n.Name]

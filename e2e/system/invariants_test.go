@@ -211,7 +211,7 @@ func replay(revs []revision, gaps int, start int64) *report {
 			if names := unavailableWorkers(w); len(names) > maxUnavailable {
 				rep.violate(rev.rv, "%d workers unavailable, more than %d: %s", len(names), maxUnavailable, strings.Join(names, ", "))
 			}
-			if rev.obj != nil && released(rev.obj) && (prev == nil || !released(prev)) {
+			if rev.obj != nil && prev != nil && held(prev) && !held(rev.obj) {
 				rep.checked["released after its hook"]++
 				if round := currentRound(w); !hookCompleted(w, rev.obj.GetName(), round) {
 					rep.violate(rev.rv, "node %s released with no completed hook Job of round %q", rev.obj.GetName(), round)
@@ -355,8 +355,10 @@ func unavailableWorkers(w world) []string {
 	return out
 }
 
-func released(o client.Object) bool {
-	_, ok := o.GetLabels()[plan.ReleaseLabel]
+// held: node-gate holds the node in its gate pool; removing the label
+// releases it.
+func held(o client.Object) bool {
+	_, ok := o.GetLabels()[plan.HoldLabel]
 	return ok
 }
 

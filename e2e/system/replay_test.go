@@ -93,7 +93,8 @@ func TestReplayWorkersUnavailable(t *testing.T) {
 }
 
 func TestReplayReleasedAfterItsHook(t *testing.T) {
-	released := map[string]string{plan.ReleaseLabel: "worker"}
+	// Released: the hold label the node carried (revision 10) is gone.
+	released := map[string]string{}
 	for _, tc := range []struct {
 		name      string
 		revs      []revision
@@ -125,7 +126,7 @@ func TestReplayReleasedAfterItsHook(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			revs := append(masters(), rev("Node", 10, node("w1", false, true, "c1", "c1", "Done", nil)),
+			revs := append(masters(), rev("Node", 10, node("w1", false, true, "c1", "c1", "Done", map[string]string{plan.HoldLabel: "worker"})),
 				rev("MutexRunConfig", 11, runInRound("round-1")))
 			// Out of order on purpose: the replay orders by revision.
 			for i := len(tc.revs) - 1; i >= 0; i-- {

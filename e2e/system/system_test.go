@@ -330,7 +330,7 @@ func endState(ctx context.Context, g Gomega) {
 	g.Expect(env.Client.List(ctx, &nodeList)).To(Succeed())
 	for _, n := range nodeList.Items {
 		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "node %s cordoned", n.Name)
-		g.Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel), "node %s labelled", n.Name)
+		g.Expect(n.Labels).NotTo(HaveKey(plan.HoldLabel), "node %s labelled", n.Name)
 	}
 	var sets machinev1beta1.MachineSetList
 	g.Expect(env.Client.List(ctx, &sets, client.InNamespace(cpmsNamespace))).To(Succeed())

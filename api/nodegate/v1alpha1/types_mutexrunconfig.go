@@ -324,7 +324,9 @@ type MutexRunConfigStatus struct {
 type PoolRecord struct {
 	// name of the gated (source) pool.
 	Name string `json:"name"`
-	// gatePool is the pool released nodes move into.
+	// gatePool is the pool node-gate holds the pool's nodes in, paused,
+	// until it releases them (or, with a canary, the pool released nodes
+	// move into).
 	// +optional
 	GatePool string `json:"gatePool,omitempty"`
 	// gatePoolCreated is true when node-gate created the gate pool (and so deletes it).
@@ -348,6 +350,18 @@ type PoolRecord struct {
 	// originalGatePaused is the canary pool's spec.paused before the run.
 	// +optional
 	OriginalGatePaused *bool `json:"originalGatePaused,omitempty"`
+	// originalMaxUnavailable is the pool's spec.maxUnavailable before the
+	// run set it to the run's limit; unset until recorded.
+	// +optional
+	OriginalMaxUnavailable *RecordedMaxUnavailable `json:"originalMaxUnavailable,omitempty"`
+}
+
+// RecordedMaxUnavailable is a pool's recorded maxUnavailable, which may
+// itself have been unset.
+type RecordedMaxUnavailable struct {
+	// value is the pool's maxUnavailable; unset when the pool set none.
+	// +optional
+	Value *intstr.IntOrString `json:"value,omitempty"`
 }
 
 // Summary counts nodes.

@@ -22,11 +22,12 @@ package main
 // is measured slot by slot: a gated node turning Done (MCD state Done,
 // current == desired, Ready, schedulable) frees a slot; node-gate then
 // starts the next node (creates its hook Job), the Job runs, and node-gate
-// releases the node (the nodegate.upshift.io/released-from label, which
-// moves it into the gate pool for the MCO). The k-th Done is paired with
-// the k-th start after the initial fill. node-gate's share is the two hops
-// it owns (Done -> Job created, Job Complete -> release label); the Job's
-// run between them is the Job controller's, the scheduler's and kwok's.
+// releases the node (removes its nodegate.upshift.io/held-from label, which
+// kept it in the paused gate pool: the node is back in its pool, which the
+// MCO updates). The k-th Done is paired with the k-th start after the
+// initial fill. node-gate's share is the two hops it owns (Done -> Job
+// created, Job Complete -> release); the Job's run between them is the Job
+// controller's, the scheduler's and kwok's.
 
 import (
 	"context"
@@ -193,9 +194,10 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("    Done -> hook Job created:       p50 %s  p99 %s  max %s\n", r.start[0], r.start[1], r.start[2])
 	fmt.Printf("      Done -> status shows it started:  p50 %s  p99 %s  max %s\n", r.startDecide[0], r.startDecide[1], r.startDecide[2])
 	fmt.Printf("      that status -> Job created:       p50 %s  p99 %s  max %s\n", r.startAct[0], r.startAct[1], r.startAct[2])
-	fmt.Printf("    Job Complete -> release label:  p50 %s  p99 %s  max %s\n", r.release[0], r.release[1], r.release[2])
+	fmt.Printf("    Job Complete -> release:        p50 %s  p99 %s  max %s\n", r.release[0], r.release[1], r.release[2])
 	fmt.Printf("      Complete -> status shows it released: p50 %s  p99 %s  max %s\n", r.releaseDecide[0], r.releaseDecide[1], r.releaseDecide[2])
 	fmt.Printf("      that status -> label:                 p50 %s  p99 %s  max %s\n", r.releaseAct[0], r.releaseAct[1], r.releaseAct[2])
+	fmt.Printf("    hops whose Job or label was seen before the status that records it (one write on the critical path): %d of %d\n", r.oneWrite, r.hops)
 	fmt.Printf("  one API write meanwhile:          p50 %s  p99 %s  max %s  (a ConfigMap patch every 250ms: each hop is a status write, then a Job create or a label patch)\n", floor[0], floor[1], floor[2])
 	fmt.Printf("  hook Job, created -> Complete:    p50 %s  p99 %s  max %s  (Job controller, scheduler, kwok)\n", r.job[0], r.job[1], r.job[2])
 	fmt.Printf("update wall time, ungated:          %s  (workers %s, first worker targeted %s after the request)\n",
@@ -217,7 +219,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("  worker rollout longer by:                      %s, of which ~%.0f cycles per slot x (hook Job %s + node-gate %s) = %s\n",
 		(gated.workers - ungated.workers).Round(time.Second), cycles, r.meanJob.Round(time.Millisecond), r.meanGate.Round(time.Millisecond),
 		time.Duration(cycles*float64(perCycle)).Round(time.Second))
-	fmt.Printf("  after the last worker was Done:                %s longer (restore, then the MCO's rebootless move of every worker out of the gate pool)\n", tail.Round(time.Second))
+	fmt.Printf("  after the last worker was Done:                %s longer (the run's restore: the pool's paused and maxUnavailable given back, the gate pool deleted)\n", tail.Round(time.Second))
 	fmt.Printf("run status, largest seen:           %.1f KiB of JSON (each hop writes it whole)\n", float64(obs.largestStatus())/1024)
 	fmt.Printf("node-gate peak RSS (VmHWM):         %s\n", peakRSS(pid))
 	fmt.Printf("node-gate CPU (gated update):       %.1f s in %s of wall time (%.0f%% of one core; the machine has %d)\n",
@@ -346,7 +348,7 @@ func referenceReactor(ctx context.Context, c client.Client) (func(node string), 
 }
 
 // gateObserver is the bench's record of one update at a time, from its own
-// informers: worker MCO annotations and release labels, hook Jobs, the run
+// informers: worker MCO annotations and hold labels, hook Jobs, the run
 // and the ClusterVersion.
 type gateObserver struct {
 	mu sync.Mutex
@@ -397,7 +399,7 @@ func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
 		if g.initialDesired == nil {
 			return
 		}
-		if o.Labels[plan.ReleaseLabel] == "" && n.Labels[plan.ReleaseLabel] != "" {
+		if o.Labels[plan.HoldLabel] != "" && n.Labels[plan.HoldLabel] == "" {
 			if _, seen := g.released[n.Name]; !seen {
 				g.released[n.Name] = now
 			}
@@ -697,6 +699,8 @@ type reactionStats struct {
 	// trigger until the status showing the decision was seen, and from
 	// then until the Job or the label was seen.
 	startDecide, startAct, releaseDecide, releaseAct [3]time.Duration
+	// hops and oneWrite: see reactions.
+	hops, oneWrite int
 }
 
 // addedReactions pairs the k-th worker Done with the k-th release after
@@ -758,6 +762,10 @@ func (g *gateObserver) reactions() reactionStats {
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i].at.Before(starts[j].at) })
 	var total, gate, hop1, hop2, job, decide1, act1, decide2, act2 []time.Duration
+	// hops counts the hops whose status write was seen; oneWrite those in
+	// which the Job or the label was seen before it: the hop's one write
+	// on the critical path.
+	hops, oneWrite := 0, 0
 	for k := 0; k < len(starts) && k < len(dones); k++ {
 		b := starts[k]
 		rel, ok1 := g.released[b.node]
@@ -772,9 +780,17 @@ func (g *gateObserver) reactions() reactionStats {
 		job = append(job, done.Sub(b.at))
 		if st, ok := g.recordStarted[b.node]; ok {
 			decide1, act1 = append(decide1, st.Sub(dones[k])), append(act1, b.at.Sub(st))
+			hops++
+			if b.at.Before(st) {
+				oneWrite++
+			}
 		}
 		if rs, ok := g.recordReleased[b.node]; ok {
 			decide2, act2 = append(decide2, rs.Sub(done)), append(act2, rel.Sub(rs))
+			hops++
+			if rel.Before(rs) {
+				oneWrite++
+			}
 		}
 	}
 	mean := func(s []time.Duration) time.Duration {
@@ -786,5 +802,6 @@ func (g *gateObserver) reactions() reactionStats {
 	}
 	return reactionStats{n: len(total), total: percentiles(total), gate: percentiles(gate), start: percentiles(hop1),
 		release: percentiles(hop2), job: percentiles(job), meanGate: mean(gate), meanJob: mean(job),
-		startDecide: percentiles(decide1), startAct: percentiles(act1), releaseDecide: percentiles(decide2), releaseAct: percentiles(act2)}
+		startDecide: percentiles(decide1), startAct: percentiles(act1), releaseDecide: percentiles(decide2), releaseAct: percentiles(act2),
+		hops: hops, oneWrite: oneWrite}
 }

@@ -192,6 +192,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	wait := requeue.Min(res.RequeueAfter, dr.RequeueAfter)
 
+	// The planner's actions go before the status write when it says they
+	// may (a hook Job, a hold label: the write the Job controller or the
+	// MCO acts on is then the pass's first); otherwise the status goes
+	// first, so that the originals of what the actions change are recorded
+	// before they change.
+	var errs []error
+	if res.ActionsFirst {
+		errs = r.executeAll(ctx, res.Actions)
+	}
 	old := run.Status.DeepCopy()
 	if published, write := plan.Publish(run.Status, res.Status, in); write {
 		upd := run.DeepCopy()
@@ -211,7 +220,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Metrics.Observe(runKey, old, &res.Status, blockedReason(&res.Status), dr.Blocked, dr.Stuck)
 	}
 
-	errs := r.executeAll(ctx, res.Actions)
+	if !res.ActionsFirst {
+		errs = r.executeAll(ctx, res.Actions)
+	}
 	for _, a := range dr.Actions {
 		if err := libdrain.Force(ctx, r.Client, a.Action); err != nil {
 			errs = append(errs, fmt.Errorf("%s pod %s/%s: %w", a.Step, a.Namespace, a.Name, err))
@@ -443,10 +454,10 @@ func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
 		return nil
 	case plan.LabelNode:
 		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType,
-			map[string]any{"metadata": map[string]any{"labels": map[string]any{plan.ReleaseLabel: a.Pool}}})
+			map[string]any{"metadata": map[string]any{"labels": map[string]any{a.Label: a.Pool}}})
 	case plan.UnlabelNode:
 		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType,
-			map[string]any{"metadata": map[string]any{"labels": map[string]any{plan.ReleaseLabel: nil}}})
+			map[string]any{"metadata": map[string]any{"labels": map[string]any{a.Label: nil}}})
 	case plan.CreateJob:
 		err := r.Client.Create(ctx, a.Job.DeepCopy())
 		if apierrors.IsAlreadyExists(err) {

@@ -168,6 +168,7 @@ func gatedUpdate(ctx SpecContext) {
 	Expect(getPool(ctx, "worker").Spec.Paused).To(BeFalse())
 
 	oldConfig := getPool(ctx, "worker").Spec.Configuration.Name
+	origMaxUnavailable := getPool(ctx, "worker").Spec.MaxUnavailable
 	tl := watchTimeline(ctx)
 	// The master pool is paused for the first part of the update: the
 	// control plane cannot complete (the CVO waits for the masters) while
@@ -184,13 +185,23 @@ func gatedUpdate(ctx SpecContext) {
 		g.Expect(r.Status.Pools).To(ContainElement(And(HaveField("Name", "worker"), HaveField("OriginalPaused", ptr.To(false)))))
 	}).Should(Succeed())
 
-	By("the gate pool's maxUnavailable, changed by someone, goes back to 100%")
+	By("every worker held in the paused gate pool; once the round runs, worker's maxUnavailable is the run's limit, and goes back to it when someone changes it")
 	Eventually(func(g Gomega) {
-		g.Expect(env.Client.Patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker-gate"}},
-			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxUnavailable":1}}`)))).To(Succeed())
+		g.Expect(getPool(ctx, "worker-gate").Spec.Paused).To(BeTrue())
+		g.Expect(getPool(ctx, "worker-gate").Spec.NodeSelector).To(Equal(&metav1.LabelSelector{MatchLabels: map[string]string{plan.HoldLabel: "worker"}}))
+		for _, n := range workers(ctx) {
+			g.Expect(n.Labels).To(HaveKeyWithValue(plan.HoldLabel, "worker"), n.Name)
+		}
 	}).Should(Succeed())
 	Eventually(func(g Gomega) {
-		g.Expect(getPool(ctx, "worker-gate").Spec.MaxUnavailable).To(HaveValue(Equal(intstr.FromString("100%"))))
+		g.Expect(getRun(ctx, key).Status.Pools).To(ContainElement(And(HaveField("Name", "worker"),
+			HaveField("OriginalMaxUnavailable", HaveValue(HaveField("Value", Equal(origMaxUnavailable)))))))
+		g.Expect(getPool(ctx, "worker").Spec.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	Expect(env.Client.Patch(ctx, &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxUnavailable":3}}`)))).To(Succeed())
+	Eventually(func(g Gomega) {
+		g.Expect(getPool(ctx, "worker").Spec.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
 	}).Should(Succeed())
 
 	By("restarting node-gate once the first node passed, while the control plane still updates; then letting the masters update")
@@ -201,15 +212,17 @@ func gatedUpdate(ctx SpecContext) {
 	g.stop()
 	g = startGate(ctx)
 
-	By("a worker added mid-run, on the config its paused pool still serves, is gated too")
+	By("a worker added mid-run boots on the configuration its pool targets: recorded, nothing to gate")
 	tmpl := workers(ctx)[0]
+	current := getPool(ctx, "worker").Spec.Configuration.Name
+	Expect(current).NotTo(Equal(oldConfig))
 	added := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ocp-worker-added", Labels: map[string]string{}, Annotations: map[string]string{
 		testenv.KwokNodeAnnotation: testenv.KwokNodeValue,
-		mcostate.CurrentConfig:     oldConfig, mcostate.DesiredConfig: oldConfig, mcostate.State: mcostate.StateDone,
-		mcostate.DesiredDrain: "uncordon-" + oldConfig, mcostate.LastAppliedDrain: "uncordon-" + oldConfig,
+		mcostate.CurrentConfig:     current, mcostate.DesiredConfig: current, mcostate.State: mcostate.StateDone,
+		mcostate.DesiredDrain: "uncordon-" + current, mcostate.LastAppliedDrain: "uncordon-" + current,
 	}}}
 	for k, v := range tmpl.Labels {
-		if k != plan.ReleaseLabel && k != "kubernetes.io/hostname" {
+		if k != plan.HoldLabel && k != plan.ReleaseLabel && k != "kubernetes.io/hostname" {
 			added.Labels[k] = v
 		}
 	}
@@ -222,14 +235,14 @@ func gatedUpdate(ctx SpecContext) {
 	}).WithTimeout(4 * time.Minute).Should(Succeed())
 
 	r := getRun(ctx, key)
-	Expect(r.Status.Summary).To(Equal(nodegatev1alpha1.Summary{Total: 4, Succeeded: 4}))
-	Expect(r.Status.PlannedOrder).To(HaveLen(4))
-	Expect(r.Status.PlannedOrder[3]).To(Equal(added.Name))
+	Expect(r.Status.Summary).To(Equal(nodegatev1alpha1.Summary{Total: 4, Succeeded: 3, Skipped: 1}))
+	Expect(r.Status.PlannedOrder).To(HaveLen(3))
+	Expect(findNode(r, added.Name)).To(HaveField("Phase", nodegatev1alpha1.NodeSkipped))
 
 	By("every hook ran once per node: one attempt, three Jobs per node")
 	var jobs batchv1.JobList
 	Expect(env.Client.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{plan.RunLabel: plan.RunKey(ns, "update")})).To(Succeed())
-	Expect(jobs.Items).To(HaveLen(12))
+	Expect(jobs.Items).To(HaveLen(9))
 	perNode := map[string]int{}
 	for _, j := range jobs.Items {
 		Expect(j.Name).To(HaveSuffix("-1"), "a second attempt means a hook ran twice")
@@ -256,13 +269,13 @@ func gatedUpdate(ctx SpecContext) {
 			case plan.EnvRunID:
 				Expect(e.Value).To(Equal(r.Status.RunID))
 			case plan.EnvTargetConfig:
-				Expect(e.Value).To(HavePrefix("rendered-worker-gate-"))
+				Expect(e.Value).To(And(HavePrefix("rendered-worker-"), Not(HavePrefix("rendered-worker-gate-"))))
 			case plan.EnvNodeName:
 				perNode[e.Value]++
 			}
 		}
 	}
-	Expect(perNode).To(HaveLen(4))
+	Expect(perNode).To(HaveLen(3))
 	for n, c := range perNode {
 		Expect(c).To(Equal(3), n)
 	}
@@ -327,19 +340,21 @@ func gatedUpdate(ctx SpecContext) {
 	AddReportEntry("Done → next release (includes the next node's 3 pre-hook Jobs)", fmt.Sprint(gaps))
 	GinkgoWriter.Printf("Done → next release: %v\n", gaps)
 
-	By("restored: pool unpaused, gate pool gone, no release label")
+	By("restored: pool unpaused with its maxUnavailable, gate pool gone, no hold label")
 	Eventually(func(g Gomega) {
 		g.Expect(getPool(ctx, "worker").Spec.Paused).To(BeFalse())
+		g.Expect(getPool(ctx, "worker").Spec.MaxUnavailable).To(Equal(origMaxUnavailable))
 		err := env.Client.Get(ctx, client.ObjectKey{Name: "worker" + plan.GatePoolSuffix}, &mcfgv1.MachineConfigPool{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 		for _, n := range workers(ctx) {
-			g.Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel))
+			g.Expect(n.Labels).NotTo(HaveKey(plan.HoldLabel))
 		}
 	}).Should(Succeed())
 	Expect(getPool(ctx, "worker").Spec.NodeSelector).To(Equal(&metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/worker": ""}}))
 
 	By("metrics and Events")
-	Expect(g.metric("upshift_node_gate_nodes", map[string]string{"run": ns + "/update", "phase": "Completed"})).To(Equal(4.0))
+	Expect(g.metric("upshift_node_gate_nodes", map[string]string{"run": ns + "/update", "phase": "Completed"})).To(Equal(3.0))
+	Expect(g.metric("upshift_node_gate_nodes", map[string]string{"run": ns + "/update", "phase": "Skipped"})).To(Equal(1.0))
 	// The last node: the first one's last Event may be lost with the
 	// instance stopped right after its status write (Events are sent
 	// asynchronously, best effort).
@@ -402,16 +417,14 @@ func failingHook(ctx SpecContext) {
 	runLabel := map[string]string{"run": ns + "/fail"}
 	Eventually(func() float64 { return gt.metric(metrics.PausedName, runLabel) }).Should(Equal(1.0))
 	// The worker pool has rendered the new config; no node was told to run
-	// it: up to the run's deletion, node-gate wrote no Node (it releases a
-	// node only by labelling it), and no node has the new config.
-	Expect(getPool(ctx, "worker").Spec.Paused).To(BeTrue())
-
+	// it: every worker is held (node-gate wrote Nodes only to hold them),
+	// and no node has the new config.
 	By("deleting the run restores the pool and its selector exactly, and removes the gate pool")
 	origSel := getPool(ctx, "worker").Spec.NodeSelector
-	Expect(gateNodeWrites()).To(Equal(nodeWrites), "node-gate wrote a Node while its run was paused")
+	Expect(gateNodeWrites()).To(BeNumerically(">=", nodeWrites+len(before)), "node-gate did not hold the workers")
 	for _, n := range workers(ctx) {
 		Expect(n.Annotations[mcostate.DesiredConfig]).To(Equal(before[n.Name]), n.Name)
-		Expect(n.Labels).NotTo(HaveKey(plan.ReleaseLabel))
+		Expect(n.Labels).To(HaveKeyWithValue(plan.HoldLabel, "worker"), n.Name)
 	}
 	Expect(env.Client.Delete(ctx, run)).To(Succeed())
 	Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, run)) }).Should(BeTrue())

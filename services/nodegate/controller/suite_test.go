@@ -132,14 +132,18 @@ func (g *gate) metric(name string, lbls map[string]string) float64 {
 }
 
 // timeline is the test's own record, from watches independent of
-// node-gate, of the write that labelled each node for release, the write
+// node-gate, of the write that released each node (removed the hold label
+// it carried), the write
 // in which the MCO first marked it Working on a new config, the one that
 // made it Done+Ready+schedulable on that config, and the one that marked
 // each hook Job Complete. Writes are ordered by their resourceVersion: one
 // etcd numbers every write of every resource in commit order, which is
 // exact where wall-clock arrival times of two watch streams are not.
 type timeline struct {
-	mu        sync.Mutex
+	mu sync.Mutex
+	// held are the nodes seen carrying the hold label; labelled is the
+	// write that released each (removed it).
+	held      map[string]bool
 	labelled  map[string]uint64
 	working   map[string]uint64
 	done      map[string]uint64
@@ -148,7 +152,7 @@ type timeline struct {
 	jobNode   map[string]string // job name -> NODE_NAME
 	// cvCompleted is the write that marked each version's update Completed.
 	cvCompleted map[string]uint64
-	// Wall-clock arrival of the labelling and Done writes, for the
+	// Wall-clock arrival of the release and Done writes, for the
 	// reaction-time figure only (never for ordering).
 	labelledAt, doneAt map[string]time.Time
 }
@@ -162,7 +166,7 @@ func rv(o client.Object) uint64 {
 func watchTimeline(ctx context.Context) *timeline {
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
-	tl := &timeline{labelled: map[string]uint64{}, working: map[string]uint64{}, done: map[string]uint64{},
+	tl := &timeline{held: map[string]bool{}, labelled: map[string]uint64{}, working: map[string]uint64{}, done: map[string]uint64{},
 		desiredAt: map[string]uint64{}, jobDone: map[string]uint64{}, jobNode: map[string]string{},
 		labelledAt: map[string]time.Time{}, doneAt: map[string]time.Time{}, cvCompleted: map[string]uint64{}}
 	var nodes corev1.NodeList
@@ -182,7 +186,10 @@ func watchTimeline(ctx context.Context) *timeline {
 			}
 			now := rv(n)
 			tl.mu.Lock()
-			if _, ok := tl.labelled[n.Name]; !ok && n.Labels[plan.ReleaseLabel] != "" {
+			if n.Labels[plan.HoldLabel] != "" {
+				tl.held[n.Name] = true
+			}
+			if _, ok := tl.labelled[n.Name]; !ok && tl.held[n.Name] && n.Labels[plan.HoldLabel] == "" {
 				tl.labelled[n.Name] = now
 				tl.labelledAt[n.Name] = time.Now()
 			}

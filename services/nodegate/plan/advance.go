@@ -87,6 +87,7 @@ func (p *planner) advance() {
 		}
 		return oi < oj
 	})
+	p.recIndexStale = true
 	// A node that still carries the release label while its record in this
 	// round has not started is a stray: typically a node of the previous
 	// round whose label removal was lost (a restart between the status write
@@ -104,9 +105,12 @@ func (p *planner) advance() {
 	for i := range p.st.Nodes {
 		r := &p.st.Nodes[i]
 		if n := p.nodes[r.Name]; r.Phase == nodegatev1alpha1.NodePending && n != nil && n.Labels[ReleaseLabel] != "" {
+			// Without a canary, only an earlier version of node-gate set
+			// the label: the gate pool no longer selects it, the removal
+			// is all there is to do.
 			strays++
 			p.held = append(p.held, r.Name)
-			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: n.Labels[ReleaseLabel]})
+			p.act(Action{Kind: UnlabelNode, Label: ReleaseLabel, Node: r.Name, Pool: n.Labels[ReleaseLabel]})
 			p.event(OnNode, r.Name, corev1.EventTypeWarning, "StrayReleaseLabel", "node %s carries %s but has not started this round (run %s): removing the label; it is gated once the label is gone", r.Name, ReleaseLabel, p.st.RunID)
 		}
 	}
@@ -119,7 +123,7 @@ func (p *planner) advance() {
 		// A node that passed (or left the run) in an earlier pass must not
 		// stay in the gate pool: the removal may have been lost to a restart.
 		if n := p.nodes[r.Name]; terminal(r.Phase) && n != nil && n.Labels[ReleaseLabel] == r.Pool {
-			p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
+			p.act(Action{Kind: UnlabelNode, Label: ReleaseLabel, Node: r.Name, Pool: r.Pool})
 			// The removal of the pass that finished it is normally seen
 			// within seconds; a label still there after strayGrace was
 			// refused or put back, and holds releases: say so.
@@ -151,6 +155,9 @@ func (p *planner) advance() {
 			busy[n] = true
 		}
 		for _, n := range p.held {
+			busy[n] = true
+		}
+		for _, n := range p.unheld {
 			busy[n] = true
 		}
 		// With lookahead, that many more nodes per release slot run their
@@ -196,8 +203,7 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 				// waits for the window, the health gate and the update hold.
 				return
 			}
-			gate := p.pools[p.gatePoolName(r.Pool)]
-			if gate == nil || gate.Spec.Configuration.Name == "" {
+			if p.updateTarget(r.Pool) == "" || (!p.holdsInGatePool() && p.pools[p.gatePoolName(r.Pool)].Spec.Configuration.Name == "") {
 				return
 			}
 			if busy := p.occupied(r.Name); len(busy) >= p.maxUnavailable() {
@@ -219,18 +225,19 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			p.release(r)
 		case nodegatev1alpha1.NodeReleased:
 			n := p.nodes[r.Name]
-			gate := p.pools[p.gatePoolName(r.Pool)]
-			if gate == nil || !mcostate.UpdatedTo(n, gate.Spec.Configuration.Name) {
+			target := p.updateTarget(r.Pool)
+			if !mcostate.UpdatedTo(n, target) {
 				if p.retargeted(r) && settled(n) {
 					// The pool rendered new content after the hooks ran
 					// and the MCO has not started the node: hold it again.
 					p.rehold(r)
 					continue
 				}
-				if n.Labels[ReleaseLabel] != r.Pool {
+				if !p.holdsInGatePool() && n.Labels[ReleaseLabel] != r.Pool {
 					// Released in this pass, or someone removed the label:
 					// (re)label; the node is ours until the MCO updated it.
-					p.act(Action{Kind: LabelNode, Node: r.Name, Pool: r.Pool})
+					// (Without a canary holdNodes removes its hold label.)
+					p.act(Action{Kind: LabelNode, Label: ReleaseLabel, Node: r.Name, Pool: r.Pool})
 				}
 				if mcostate.Failing(n.Annotations) {
 					p.degraded = append(p.degraded, fmt.Sprintf("node %s: %s", r.Name, n.Annotations[mcostate.Reason]))
@@ -247,7 +254,7 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if p.retargeted(r) {
 				// The MCO took the new render before node-gate saw it: say
 				// so, the one case a pause of the gate pool cannot close.
-				p.event(OnNode, r.Name, corev1.EventTypeWarning, "UpdatedPastHooks", "node %s was updated to %s, rendered after its pre-update hooks ran for %s: the machine-config operator started it before node-gate saw the new render", r.Name, gate.Spec.Configuration.Name, r.HooksTarget)
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "UpdatedPastHooks", "node %s was updated to %s, rendered after its pre-update hooks ran for %s: the machine-config operator started it before node-gate saw the new render", r.Name, target, r.HooksTarget)
 			}
 		case nodegatev1alpha1.NodeUpdated:
 			r.Phase = nodegatev1alpha1.NodePostHooks
@@ -255,19 +262,20 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if !p.runHooks(r, nodegatev1alpha1.StagePost) {
 				return
 			}
-			if gate := p.pools[p.gatePoolName(r.Pool)]; gate == nil || !mcostate.UpdatedTo(p.nodes[r.Name], gate.Spec.Configuration.Name) {
-				// The gate pool rendered a new target meanwhile: the node
-				// is to be updated (rebooted) again, and removing the label
-				// now would take it out of the gate pool mid-update. It
-				// goes back to its pre-update hooks (it keeps the label;
-				// holdGates keeps the gate pool paused meanwhile), then is
-				// released again, and its post-update hooks run after.
+			if !mcostate.UpdatedTo(p.nodes[r.Name], p.updateTarget(r.Pool)) {
+				// The pool rendered a new target meanwhile: the node is to
+				// be updated (rebooted) again. It goes back to its
+				// pre-update hooks (held again unless the MCO started it;
+				// with a canary it keeps the label, and holdGates keeps the
+				// canary paused meanwhile, so that it does not leave it
+				// mid-update), then is released again, and its post-update
+				// hooks run after.
 				p.admit(r)
-				p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "node %s no longer runs its gate pool's target: its hooks run again before it is updated again", r.Name)
+				p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "node %s no longer runs its pool's target: its hooks run again before it is updated again", r.Name)
 				continue
 			}
 			if p.nodes[r.Name].Labels[ReleaseLabel] != "" {
-				p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
+				p.act(Action{Kind: UnlabelNode, Label: ReleaseLabel, Node: r.Name, Pool: r.Pool})
 			}
 			r.Phase = nodegatev1alpha1.NodeCompleted
 			r.CompletionTime = ptr.To(p.now)
@@ -284,9 +292,10 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 }
 
 // occupied lists the nodes other than except that are, or may at once be,
-// unavailable as the MCO counts them: those that carry the release label of
-// a gated pool as the cache shows them (a removal this pass decided is not
-// counted as done: it may be lost), those this pass labels, those released
+// unavailable as the MCO counts them: those that carry a canary's release
+// label as the cache shows them (a removal this pass decided is not
+// counted as done: it may be lost), those this pass labels, those not held
+// while they must be and their pool runs (findUnheld), those released
 // in this round (a label added in an earlier pass may not be in the cache
 // yet), and every gated node the MCD has not finished (desiredConfig !=
 // currentConfig, or a state other than Done), labelled or not: a node whose
@@ -304,7 +313,7 @@ func (p *planner) occupied(except string) map[string]bool {
 		}
 	}
 	for _, a := range p.res.Actions {
-		if a.Kind == LabelNode {
+		if a.Kind == LabelNode && a.Label == ReleaseLabel {
 			add(a.Node)
 		}
 	}
@@ -314,6 +323,11 @@ func (p *planner) occupied(except string) map[string]bool {
 		}
 	}
 	for n := range p.unsettled() {
+		add(n)
+	}
+	// Nodes released by someone else while their pool runs: the MCO may
+	// start them before they are held again.
+	for _, n := range p.unheld {
 		add(n)
 	}
 	return seen
@@ -356,6 +370,9 @@ func (p *planner) release(r *nodegatev1alpha1.NodeRecord) {
 	r.Phase = nodegatev1alpha1.NodeReleased
 	r.ReleasedTime = ptr.To(p.now)
 	msg := fmt.Sprintf("released node %s into pool %s for the machine-config operator", r.Name, p.gatePoolName(r.Pool))
+	if p.holdsInGatePool() {
+		msg = fmt.Sprintf("released node %s back into pool %s for the machine-config operator", r.Name, r.Pool)
+	}
 	if n.Spec.Unschedulable {
 		msg += "; the node is cordoned, and the machine-config operator does not update a cordoned node"
 		r.LastError = "node is cordoned: the machine-config operator will not start its update until it is uncordoned"

@@ -6,19 +6,22 @@ package plan
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
 
-// arm pauses every gated pool, recording its original paused value first.
+// arm records every gated pool's original paused value and, with a canary,
+// pauses it (without one, driveSources decides).
 func (p *planner) arm() {
 	for _, s := range p.sources {
 		pool := p.pools[s]
 		rec := p.ensurePoolRecord(s)
 		if rec.OriginalPaused == nil {
 			rec.OriginalPaused = ptr.To(pool.Spec.Paused)
+		}
+		if p.holdsInGatePool() {
+			continue
 		}
 		if !pool.Spec.Paused {
 			p.act(Action{Kind: SetPoolPaused, Pool: s, Paused: true})
@@ -27,15 +30,12 @@ func (p *planner) arm() {
 	}
 }
 
-// gateMaxUnavailable is the maxUnavailable of the gate pools node-gate creates.
-const gateMaxUnavailable = "100%"
-
 // unlabelStrays removes the release label of a gated pool from every node
 // that carries one while no round is active (so none is released).
 func (p *planner) unlabelStrays() {
 	for _, n := range p.in.Nodes {
 		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
-			p.act(Action{Kind: UnlabelNode, Node: n.Name, Pool: v})
+			p.act(Action{Kind: UnlabelNode, Label: ReleaseLabel, Node: n.Name, Pool: v})
 			if r := p.record(n.Name); r != nil && terminal(r.Phase) && p.removalInGrace(r) {
 				// A node that passed the gate in this round while the
 				// control plane updates: its removal is on its way.
@@ -110,27 +110,29 @@ func (p *planner) holdGates(hold bool) {
 }
 
 // setUpGates creates the gate pools (or takes over the canary) and keeps
-// custom source pools from selecting released nodes. It reports whether
-// every gate pool exists with a rendered target.
+// custom source pools from selecting the nodes in them. It reports whether
+// every gate pool exists (with a canary: with a rendered target).
 func (p *planner) setUpGates() bool {
 	ready := true
 	for _, s := range p.sources {
 		src := p.pools[s]
 		rec := p.ensurePoolRecord(s)
 		rec.GatePool = p.gatePoolName(s)
-		if isCustom(s) {
+		gate := p.pools[rec.GatePool]
+		if isCustom(s) && (p.canary != "" || gate != nil) {
+			// Once the gate pool exists (a node labelled before would
+			// match no custom pool and fall into worker).
 			if rec.OriginalNodeSelector == nil {
 				rec.OriginalNodeSelector = src.Spec.NodeSelector.DeepCopy()
 				if rec.OriginalNodeSelector == nil {
 					rec.OriginalNodeSelector = &metav1.LabelSelector{}
 				}
 			}
-			want := sourceSelector(rec.OriginalNodeSelector)
+			want := sourceSelector(rec.OriginalNodeSelector, p.gateLabel())
 			if !sameSelector(src.Spec.NodeSelector, want) {
 				p.act(Action{Kind: SetPoolSelector, Pool: s, NodeSelector: want})
 			}
 		}
-		gate := p.pools[rec.GatePool]
 		if p.canary != "" {
 			if rec.OriginalGateNodeSelector == nil {
 				rec.OriginalGateNodeSelector = gate.Spec.NodeSelector.DeepCopy()
@@ -150,14 +152,13 @@ func (p *planner) setUpGates() bool {
 			continue
 		} else {
 			rec.GatePoolCreated = true
-			// Created with 100%: node-gate alone limits how many nodes it
-			// releases. A lower value, set by someone since, would have
-			// the MCO hold nodes node-gate released (and counts).
-			if mu := gate.Spec.MaxUnavailable; mu == nil || mu.String() != gateMaxUnavailable {
-				p.act(Action{Kind: SetPoolMaxUnavailable, Pool: gate.Name, MaxUnavailable: ptr.To(intstr.FromString(gateMaxUnavailable))})
+			// A gate pool of an earlier version of node-gate, which
+			// released nodes into it, selects the held nodes from now on.
+			if want := holdSelector(s); !sameSelector(gate.Spec.NodeSelector, want) {
+				p.act(Action{Kind: SetPoolSelector, Pool: gate.Name, NodeSelector: want})
 			}
 		}
-		if gate.Spec.Configuration.Name == "" {
+		if p.canary != "" && gate.Spec.Configuration.Name == "" {
 			ready = false
 		}
 	}

@@ -45,7 +45,7 @@ type world struct {
 	gated       []string // Input.GatedPools
 	version     string   // the release the pools render
 	last        Result
-	// history of what happened, for assertions: labelled nodes and when.
+	// history of what happened, for assertions: the nodes a pass released.
 	labelled map[string]bool
 	// completed is each node's record as the pass that completed it left
 	// it, before Compact drops its times.
@@ -158,6 +158,9 @@ func (w *world) reconcile() Result {
 	in := w.input()
 	w.last = Plan(in)
 	for _, r := range w.last.Status.Nodes {
+		if r.Phase == nodegatev1alpha1.NodeReleased {
+			w.labelled[r.Name] = true
+		}
 		if r.Phase == nodegatev1alpha1.NodeCompleted && r.CompletionTime != nil {
 			w.completed[r.Name] = *r.DeepCopy()
 		}
@@ -188,8 +191,11 @@ func (w *world) apply(a Action) {
 	case SetPoolSelector:
 		w.pools[a.Pool].Spec.NodeSelector = a.NodeSelector.DeepCopy()
 	case SetPoolMaxUnavailable:
-		mu := *a.MaxUnavailable
-		w.pools[a.Pool].Spec.MaxUnavailable = &mu
+		w.pools[a.Pool].Spec.MaxUnavailable = nil
+		if a.MaxUnavailable != nil {
+			mu := *a.MaxUnavailable
+			w.pools[a.Pool].Spec.MaxUnavailable = &mu
+		}
 	case CreatePool:
 		if _, ok := w.pools[a.Pool]; !ok {
 			w.pools[a.Pool] = a.NewPool.DeepCopy()
@@ -197,11 +203,15 @@ func (w *world) apply(a Action) {
 	case DeletePool:
 		delete(w.pools, a.Pool)
 	case LabelNode:
-		n := w.nodes[a.Node]
-		n.Labels[ReleaseLabel] = a.Pool
-		w.labelled[a.Node] = true
+		if a.Label != ReleaseLabel && a.Label != HoldLabel {
+			w.t.Fatalf("LabelNode with label %q", a.Label)
+		}
+		w.nodes[a.Node].Labels[a.Label] = a.Pool
 	case UnlabelNode:
-		delete(w.nodes[a.Node].Labels, ReleaseLabel)
+		if a.Label != ReleaseLabel && a.Label != HoldLabel {
+			w.t.Fatalf("UnlabelNode with label %q", a.Label)
+		}
+		delete(w.nodes[a.Node].Labels, a.Label)
 	case CreateJob:
 		key := a.Job.Namespace + "/" + a.Job.Name
 		if _, ok := w.jobs[key]; !ok {
@@ -391,12 +401,14 @@ func (w *world) driveToEnd() {
 	w.t.Fatalf("run did not complete: phase %s, status %+v", w.run.Status.Phase, w.run.Status.Summary)
 }
 
-// checkNoLabelOnFinished: a pass never labels a node whose record it leaves
-// finished; the label would outlive the record (a stray in the gate pool).
+// checkNoLabelOnFinished: a pass never labels a node into the canary whose
+// record it leaves finished; the label would outlive the record (a stray in
+// the canary). (A finished node is held again when its pool renders newer
+// content.)
 func checkNoLabelOnFinished(t testing.TB, r Result) {
 	t.Helper()
 	for _, a := range r.Actions {
-		if a.Kind != LabelNode {
+		if a.Kind != LabelNode || a.Label != ReleaseLabel {
 			continue
 		}
 		for _, rec := range r.Status.Nodes {
@@ -404,5 +416,59 @@ func checkNoLabelOnFinished(t testing.TB, r Result) {
 				t.Fatalf("node %s labelled in the pass that left its record %s", a.Node, rec.Phase)
 			}
 		}
+	}
+}
+
+// releaseActions are the actions of r that release a node: its hold label
+// removed (or, with a canary, its release label set).
+func releaseActions(r Result) []Action {
+	var out []Action
+	for _, a := range r.Actions {
+		if (a.Kind == UnlabelNode && a.Label == HoldLabel) || (a.Kind == LabelNode && a.Label == ReleaseLabel) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// released: the MCO may update the node as node-gate left it: without a
+// canary, it is a gated node out of the gate pool (no hold label); with one,
+// it carries the release label.
+func (w *world) released(node string) bool {
+	n := w.nodes[node]
+	if w.run.Spec.Canary != nil {
+		return n.Labels[ReleaseLabel] != ""
+	}
+	return n.Labels[HoldLabel] == ""
+}
+
+// isGated: the node belongs to a pool the run gates, by the pools' own
+// selectors (node-gate's labels and gate pools aside).
+func (w *world) isGated(n *corev1.Node) bool {
+	var sel []string
+	for _, k := range slices.Sorted(maps.Keys(w.pools)) {
+		if w.pools[k].Labels[GatePoolLabel] != "" || (w.run.Spec.Canary != nil && k == w.run.Spec.Canary.Name) {
+			continue
+		}
+		if selects(w.pools[k].Spec.NodeSelector, withoutGateLabels(n.Labels)) {
+			sel = append(sel, k)
+		}
+	}
+	p, err := primaryPool(sel)
+	return err == nil && slices.Contains(w.targets[0].Spec.MachineConfigPools, p)
+}
+
+// driveUntil alternates Jobs completing, the MCO and reconcile, a minute
+// apart, until node's record reaches phase, or fails after a bound.
+func (w *world) driveUntil(node string, phase nodegatev1alpha1.NodePhase) {
+	w.t.Helper()
+	for i := 0; i < 50 && w.rec(node).Phase != phase; i++ {
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+		w.reconcile()
+	}
+	if got := w.rec(node).Phase; got != phase {
+		w.t.Fatalf("setup: %s %s, want %s", node, got, phase)
 	}
 }

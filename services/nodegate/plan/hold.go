@@ -98,7 +98,12 @@ func (p *planner) updateHold(cvUpdating bool, cvMsg string) (bool, string) {
 		return false, ""
 	}
 	for _, s := range p.sources {
-		for _, name := range []string{s, p.gatePoolName(s)} {
+		names := []string{s}
+		if !p.holdsInGatePool() {
+			// The canary's target is what its nodes are given.
+			names = append(names, p.gatePoolName(s))
+		}
+		for _, name := range names {
 			pool := p.pools[name]
 			if pool == nil || pool.Spec.Configuration.Name == "" {
 				continue // a gate pool not created or rendered yet: releases wait for it anyway
@@ -122,10 +127,10 @@ func (p *planner) updateHold(cvUpdating bool, cvMsg string) (bool, string) {
 }
 
 // updateTarget is the rendered config a node of source pool is updated
-// to: its gate pool's target (the hooks' TARGET_CONFIG). Nodes start their
-// hooks only once the gate pool rendered; before that it is the source's.
+// to (the hooks' TARGET_CONFIG): its source pool's target, or with a canary
+// the canary's once it rendered.
 func (p *planner) updateTarget(source string) string {
-	if g := p.pools[p.gatePoolName(source)]; g != nil && g.Spec.Configuration.Name != "" {
+	if g := p.pools[p.gatePoolName(source)]; !p.holdsInGatePool() && g != nil && g.Spec.Configuration.Name != "" {
 		return g.Spec.Configuration.Name
 	}
 	if s := p.pools[source]; s != nil {
@@ -162,14 +167,14 @@ func (p *planner) admit(r *nodegatev1alpha1.NodeRecord) {
 }
 
 // rehold takes a node whose hooks ran for an older target back to its
-// pre-update hooks, out of the gate pool if the MCO has not started it: a
-// re-render mid-run must not let the MCO update a node on the strength of
-// hooks that ran for other content.
+// pre-update hooks, held again (or out of the canary) if the MCO has not
+// started it: a re-render mid-run must not let the MCO update a node on the
+// strength of hooks that ran for other content.
 func (p *planner) rehold(r *nodegatev1alpha1.NodeRecord) {
 	n := p.nodes[r.Name]
 	old := r.HooksTarget
 	if n != nil && n.Labels[ReleaseLabel] != "" {
-		p.act(Action{Kind: UnlabelNode, Node: r.Name, Pool: r.Pool})
+		p.act(Action{Kind: UnlabelNode, Label: ReleaseLabel, Node: r.Name, Pool: r.Pool})
 	}
 	p.admit(r)
 	p.event(OnNode, r.Name, corev1.EventTypeWarning, "GateRetargeted", "pool %s now updates its nodes to %s; node %s's pre-update hooks ran for %s: they run again before it is released", r.Pool, r.HooksTarget, r.Name, old)

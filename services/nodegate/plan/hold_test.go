@@ -32,20 +32,20 @@ func TestHoldUntil(t *testing.T) {
 	t.Run("Rendered releases during the control-plane update", func(t *testing.T) {
 		w := updatingWorld(t, "", "4.16.0")
 		r := w.reconcile()
-		if len(actionsOf(r, CreateJob)) == 0 {
+		if len(actionsOf(r, CreateJob)) == 0 && len(w.jobs) == 0 {
 			t.Fatalf("no pre-update hook started although the pools rendered 4.16.0: %+v, progressing %+v", r.Actions, w.cond(CondProgressing))
 		}
 		for i := 0; i < 10 && w.rec("w00").Phase != nodegatev1alpha1.NodeReleased; i++ {
 			w.completeAll()
 			w.reconcile()
 		}
-		if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || w.pools["worker-gate"].Spec.Paused {
-			t.Fatalf("w00 %s, gate paused %v: want released into an unpaused gate pool before the control plane finished",
-				w.rec("w00").Phase, w.pools["worker-gate"].Spec.Paused)
+		if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || !w.released("w00") || w.pools["worker"].Spec.Paused {
+			t.Fatalf("w00 %s, released %v, worker paused %v: want released into the running worker pool before the control plane finished",
+				w.rec("w00").Phase, w.released("w00"), w.pools["worker"].Spec.Paused)
 		}
 		w.mco()
 		w.mco()
-		if got := w.nodes["w00"].Annotations[mcostate.CurrentConfig]; got != rendered("worker-gate", "4.16.0") {
+		if got := w.nodes["w00"].Annotations[mcostate.CurrentConfig]; got != rendered("worker", "4.16.0") {
 			t.Fatalf("w00 runs %s", got)
 		}
 		// Every node passes before the control plane completes: the pools
@@ -73,7 +73,7 @@ func TestHoldUntil(t *testing.T) {
 		w := updatingWorld(t, nodegatev1alpha1.HoldUntilControlPlaneUpdated, "4.16.0")
 		for i := 0; i < 5; i++ {
 			r := w.reconcile()
-			if len(actionsOf(r, CreateJob)) != 0 || len(actionsOf(r, LabelNode)) != 0 {
+			if len(actionsOf(r, CreateJob)) != 0 || len(releaseActions(r)) != 0 {
 				t.Fatalf("pass %d started a node while the control plane updates: %+v", i, r.Actions)
 			}
 			w.mco()
@@ -81,8 +81,8 @@ func TestHoldUntil(t *testing.T) {
 		if c := w.cond(CondProgressing); c == nil || c.Reason != ReasonControlPlane {
 			t.Fatalf("progressing %+v, want %s", c, ReasonControlPlane)
 		}
-		if !w.pools["worker-gate"].Spec.Paused {
-			t.Fatal("gate pool unpaused while the control plane updates")
+		if !w.pools["worker"].Spec.Paused || !w.pools["worker-gate"].Spec.Paused {
+			t.Fatal("worker or gate pool unpaused while the control plane updates")
 		}
 		w.finishControlPlane()
 		if r := w.reconcile(); len(actionsOf(r, CreateJob)) == 0 {
@@ -136,9 +136,9 @@ func TestHoldUntil(t *testing.T) {
 }
 
 // A re-render while a node's pre-update hooks ran, or after it was released
-// and before the MCO started it, takes it back: out of the gate pool, its
-// pre-update hooks run again for the new target (a new attempt, a new Job),
-// and only then is it released; the gate pool is paused until it is out.
+// and before the MCO started it, takes it back: held again, its pre-update
+// hooks run again for the new target (a new attempt, a new Job), and only
+// then is it released; the source pool is paused until it is held.
 func TestRerenderReholdsAdmittedNodes(t *testing.T) {
 	const next = "4.16.0-mc2"
 	t.Run("released, not started by the MCO", func(t *testing.T) {
@@ -147,25 +147,25 @@ func TestRerenderReholdsAdmittedNodes(t *testing.T) {
 			w.completeAll()
 			w.reconcile()
 		}
-		if w.nodes["w00"].Labels[ReleaseLabel] == "" {
-			t.Fatalf("setup: w00 %s without the label", w.rec("w00").Phase)
+		if !w.released("w00") {
+			t.Fatalf("setup: w00 %s still held", w.rec("w00").Phase)
 		}
 		before := w.rec("w00").Hooks[0].Attempts
 		w.renderRelease(next)
 		r := w.reconcile()
 		rec := w.rec("w00")
-		if rec.Phase != nodegatev1alpha1.NodePreHooks || rec.HooksTarget != rendered("worker-gate", next) || rec.ReleasedTime != nil {
-			t.Fatalf("w00 %+v, want back in PreHooks for %s", rec, rendered("worker-gate", next))
+		if rec.Phase != nodegatev1alpha1.NodePreHooks || rec.HooksTarget != rendered("worker", next) || rec.ReleasedTime != nil {
+			t.Fatalf("w00 %+v, want back in PreHooks for %s", rec, rendered("worker", next))
 		}
-		if len(actionsOf(r, UnlabelNode)) != 1 || !hasEvent(r, "GateRetargeted") {
-			t.Fatalf("want w00 unlabelled and a GateRetargeted event: %+v %+v", r.Actions, r.Events)
+		if w.released("w00") || !hasEvent(r, "GateRetargeted") {
+			t.Fatalf("want w00 held again and a GateRetargeted event: %+v %+v", r.Actions, r.Events)
 		}
 		jobs := actionsOf(r, CreateJob)
 		if len(jobs) != 1 || rec.Hooks[0].Attempts != before+1 {
 			t.Fatalf("want one new attempt of the first hook (attempts %d → %d): %+v", before, rec.Hooks[0].Attempts, jobs)
 		}
-		if !w.pools["worker-gate"].Spec.Paused {
-			t.Fatal("gate pool unpaused while w00, held again, still carries the label")
+		if !w.pools["worker"].Spec.Paused {
+			t.Fatal("worker pool running while node-gate holds w00 again")
 		}
 		if w.mco(); w.nodes["w00"].Annotations[mcostate.DesiredConfig] != rendered("worker", "4.15.0") {
 			t.Fatalf("w00 given %s", w.nodes["w00"].Annotations[mcostate.DesiredConfig])
@@ -195,7 +195,7 @@ func TestRerenderReholdsAdmittedNodes(t *testing.T) {
 		if strings.Join(started, ",") != "fence,job,fence" {
 			t.Fatalf("hooks started %v, want fence,job,fence", started)
 		}
-		if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodeReleased || rec.HooksTarget != rendered("worker-gate", next) {
+		if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodeReleased || rec.HooksTarget != rendered("worker", next) {
 			t.Fatalf("w00 %+v", rec)
 		}
 	})

@@ -41,7 +41,8 @@ func TestIdleWithoutUpdate(t *testing.T) {
 }
 
 // An update requested on ClusterVersion pauses the gated pools before the
-// MCO renders anything for them, and records what it changes first.
+// MCO renders anything for them, records what it changes first, and parks
+// every node in the paused gate pool.
 func TestArmsOnRequestedUpdate(t *testing.T) {
 	w := newWorld(t, 3)
 	w.startUpdate("4.16.0")
@@ -50,8 +51,17 @@ func TestArmsOnRequestedUpdate(t *testing.T) {
 	if len(pauses) != 1 || pauses[0].Pool != "worker" || !pauses[0].Paused {
 		t.Fatalf("want worker paused, got %+v", r.Actions)
 	}
-	if len(r.Actions) != 1 {
-		t.Fatalf("only the pause, got %+v", r.Actions)
+	created := actionsOf(r, CreatePool)
+	if len(r.Actions) != 2 || len(created) != 1 || created[0].Pool != "worker-gate" {
+		t.Fatalf("only the pause and the gate pool, got %+v", r.Actions)
+	}
+	if gp := created[0].NewPool; gp.Spec.MachineConfigSelector.MatchLabels[mcRole] != "worker" || gp.Spec.NodeSelector.MatchLabels[HoldLabel] != "worker" || !gp.Spec.Paused {
+		t.Fatalf("gate pool: %+v", gp.Spec)
+	}
+	// Once the gate pool is there, every worker is parked in it.
+	r = w.reconcile()
+	if held := actionsOf(r, LabelNode); len(held) != 3 || held[0].Label != HoldLabel {
+		t.Fatalf("want the three workers held, got %+v", r.Actions)
 	}
 	rec := w.run.Status.Pools[0]
 	if rec.OriginalPaused == nil || *rec.OriginalPaused {
@@ -73,7 +83,7 @@ func TestArmsOnRequestedUpdate(t *testing.T) {
 	}
 	// Still waiting: the control plane has not finished.
 	r = w.reconcile()
-	if len(actionsOf(r, CreateJob)) != 0 || len(actionsOf(r, LabelNode)) != 0 {
+	if len(actionsOf(r, CreateJob)) != 0 || len(releaseActions(r)) != 0 {
 		t.Fatalf("nothing may start before the control plane finished: %+v", r.Actions)
 	}
 	if got := w.run.Status.PlannedOrder; len(got) != 3 {
@@ -90,25 +100,16 @@ func TestNodeLifecycle(t *testing.T) {
 	w.renderRelease("4.16.0")
 	w.finishControlPlane()
 
+	// The gate pool exists (the first pass made it, paused): the round
+	// starts, every worker is held, the first hook starts.
 	r := w.reconcile()
-	created := actionsOf(r, CreatePool)
-	if len(created) != 1 || created[0].Pool != "worker-gate" {
-		t.Fatalf("want gate pool worker-gate, got %+v", r.Actions)
-	}
-	gp := created[0].NewPool
-	if gp.Spec.MachineConfigSelector.MatchLabels[mcRole] != "worker" || gp.Spec.NodeSelector.MatchLabels[ReleaseLabel] != "worker" {
-		t.Fatalf("gate pool selectors: %+v", gp.Spec)
-	}
 	// Zone a first, oldest first: w00 (zone-a), w01 (zone-b), w02 (zone-c).
 	if got := strings.Join(w.run.Status.PlannedOrder, ","); got != "w00,w01,w02" {
 		t.Fatalf("planned order %s", got)
 	}
-	if len(actionsOf(r, CreateJob)) != 0 {
-		t.Fatal("hooks wait for the gate pool to render")
+	if len(actionsOf(r, LabelNode)) != 3 || !w.pools["worker"].Spec.Paused {
+		t.Fatalf("want every worker held, the pool paused until they are: %+v", r.Actions)
 	}
-	w.render()
-
-	r = w.reconcile()
 	jobs := actionsOf(r, CreateJob)
 	if len(jobs) != 1 {
 		t.Fatalf("one pre-hook at a time, got %d", len(jobs))
@@ -122,7 +123,7 @@ func TestNodeLifecycle(t *testing.T) {
 	for _, e := range env {
 		names = append(names, e.Name+"="+e.Value)
 	}
-	want := "USER_VAR=kept,NODE_NAME=w00,MUTEX_RULE=drain-db,POOL=worker,TARGET_CONFIG=rendered-worker-gate-4.16.0,TARGET_VERSION=4.16.0,RUN_ID=" + w.run.Status.RunID
+	want := "USER_VAR=kept,NODE_NAME=w00,MUTEX_RULE=drain-db,POOL=worker,TARGET_CONFIG=rendered-worker-4.16.0,TARGET_VERSION=4.16.0,RUN_ID=" + w.run.Status.RunID
 	if strings.Join(names, ",") != want {
 		t.Fatalf("env\n got %s\nwant %s", strings.Join(names, ","), want)
 	}
@@ -143,12 +144,17 @@ func TestNodeLifecycle(t *testing.T) {
 	if rec.Phase != nodegatev1alpha1.NodePreHooks || rec.Hooks[0].Attempts != 1 || rec.Hooks[0].JobName != j.Name {
 		t.Fatalf("record %+v", rec)
 	}
-	// Reconciling again (the Job not yet in the cache) does not make a second Job.
+	// Reconciling again (the Job not yet in the cache) does not make a second
+	// Job. Every node is held now: the pool runs, its maxUnavailable the
+	// run's.
 	r = w.reconcile()
 	for _, a := range actionsOf(r, CreateJob) {
 		if a.Job.Name != j.Name {
 			t.Fatalf("a second Job %s while the first runs", a.Job.Name)
 		}
+	}
+	if p := w.pools["worker"]; p.Spec.Paused || p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.String() != "1" {
+		t.Fatalf("worker paused %v, maxUnavailable %v: want it running with the run's limit", p.Spec.Paused, p.Spec.MaxUnavailable)
 	}
 	w.setJob(ns+"/"+j.Name, batchv1.JobComplete)
 	r = w.reconcile()
@@ -160,13 +166,13 @@ func TestNodeLifecycle(t *testing.T) {
 	if onNode.Operator != corev1.NodeSelectorOpIn {
 		t.Fatalf("fence runs on the node: %+v", onNode)
 	}
-	if len(actionsOf(r, LabelNode)) != 0 {
+	if len(releaseActions(r)) != 0 {
 		t.Fatal("released before its pre-hooks finished")
 	}
 	w.completeAll()
 	r = w.reconcile()
-	if l := actionsOf(r, LabelNode); len(l) != 1 || l[0].Node != "w00" {
-		t.Fatalf("want w00 released, got %+v", r.Actions)
+	if l := releaseActions(r); len(l) != 1 || l[0].Node != "w00" || len(r.Actions) != 1 {
+		t.Fatalf("want w00 released, in one write, got %+v", r.Actions)
 	}
 	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || len(r.Events) != 0 {
 		t.Fatalf("record %+v, events %+v (a release is told by the status and metrics, not an Event)", w.rec("w00"), r.Events)
@@ -174,7 +180,7 @@ func TestNodeLifecycle(t *testing.T) {
 
 	// The MCO's intermediate states are not completion.
 	n := w.nodes["w00"]
-	gateTarget := rendered("worker-gate", "4.16.0")
+	gateTarget := rendered("worker", "4.16.0")
 	steps := []func(){
 		func() {
 			n.Annotations[mcostate.DesiredConfig] = gateTarget
@@ -198,13 +204,13 @@ func TestNodeLifecycle(t *testing.T) {
 	if w.rec("w00").Phase != nodegatev1alpha1.NodePostHooks || len(jobs) != 1 || jobs[0].Job.Labels[HookLabel] != "cleanup" {
 		t.Fatalf("post-hook after Done: %+v %+v", w.rec("w00"), r.Actions)
 	}
-	if len(actionsOf(r, LabelNode)) != 0 {
+	if len(releaseActions(r)) != 0 {
 		t.Fatal("the next node is released before the previous one's post-hooks")
 	}
 	w.completeAll()
 	r = w.reconcile()
-	if u := actionsOf(r, UnlabelNode); len(u) != 1 || u[0].Node != "w00" {
-		t.Fatalf("w00 leaves the gate pool after its post-hooks: %+v", r.Actions)
+	if len(actionsOf(r, UnlabelNode)) != 0 || len(actionsOf(r, LabelNode)) != 0 {
+		t.Fatalf("w00 is done, in its own pool, nothing to move: %+v", r.Actions)
 	}
 	if w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted || w.rec("w01").Phase != nodegatev1alpha1.NodePreHooks {
 		t.Fatalf("w00 %s, w01 %s", w.rec("w00").Phase, w.rec("w01").Phase)
@@ -218,17 +224,18 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Fatal("gate pool must be deleted at the end")
 	}
 	for _, n := range w.nodes {
-		if _, ok := n.Labels[ReleaseLabel]; ok {
+		if _, ok := n.Labels[HoldLabel]; ok {
 			t.Fatalf("%s still labelled", n.Name)
 		}
 	}
-	if w.pools["worker"].Spec.Paused {
-		t.Fatal("worker left paused")
+	if p := w.pools["worker"]; p.Spec.Paused || p.Spec.MaxUnavailable != nil {
+		t.Fatalf("worker left paused (%v) or with maxUnavailable %v", p.Spec.Paused, p.Spec.MaxUnavailable)
 	}
-	// The MCO's rebootless return to the source pool; the run stays Completed
-	// and gates nothing again for the same target.
-	w.mco()
-	w.mco()
+	// Nothing moves after the round (no return trip); the run stays
+	// Completed and gates nothing again for the same target.
+	if moved := w.mco(); len(moved) != 0 {
+		t.Fatalf("the MCO moved %v after the round", moved)
+	}
 	r = w.reconcile()
 	if len(r.Actions) != 0 || w.run.Status.Phase != nodegatev1alpha1.RunCompleted {
 		t.Fatalf("after the round: phase %s actions %+v", w.run.Status.Phase, r.Actions)
@@ -277,7 +284,7 @@ func TestMaxUnavailable(t *testing.T) {
 		{5, intstr.FromInt32(3), 3},
 		{5, intstr.FromString("50%"), 2},   // of 5, rounded down
 		{5, intstr.FromString("10%"), 1},   // never below 1
-		{40, intstr.FromString("25%"), 10}, // the gate pool then holds 10 nodes
+		{40, intstr.FromString("25%"), 10}, // worker then holds the 10 released nodes
 		{50, intstr.FromString("10%"), 5},
 	} {
 		w := readyRound(t, tc.workers, func(w *world) { w.run.Spec.MaxUnavailable = ptr.To(tc.mu) })
@@ -285,11 +292,12 @@ func TestMaxUnavailable(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%d workers, maxUnavailable %s: %d nodes started, want %d", tc.workers, tc.mu.String(), got, tc.want)
 		}
-		// The MCO applies the gate pool's maxUnavailable to the gate pool's
-		// members, which are only the released nodes: it must let every
-		// one of them update at once, or the MCO, not the run, sets the pace.
-		// Every pre-update hook of the started nodes done (the rule runs
-		// them one at a time).
+		// The MCO applies the source pool's maxUnavailable to the pool's
+		// members, which are only the released nodes (the others are held
+		// in the gate pool): it must let every one of them update at once,
+		// or the MCO, not the run, sets the pace; and no more, the MCO's
+		// own bound. Every pre-update hook of the started nodes done (the
+		// rule runs them one at a time).
 		for i := 0; i < 10 && len(w.runningJobs()) > 0; i++ {
 			w.completeAll()
 			w.reconcile()
@@ -298,9 +306,15 @@ func TestMaxUnavailable(t *testing.T) {
 		if released != tc.want {
 			t.Fatalf("%d workers, maxUnavailable %s: %d nodes released, want %d", tc.workers, tc.mu.String(), released, tc.want)
 		}
-		if mcoLimit := mcoMaxUnavailable(w.pools["worker-gate"], released); mcoLimit < released {
-			t.Errorf("%d workers, maxUnavailable %s: the MCO updates %d of the %d nodes in the gate pool at once (gate pool maxUnavailable %v)",
-				tc.workers, tc.mu.String(), mcoLimit, released, w.pools["worker-gate"].Spec.MaxUnavailable)
+		members := 0
+		for _, n := range w.nodes {
+			if _, worker := n.Labels[workerRole]; worker && n.Labels[HoldLabel] == "" {
+				members++
+			}
+		}
+		if mcoLimit := mcoMaxUnavailable(w.pools["worker"], members); mcoLimit != released {
+			t.Errorf("%d workers, maxUnavailable %s: the MCO updates %d of the %d released nodes at once (worker maxUnavailable %v)",
+				tc.workers, tc.mu.String(), mcoLimit, released, w.pools["worker"].Spec.MaxUnavailable)
 		}
 	}
 }
@@ -348,7 +362,7 @@ func TestHookFailurePausesAndResumes(t *testing.T) {
 	if c := w.cond(CondDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "w00") {
 		t.Fatalf("Degraded %+v", c)
 	}
-	if !hasEvent(r, ReasonHookFailed) || len(actionsOf(r, CreateJob)) != 0 || len(actionsOf(r, LabelNode)) != 0 {
+	if !hasEvent(r, ReasonHookFailed) || len(actionsOf(r, CreateJob)) != 0 || len(releaseActions(r)) != 0 {
 		t.Fatalf("events/actions %+v %+v", r.Events, r.Actions)
 	}
 	// Time passing changes nothing.
@@ -398,7 +412,7 @@ func TestRetriesIgnoreAbortTimeout(t *testing.T) {
 		w := readyRound(t, 2, withPolicy(nodegatev1alpha1.FailureIgnore, 0, 0))
 		w.setJob(firstJob(t, w, "w00"), batchv1.JobFailed)
 		r := w.reconcile()
-		if l := actionsOf(r, LabelNode); len(l) != 1 || w.rec("w00").Hooks[0].Phase != nodegatev1alpha1.HookIgnored {
+		if l := releaseActions(r); len(l) != 1 || w.rec("w00").Hooks[0].Phase != nodegatev1alpha1.HookIgnored {
 			t.Fatalf("ignore releases: %+v %+v", r.Actions, w.rec("w00").Hooks)
 		}
 	})
@@ -504,7 +518,7 @@ func TestRefusesToStart(t *testing.T) {
 	}
 }
 
-// A custom source pool gets a "not released" requirement (recorded first,
+// A custom source pool gets a "not held" requirement (recorded first,
 // restored at the end); worker needs none.
 func TestCustomPoolSelectorRestored(t *testing.T) {
 	w := newWorld(t, 2)
@@ -522,7 +536,7 @@ func TestCustomPoolSelectorRestored(t *testing.T) {
 	w.finishControlPlane()
 	w.reconcile()
 	sel := w.pools["infra"].Spec.NodeSelector
-	if len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != ReleaseLabel || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpDoesNotExist {
+	if len(sel.MatchExpressions) != 1 || sel.MatchExpressions[0].Key != HoldLabel || sel.MatchExpressions[0].Operator != metav1.LabelSelectorOpDoesNotExist {
 		t.Fatalf("infra selector %+v", sel)
 	}
 	if !sameSelector(w.run.Status.Pools[0].OriginalNodeSelector, orig) {
@@ -612,7 +626,12 @@ func TestDeletionRestoresMidRun(t *testing.T) {
 	w.startUpdate("4.16.0")
 	w.reconcile()
 	w.run.DeletionTimestamp = ptr.To(metav1.NewTime(w.now))
-	if r := w.reconcile(); !r.Finalized || !w.pools["worker"].Spec.Paused {
+	// The gate pool armed with the request goes first.
+	r = Result{}
+	for i := 0; i < 3 && !r.Finalized; i++ {
+		r = w.reconcile()
+	}
+	if !r.Finalized || !w.pools["worker"].Spec.Paused {
 		t.Fatalf("finalized %v, paused %v", r.Finalized, w.pools["worker"].Spec.Paused)
 	}
 }
@@ -794,7 +813,7 @@ func TestReleasedNodeDegraded(t *testing.T) {
 		t.Fatal("setup: w00 not released")
 	}
 	n := w.nodes["w00"]
-	n.Annotations[mcostate.DesiredConfig] = rendered("worker-gate", "4.16.0")
+	n.Annotations[mcostate.DesiredConfig] = rendered("worker", "4.16.0")
 	n.Annotations[mcostate.State] = mcostate.StateDegraded
 	n.Annotations[mcostate.Reason] = "failed to drain node: pods blocked by PDB"
 	w.reconcile()
@@ -904,6 +923,7 @@ func TestCompletedHookNeverRecreated(t *testing.T) {
 // maxUnavailable while it carries the label, and gates it once it is gone.
 func TestNewRoundHoldsNodesStillReleased(t *testing.T) {
 	w := newWorld(t, 3)
+	gateMode(w, 1) // the canary's release label (without one, a hold label is set instead)
 	w.startUpdate("4.16.0")
 	w.reconcile()
 	w.renderRelease("4.16.0")
@@ -1020,8 +1040,8 @@ func TestUnsettledNodeCountsAgainstMaxUnavailable(t *testing.T) {
 		r.ReleasedTime = ptr.To(metav1.NewTime(w.now))
 	})
 	// Unlabelled, but the MCD is still applying the gate's target.
-	delete(w.nodes[first].Labels, ReleaseLabel)
-	w.nodes[first].Annotations[mcostate.DesiredConfig] = rendered("worker-gate", "4.16.0")
+	delete(w.nodes[first].Labels, HoldLabel)
+	w.nodes[first].Annotations[mcostate.DesiredConfig] = rendered("worker", "4.16.0")
 	w.nodes[first].Annotations[mcostate.State] = mcostate.StateWorking
 	w.now = w.now.Add(time.Minute)
 	r := w.reconcile()
@@ -1032,7 +1052,7 @@ func TestUnsettledNodeCountsAgainstMaxUnavailable(t *testing.T) {
 		t.Fatalf("Progressing does not say which node holds the run: %+v", c)
 	}
 	// Once the MCD is done, the next node starts.
-	w.nodes[first].Annotations[mcostate.CurrentConfig] = rendered("worker-gate", "4.16.0")
+	w.nodes[first].Annotations[mcostate.CurrentConfig] = rendered("worker", "4.16.0")
 	w.nodes[first].Annotations[mcostate.State] = mcostate.StateDone
 	if r := w.reconcile(); len(actionsOf(r, CreateJob)) != 1 {
 		t.Fatalf("no node started once %s settled: %+v", first, r.Actions)
@@ -1078,11 +1098,11 @@ func TestReleaseLimitCountsReleasedRecords(t *testing.T) {
 	}
 }
 
-// TestGateRerenderDuringPostHooks: the gate pool renders a new target while
-// a node runs its post-update hooks. The node does not complete (nor leave
-// the gate pool mid-update): it goes back to its pre-update hooks (the gate
-// pool paused meanwhile), is updated to the new target, runs its
-// post-update hooks again, and only then completes.
+// TestGateRerenderDuringPostHooks: the pool renders a new target while a
+// node runs its post-update hooks. The node does not complete: it goes back
+// to its pre-update hooks (held again, the pool paused until it is), is
+// updated to the new target, runs its post-update hooks again, and only
+// then completes.
 func TestGateRerenderDuringPostHooks(t *testing.T) {
 	w := readyRound(t, 2, nil)
 	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodePostHooks; i++ {
@@ -1094,20 +1114,15 @@ func TestGateRerenderDuringPostHooks(t *testing.T) {
 	if ph := w.rec("w00").Phase; ph != nodegatev1alpha1.NodePostHooks {
 		t.Fatalf("setup: w00 %s, want PostHooks", ph)
 	}
-	newTarget := rendered("worker-gate", "4.16.0-mc2")
-	w.pools["worker-gate"].Spec.Configuration.Name = newTarget
+	newTarget := rendered("worker", "4.16.0-mc2")
+	w.pools["worker"].Spec.Configuration.Name = newTarget
 	w.completeAll() // the post-update hooks finish
-	r := w.reconcile()
-	for _, a := range actionsOf(r, UnlabelNode) {
-		if a.Node == "w00" {
-			t.Fatalf("w00 unlabelled although the gate pool targets %s now", newTarget)
-		}
-	}
+	w.reconcile()
 	if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodePreHooks {
 		t.Fatalf("w00 %s, want back to its pre-update hooks", rec.Phase)
 	}
-	if g := w.pools["worker-gate"]; !g.Spec.Paused {
-		t.Fatal("the gate pool may move w00 to the new target before its pre-update hooks ran again")
+	if w.released("w00") || !w.pools["worker"].Spec.Paused {
+		t.Fatal("the pool may move w00 to the new target before its pre-update hooks ran again")
 	}
 	if w.mco(); w.nodes["w00"].Annotations[mcostate.DesiredConfig] == newTarget {
 		t.Fatal("w00 given the new target before its pre-update hooks ran again")
@@ -1116,7 +1131,7 @@ func TestGateRerenderDuringPostHooks(t *testing.T) {
 	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
 		w.mco()
 		w.now = w.now.Add(time.Minute)
-		r = w.reconcile()
+		r := w.reconcile()
 		for _, a := range actionsOf(r, CreateJob) {
 			// Only w00 is past its pre-update hooks (maxUnavailable 1).
 			switch a.Job.Labels[HookLabel] {
@@ -1144,7 +1159,7 @@ func TestGateRerenderDuringPostHooks(t *testing.T) {
 // next release (the MCO counts the node in the gate pool), and says so in
 // Degraded and in Progressing instead of holding the run silently.
 func TestLabelPutBackIsReported(t *testing.T) {
-	w := readyRound(t, 3, nil)
+	w := readyRound(t, 3, func(w *world) { gateMode(w, 1) })
 	for i := 0; i < 50 && w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted; i++ {
 		w.completeAll()
 		w.mco()
@@ -1175,46 +1190,48 @@ func TestLabelPutBackIsReported(t *testing.T) {
 	}
 }
 
-// TestGatePoolMaxUnavailableKept: someone changes the gate pool's
-// maxUnavailable; node-gate puts it back to 100% (it alone limits how many
-// nodes are released; a lower value makes the MCO hold released nodes).
-func TestGatePoolMaxUnavailableKept(t *testing.T) {
-	w := readyRound(t, 3, nil)
-	gate := w.pools["worker-gate"]
-	if gate == nil || gate.Spec.MaxUnavailable.String() != "100%" {
-		t.Fatalf("setup: gate pool %+v", gate)
+// TestSourceMaxUnavailableKept: during a round the source pool's
+// maxUnavailable is the run's limit (the MCO's own bound on how many of the
+// released nodes update at once); someone changing it gets it set back, and
+// the original comes back at the end.
+func TestSourceMaxUnavailableKept(t *testing.T) {
+	w := readyRound(t, 3, func(w *world) { w.pools["worker"].Spec.MaxUnavailable = ptr.To(intstr.FromString("50%")) })
+	pool := w.pools["worker"]
+	if pool.Spec.MaxUnavailable.String() != "1" {
+		t.Fatalf("setup: worker maxUnavailable %v", pool.Spec.MaxUnavailable)
 	}
-	gate.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+	pool.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(3))
 	r := w.reconcile()
-	if a := actionsOf(r, SetPoolMaxUnavailable); len(a) != 1 || a[0].Pool != "worker-gate" || a[0].MaxUnavailable.String() != "100%" {
-		t.Fatalf("want the gate pool's maxUnavailable set back to 100%%: %+v", r.Actions)
-	}
-	if got := w.pools["worker-gate"].Spec.MaxUnavailable.String(); got != "100%" {
-		t.Fatalf("gate pool maxUnavailable %s", got)
+	if a := actionsOf(r, SetPoolMaxUnavailable); len(a) != 1 || a[0].Pool != "worker" || a[0].MaxUnavailable.String() != "1" {
+		t.Fatalf("want worker's maxUnavailable set back to 1: %+v", r.Actions)
 	}
 	if r := w.reconcile(); len(actionsOf(r, SetPoolMaxUnavailable)) != 0 {
-		t.Fatalf("set again although it is 100%%: %+v", r.Actions)
+		t.Fatalf("set again although it is 1: %+v", r.Actions)
+	}
+	w.driveToEnd()
+	if got := w.pools["worker"].Spec.MaxUnavailable; got == nil || got.String() != "50%" {
+		t.Fatalf("worker maxUnavailable %v at the end, want its original 50%%", got)
 	}
 }
 
-// TestGatePoolHeldDuringNextControlPlaneUpdate: a node is released (its
+// TestPoolHeldDuringNextControlPlaneUpdate: a node is released (its
 // pre-update hooks ran for this round's target) when the next release is
-// requested. Until the control plane is updated the gate pool is paused: the
-// pools may render the next release at any moment, and the node must not be
-// given that one on the strength of hooks that ran for another.
-func TestGatePoolHeldDuringNextControlPlaneUpdate(t *testing.T) {
+// requested. Until the pools render it the source pool is paused: they may
+// render it at any moment, and the node must not be given that one on the
+// strength of hooks that ran for another.
+func TestPoolHeldDuringNextControlPlaneUpdate(t *testing.T) {
 	w := readyRound(t, 2, nil)
 	for i := 0; i < 20 && w.rec("w00").Phase != nodegatev1alpha1.NodeReleased; i++ {
 		w.completeAll()
 		w.reconcile()
 	}
-	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || w.pools["worker-gate"].Spec.Paused {
-		t.Fatalf("setup: w00 %s, gate paused %v", w.rec("w00").Phase, w.pools["worker-gate"].Spec.Paused)
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || w.pools["worker"].Spec.Paused {
+		t.Fatalf("setup: w00 %s, worker paused %v", w.rec("w00").Phase, w.pools["worker"].Spec.Paused)
 	}
 	w.startUpdate("4.16.1")
 	w.reconcile()
-	if !w.pools["worker-gate"].Spec.Paused {
-		t.Fatal("gate pool left unpaused while the control plane updates")
+	if !w.pools["worker"].Spec.Paused {
+		t.Fatal("worker left running while the control plane updates")
 	}
 	before := w.nodes["w00"].Annotations[mcostate.DesiredConfig]
 	w.renderRelease("4.16.1")
@@ -1226,9 +1243,8 @@ func TestGatePoolHeldDuringNextControlPlaneUpdate(t *testing.T) {
 
 // TestRenderDuringRoundGatedBeforeRestore: the pools render new content (a
 // MachineConfig change, no cluster update) while a round is active. The
-// round ends; unpausing the source pool then would let the MCO give the
-// nodes that passed the gate the new content without hooks. node-gate
-// keeps the pools armed and gates the new content in a new round.
+// nodes that passed the gate are held again (the source pool paused until
+// they are), and the new content is gated in a new round.
 func TestRenderDuringRoundGatedBeforeRestore(t *testing.T) {
 	t.Run("with post-update hooks", func(t *testing.T) { renderDuringRound(t, nil) })
 	// Without them a node released while it already runs the gate pool's
@@ -1250,6 +1266,9 @@ func renderDuringRound(t *testing.T, mutate func(*world)) {
 	}
 	first := w.run.Status.RunID
 	w.renderRelease("4.16.0-mc2")
+	// node-gate sees the render before the MCO acts on it (the other order
+	// is TestRenderSeenLateIsReported's).
+	w.reconcile()
 	for i := 0; i < 300 && !(w.run.Status.Phase == nodegatev1alpha1.RunCompleted && w.run.Status.RunID != first); i++ {
 		w.completeAll()
 		before := map[string]string{}
@@ -1425,6 +1444,137 @@ func TestOneNormalEventPerNode(t *testing.T) {
 			!strings.Contains(evs[0], "; Pre hook gate-ns/drain-db/job: Succeeded (Job drain-db-") ||
 			!strings.Contains(evs[0], "; Post hook gate-ns/drain-db/cleanup: Succeeded") || !strings.Contains(evs[0], "; released after ") {
 			t.Errorf("node %s: Normal Events %q, want its one GateCompleted with its hooks and times", n, evs)
+		}
+	}
+}
+
+// TestRenderSeenLateIsReported: a MachineConfig change outside a cluster
+// update, acted on by the MCO before node-gate sees the render, reaches at
+// most the pool's maxUnavailable (the run's limit) of the nodes that passed
+// the gate while the pool runs; node-gate pauses the pool, holds the others
+// and says which node got the content without its hooks.
+func TestRenderSeenLateIsReported(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	w.driveUntil("w01", nodegatev1alpha1.NodeCompleted)
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeCompleted || w.pools["worker"].Spec.Paused {
+		t.Fatalf("setup: w00 %s, w01 %s, worker paused %v", w.rec("w00").Phase, w.rec("w01").Phase, w.pools["worker"].Spec.Paused)
+	}
+	w.renderRelease("4.16.0-mc2")
+	var moved []string
+	for _, n := range w.mco() { // before node-gate sees the render
+		if strings.HasPrefix(n, "w") {
+			moved = append(moved, n)
+		}
+	}
+	if len(moved) != 1 {
+		t.Fatalf("the MCO moved %v: want one node, the run's limit", moved)
+	}
+	var events []string
+	for i := 0; i < 300 && w.run.Status.Phase != nodegatev1alpha1.RunCompleted; i++ {
+		r := w.reconcile()
+		for _, e := range r.Events {
+			if e.Reason == "UpdatedPastHooks" {
+				events = append(events, e.Note)
+			}
+		}
+		w.render()
+		w.completeAll()
+		w.mco()
+		w.now = w.now.Add(time.Minute)
+	}
+	if w.run.Status.Phase != nodegatev1alpha1.RunCompleted {
+		t.Fatalf("run %s", w.run.Status.Phase)
+	}
+	for _, n := range moved {
+		found := false
+		for _, e := range events {
+			found = found || strings.Contains(e, n)
+		}
+		if !found {
+			t.Fatalf("%s got the new content without its hooks, unreported: %v", n, events)
+		}
+	}
+}
+
+// TestStrayReleaseHeldAgain: someone removes the hold label of a node that
+// waits for its turn while its pool runs. node-gate holds it again, says so
+// (StrayRelease), and counts it against maxUnavailable until the cache shows
+// it held: no other node is released meanwhile.
+func TestStrayReleaseHeldAgain(t *testing.T) {
+	w := readyRound(t, 3, nil)
+	w.driveUntil("w00", nodegatev1alpha1.NodeCompleted)
+	if w.pools["worker"].Spec.Paused || w.released("w02") {
+		t.Fatalf("setup: worker paused %v, w02 released %v", w.pools["worker"].Spec.Paused, w.released("w02"))
+	}
+	delete(w.nodes["w02"].Labels, HoldLabel)
+	// w01's pre-update hooks are done: it would be released now.
+	w.completeAll()
+	if ph := w.rec("w01").Phase; ph != nodegatev1alpha1.NodePreHooks {
+		t.Fatalf("setup: w01 %s, want in its pre-update hooks", ph)
+	}
+	in := w.input()
+	r := Plan(in)
+	held := false
+	for _, a := range actionsOf(r, LabelNode) {
+		held = held || (a.Node == "w02" && a.Label == HoldLabel)
+	}
+	if !held || !hasEvent(r, "StrayRelease") {
+		t.Fatalf("w02 not held again and reported: %+v %+v", r.Actions, r.Events)
+	}
+	// w01 has its turn, but the unheld w02 fills maxUnavailable 1 until
+	// the cache shows it held.
+	for _, a := range releaseActions(r) {
+		if a.Node != "w02" {
+			t.Fatalf("%s released while w02, unheld, may be started by the MCO: %+v", a.Node, r.Actions)
+		}
+	}
+}
+
+// TestActionsFirst: a pass whose actions are hook Jobs and hold labels may
+// perform them before its status write (the release is the pass's first
+// write); one that changes a pool or records an original may not; nor may
+// a run with a canary. A release whose status write is lost is made again,
+// without a write, by the next pass.
+func TestActionsFirst(t *testing.T) {
+	w := newWorld(t, 3)
+	w.startUpdate("4.16.0")
+	if r := w.reconcile(); r.ActionsFirst {
+		t.Fatalf("the arming pass (pause, gate pool, originals) may not act first: %+v", r.Actions)
+	}
+	w.renderRelease("4.16.0")
+	w.finishControlPlane()
+	var release Result
+	for i := 0; i < 20 && len(releaseActions(release)) == 0; i++ {
+		w.completeAll()
+		in := w.input()
+		release = Plan(in)
+		if len(releaseActions(release)) > 0 {
+			break
+		}
+		w.reconcile()
+	}
+	if len(releaseActions(release)) != 1 || !release.ActionsFirst {
+		t.Fatalf("the releasing pass: actions %+v, actionsFirst %v", release.Actions, release.ActionsFirst)
+	}
+	// The reconciler releases w00, then loses its status write.
+	for _, a := range release.Actions {
+		w.apply(a)
+	}
+	r := w.reconcile()
+	if w.rec("w00").Phase != nodegatev1alpha1.NodeReleased || len(r.Actions) != 0 || hasEvent(r, "StrayRelease") {
+		t.Fatalf("the next pass: w00 %s, actions %+v, events %+v: want w00 released without a write", w.rec("w00").Phase, r.Actions, r.Events)
+	}
+
+	c := newWorld(t, 3)
+	gateMode(c, 1)
+	c.startUpdate("4.16.0")
+	c.reconcile()
+	c.renderRelease("4.16.0")
+	c.finishControlPlane()
+	for i := 0; i < 20; i++ {
+		c.completeAll()
+		if r := c.reconcile(); r.ActionsFirst {
+			t.Fatalf("a run with a canary acts first: %+v", r.Actions)
 		}
 	}
 }

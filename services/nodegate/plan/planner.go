@@ -8,6 +8,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
@@ -64,6 +65,7 @@ func Plan(in Input) Result {
 	p.plan()
 	p.finishStatus()
 	p.res.Status = *p.st
+	p.res.ActionsFirst = p.actionsFirst()
 	if p.requeue > 0 {
 		p.res.RequeueAfter = p.requeue
 	}
@@ -94,8 +96,15 @@ type planner struct {
 	// held are the nodes that carry the release label without having been
 	// released in this round: node-gate removes the label and holds them.
 	held []string
+	// unheld are the nodes that must be held and are not while their pool
+	// runs (findUnheld).
+	unheld []string
 	// members are the gated nodes by source pool.
 	members map[string][]string
+	// recIndex maps a node to its record's index in st.Nodes (record).
+	recIndex      map[string]int
+	recIndexLen   int
+	recIndexStale bool
 
 	res     Result
 	requeue time.Duration
@@ -150,6 +159,21 @@ func (p *planner) event(kind ObjectKind, name, typ, reason, format string, args 
 }
 
 func (p *planner) act(a Action) { p.res.Actions = append(p.res.Actions, a) }
+
+// actionsFirst: every action of the pass is a hook Job or a hold label, and
+// the pass records no pool original (see Result.ActionsFirst). With a
+// canary, or while the run is deleted, the status is written first.
+func (p *planner) actionsFirst() bool {
+	if !p.holdsInGatePool() || p.run.DeletionTimestamp != nil || len(p.res.Actions) == 0 {
+		return false
+	}
+	for _, a := range p.res.Actions {
+		if a.Kind != CreateJob && !(a.Label == HoldLabel && (a.Kind == LabelNode || a.Kind == UnlabelNode)) {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(p.in.Run.Status.Pools, p.st.Pools)
+}
 
 // conditionMessageLimit is the API's limit on a condition's message.
 const conditionMessageLimit = 32768
@@ -207,6 +231,9 @@ func (p *planner) plan() {
 		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
 			src = v
 		}
+		if v := n.Labels[HoldLabel]; v != "" && p.isSource(v) {
+			src = v
+		}
 		if p.isSource(src) {
 			members[src] = append(members[src], n.Name)
 		}
@@ -260,7 +287,16 @@ func (p *planner) plan() {
 		// new release. Otherwise the MCO moves such a node in the gate pool
 		// to the new target without this round's pre-update hooks.
 		p.unlabelStrays()
-		p.holdGates(true)
+		if p.holdsInGatePool() {
+			// Every node is parked in the gate pool before the pools
+			// render the update (while the update hold is on).
+			p.setUpGates()
+			p.holdNodes(false, hold)
+			p.driveSources(false, hold)
+			p.pauseGatePools()
+		} else {
+			p.holdGates(true)
+		}
 		p.st.Phase = nodegatev1alpha1.RunWaiting
 		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg
 		switch {
@@ -278,18 +314,33 @@ func (p *planner) plan() {
 	p.syncRecords(members)
 	p.resumeIfChanged()
 	p.gates(cvUpdating, hold, holdMsg)
+	if p.holdsInGatePool() {
+		p.findUnheld(hold)
+	}
 	p.advance()
-	p.holdGates(hold)
-	if !p.hasOpenRecords() && len(pending) > 0 && p.newTargets() {
+	open := p.hasOpenRecords()
+	switch {
+	case !p.holdsInGatePool():
+		p.holdGates(hold)
+	case open || len(pending) > 0 && p.newTargets():
+		p.holdNodes(true, hold)
+		p.driveSources(true, hold)
+		p.pauseGatePools()
+	case cvUpdating:
+		p.holdNodes(false, hold)
+		p.driveSources(false, hold)
+		p.pauseGatePools()
+	}
+	if !open && len(pending) > 0 && p.newTargets() {
 		// The pools rendered newer content during the round. Restoring
-		// now would unpause the source pools and let the MCO give it to
-		// the nodes that passed the gate, without hooks: stay armed; the
-		// next pass gates it in a new round.
+		// now would let the MCO give it to the nodes that passed the
+		// gate, without hooks: they are held (the source pools paused
+		// until they are), and the next pass gates it in a new round.
 		p.st.Phase = nodegatev1alpha1.RunProgressing
 		p.wake(time.Second)
 		return
 	}
-	if !p.hasOpenRecords() && cvUpdating {
+	if !open && cvUpdating {
 		// Every gated node passed while the control plane still updates
 		// (holdUntil Rendered). The update may render new content for the
 		// pools before it completes: they stay paused until it does, so that
@@ -298,7 +349,7 @@ func (p *planner) plan() {
 		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg+roundPassedWhileUpdating
 		return
 	}
-	if !p.hasOpenRecords() {
+	if !open {
 		if p.restore() {
 			p.st.Phase = nodegatev1alpha1.RunCompleted
 			p.event(OnRun, "", corev1.EventTypeNormal, ReasonCompleted, "every gated node is updated; pools, selectors and labels are restored")

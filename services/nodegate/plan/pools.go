@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // poolSelector is a pool's node selector to match nodes with. As in the
@@ -68,7 +67,7 @@ func primaryPool(selecting []string) (string, error) {
 	return "", nil
 }
 
-// userPools are the pools as the user made them: without node-gate's gate
+// userPoolSelectors are the pools as the user made them: without node-gate's gate
 // pools (and without the canary, whose selector node-gate replaces), with
 // the originals of the selectors node-gate changed.
 func (p *planner) userPoolSelectors() map[string]*metav1.LabelSelector {
@@ -102,7 +101,7 @@ func (p *planner) membership() (map[string]string, map[string]error) {
 	errs := map[string]error{}
 	for i := range p.in.Nodes {
 		n := &p.in.Nodes[i]
-		lbls := withoutRelease(n.Labels)
+		lbls := withoutGateLabels(n.Labels)
 		var selecting []string
 		for _, name := range names {
 			if sels[name].Matches(labels.Set(lbls)) {
@@ -120,16 +119,18 @@ func (p *planner) membership() (map[string]string, map[string]error) {
 }
 
 // MembershipLabels are a node's labels as pool membership reads them:
-// without node-gate's release label.
-func MembershipLabels(in map[string]string) map[string]string { return withoutRelease(in) }
+// without node-gate's hold and release labels.
+func MembershipLabels(in map[string]string) map[string]string { return withoutGateLabels(in) }
 
-func withoutRelease(in map[string]string) map[string]string {
-	if _, ok := in[ReleaseLabel]; !ok {
+func withoutGateLabels(in map[string]string) map[string]string {
+	_, released := in[ReleaseLabel]
+	_, held := in[HoldLabel]
+	if !released && !held {
 		return in
 	}
 	out := make(map[string]string, len(in))
 	for k, v := range in {
-		if k != ReleaseLabel {
+		if k != ReleaseLabel && k != HoldLabel {
 			out[k] = v
 		}
 	}
@@ -153,34 +154,44 @@ func (p *planner) releaseSelector(source string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{ReleaseLabel: source}}
 }
 
+// holdSelector selects the nodes held from source: a gate pool's node
+// selector when the run has no canary.
+func holdSelector(source string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{HoldLabel: source}}
+}
+
+// gateLabel is the label that puts a node in the run's gate pool: held
+// there, or released into the canary.
+func (p *planner) gateLabel() string {
+	if p.holdsInGatePool() {
+		return HoldLabel
+	}
+	return ReleaseLabel
+}
+
 // sourceSelector is a custom source pool's node selector during the run: the
-// original plus "not released", so a released node does not match two custom
-// pools. worker needs no change: a custom pool wins over worker.
-func sourceSelector(orig *metav1.LabelSelector) *metav1.LabelSelector {
+// original plus "label does not exist" for the label that puts a node in
+// the gate pool, so that such a node never matches two custom pools. worker
+// needs no change: a custom pool wins over worker.
+func sourceSelector(orig *metav1.LabelSelector, label string) *metav1.LabelSelector {
 	out := orig.DeepCopy()
 	if out == nil {
 		out = &metav1.LabelSelector{}
 	}
 	for _, r := range out.MatchExpressions {
-		if r.Key == ReleaseLabel && r.Operator == metav1.LabelSelectorOpDoesNotExist {
+		if r.Key == label && r.Operator == metav1.LabelSelectorOpDoesNotExist {
 			return out
 		}
 	}
-	out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: ReleaseLabel, Operator: metav1.LabelSelectorOpDoesNotExist})
+	out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: label, Operator: metav1.LabelSelectorOpDoesNotExist})
 	return out
 }
 
 // newGatePool is the gate pool node-gate creates for source: the source's
-// MachineConfig selector (so the rendered content is the same), selecting
-// released nodes, created paused (holdGates unpauses it while a node is
-// Released into it). Its maxUnavailable is 100%: node-gate alone limits
-// how many nodes update at once (it releases at most the run's
-// maxUnavailable), and every node in the gate pool is one it released. The
-// run's own value would be wrong there: the MCO takes a percentage of the
-// pool's members, and the gate pool holds only the released nodes (10% of
-// the 50 nodes released from a 500-node pool lets the MCO update 5 of them).
+// MachineConfig selector, selecting the nodes held from source, paused for
+// good (pauseGatePools), so that the MCO moves none of its nodes: they are
+// the ones not released.
 func (p *planner) newGatePool(source *mcfgv1.MachineConfigPool) *mcfgv1.MachineConfigPool {
-	mu := intstr.FromString(gateMaxUnavailable)
 	return &mcfgv1.MachineConfigPool{
 		TypeMeta: metav1.TypeMeta{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfigPool"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -189,8 +200,7 @@ func (p *planner) newGatePool(source *mcfgv1.MachineConfigPool) *mcfgv1.MachineC
 		},
 		Spec: mcfgv1.MachineConfigPoolSpec{
 			MachineConfigSelector: source.Spec.MachineConfigSelector.DeepCopy(),
-			NodeSelector:          p.releaseSelector(source.Name),
-			MaxUnavailable:        &mu,
+			NodeSelector:          holdSelector(source.Name),
 			Paused:                true,
 		},
 	}
@@ -217,8 +227,9 @@ func nodeByName(nodes []corev1.Node) map[string]*corev1.Node {
 // PoolMembers lists, sorted, the nodes the MCO places in each of the named
 // pools, by its membership rule (a custom pool wins over worker, master over
 // everything, a node matching two custom pools belongs to none). It is what
-// a MutexTarget reports in status.nodes. Release labels are ignored, so a
-// node node-gate moved into a gate pool still counts in its source pool.
+// a MutexTarget reports in status.nodes. node-gate's labels are ignored, so
+// a node it holds in a gate pool (or released into a canary) still counts in
+// its source pool.
 func PoolMembers(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, names []string) []string {
 	want := map[string]bool{}
 	for _, n := range names {
@@ -230,7 +241,7 @@ func PoolMembers(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, names []
 	}
 	var out []string
 	for i := range nodes {
-		lbls := withoutRelease(nodes[i].Labels)
+		lbls := withoutGateLabels(nodes[i].Labels)
 		var selecting []string
 		for j := range pools {
 			if pools[j].Labels[GatePoolLabel] != "" {

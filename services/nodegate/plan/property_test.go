@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -74,8 +75,8 @@ func (c *checker) after(r Result) {
 		}
 	}
 	for _, a := range r.Actions {
-		switch a.Kind {
-		case LabelNode:
+		switch {
+		case a.Kind == LabelNode && a.Label == ReleaseLabel, a.Kind == UnlabelNode && a.Label == HoldLabel && releasedIn(r, a.Node):
 			c.stats["released"]++
 			if rd, ok := c.completed[a.Node]; ok && rd == round {
 				c.fail("node %s released again after it completed in round %s", a.Node, round)
@@ -94,24 +95,23 @@ func (c *checker) after(r Result) {
 					c.fail("node %s released without a completed %q pre-hook Job", a.Node, name)
 				}
 			}
-		case CreateJob:
+		case a.Kind == CreateJob:
 			node, rd := envOf(a.Job, EnvNodeName), envOf(a.Job, EnvRunID)
 			if done, ok := c.completed[node]; ok && done == rd {
 				c.fail("hook Job %s created for node %s, which completed in round %s", a.Job.Name, node, rd)
 			}
 		}
 	}
-	released := 0
-	for _, n := range w.nodes {
-		if n.Labels[ReleaseLabel] != "" {
-			released++
-		}
+	// Deleting or aborting a run gives every node back to the MCO.
+	released := c.movable()
+	if ph := r.Status.Phase; w.run.DeletionTimestamp != nil || ph == nodegatev1alpha1.RunRestoring || ph == nodegatev1alpha1.RunAborted {
+		released = nil
 	}
-	if released > c.mu {
-		c.fail("%d nodes released at once, maxUnavailable %d", released, c.mu)
+	if len(released) > c.mu {
+		c.fail("%d nodes released at once (%v), maxUnavailable %d", len(released), released, c.mu)
 	}
-	if released > c.maxReleased {
-		c.maxReleased = released
+	if len(released) > c.maxReleased {
+		c.maxReleased = len(released)
 	}
 	for _, rec := range w.run.Status.Nodes {
 		if rec.Phase == nodegatev1alpha1.NodeCompleted {
@@ -128,10 +128,9 @@ func (c *checker) after(r Result) {
 // differ in name only.
 func configVersion(name string) string { return name[strings.LastIndex(name, "-")+1:] }
 
-// targeted checks one MCO step: a node the MCO gives new content while it
-// carries the release label (node-gate's gate pool, never its paused source
-// pool) must have completed every pre-hook of the run's current round. The
-// round is the status's runID: a node that runs a round's target passed that
+// targeted checks one MCO step: a gated node the MCO gives new content
+// must have completed every pre-hook of the run's current round. The round
+// is the status's runID: a node that runs a round's target passed that
 // round's pre-update hooks.
 func (c *checker) targeted(before map[string]string) {
 	w := c.w
@@ -139,7 +138,7 @@ func (c *checker) targeted(before map[string]string) {
 	for _, name := range slices.Sorted(maps.Keys(w.nodes)) {
 		n := w.nodes[name]
 		desired := n.Annotations[mcostate.DesiredConfig]
-		if before[name] == desired || n.Labels[ReleaseLabel] == "" {
+		if before[name] == desired || !w.isGated(n) {
 			continue
 		}
 		if configVersion(desired) == configVersion(n.Annotations[mcostate.CurrentConfig]) {
@@ -150,9 +149,9 @@ func (c *checker) targeted(before map[string]string) {
 			ok := false
 			for _, j := range w.jobs {
 				// ...for the content it is given: the pools render only
-				// during a cluster update, which holds the gate pools
-				// paused until node-gate saw the render, so a node whose
-				// hooks ran for older content is always held again first.
+				// during a cluster update, which holds the pools paused
+				// until node-gate saw the render, so a node whose hooks
+				// ran for older content is always held again first.
 				if envOf(j, EnvNodeName) == name && envOf(j, EnvRunID) == round && j.Labels[HookLabel] == hook &&
 					configVersion(envOf(j, EnvTargetConfig)) == configVersion(desired) {
 					if s, _ := stateOf(j); s == jobComplete {
@@ -168,7 +167,11 @@ func (c *checker) targeted(before map[string]string) {
 						js = append(js, fmt.Sprintf("%s(%s %s %s %v)", j.Name, j.Labels[HookLabel], envOf(j, EnvRunID), envOf(j, EnvTargetConfig), s))
 					}
 				}
-				c.fail("the MCO gave node %s %s in round %s without a completed %q pre-hook Job of that round; jobs %v; rec %+v; last actions %+v", name, desired, round, hook, js, w.rec(name), w.last.Actions)
+				var pools []string
+				for _, p := range slices.Sorted(maps.Keys(w.pools)) {
+					pools = append(pools, fmt.Sprintf("%s paused=%v cfg=%s", p, w.pools[p].Spec.Paused, w.pools[p].Spec.Configuration.Name))
+				}
+				c.fail("the MCO gave node %s %s in round %s without a completed %q pre-hook Job of that round; jobs %v; rec %+v; labels %v; run %s; pools %v; last actions %+v", name, desired, round, hook, js, w.rec(name), n.Labels, w.run.Status.Phase, pools, w.last.Actions)
 			}
 		}
 	}
@@ -181,7 +184,7 @@ func (c *checker) unavailable() {
 	var updating []string
 	for _, name := range slices.Sorted(maps.Keys(c.w.nodes)) {
 		n := c.w.nodes[name]
-		if n.Labels[ReleaseLabel] == "" && !slices.Contains(c.w.targets[0].Spec.MachineConfigPools, c.w.primary(n)) {
+		if !c.w.isGated(n) {
 			continue // not gated: a master, or a worker when infra is gated
 		}
 		if n.Annotations[mcostate.DesiredConfig] != n.Annotations[mcostate.CurrentConfig] {
@@ -195,7 +198,7 @@ func (c *checker) unavailable() {
 		}
 		for _, name := range updating {
 			n := c.w.nodes[name]
-			st = append(st, fmt.Sprintf("%s label=%q %s->%s rec=%+v", name, n.Labels[ReleaseLabel], n.Annotations[mcostate.CurrentConfig], n.Annotations[mcostate.DesiredConfig], c.w.rec(name)))
+			st = append(st, fmt.Sprintf("%s released=%q held=%q %s->%s rec=%+v", name, n.Labels[ReleaseLabel], n.Labels[HoldLabel], n.Annotations[mcostate.CurrentConfig], n.Annotations[mcostate.DesiredConfig], c.w.rec(name)))
 		}
 		c.fail("%d gated nodes updating at once (%v), maxUnavailable %d; run %s; %s", len(updating), updating, c.mu, c.w.run.Status.Phase, strings.Join(st, "; "))
 	}
@@ -239,16 +242,24 @@ func staleObjects(rng *rand.Rand, in *Input, prev Input, own map[string]bool) in
 
 // poolState is what the run may change on a pool, and must give back.
 type poolState struct {
-	paused   bool
-	selector *metav1.LabelSelector
+	paused         bool
+	selector       *metav1.LabelSelector
+	maxUnavailable string
 }
 
 func snapshotPools(w *world) map[string]poolState {
 	out := map[string]poolState{}
 	for name, p := range w.pools {
-		out[name] = poolState{paused: p.Spec.Paused, selector: p.Spec.NodeSelector.DeepCopy()}
+		out[name] = poolState{paused: p.Spec.Paused, selector: p.Spec.NodeSelector.DeepCopy(), maxUnavailable: muString(p)}
 	}
 	return out
+}
+
+func muString(p *mcfgv1.MachineConfigPool) string {
+	if p.Spec.MaxUnavailable == nil {
+		return "unset"
+	}
+	return p.Spec.MaxUnavailable.String()
 }
 
 // restored: everything the run changed is back as it was at the start.
@@ -265,6 +276,9 @@ func (c *checker) restored(orig map[string]poolState) {
 		if !sameSelector(p.Spec.NodeSelector, want.selector) {
 			c.fail("pool %s selector %+v, want %+v", name, p.Spec.NodeSelector, want.selector)
 		}
+		if got := muString(p); got != want.maxUnavailable {
+			c.fail("pool %s maxUnavailable %s, want %s", name, got, want.maxUnavailable)
+		}
 	}
 	for name, p := range w.pools {
 		if p.Labels[GatePoolLabel] != "" {
@@ -272,7 +286,9 @@ func (c *checker) restored(orig map[string]poolState) {
 		}
 	}
 	for _, n := range w.nodes {
-		if _, ok := n.Labels[ReleaseLabel]; ok {
+		_, released := n.Labels[ReleaseLabel]
+		_, held := n.Labels[HoldLabel]
+		if released || held {
 			c.fail("node %s left labelled", n.Name)
 		}
 	}
@@ -384,8 +400,15 @@ func TestPropertyRandomEvents(t *testing.T) {
 				r := Plan(in)
 				checkNoLabelOnFinished(t, r)
 				w.last = r
-				w.run.Status = *r.Status.DeepCopy()
 				acts := r.Actions
+				switch {
+				case r.ActionsFirst && rng.Intn(6) == 0:
+					// The reconciler restarts after the actions it may
+					// take first, before the status write.
+					c.stats["lostStatus"]++
+				default:
+					w.run.Status = *r.Status.DeepCopy()
+				}
 				if len(acts) > 0 && rng.Intn(8) == 0 {
 					// The reconciler restarts after writing the status,
 					// before it performed every action.
@@ -441,10 +464,9 @@ func TestPropertyRandomEvents(t *testing.T) {
 				if rng.Intn(3) == 0 {
 					name := fmt.Sprintf("x%02d", extra)
 					extra++
-					w.nodes[name] = readyNode(name, map[string]string{workerRole: ""}, w.pools["worker"].Status.Configuration.Name, w.now)
-					// A new node boots on whatever the pool renders now.
-					w.nodes[name].Annotations["machineconfiguration.openshift.io/currentConfig"] = rendered("worker", "4.15.0")
-					w.nodes[name].Annotations["machineconfiguration.openshift.io/desiredConfig"] = rendered("worker", "4.15.0")
+					// A new node boots on the configuration its pool
+					// targets (the machine-config server serves it).
+					w.nodes[name] = readyNode(name, map[string]string{workerRole: ""}, w.pools["worker"].Spec.Configuration.Name, w.now)
 					c.stats["nodeAdded"]++
 				}
 			case k == 16:
@@ -493,7 +515,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 	t.Logf("exercised over %d seeds: %v", seeds, totals)
 	// The generator must reach the interesting states, or the invariants
 	// above were checked on nothing.
-	for _, k := range []string{"released", "completedNodes", "jobFailed", "specChange", "nodeAdded", "nodeRemoved", "cacheLag", "objectLag", "updatingChecked", "lostActions", "secondRelease", "completedRuns", "gatedTargeted", "mode-worker", "mode-canary", "mode-custom"} {
+	for _, k := range []string{"released", "completedNodes", "jobFailed", "specChange", "nodeAdded", "nodeRemoved", "cacheLag", "objectLag", "updatingChecked", "lostActions", "lostStatus", "secondRelease", "completedRuns", "gatedTargeted", "mode-worker", "mode-canary", "mode-custom"} {
 		if totals[k] == 0 {
 			t.Errorf("no seed exercised %s", k)
 		}
@@ -541,4 +563,40 @@ func TestPropertyCompletesEveryNode(t *testing.T) {
 			t.Fatalf("seed %d: summary %+v", seed, s)
 		}
 	}
+}
+
+// releasedIn: the pass r left node's record released (so removing its hold
+// label released it, rather than giving a finished node back).
+func releasedIn(r Result, node string) bool {
+	for i := range r.Status.Nodes {
+		if rec := &r.Status.Nodes[i]; rec.Name == node {
+			return releasedPhase(rec) && !terminal(rec.Phase)
+		}
+	}
+	return false
+}
+
+// movable lists the nodes the MCO may move now as node-gate left them:
+// with a canary, the nodes released into it; without, the gated nodes in a
+// running source pool that do not run its target.
+func (c *checker) movable() []string {
+	w := c.w
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(w.nodes)) {
+		n := w.nodes[name]
+		if w.run.Spec.Canary != nil {
+			if n.Labels[ReleaseLabel] != "" {
+				out = append(out, name)
+			}
+			continue
+		}
+		pool := w.pools[w.primary(n)]
+		if !w.isGated(n) || pool == nil || pool.Spec.Paused || pool.Labels[GatePoolLabel] != "" {
+			continue
+		}
+		if n.Annotations[mcostate.CurrentConfig] != pool.Spec.Configuration.Name {
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -6,21 +6,25 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // restore puts back everything the run changed, from the recorded originals,
 // and reports whether nothing is left to restore.
 func (p *planner) restore() bool {
 	done := true
-	released := map[string]bool{}
+	// The source pools whose gate pool still has labelled nodes in it.
+	inGate := map[string]bool{}
 	for _, n := range p.in.Nodes {
-		v := n.Labels[ReleaseLabel]
-		if v == "" || p.poolRecord(v) == nil {
-			continue
+		for _, label := range []string{ReleaseLabel, HoldLabel} {
+			v := n.Labels[label]
+			if v == "" || p.poolRecord(v) == nil {
+				continue
+			}
+			inGate[v] = true
+			p.act(Action{Kind: UnlabelNode, Label: label, Node: n.Name, Pool: v})
+			done = false
 		}
-		released[v] = true
-		p.act(Action{Kind: UnlabelNode, Node: n.Name, Pool: v})
-		done = false
 	}
 	for i := range p.st.Pools {
 		rec := &p.st.Pools[i]
@@ -36,6 +40,12 @@ func (p *planner) restore() bool {
 			if paused, _ := p.willBe(src); paused != *rec.OriginalPaused {
 				p.act(Action{Kind: SetPoolPaused, Pool: rec.Name, Paused: *rec.OriginalPaused})
 				p.event(OnPool, rec.Name, corev1.EventTypeNormal, "PoolRestored", "restored pool %s to paused=%v", rec.Name, *rec.OriginalPaused)
+				done = false
+			}
+		}
+		if src != nil && rec.OriginalMaxUnavailable != nil {
+			if want := rec.OriginalMaxUnavailable.Value; !sameIntOrString(p.willBeMaxUnavailable(src), want) {
+				p.act(Action{Kind: SetPoolMaxUnavailable, Pool: rec.Name, MaxUnavailable: want})
 				done = false
 			}
 		}
@@ -58,9 +68,10 @@ func (p *planner) restore() bool {
 			if paused, _ := p.willBe(gate); !paused {
 				p.act(Action{Kind: SetPoolPaused, Pool: gate.Name, Paused: true})
 			}
-			// Delete the gate pool once no node is released into it: a pool
-			// deleted under its nodes leaves them without a target.
-			if !released[rec.Name] {
+			// Delete the gate pool once no node is in it: a pool deleted
+			// under its nodes leaves them without a target (and a node of
+			// a custom pool in worker, whose pool runs).
+			if !inGate[rec.Name] {
 				p.act(Action{Kind: DeletePool, Pool: gate.Name})
 			}
 		}
@@ -70,6 +81,7 @@ func (p *planner) restore() bool {
 			rec := &p.st.Pools[i]
 			rec.OriginalPaused, rec.OriginalNodeSelector = nil, nil
 			rec.OriginalGateNodeSelector, rec.OriginalGatePaused = nil, nil
+			rec.OriginalMaxUnavailable = nil
 			rec.GatePoolCreated = false
 		}
 	}
@@ -96,4 +108,23 @@ func (p *planner) willBe(pool *mcfgv1.MachineConfigPool) (bool, *metav1.LabelSel
 		}
 	}
 	return paused, sel
+}
+
+// willBeMaxUnavailable is a pool's maxUnavailable once the actions this pass
+// already decided are performed.
+func (p *planner) willBeMaxUnavailable(pool *mcfgv1.MachineConfigPool) *intstr.IntOrString {
+	mu := pool.Spec.MaxUnavailable
+	for _, a := range p.res.Actions {
+		if a.Pool == pool.Name && a.Kind == SetPoolMaxUnavailable {
+			mu = a.MaxUnavailable
+		}
+	}
+	return mu
+}
+
+func sameIntOrString(a, b *intstr.IntOrString) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.String() == b.String()
 }

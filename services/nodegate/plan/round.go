@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
@@ -32,8 +31,8 @@ func terminal(ph nodegatev1alpha1.NodePhase) bool {
 	return ph == nodegatev1alpha1.NodeCompleted || ph == nodegatev1alpha1.NodeSkipped
 }
 
-// upToDate: the node runs its source pool's target (or the gate pool's,
-// whose content is the same).
+// upToDate: the node runs its source pool's target (or the canary's, whose
+// content is the same).
 func (p *planner) upToDate(n *corev1.Node, source string) bool {
 	cur := n.Annotations[mcostate.CurrentConfig]
 	if cur == "" {
@@ -42,7 +41,7 @@ func (p *planner) upToDate(n *corev1.Node, source string) bool {
 	if pool := p.pools[source]; pool != nil && cur == pool.Spec.Configuration.Name {
 		return true
 	}
-	if gate := p.pools[p.gatePoolName(source)]; gate != nil && cur == gate.Spec.Configuration.Name && p.gateIsOurs(gate) {
+	if gate := p.pools[p.canary]; gate != nil && cur == gate.Spec.Configuration.Name {
 		return true
 	}
 	return false
@@ -56,10 +55,6 @@ func (p *planner) atSourceTarget(n *corev1.Node, source string) bool {
 	pool := p.pools[source]
 	cur := n.Annotations[mcostate.CurrentConfig]
 	return pool != nil && cur != "" && cur == pool.Spec.Configuration.Name
-}
-
-func (p *planner) gateIsOurs(gate *mcfgv1.MachineConfigPool) bool {
-	return p.canary != "" || gate.Labels[GatePoolLabel] != ""
 }
 
 func (p *planner) pendingNodes(members map[string][]string) []string {
@@ -94,7 +89,20 @@ func (p *planner) startRound() {
 		p.ensurePoolRecord(s).TargetConfig = t
 	}
 	p.st.RunID = shortHash(append([]string{string(p.run.UID)}, parts...)...)
+	// A node that passed the last round and is given this round's target
+	// already got it before node-gate held it: the MCO acted on the render
+	// first (a pool runs during a round). Say so; it is not gated again.
+	for _, r := range p.st.Nodes {
+		n := p.nodes[r.Name]
+		if r.Phase != nodegatev1alpha1.NodeCompleted || n == nil || p.pools[r.Pool] == nil {
+			continue
+		}
+		if t := p.pools[r.Pool].Spec.Configuration.Name; n.Annotations[mcostate.DesiredConfig] == t {
+			p.event(OnNode, r.Name, corev1.EventTypeWarning, "UpdatedPastHooks", "node %s was given %s, rendered while its pool ran for node-gate's last round, before node-gate could hold it: it updates without this round's hooks", r.Name, t)
+		}
+	}
 	p.st.Nodes = nil
+	p.recIndexStale = true
 	p.st.PlannedOrder = nil
 	p.st.PausedGeneration = 0
 	p.st.Phase = nodegatev1alpha1.RunProgressing
@@ -122,8 +130,19 @@ func (p *planner) sortNodes(names []string) {
 }
 
 func (p *planner) record(name string) *nodegatev1alpha1.NodeRecord {
-	for i := range p.st.Nodes {
-		if p.st.Nodes[i].Name == name {
+	// An index by name, built again when the records were added to,
+	// replaced or reordered since: a pass looks records up for every node
+	// of the pool, several times.
+	if i, ok := p.recIndex[name]; ok && i < len(p.st.Nodes) && p.st.Nodes[i].Name == name {
+		return &p.st.Nodes[i]
+	}
+	if p.recIndex == nil || p.recIndexLen != len(p.st.Nodes) || p.recIndexStale {
+		p.recIndex = make(map[string]int, len(p.st.Nodes))
+		for i := range p.st.Nodes {
+			p.recIndex[p.st.Nodes[i].Name] = i
+		}
+		p.recIndexLen, p.recIndexStale = len(p.st.Nodes), false
+		if i, ok := p.recIndex[name]; ok {
 			return &p.st.Nodes[i]
 		}
 	}
@@ -178,8 +197,12 @@ func (p *planner) syncRecords(members map[string][]string) {
 			r.Phase = nodegatev1alpha1.NodeSkipped
 			r.LastError = "the node left pool " + r.Pool
 		case r.Phase == nodegatev1alpha1.NodePending && p.atSourceTarget(n, r.Pool) && n.Labels[ReleaseLabel] == "":
+			// On its target since its record was made, without passing
+			// the gate: the MCO moved it before node-gate held it, or
+			// someone released it.
 			r.Phase = nodegatev1alpha1.NodeSkipped
-			r.LastError = "already runs the target configuration"
+			r.LastError = "updated without its hooks: it reached the target configuration before node-gate released it"
+			p.event(OnNode, r.Name, corev1.EventTypeWarning, "UpdatedPastHooks", "node %s reached %s without passing the gate: the machine-config operator updated it before node-gate held it, or someone released it", r.Name, p.pools[r.Pool].Spec.Configuration.Name)
 		}
 	}
 }

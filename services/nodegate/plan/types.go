@@ -6,18 +6,24 @@
 // the status first (so originals are recorded before anything changes), then
 // executes the actions and records the events.
 //
-// The gate: every gated (source) pool is paused as soon as an update is
-// pending or requested, so the machine-config operator (MCO) moves none of
-// its nodes. A node is released by labelling it, which moves it into an
-// unpaused gate pool that has the source's MachineConfig selector (the same
-// rendered content), and the MCO updates it there. When its post-update hooks
-// are done the label is removed: the node returns to its (still paused)
-// source pool, on content identical to the source's target, so the final
-// return when the pool is unpaused is rebootless.
+// The gate: as soon as an update is pending or requested, every gated
+// (source) pool is paused and every one of its nodes labelled into a gate
+// pool that node-gate keeps paused (the hold pool), so the machine-config
+// operator (MCO) moves none of them. Once the pools render the update, the
+// source pool runs again, unpaused, with the run's limit as its
+// maxUnavailable: it holds only the nodes node-gate released (and those
+// already done), and releasing a node is removing its label. The MCO updates
+// it in its own pool, so nothing moves again when the run ends.
+//
+// With a canary pool (the mutex operator's model) the source pools stay
+// paused instead, and a node is released by labelling it into the canary,
+// which the MCO updates; its label is removed when its post-update hooks
+// are done, and it returns to its source pool at the end.
 //
 // One file per concern, in the order a pass runs them: planner.go (Plan and
 // the pass's flow), validate.go (refusing to start), round.go (rounds and
-// node records), gatepools.go (pausing, gate pools, stray labels), hold.go
+// node records), gatepools.go (pausing, gate pools, stray labels),
+// holdpool.go (holding nodes in the gate pool, running the source pools), hold.go
 // (how long a cluster update holds the workers; re-renders), gates.go (what
 // holds new starts), lookahead.go (hooks ahead of a node's turn), advance.go
 // (moving nodes through their phases within maxUnavailable), hookruns.go and
@@ -45,8 +51,12 @@ import (
 
 // Labels and names node-gate puts on the objects it changes.
 const (
-	// ReleaseLabel on a node moves it into the gate pool of the source pool
-	// named by its value.
+	// HoldLabel on a node keeps it in the (paused) gate pool of the source
+	// pool named by its value until node-gate releases it, by removing the
+	// label, back into its source pool, which the MCO updates.
+	HoldLabel = "nodegate.upshift.io/held-from"
+	// ReleaseLabel on a node moves it into the canary pool of a run that
+	// names one (the mutex operator's model); its value is the source pool.
 	ReleaseLabel = "nodegate.upshift.io/released-from"
 	// GatePoolLabel marks a gate pool node-gate created, with the source pool's name.
 	GatePoolLabel = "nodegate.upshift.io/gate-for"
@@ -160,9 +170,9 @@ const (
 	CreatePool ActionKind = "CreatePool"
 	// DeletePool deletes the gate pool Pool.
 	DeletePool ActionKind = "DeletePool"
-	// LabelNode sets ReleaseLabel=Pool on Node.
+	// LabelNode sets Label=Pool on Node.
 	LabelNode ActionKind = "LabelNode"
-	// UnlabelNode removes ReleaseLabel from Node.
+	// UnlabelNode removes Label from Node.
 	UnlabelNode ActionKind = "UnlabelNode"
 	// CreateJob creates Job (already-exists means done: names are deterministic).
 	CreateJob ActionKind = "CreateJob"
@@ -170,10 +180,13 @@ const (
 
 // Action is one change to the cluster.
 type Action struct {
-	Kind         ActionKind
-	Pool         string
-	Node         string
-	Paused       bool
+	Kind   ActionKind
+	Pool   string
+	Node   string
+	Paused bool
+	// Label is the label LabelNode sets and UnlabelNode removes: HoldLabel
+	// or ReleaseLabel.
+	Label        string
 	NodeSelector *metav1.LabelSelector
 	// MaxUnavailable is for SetPoolMaxUnavailable.
 	MaxUnavailable *intstr.IntOrString
@@ -202,6 +215,15 @@ type Result struct {
 	RequeueAfter time.Duration
 	// Finalized: the run is being deleted and everything is restored.
 	Finalized bool
+	// ActionsFirst: the actions may be performed before the status is
+	// written, taking the status write off the path from a decision to the
+	// write the MCO or the Job controller acts on. It is set when the pass
+	// changes no pool and records no original: its actions are hook Jobs
+	// (deterministic names: a pass that decides again, its status lost,
+	// meets the same Job) and hold labels (a node out of the gate pool
+	// whose pre-update hooks are done is released by the next pass as this
+	// one decided; one whose hooks are not is held again).
+	ActionsFirst bool
 }
 
 // NodeAnnotations are the only Node annotations the planner reads; a

@@ -141,7 +141,7 @@ func (p *planner) selectedBySource(n *corev1.Node) bool {
 		if rec := p.poolRecord(s); rec != nil && rec.OriginalNodeSelector != nil {
 			sel = rec.OriginalNodeSelector
 		}
-		if selects(sel, withoutRelease(n.Labels)) {
+		if selects(sel, withoutGateLabels(n.Labels)) {
 			return true
 		}
 	}
@@ -158,10 +158,10 @@ func (p *planner) mastersSelected() []string {
 	sel := poolSelector(master.Spec.NodeSelector)
 	var out []string
 	for _, n := range p.in.Nodes {
-		if !sel.Matches(labels.Set(withoutRelease(n.Labels))) {
+		if !sel.Matches(labels.Set(withoutGateLabels(n.Labels))) {
 			continue
 		}
-		if p.isSource(n.Labels[ReleaseLabel]) || p.selectedBySource(&n) {
+		if p.isSource(n.Labels[ReleaseLabel]) || p.isSource(n.Labels[HoldLabel]) || p.selectedBySource(&n) {
 			out = append(out, n.Name)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 // gatedWorkers brings a world to wait for its workers while node-gate's run
 // db/workers holds the worker pool: 2 of 3 workers are still in "worker",
-// one is released into "worker-gate". The worker deadline is 30 minutes.
+// one is held in "worker-gate". The worker deadline is 30 minutes.
 func gatedWorkers(t *testing.T) *world {
 	w := newWorld(t)
 	w.uc.Spec.CapacityReservation = false
@@ -36,7 +36,7 @@ func gatedWorkers(t *testing.T) *world {
 func TestGatedWorkersAreOnePoolAndNamedTheRun(t *testing.T) {
 	w := gatedWorkers(t)
 	c := w.stepCondition(StepWorkerNodesUpgraded)
-	want := "worker pools updating: worker (0/3 updated, 1 released into the gate pool); gated by node-gate run db/workers (0 of 3 nodes done)"
+	want := "worker pools updating: worker (0/3 updated, 1 held by node-gate); gated by node-gate run db/workers (0 of 3 nodes done)"
 	if c == nil || !strings.Contains(c.Message, want) {
 		t.Fatalf("worker step %+v, want its message to contain %q", c, want)
 	}

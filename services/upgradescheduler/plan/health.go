@@ -345,7 +345,7 @@ func (p *planner) workersUpgraded() result {
 				line = fmt.Sprintf("%s (%d/%d updated)", pool.Name, st.UpdatedMachineCount, st.MachineCount)
 			}
 		case inGate[pool.Name] > 0:
-			line = fmt.Sprintf("%s (%d/%d updated, %d released into the gate pool)",
+			line = fmt.Sprintf("%s (%d/%d updated, %d held by node-gate)",
 				pool.Name, st.UpdatedMachineCount, st.MachineCount+inGate[pool.Name], inGate[pool.Name])
 		case !done:
 			line = fmt.Sprintf("%s (%d/%d updated)", pool.Name, st.UpdatedMachineCount, st.MachineCount)

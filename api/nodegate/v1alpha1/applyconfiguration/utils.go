@@ -50,6 +50,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &nodegatev1alpha1.PoolRecordApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PoolReference"):
 		return &nodegatev1alpha1.PoolReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RecordedMaxUnavailable"):
+		return &nodegatev1alpha1.RecordedMaxUnavailableApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Summary"):
 		return &nodegatev1alpha1.SummaryApplyConfiguration{}
 

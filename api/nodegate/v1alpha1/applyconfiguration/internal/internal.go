@@ -495,6 +495,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: originalGatePaused
       type:
         scalar: boolean
+    - name: originalMaxUnavailable
+      type:
+        namedType: com.github.upshift-io.upshift.api.nodegate.v1alpha1.RecordedMaxUnavailable
     - name: originalNodeSelector
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
@@ -510,6 +513,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: name
       type:
         scalar: string
+- name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.RecordedMaxUnavailable
+  map:
+    fields:
+    - name: value
+      type:
+        namedType: io.k8s.apimachinery.pkg.util.intstr.IntOrString
 - name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.RuleType
   scalar: string
 - name: com.github.upshift-io.upshift.api.nodegate.v1alpha1.RunPhase

@@ -13,7 +13,9 @@ import (
 type PoolRecordApplyConfiguration struct {
 	// name of the gated (source) pool.
 	Name *string `json:"name,omitempty"`
-	// gatePool is the pool released nodes move into.
+	// gatePool is the pool node-gate holds the pool's nodes in, paused,
+	// until it releases them (or, with a canary, the pool released nodes
+	// move into).
 	GatePool *string `json:"gatePool,omitempty"`
 	// gatePoolCreated is true when node-gate created the gate pool (and so deletes it).
 	GatePoolCreated *bool `json:"gatePoolCreated,omitempty"`
@@ -30,6 +32,9 @@ type PoolRecordApplyConfiguration struct {
 	OriginalGateNodeSelector *v1.LabelSelectorApplyConfiguration `json:"originalGateNodeSelector,omitempty"`
 	// originalGatePaused is the canary pool's spec.paused before the run.
 	OriginalGatePaused *bool `json:"originalGatePaused,omitempty"`
+	// originalMaxUnavailable is the pool's spec.maxUnavailable before the
+	// run set it to the run's limit; unset until recorded.
+	OriginalMaxUnavailable *RecordedMaxUnavailableApplyConfiguration `json:"originalMaxUnavailable,omitempty"`
 }
 
 // PoolRecordApplyConfiguration constructs a declarative configuration of the PoolRecord type for use with
@@ -99,5 +104,13 @@ func (b *PoolRecordApplyConfiguration) WithOriginalGateNodeSelector(value *v1.La
 // If called multiple times, the OriginalGatePaused field is set to the value of the last call.
 func (b *PoolRecordApplyConfiguration) WithOriginalGatePaused(value bool) *PoolRecordApplyConfiguration {
 	b.OriginalGatePaused = &value
+	return b
+}
+
+// WithOriginalMaxUnavailable sets the OriginalMaxUnavailable field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OriginalMaxUnavailable field is set to the value of the last call.
+func (b *PoolRecordApplyConfiguration) WithOriginalMaxUnavailable(value *RecordedMaxUnavailableApplyConfiguration) *PoolRecordApplyConfiguration {
+	b.OriginalMaxUnavailable = value
 	return b
 }
