@@ -412,7 +412,7 @@ func printGate(ctx context.Context, c client.Client, out io.Writer) error {
 			hooks = append(hooks, fmt.Sprintf("%s:%s", h.Name, h.Phase))
 		}
 		// A completed node's record keeps its times, not its hook runs, and
-		// once its release label is gone neither.
+		// once it carries no release label (a canary's) neither.
 		switch {
 		case len(hooks) > 0:
 		case n.StartTime != nil && n.CompletionTime != nil:

@@ -63,8 +63,8 @@ func (r *ObjectStatus) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&mcfgv1.MachineConfigPool{}, allTargets, builder.WithPredicates(updated(func(o, n *mcfgv1.MachineConfigPool) bool {
 			return !equality.Semantic.DeepEqual(o.Spec.NodeSelector, n.Spec.NodeSelector) || !equality.Semantic.DeepEqual(o.Labels, n.Labels)
 		}))).
-		// node-gate's own release label, set and removed on every gated
-		// node, moves no node between pools.
+		// node-gate's own hold (or release) label, set and removed on every
+		// gated node, moves no node between pools as a target counts them.
 		Watches(&corev1.Node{}, allTargets, builder.WithPredicates(updated(func(o, n *corev1.Node) bool {
 			return !equality.Semantic.DeepEqual(plan.MembershipLabels(o.Labels), plan.MembershipLabels(n.Labels))
 		}))).
