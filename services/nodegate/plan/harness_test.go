@@ -387,9 +387,15 @@ func hasEvent(r Result, reason string) bool {
 
 // driveToEnd alternates reconcile, Jobs completing and the MCO until the run
 // is Completed, or fails after a bound.
-func (w *world) driveToEnd() {
+func (w *world) driveToEnd() { w.driveToEndWith(nil) }
+
+// driveToEndWith is driveToEnd handing each pass's result to each.
+func (w *world) driveToEndWith(each func(Result)) {
 	for i := 0; i < 500; i++ {
-		w.reconcile()
+		r := w.reconcile()
+		if each != nil {
+			each(r)
+		}
 		if w.run.Status.Phase == nodegatev1alpha1.RunCompleted {
 			return
 		}

@@ -1470,21 +1470,13 @@ func TestRenderSeenLateIsReported(t *testing.T) {
 		t.Fatalf("the MCO moved %v: want one node, the run's limit", moved)
 	}
 	var events []string
-	for i := 0; i < 300 && w.run.Status.Phase != nodegatev1alpha1.RunCompleted; i++ {
-		r := w.reconcile()
+	w.driveToEndWith(func(r Result) {
 		for _, e := range r.Events {
 			if e.Reason == "UpdatedPastHooks" {
 				events = append(events, e.Note)
 			}
 		}
-		w.render()
-		w.completeAll()
-		w.mco()
-		w.now = w.now.Add(time.Minute)
-	}
-	if w.run.Status.Phase != nodegatev1alpha1.RunCompleted {
-		t.Fatalf("run %s", w.run.Status.Phase)
-	}
+	})
 	for _, n := range moved {
 		found := false
 		for _, e := range events {
