@@ -126,7 +126,7 @@ func (p *planner) driveSources(active, hold bool) {
 			rec.OriginalMaxUnavailable = &nodegatev1alpha1.RecordedMaxUnavailable{Value: orig}
 		}
 		want := intstr.FromInt32(int32(p.maxUnavailable()))
-		if mu := p.willBeMaxUnavailable(src); mu == nil || mu.String() != want.String() {
+		if !sameIntOrString(p.willBeMaxUnavailable(src), &want) {
 			p.act(Action{Kind: SetPoolMaxUnavailable, Pool: s, MaxUnavailable: ptr.To(want)})
 		}
 	}
