@@ -1,10 +1,11 @@
 // Package ocpsim plays the OpenShift operators Upshift does not own — the
 // cluster-version-operator, the machine-config-operator (render, node and
 // drain controllers and the machine-config-daemon on every node), the
-// machine-api (machines and MachineSets) and the quorum guard of the
-// cluster-etcd-operator — against any kube-apiserver, faithfully enough that
-// controllers reading ClusterVersion, ClusterOperators, MachineConfigPools,
-// MachineConfigs, Nodes and Machines cannot tell the difference.
+// machine-api (machines and MachineSets), the quorum guard of the
+// cluster-etcd-operator and the control-plane-machine-set operator — against
+// any kube-apiserver, faithfully enough that controllers reading
+// ClusterVersion, ClusterOperators, MachineConfigPools, MachineConfigs, Nodes
+// and Machines cannot tell the difference.
 //
 // In a test, package simcluster starts a control plane (libs/testenv), seeds
 // it with Seed and runs New's simulator on it:
@@ -25,7 +26,19 @@
 // annotation ocpsim.upshift.io/fault on the object (see package faults):
 // among them NotUpgradeable on a ClusterOperator and AdminAckRequired on the
 // ClusterVersion make the CVO report Upgradeable=False and refuse updates to
-// another minor version (ReleaseAccepted=False, PreconditionChecks).
+// another minor version (ReleaseAccepted=False, PreconditionChecks). An
+// unmanaged entry in ClusterVersion spec.overrides does the same with the
+// CVO's reason ClusterVersionOverridesSet; a CVO of 4.16 to 4.21 refuses
+// z-stream updates for it too, one of 4.22 or later lets them through with
+// a warning (the message follows the release the CVO runs).
+//
+// The control-plane-machine-set operator acts only in a cluster seeded with
+// its Deployment (Topology.CPMSOperator) and only while that Deployment asks
+// for a replica: it replaces deleted control-plane Machines of an Active
+// OnDelete ControlPlaneMachineSet, one per index, and reports its
+// ClusterOperator with the version the CVO rolled its Deployment out with.
+// Scaled to zero it does nothing, and a cluster update waits on
+// control-plane-machine-set until it runs again (package cpmsoperator).
 //
 // The simulated update service is Topology.Graph (versions in every
 // channel) and Topology.Releases (GraphRelease: channels, and Risks that make
@@ -35,9 +48,9 @@
 // changes, and accepts desiredUpdate.image by digest alone for any release
 // of the graph (cvo.ReleaseImage gives a release's digest pull spec).
 //
-// Sub-packages: seed (topology → objects), cvo, mco, machineapi, etcd (one
-// simulated operator each, pure decisions + controller-runtime loops),
-// faults, timescale, simcluster.
+// Sub-packages: seed (topology → objects), cvo, mco, machineapi, etcd,
+// cpmsoperator (one simulated operator each, pure decisions +
+// controller-runtime loops), faults, timescale, simcluster.
 package ocpsim
 
 import (
@@ -57,6 +70,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/upshift-io/upshift/libs/scheme"
+	"github.com/upshift-io/upshift/tools/ocpsim/cpmsoperator"
 	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
 	"github.com/upshift-io/upshift/tools/ocpsim/etcd"
 	"github.com/upshift-io/upshift/tools/ocpsim/faults"
@@ -126,6 +140,9 @@ const (
 	PartMCO        Part = "mco"
 	PartMachineAPI Part = "machineapi"
 	PartEtcd       Part = "etcd"
+	// PartCPMSOperator is the control-plane-machine-set operator; it acts
+	// only in a cluster seeded with its Deployment (Topology.CPMSOperator).
+	PartCPMSOperator Part = "cpmsoperator"
 )
 
 func (o Options) plays(p Part) bool {
@@ -172,7 +189,13 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 		return nil, err
 	}
 	if o.plays(PartCVO) {
-		if err := cvo.Setup(mgr, cvo.Options{Scale: scale, Operators: o.Operators, Graph: o.Graph, Log: o.Log}); err != nil {
+		co := cvo.Options{Scale: scale, Operators: o.Operators, Graph: o.Graph, Log: o.Log}
+		if o.plays(PartCPMSOperator) {
+			// The simulated CPMS operator reports its own version, from the
+			// Deployment the CVO rolls out.
+			co.SelfReported = []string{cpmsoperator.ClusterOperator}
+		}
+		if err := cvo.Setup(mgr, co); err != nil {
 			return nil, err
 		}
 	}
@@ -188,6 +211,11 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 	}
 	if o.plays(PartEtcd) {
 		if err := etcd.Setup(mgr, etcd.Options{Scale: scale, Promotion: o.EtcdPromotion, MemberRemoval: o.EtcdMemberRemoval, Log: o.Log}); err != nil {
+			return nil, err
+		}
+	}
+	if o.plays(PartCPMSOperator) {
+		if err := cpmsoperator.Setup(mgr, cpmsoperator.Options{Scale: scale, Log: o.Log}); err != nil {
 			return nil, err
 		}
 	}

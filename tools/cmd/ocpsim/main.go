@@ -1,7 +1,7 @@
 // Command ocpsim plays the OpenShift operators Upshift does not own (CVO,
 // MCO, machine-api, etcd quorum guard) against a kube-apiserver.
 //
-//	ocpsim seed --kubeconfig kc [--config topology.yaml] [--masters 3 --workers 6 ...]
+//	ocpsim seed --kubeconfig kc [--config topology.yaml] [--masters 3 --workers 6 --cpms-operator ...]
 //	ocpsim run  --kubeconfig kc [--time-scale 600] [--fault node/NAME=NeverReady ...]
 //	ocpsim fault --kubeconfig kc node/NAME=DrainStuck ...
 //
@@ -160,6 +160,7 @@ func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&d.Region, "region", "", "region (default us-east-1)")
 	fs.StringVar(&d.InfraName, "infra-name", "", "infrastructure name, prefix of machine and node names (default ocp)")
 	fs.StringVar(&d.WorkerMaxUnavailable, "worker-max-unavailable", "", "worker pool maxUnavailable, e.g. 1 or 10% (default 1)")
+	fs.BoolVar(&d.CPMSOperator, "cpms-operator", d.CPMSOperator, "seed the control-plane-machine-set operator's Deployment: the simulated operator replaces deleted masters of an OnDelete set and reports its ClusterOperator")
 	var pools, workloads listFlag
 	fs.Var(&pools, "custom-pool", "extra pool NAME:NODES[:MAXUNAVAILABLE[:paused]] (repeatable)")
 	fs.Var(&workloads, "workload", "workload NAME:REPLICAS[:PDB_MAX_UNAVAILABLE] on the workers (repeatable)")
@@ -189,6 +190,7 @@ func seedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		over("region", func() { t.Region = d.Region })
 		over("infra-name", func() { t.InfraName = d.InfraName })
 		over("worker-max-unavailable", func() { t.WorkerMaxUnavailable = d.WorkerMaxUnavailable })
+		over("cpms-operator", func() { t.CPMSOperator = d.CPMSOperator })
 	}
 	if *graph != "" {
 		t.Graph = splitList(*graph)

@@ -39,7 +39,15 @@ type Options struct {
 	// every channel). When empty the graph seeded in GraphConfigMap is used,
 	// or, without one, the releases the ClusterVersion already lists.
 	Graph []string
-	Log   logr.Logger
+	// SelfReported names the ClusterOperators whose operator another
+	// simulated operator plays (package cpmsoperator): when such an
+	// operator's Deployment exists, the CVO does what the real one does for
+	// it — it applies the release's manifest of the Deployment (image and
+	// RELEASE_VERSION) once the operator's duration has passed, unless an
+	// unmanaged override covers the Deployment, and waits until the operator
+	// reports the version — and writes nothing on its ClusterOperator.
+	SelfReported []string
+	Log          logr.Logger
 }
 
 // Setup registers the CVO loop and the ClusterOperator health loop.
@@ -47,14 +55,27 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	if len(o.Operators) == 0 {
 		o.Operators = Operators()
 	}
-	s := &sim{c: mgr.GetClient(), o: o, log: o.Log, levels: Levels(o.Operators), started: map[string]time.Time{},
-		events: mgr.GetEventRecorder("cluster-version-operator")}
+	s := &sim{c: mgr.GetClient(), o: o, log: o.Log, levels: Levels(o.Operators), started: map[string]time.Time{}, stalled: map[string]bool{},
+		events: mgr.GetEventRecorder("cluster-version-operator"), selfReported: map[string]bool{}}
+	for _, name := range o.SelfReported {
+		s.selfReported[name] = true
+	}
+	deployments := map[types.NamespacedName]bool{}
+	for _, op := range o.Operators {
+		if op.Deployment.Name != "" {
+			deployments[op.Deployment] = true
+		}
+	}
 	toCV := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: "version"}}}
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).Named("cvo").For(&configv1.ClusterVersion{}).
 		Watches(&configv1.ClusterOperator{}, toCV).
 		Watches(&mcfgv1.MachineConfigPool{}, toCV).
+		// An operator Deployment scaled back up resumes a stalled update.
+		Watches(&appsv1.Deployment{}, toCV, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return deployments[client.ObjectKeyFromObject(o)]
+		}))).
 		Watches(&corev1.ConfigMap{}, toCV, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == GraphNamespace && o.GetName() == GraphConfigMap
 		}))).
@@ -84,8 +105,11 @@ type sim struct {
 	levels [][]Operator
 	events events.EventRecorder
 
+	selfReported map[string]bool
+
 	mu      sync.Mutex
 	started map[string]time.Time // "<operator>@<version>" → when it started updating
+	stalled map[string]bool      // "<operator>@<version>" → its Deployment is scaled down (logged once)
 }
 
 const cvo = "cluster-version-operator: "
@@ -116,7 +140,9 @@ func (s *sim) reconcile(ctx context.Context, req reconcile.Request) (reconcile.R
 	if err != nil {
 		return res, err
 	}
-	checks := []*UpgradeableCheck{OperatorsUpgradeable(cos.Items)}
+	// The overrides check comes first, as in the CVO (which then asks for
+	// admin acks before operators; here operators come before acks).
+	checks := []*UpgradeableCheck{OverridesUpgradeable(cv.Spec.Overrides, st.Desired.Version), OperatorsUpgradeable(cos.Items)}
 	if faults.Has(cv.Annotations, faults.AdminAckRequired) {
 		checks = append(checks, AdminAckRequired(CurrentVersion(st.History)))
 	}
@@ -190,7 +216,7 @@ func (s *sim) admit(cv *configv1.ClusterVersion, g Graph, now metav1.Time) (Targ
 		return refuse("RetrievePayload", fmt.Sprintf("Retrieving payload failed version=%q image=%q failure=%s", du.Version, du.Image, err.Error()), "RetrievePayloadFailed")
 	}
 	removeCondition(&st.Conditions, "Invalid")
-	block, summary := SummarizePreconditions(Preconditions(st, cv.Spec.Channel, t.Version), du.Force)
+	block, summary := SummarizePreconditions(Preconditions(cv, t.Version), du.Force)
 	if block {
 		return refuse("PreconditionChecks", PreconditionsFailed(t.Version, t.Image, summary), "PreconditionBlock")
 	}
@@ -257,6 +283,7 @@ func (s *sim) progress(ctx context.Context, cv *configv1.ClusterVersion, cos map
 	}
 	cur := CurrentLevel(s.levels, done)
 	if cur == len(s.levels) {
+		s.forgetUpdate(target)
 		st.History[0].State = configv1.CompletedUpdate
 		st.History[0].CompletionTime = &now
 		SetCondition(&st.Conditions, configv1.OperatorProgressing, configv1.ConditionFalse, "", "Cluster version is "+target, now)
@@ -287,13 +314,19 @@ func (s *sim) progress(ctx context.Context, cv *configv1.ClusterVersion, cos map
 			continue
 		}
 		key := op.Name + "@" + target
-		s.mu.Lock()
-		start, ok := s.started[key]
-		if !ok {
-			start = time.Now()
-			s.started[key] = start
+		if op.Deployment.Name != "" {
+			wait, err := s.operatorDeployment(ctx, cv, op, key)
+			if err != nil {
+				return reconcile.Result{RequeueAfter: timescale.ConflictRetry}, "", ""
+			}
+			if wait.handled {
+				if wait.requeue > 0 && (res.RequeueAfter == 0 || wait.requeue < res.RequeueAfter) {
+					res.RequeueAfter = wait.requeue
+				}
+				continue
+			}
 		}
-		s.mu.Unlock()
+		start, ok := s.startedAt(key)
 		if !ok || !isProgressing(co) {
 			if err := s.patchOperator(ctx, co, func(c *configv1.ClusterOperator) {
 				SetCondition(&c.Status.Conditions, configv1.OperatorProgressing, configv1.ConditionTrue, "Upgrading", "Working towards "+target, now)
@@ -333,6 +366,158 @@ func (s *sim) progress(ctx context.Context, cv *configv1.ClusterVersion, cos map
 	}
 	SetCondition(&st.Conditions, configv1.OperatorProgressing, configv1.ConditionTrue, "", ProgressMessage(target, doneCount, total, waiting), now)
 	return res, failReason, failing
+}
+
+// deploymentWait is what operatorDeployment decided for an operator.
+type deploymentWait struct {
+	handled bool          // the operator is not played here: it reports itself, or nobody runs to report
+	requeue time.Duration // look again after this long
+}
+
+// operatorDeployment handles an operator with its own Deployment. Without
+// the Deployment (a cluster seeded without it) the CVO simulator plays the
+// operator as usual. An operator that another simulated operator plays
+// gets its Deployment rolled out once its duration has passed and reports
+// the version itself. Otherwise, while the Deployment is scaled to zero or
+// being deleted, no operator runs that could report the new version: the
+// update waits on it, as the CVO does for an operator that has not reported
+// ("waiting on ..."), and resumes once the Deployment is scaled up again.
+func (s *sim) operatorDeployment(ctx context.Context, cv *configv1.ClusterVersion, op Operator, key string) (deploymentWait, error) {
+	var d appsv1.Deployment
+	if err := s.c.Get(ctx, op.Deployment, &d); err != nil {
+		return deploymentWait{}, client.IgnoreNotFound(err)
+	}
+	target := cv.Status.Desired.Version
+	if s.selfReported[op.Name] {
+		start, _ := s.startedAt(key)
+		if left := s.o.Scale.Wall(op.Duration) - time.Since(start); left > 0 {
+			return deploymentWait{handled: true, requeue: left}, nil
+		}
+		if !OperatorRuns(&d) {
+			s.logStalled(op, key, target)
+		}
+		return deploymentWait{handled: true}, s.applyOperatorDeployment(ctx, cv, &d)
+	}
+	if OperatorRuns(&d) {
+		s.mu.Lock()
+		delete(s.stalled, key)
+		s.mu.Unlock()
+		return deploymentWait{}, nil
+	}
+	s.mu.Lock()
+	// The operator that was updating is gone; a new one starts over.
+	delete(s.started, key)
+	s.mu.Unlock()
+	s.logStalled(op, key, target)
+	return deploymentWait{handled: true}, nil
+}
+
+// logStalled says once per update that an operator's Deployment is scaled
+// down, so nothing reports its new version.
+func (s *sim) logStalled(op Operator, key, target string) {
+	s.mu.Lock()
+	logged := s.stalled[key]
+	s.stalled[key] = true
+	s.mu.Unlock()
+	if !logged {
+		s.log.Info(cvo + fmt.Sprintf("waiting on cluster operator %s: its Deployment %s is scaled down, no operator reports version %s", op.Name, op.Deployment, target))
+	}
+}
+
+// OperatorRuns reports whether an operator Deployment runs the operator:
+// not being deleted and at least one replica asked for (unset means one).
+func OperatorRuns(d *appsv1.Deployment) bool {
+	return d.DeletionTimestamp == nil && (d.Spec.Replicas == nil || *d.Spec.Replicas > 0)
+}
+
+// Unmanaged reports whether spec.overrides takes the object out of the
+// CVO's hands.
+func Unmanaged(overrides []configv1.ComponentOverride, group, kind, namespace, name string) bool {
+	for _, o := range overrides {
+		if o.Unmanaged && o.Group == group && o.Kind == kind && o.Namespace == namespace && o.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// applyOperatorDeployment applies the release's manifest of an operator
+// Deployment: the operator's image of the release and RELEASE_VERSION, the
+// version the operator then reports. Replicas are left alone (not
+// simulated: the real CVO also resets them to the manifest's). An
+// unmanaged override leaves the Deployment untouched, so its operator keeps
+// reporting the old version and the update waits on it.
+func (s *sim) applyOperatorDeployment(ctx context.Context, cv *configv1.ClusterVersion, d *appsv1.Deployment) error {
+	if Unmanaged(cv.Spec.Overrides, "apps", "Deployment", d.Namespace, d.Name) {
+		return nil
+	}
+	orig := d.DeepCopy()
+	c := OperatorContainer(d)
+	if c == nil {
+		return nil
+	}
+	c.Image = ComponentImage(d.Name, cv.Status.Desired.Image)
+	setEnv(c, ReleaseVersionEnv, cv.Status.Desired.Version)
+	if equality.Semantic.DeepEqual(orig.Spec, d.Spec) {
+		return nil
+	}
+	s.log.Info(cvo + fmt.Sprintf("rolling out %s for %s", client.ObjectKeyFromObject(d), cv.Status.Desired.Version))
+	return s.c.Patch(ctx, d, client.MergeFrom(orig))
+}
+
+// OperatorContainer is the operator's container of its Deployment: the one
+// named like the Deployment, else the first (nil without containers).
+func OperatorContainer(d *appsv1.Deployment) *corev1.Container {
+	cs := d.Spec.Template.Spec.Containers
+	for i := range cs {
+		if cs[i].Name == d.Name {
+			return &cs[i]
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	return &cs[0]
+}
+
+func setEnv(c *corev1.Container, name, value string) {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			c.Env[i].Value, c.Env[i].ValueFrom = value, nil
+			return
+		}
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
+}
+
+// forgetUpdate drops what was remembered of the operators' update to
+// version: operators that report themselves leave their start behind.
+func (s *sim) forgetUpdate(version string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.started {
+		if strings.HasSuffix(k, "@"+version) {
+			delete(s.started, k)
+		}
+	}
+	for k := range s.stalled {
+		if strings.HasSuffix(k, "@"+version) {
+			delete(s.stalled, k)
+		}
+	}
+}
+
+// startedAt is when the operator of key began its part of the update, and
+// whether it had begun before this call (the first call starts it now).
+func (s *sim) startedAt(key string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	start, ok := s.started[key]
+	if !ok {
+		start = time.Now()
+		s.started[key] = start
+	}
+	return start, ok
 }
 
 func isProgressing(co *configv1.ClusterOperator) bool {
@@ -489,18 +674,25 @@ func (s *sim) operatorHealth(ctx context.Context, req reconcile.Request) (reconc
 	unavailable := faults.Has(co.Annotations, faults.OperatorUnavailable)
 	notUpgradeable := faults.Has(co.Annotations, faults.OperatorNotUpgradeable)
 	return reconcile.Result{}, s.patchOperator(ctx, &co, func(c *configv1.ClusterOperator) {
-		if degraded {
+		// Conditions are touched only for a fault and its healing (or when
+		// missing), so that an operator played elsewhere (cpmsoperator) or
+		// a test can write them itself without a tug of war.
+		healing := func(t configv1.ClusterStatusConditionType) bool {
+			cond := FindCondition(c.Status.Conditions, t)
+			return cond == nil || cond.Reason == "InjectedFault"
+		}
+		switch {
+		case degraded:
 			SetCondition(&c.Status.Conditions, configv1.OperatorDegraded, configv1.ConditionTrue, "InjectedFault", c.Name+" is degraded (fault injected by ocpsim)", now)
-		} else {
+		case healing(configv1.OperatorDegraded):
 			SetCondition(&c.Status.Conditions, configv1.OperatorDegraded, configv1.ConditionFalse, "AsExpected", "", now)
 		}
-		if unavailable {
+		switch {
+		case unavailable:
 			SetCondition(&c.Status.Conditions, configv1.OperatorAvailable, configv1.ConditionFalse, "InjectedFault", c.Name+" is not available (fault injected by ocpsim)", now)
-		} else {
+		case healing(configv1.OperatorAvailable):
 			SetCondition(&c.Status.Conditions, configv1.OperatorAvailable, configv1.ConditionTrue, "AsExpected", "All is well", now)
 		}
-		// Upgradeable is touched only for the fault and its healing, so that
-		// a test can also write an operator's Upgradeable=False itself.
 		up := FindCondition(c.Status.Conditions, configv1.OperatorUpgradeable)
 		switch {
 		case notUpgradeable:

@@ -9,9 +9,12 @@
 // It also plays the update service and the CVO's view of it: the graph's
 // releases per channel become availableUpdates and, for releases with
 // risks, conditionalUpdates with a Recommended condition; the Upgradeable
-// condition aggregates the ClusterOperators' (and the admin-ack gate's)
-// objections, and the preconditions refuse an update to another minor
-// while it is False.
+// condition aggregates the objections of spec.overrides, the
+// ClusterOperators and the admin-ack gate, and the preconditions refuse an
+// update to another minor while it is False (with an unmanaged override,
+// before 4.22, any update). An operator with its own Deployment
+// (Operator.Deployment) that is scaled to zero reports no new version, so
+// an update waits on it.
 //
 // plan.go holds the pure decisions (operator catalogue, run levels,
 // validation, version ordering), graph.go the update service, upgradeable.go
@@ -28,6 +31,7 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Operator is one ClusterOperator of the simulated release payload.
@@ -40,49 +44,68 @@ type Operator struct {
 	Duration time.Duration
 	// Namespace is its operand namespace (relatedObjects).
 	Namespace string
+	// Deployment, when set, is the operator's own Deployment. While it
+	// exists with no replica asked for (or is being deleted) no operator
+	// runs to report the new version, so an update waits on it, as on a real
+	// cluster. A cluster seeded without it keeps the CVO simulator playing
+	// the operator's version report as for any other operator.
+	Deployment types.NamespacedName
 }
 
 // MachineConfig is the name of the machine-config ClusterOperator.
 const MachineConfig = "machine-config"
 
+// ControlPlaneMachineSet is the name of the control-plane-machine-set
+// ClusterOperator.
+const ControlPlaneMachineSet = "control-plane-machine-set"
+
+// CPMSOperatorDeployment is where the control-plane-machine-set operator
+// runs (its release manifest).
+var CPMSOperatorDeployment = types.NamespacedName{Namespace: "openshift-machine-api", Name: "control-plane-machine-set-operator"}
+
 // Operators is the default payload: about thirty operators of a
 // self-managed HA cluster with run levels and realistic durations.
 func Operators() []Operator {
 	m := time.Minute
+	op := func(name string, level int, d time.Duration, ns string) Operator {
+		return Operator{Name: name, RunLevel: level, Duration: d, Namespace: ns}
+	}
+	cpms := op(ControlPlaneMachineSet, 30, 1*m, "openshift-machine-api")
+	cpms.Deployment = CPMSOperatorDeployment
 	return []Operator{
-		{"config-operator", 3, 1 * m, "openshift-config-operator"},
-		{"etcd", 12, 6 * m, "openshift-etcd"},
-		{"kube-apiserver", 20, 10 * m, "openshift-kube-apiserver"},
-		{"kube-controller-manager", 25, 5 * m, "openshift-kube-controller-manager"},
-		{"kube-scheduler", 25, 4 * m, "openshift-kube-scheduler"},
-		{"cloud-controller-manager", 26, 2 * m, "openshift-cloud-controller-manager"},
-		{"openshift-apiserver", 30, 4 * m, "openshift-apiserver"},
-		{"machine-api", 30, 2 * m, "openshift-machine-api"},
-		{"control-plane-machine-set", 30, 1 * m, "openshift-machine-api"},
-		{"cloud-credential", 30, 1 * m, "openshift-cloud-credential-operator"},
-		{"kube-storage-version-migrator", 40, 1 * m, "openshift-kube-storage-version-migrator"},
-		{"authentication", 50, 4 * m, "openshift-authentication"},
-		{"baremetal", 50, 1 * m, "openshift-machine-api"},
-		{"cluster-autoscaler", 50, 1 * m, "openshift-machine-api"},
-		{"console", 50, 2 * m, "openshift-console"},
-		{"csi-snapshot-controller", 50, 1 * m, "openshift-cluster-storage-operator"},
-		{"image-registry", 50, 2 * m, "openshift-image-registry"},
-		{"ingress", 50, 3 * m, "openshift-ingress"},
-		{"insights", 50, 1 * m, "openshift-insights"},
-		{"machine-approver", 50, 1 * m, "openshift-cluster-machine-approver"},
-		{"marketplace", 50, 1 * m, "openshift-marketplace"},
-		{"monitoring", 50, 4 * m, "openshift-monitoring"},
-		{"node-tuning", 50, 2 * m, "openshift-cluster-node-tuning-operator"},
-		{"openshift-controller-manager", 50, 2 * m, "openshift-controller-manager"},
-		{"openshift-samples", 50, 1 * m, "openshift-cluster-samples-operator"},
-		{"operator-lifecycle-manager", 50, 1 * m, "openshift-operator-lifecycle-manager"},
-		{"operator-lifecycle-manager-catalog", 50, 1 * m, "openshift-operator-lifecycle-manager"},
-		{"operator-lifecycle-manager-packageserver", 50, 1 * m, "openshift-operator-lifecycle-manager"},
-		{"service-ca", 50, 1 * m, "openshift-service-ca-operator"},
-		{"storage", 50, 2 * m, "openshift-cluster-storage-operator"},
-		{"network", 70, 6 * m, "openshift-network-operator"},
-		{"dns", 70, 2 * m, "openshift-dns"},
-		{MachineConfig, 80, 2 * m, "openshift-machine-config-operator"},
+		op("config-operator", 3, 1*m, "openshift-config-operator"),
+		op("etcd", 12, 6*m, "openshift-etcd"),
+		op("kube-apiserver", 20, 10*m, "openshift-kube-apiserver"),
+		op("kube-controller-manager", 25, 5*m, "openshift-kube-controller-manager"),
+		op("kube-scheduler", 25, 4*m, "openshift-kube-scheduler"),
+		op("cloud-controller-manager", 26, 2*m, "openshift-cloud-controller-manager"),
+		op("openshift-apiserver", 30, 4*m, "openshift-apiserver"),
+		op("machine-api", 30, 2*m, "openshift-machine-api"),
+		cpms,
+		op("cloud-credential", 30, 1*m, "openshift-cloud-credential-operator"),
+		op("kube-storage-version-migrator", 40, 1*m, "openshift-kube-storage-version-migrator"),
+		op("authentication", 50, 4*m, "openshift-authentication"),
+		op("baremetal", 50, 1*m, "openshift-machine-api"),
+		op("cluster-autoscaler", 50, 1*m, "openshift-machine-api"),
+		op("console", 50, 2*m, "openshift-console"),
+		op("csi-snapshot-controller", 50, 1*m, "openshift-cluster-storage-operator"),
+		op("image-registry", 50, 2*m, "openshift-image-registry"),
+		op("ingress", 50, 3*m, "openshift-ingress"),
+		op("insights", 50, 1*m, "openshift-insights"),
+		op("machine-approver", 50, 1*m, "openshift-cluster-machine-approver"),
+		op("marketplace", 50, 1*m, "openshift-marketplace"),
+		op("monitoring", 50, 4*m, "openshift-monitoring"),
+		op("node-tuning", 50, 2*m, "openshift-cluster-node-tuning-operator"),
+		op("openshift-controller-manager", 50, 2*m, "openshift-controller-manager"),
+		op("openshift-samples", 50, 1*m, "openshift-cluster-samples-operator"),
+		op("operator-lifecycle-manager", 50, 1*m, "openshift-operator-lifecycle-manager"),
+		op("operator-lifecycle-manager-catalog", 50, 1*m, "openshift-operator-lifecycle-manager"),
+		op("operator-lifecycle-manager-packageserver", 50, 1*m, "openshift-operator-lifecycle-manager"),
+		op("service-ca", 50, 1*m, "openshift-service-ca-operator"),
+		op("storage", 50, 2*m, "openshift-cluster-storage-operator"),
+		op("network", 70, 6*m, "openshift-network-operator"),
+		op("dns", 70, 2*m, "openshift-dns"),
+		op(MachineConfig, 80, 2*m, "openshift-machine-config-operator"),
 	}
 }
 
@@ -233,9 +256,27 @@ func VersionFromImage(image string) string {
 // release (and each image of one version, as in a multi-arch migration) has
 // its own.
 func MCOImage(releaseImage string) string {
-	sum := sha256.Sum256([]byte("machine-config-operator\x00" + releaseImage))
+	return ComponentImage("machine-config-operator", releaseImage)
+}
+
+// ComponentImage is the image of a component of a release (art-dev
+// repository, digest derived from the component and the release image).
+// The CVO rolls an operator's Deployment out with the image named after
+// the Deployment.
+func ComponentImage(component, releaseImage string) string {
+	sum := sha256.Sum256([]byte(component + "\x00" + releaseImage))
 	return "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + hex.EncodeToString(sum[:])
 }
+
+// CPMSOperatorImage is the control-plane-machine-set operator's image of a
+// release.
+func CPMSOperatorImage(releaseImage string) string {
+	return ComponentImage(CPMSOperatorDeployment.Name, releaseImage)
+}
+
+// ReleaseVersionEnv is the environment variable through which a release's
+// operator Deployment tells the operator which version to report.
+const ReleaseVersionEnv = "RELEASE_VERSION"
 
 // MCO Deployment: where the machine-config operator runs, and its container.
 const (

@@ -20,7 +20,52 @@ type UpgradeableCheck struct {
 const (
 	UpgradeableClusterOperators configv1.ClusterStatusConditionType = "UpgradeableClusterOperators"
 	UpgradeableAdminAckRequired configv1.ClusterStatusConditionType = "UpgradeableAdminAckRequired"
+	UpgradeableOverrides        configv1.ClusterStatusConditionType = "UpgradeableClusterVersionOverrides"
 )
+
+// OverridesSet is the reason of the CVO's overrides check.
+const OverridesSet = "ClusterVersionOverridesSet"
+
+// Messages of the overrides check. The CVO of 4.22 and later lets
+// z-stream updates through despite overrides and says so; earlier ones
+// (4.16 to 4.21) refuse every update while an override is set.
+const (
+	overridesMessage      = "Disabling ownership via cluster version overrides prevents upgrades. Please remove overrides before continuing."
+	overridesMinorMessage = "Disabling ownership via cluster version overrides prevents upgrades between minor or major versions. Please remove overrides before requesting a minor or major version update."
+)
+
+// overridesAllowPatch reports whether the CVO of release version lets a
+// z-stream update through an unmanaged override (OTA-1860, 4.22).
+func overridesAllowPatch(version string) bool {
+	v, ok := parseVersion(version)
+	return ok && (v[0] > 4 || (v[0] == 4 && v[1] >= 22))
+}
+
+// HasUnmanagedOverride reports whether any spec.overrides entry is unmanaged.
+func HasUnmanagedOverride(overrides []configv1.ComponentOverride) bool {
+	for _, o := range overrides {
+		if o.Unmanaged {
+			return true
+		}
+	}
+	return false
+}
+
+// OverridesUpgradeable is the CVO's overrides check: an unmanaged entry in
+// spec.overrides means the CVO no longer owns a part of the payload, so it
+// refuses to move the cluster to another release that part may need. cvo
+// is the release the CVO runs (status.desired.version), whose wording it
+// uses. It returns nil when no override is unmanaged.
+func OverridesUpgradeable(overrides []configv1.ComponentOverride, cvo string) *UpgradeableCheck {
+	if !HasUnmanagedOverride(overrides) {
+		return nil
+	}
+	msg := overridesMessage
+	if overridesAllowPatch(cvo) {
+		msg = overridesMinorMessage
+	}
+	return &UpgradeableCheck{Type: UpgradeableOverrides, Reason: OverridesSet, Message: msg}
+}
 
 // OperatorsUpgradeable is the CVO's ClusterOperators check: every operator
 // reporting Upgradeable=False blocks minor updates. One operator gives its
@@ -115,18 +160,34 @@ type PreconditionError struct {
 	Warning bool
 }
 
-// Preconditions runs the CVO's precondition checks for an update of a
-// cluster (st, spec channel) to version target: ClusterVersionUpgradeable
-// (Upgradeable=False blocks an update to another minor) and
+// Preconditions runs the CVO's precondition checks for an update of cv to
+// version target: ClusterVersionUpgradeable (Upgradeable=False blocks an
+// update to another minor; with an unmanaged override it also blocks a
+// z-stream, or, from 4.22 on, only warns about it) and
 // ClusterVersionRecommendedUpdate (a target that is not recommended is only
 // a warning).
-func Preconditions(st *configv1.ClusterVersionStatus, channel, target string) []PreconditionError {
+func Preconditions(cv *configv1.ClusterVersion, target string) []PreconditionError {
+	const name = "ClusterVersionUpgradeable"
+	st := &cv.Status
 	var errs []PreconditionError
 	if up := FindCondition(st.Conditions, configv1.OperatorUpgradeable); up != nil && up.Status == configv1.ConditionFalse && len(st.History) > 0 {
-		if cur := CurrentVersion(st.History); minor(cur) != minor(target) {
-			errs = append(errs, PreconditionError{Name: "ClusterVersionUpgradeable", Reason: up.Reason, Message: up.Message})
+		cur := CurrentVersion(st.History)
+		switch {
+		case minor(cur) != minor(target):
+			errs = append(errs, PreconditionError{Name: name, Reason: up.Reason, Message: up.Message})
+		case HasUnmanagedOverride(cv.Spec.Overrides):
+			// The overrides check's own reason and message, whatever else
+			// makes the cluster not upgradeable.
+			o := OverridesUpgradeable(cv.Spec.Overrides, st.Desired.Version)
+			if !overridesAllowPatch(st.Desired.Version) {
+				errs = append(errs, PreconditionError{Name: name, Reason: o.Reason, Message: o.Message})
+				break
+			}
+			errs = append(errs, PreconditionError{Name: name, Reason: o.Reason, Warning: true,
+				Message: fmt.Sprintf("Retarget from %s to %s is not blocked by %s. But the cluster-version operator is not managing these resources; they are currently the responsibility of the agent that set the overrides: %s", st.Desired.Version, target, o.Reason, o.Message)})
 		}
 	}
+	channel := cv.Spec.Channel
 	if e := recommendedUpdate(st, channel, target); e != nil {
 		errs = append(errs, *e)
 	}

@@ -60,6 +60,16 @@ func Apply(ctx context.Context, c client.Client, o *Objects) error {
 			return err
 		}
 	}
+	if o.CPMSOperatorDeployment != nil {
+		if err := create(o.CPMSOperatorDeployment, false); err != nil {
+			return err
+		}
+	}
+	if o.Infrastructure != nil {
+		if err := create(o.Infrastructure, true); err != nil {
+			return err
+		}
+	}
 	o.ClusterVersion.Status.ObservedGeneration = 1
 	if err := create(o.ClusterVersion, true); err != nil {
 		return err

@@ -23,8 +23,11 @@ import (
 // Objects is everything Seed creates. Status fields are filled and written
 // through the status subresource after creation.
 type Objects struct {
-	Namespaces       []*corev1.Namespace
-	ClusterVersion   *configv1.ClusterVersion
+	Namespaces     []*corev1.Namespace
+	ClusterVersion *configv1.ClusterVersion
+	// Infrastructure is the cluster's `cluster`: AWS, the topology's
+	// region and infrastructure name, as the installer writes it.
+	Infrastructure   *configv1.Infrastructure
 	ClusterOperators []*configv1.ClusterOperator
 	MachineConfigs   []*mcfgv1.MachineConfig // sources and rendered
 	Pools            []*mcfgv1.MachineConfigPool
@@ -35,6 +38,9 @@ type Objects struct {
 	// MCODeployment is the machine-config-operator's Deployment, running the
 	// release's MCO image.
 	MCODeployment *appsv1.Deployment
+	// CPMSOperatorDeployment is the control-plane-machine-set operator's
+	// Deployment (Topology.CPMSOperator; nil without it).
+	CPMSOperatorDeployment *appsv1.Deployment
 	// GraphConfigMap holds the simulated update service's graph (see
 	// cvo.GraphConfigMap), which the simulated CVO reads.
 	GraphConfigMap *corev1.ConfigMap
@@ -62,12 +68,16 @@ func Build(t Topology, now time.Time) (*Objects, error) {
 		o.Namespaces = append(o.Namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	o.ClusterVersion = clusterVersion(t, now)
+	o.Infrastructure = Infrastructure(t)
 	graph, err := cvo.EncodeGraph(t.UpdateGraph())
 	if err != nil {
 		return nil, err
 	}
 	o.GraphConfigMap = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cvo.GraphNamespace, Name: cvo.GraphConfigMap}, Data: map[string]string{cvo.GraphKey: graph}}
 	o.MCODeployment = MCODeployment(cvo.MCOImage(cvo.ReleaseImage(t.Version)))
+	if t.CPMSOperator {
+		o.CPMSOperatorDeployment = CPMSOperatorDeployment(t.Version)
+	}
 	for _, op := range cvo.Operators() {
 		o.ClusterOperators = append(o.ClusterOperators, ClusterOperator(op, t.Version, mnow))
 	}
@@ -224,6 +234,22 @@ func Pool(name, roleLabel string, roles []string, maxUnavailable *k8sintstr.IntO
 	}
 }
 
+// Infrastructure builds the Infrastructure `cluster` of an AWS cluster of
+// topology t (every OpenShift cluster has one; the installer writes it).
+func Infrastructure(t Topology) *configv1.Infrastructure {
+	t = t.WithDefaults()
+	return &configv1.Infrastructure{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+		Spec:       configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformSpec{}}},
+		Status: configv1.InfrastructureStatus{
+			InfrastructureName:     t.InfraName,
+			ControlPlaneTopology:   configv1.HighlyAvailableTopologyMode,
+			InfrastructureTopology: configv1.HighlyAvailableTopologyMode,
+			PlatformStatus:         &configv1.PlatformStatus{Type: configv1.AWSPlatformType, AWS: &configv1.AWSPlatformStatus{Region: t.Region}},
+		},
+	}
+}
+
 // MCODeployment builds the machine-config-operator Deployment as the release
 // payload has it: one replica on a control-plane node, the operator's
 // container and its metrics proxy.
@@ -245,6 +271,35 @@ func MCODeployment(image string) *appsv1.Deployment {
 						{Name: cvo.MCOContainer, Image: image},
 						{Name: "kube-rbac-proxy", Image: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:kube-rbac-proxy"},
 					},
+				},
+			},
+		},
+	}
+}
+
+// CPMSOperatorDeployment builds the control-plane-machine-set operator's
+// Deployment of release version as the release manifest has it: one
+// replica on a control-plane node, the operator's image of the release and
+// RELEASE_VERSION, the version the operator reports.
+func CPMSOperatorDeployment(version string) *appsv1.Deployment {
+	labels := map[string]string{"k8s-app": cvo.CPMSOperatorDeployment.Name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: cvo.CPMSOperatorDeployment.Name, Namespace: cvo.CPMSOperatorDeployment.Namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"node-role.kubernetes.io/master": ""},
+					Tolerations: []corev1.Toleration{
+						{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+					},
+					Containers: []corev1.Container{{
+						Name:  cvo.CPMSOperatorDeployment.Name,
+						Image: cvo.CPMSOperatorImage(cvo.ReleaseImage(version)),
+						Env:   []corev1.EnvVar{{Name: cvo.ReleaseVersionEnv, Value: version}},
+					}},
 				},
 			},
 		},

@@ -232,3 +232,37 @@ func TestBuildGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestCPMSOperatorDeployment: seeded only on request, with one replica and
+// the release's version, which the operator reports.
+func TestCPMSOperatorDeployment(t *testing.T) {
+	o, err := Build(Topology{Version: "4.16.1", Masters: 3, Workers: 0}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.CPMSOperatorDeployment != nil {
+		t.Errorf("seeded without being asked for: %+v", o.CPMSOperatorDeployment.ObjectMeta)
+	}
+	o, err = Build(Topology{Version: "4.16.1", Masters: 3, Workers: 0, CPMSOperator: true}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := o.CPMSOperatorDeployment
+	if d == nil || d.Namespace != "openshift-machine-api" || d.Name != "control-plane-machine-set-operator" || d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Fatalf("CPMS operator Deployment = %+v", d)
+	}
+	c := cvo.OperatorContainer(d)
+	if c == nil || c.Image != cvo.CPMSOperatorImage(cvo.ReleaseImage("4.16.1")) || len(c.Env) != 1 || c.Env[0] != (corev1.EnvVar{Name: "RELEASE_VERSION", Value: "4.16.1"}) {
+		t.Errorf("operator container %+v", c)
+	}
+	if !cvo.OperatorRuns(d) {
+		t.Error("the seeded operator does not run")
+	}
+	f := filepath.Join(t.TempDir(), "t.yaml")
+	if err := os.WriteFile(f, []byte("masters: 3\ncpmsOperator: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if tp, err := Load(f); err != nil || !tp.CPMSOperator {
+		t.Errorf("Load cpmsOperator = %+v, %v", tp, err)
+	}
+}

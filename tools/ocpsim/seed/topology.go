@@ -65,6 +65,15 @@ type Topology struct {
 	CustomPools []CustomPool `json:"customPools,omitempty"`
 	// Workloads are Deployments on the workers, optionally with a PDB.
 	Workloads []Workload `json:"workloads,omitempty"`
+	// CPMSOperator seeds the control-plane-machine-set operator's
+	// Deployment (openshift-machine-api/control-plane-machine-set-operator,
+	// one replica on a master), which switches on the simulated operator
+	// (package cpmsoperator): it replaces deleted control-plane Machines
+	// of an OnDelete set and reports its ClusterOperator, and scaling the
+	// Deployment to zero stops it and stalls a cluster update at
+	// control-plane-machine-set, as on a real cluster. Off by default: a
+	// cluster without it has nothing act on its control-plane Machines.
+	CPMSOperator bool `json:"cpmsOperator,omitempty"`
 }
 
 // CustomPool is an extra MachineConfigPool with its own MachineSets.
