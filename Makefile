@@ -250,6 +250,7 @@ $(HELM):
 OPENSHIFT_CRDS := \
 	config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml \
 	config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusteroperators.crd.yaml \
+	config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml \
 	machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigpools-SelfManagedHA.crd.yaml \
 	machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigs.crd.yaml \
 	machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machines-Default.crd.yaml \
@@ -258,17 +259,19 @@ OPENSHIFT_CRDS := \
 	operator/v1/zz_generated.crd-manifests/0000_50_ingress_00_ingresscontrollers-Default.crd.yaml \
 	operator/v1/zz_generated.crd-manifests/0000_70_dns_00_dnses.crd.yaml
 
-# The ControlPlaneMachineSets of openshift/api's own CRD tests for AWS, Azure
-# and GCP, with the upstream's expected outcome of each: e2e/cpms applies them
-# unchanged. Only the suites that hold for the Default feature set (the CRD
-# above): those without feature gates, and the AWS one for MachineAPIMigration
-# off (a TechPreview gate).
+# The ControlPlaneMachineSets of openshift/api's own CRD tests for AWS, Azure,
+# GCP and OpenStack (every platform it has suites for), with the upstream's
+# expected outcome of each: e2e/cpms applies them unchanged. Only the suites
+# that hold for the Default feature set (the CRD above): those without
+# feature gates, and those for MachineAPIMigration off (a TechPreview gate).
 CPMS_UPSTREAM_TESTS_DIR := machine/v1/tests/controlplanemachinesets.machine.openshift.io
 CPMS_UPSTREAM_TESTS := \
 	stable.controlplanemachineset.aws.testsuite.yaml \
 	stable.controlplanemachineset.aws.nomachineapimigration.testsuite.yaml \
 	stable.controlplanemachineset.azure.testsuite.yaml \
-	stable.controlplanemachineset.gcp.testsuite.yaml
+	stable.controlplanemachineset.gcp.testsuite.yaml \
+	stable.controlplanemachineset.openstack.testsuite.yaml \
+	stable.controlplanemachineset.openstack.nomachineapimigration.testsuite.yaml
 CPMS_UPSTREAM_TESTDATA := e2e/cpms/testdata/openshift-api
 
 .PHONY: generate

@@ -42,6 +42,8 @@ func main() {
 	webhookPort := 9443
 	webhookCertDir := ""
 	webhookHost := ""
+	aro := false
+	generateSet := false
 	runtime.MainProcess(runtime.Component{
 		Name: "cpms-controller",
 		Flags: func(fs *flag.FlagSet) {
@@ -58,6 +60,10 @@ func main() {
 				"Retries of one index's replacement, for one template, before the controller gives up (kept in an annotation on the set, so restarts do not reset it).")
 			fs.DurationVar(&cfg.Remediation.RetryPeriod, "remediation-retry-period", cfg.Remediation.RetryPeriod,
 				"Wait between deleting a failed replacement and creating the next.")
+			fs.BoolVar(&aro, "aro", aro,
+				"The cluster is Azure Red Hat OpenShift: watch its Cluster `cluster` (aro.openshift.io), whose operator deletes an Active set unless the flag "+plan.AROCPMSFlag+" is true, and report that instead of acting on the set.")
+			fs.BoolVar(&generateSet, "generate-set", generateSet,
+				"While no upstream operator runs and the cluster has no Active set, keep an Inactive ControlPlaneMachineSet `cluster` generated from the control-plane machines (as the upstream operator's generator does), for an administrator to review and activate.")
 			fs.IntVar(&webhookPort, "webhook-port", webhookPort,
 				"Port the validating admission webhook listens on (HTTPS). 0 turns the webhook server off.")
 			fs.StringVar(&webhookHost, "webhook-host", webhookHost,
@@ -67,6 +73,9 @@ func main() {
 		},
 		Options: func() runtime.Options {
 			opts := controller.ManagerOptions()
+			if aro {
+				opts = controller.WithARO(opts)
+			}
 			if webhookPort != 0 {
 				opts.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{
 					Host: webhookHost, Port: webhookPort, CertDir: webhookCertDir,
@@ -86,17 +95,26 @@ func main() {
 				// Uncached: a create or an activation must count every
 				// machine there is, and the webhook may answer on a replica
 				// whose caches have not synced.
-				webhook.Register(mgr.GetWebhookServer(), mgr.GetScheme(), mgr.GetAPIReader())
+				webhook.Register(mgr.GetWebhookServer(), mgr.GetScheme(), mgr.GetAPIReader(), mgr.GetClient())
 			}
 			log.Info("managing the control plane", "namespace", namespace,
 				"progressDeadline", cfg.ProgressDeadline.String(), "nodeGracePeriod", cfg.NodeGracePeriod.String(),
 				"remediation", cfg.Remediation.Enabled, "maxRetries", cfg.Remediation.MaxRetries,
-				"retryPeriod", cfg.Remediation.RetryPeriod.String(), "webhookPort", webhookPort)
+				"retryPeriod", cfg.Remediation.RetryPeriod.String(), "webhookPort", webhookPort, "aro", aro, "generateSet", generateSet)
+			if generateSet {
+				if err := (&controller.Generator{
+					Client:   mgr.GetClient(),
+					Recorder: events.NewRecorder(mgr.GetEventRecorder("cpms-controller")),
+				}).SetupWithManager(mgr); err != nil {
+					return err
+				}
+			}
 			return (&controller.Reconciler{
 				Client:   mgr.GetClient(),
 				Recorder: events.NewRecorder(mgr.GetEventRecorder("cpms-controller")),
 				Metrics:  metrics.New(ctrlmetrics.Registry),
 				Config:   cfg,
+				ARO:      aro,
 			}).SetupWithManager(mgr)
 		},
 	})

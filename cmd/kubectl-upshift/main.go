@@ -2,10 +2,12 @@
 // PATH it is a kubectl plugin:
 //
 //	kubectl upshift status [--details=none|all|nodes|health|operators] [-w] [-o json|yaml] [--mock-clusterversion=<dir>/<name>-cv.yaml]
+//	kubectl upshift cpms generate [-o yaml|json]
 //	kubectl upshift version
 //
 // It takes the standard kubeconfig flags (--kubeconfig, --context, ...). The
-// logic lives in services/updatestatus/cli; this file only wires flags.
+// logic lives in services/updatestatus/cli and services/cpms/generate; this
+// file only wires flags.
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/upshift-io/upshift/libs/buildinfo"
+	"github.com/upshift-io/upshift/services/cpms/generate"
 	"github.com/upshift-io/upshift/services/updatestatus/cli"
 )
 
@@ -61,7 +64,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	kubeFlags := genericclioptions.NewConfigFlags(true)
 	kubeFlags.AddFlags(root.PersistentFlags())
 
-	root.AddCommand(newStatusCommand(kubeFlags, streams), newVersionCommand(streams))
+	root.AddCommand(newStatusCommand(kubeFlags, streams), newCPMSCommand(kubeFlags, streams), newVersionCommand(streams))
 	return root
 }
 
@@ -102,6 +105,40 @@ minutes ago.`,
 		"After printing the status, print it again whenever it changes, until interrupted")
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "",
 		"Print the UpgradeStatus and NodeProgressInsights (offline: as assessed) as json or yaml instead of the report")
+	return cmd
+}
+
+// newCPMSCommand groups the control-plane machine set commands.
+func newCPMSCommand(kubeFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cpms",
+		Short: "Control-plane machine set commands",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newCPMSGenerateCommand(kubeFlags, streams))
+	return cmd
+}
+
+func newCPMSGenerateCommand(kubeFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	opts := generate.PrintOptions{Out: streams.Out, ErrOut: streams.ErrOut, RESTConfig: kubeFlags.ToRESTConfig}
+	cmd := &cobra.Command{
+		Use:   "generate",
+		Short: "Print the ControlPlaneMachineSet generated from the control-plane machines, for review",
+		Long: `Print the Inactive ControlPlaneMachineSet "cluster" that the cpms-controller's
+generator (--generate-set), like the upstream operator's, builds from the
+control-plane Machines of openshift-machine-api and the Infrastructure
+"cluster": the newest machine's provider spec as template, the failure domains
+the machines are in, RollingUpdate. Nothing is written to the cluster. When
+the cluster has a set already, stderr says whether it differs.
+
+Review it, then apply it (or let the generator create it) and set
+spec.state to Active for the controller to manage the control plane.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return generate.Print(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "yaml", "Output format: yaml or json")
 	return cmd
 }
 

@@ -74,3 +74,20 @@ func TestStatusMockOutput(t *testing.T) {
 		}
 	}
 }
+
+// The flags of cpms generate; reading a cluster is services/cpms's suite's.
+func TestCPMSGenerateErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cpms", "generate", "-o", "wide", "--kubeconfig=/nonexistent"}, `invalid --output value "wide": must be one of yaml, json`},
+		{[]string{"cpms", "generate", "extra"}, `unknown command "extra"`},
+		{[]string{"cpms", "generate", "--kubeconfig=/nonexistent"}, "/nonexistent"},
+	} {
+		_, _, err := run(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}

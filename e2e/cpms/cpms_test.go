@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -20,15 +21,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/upshift-io/upshift/e2e/framework"
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/scheme"
+	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/webhook"
@@ -168,6 +173,12 @@ type watcher struct {
 	maxMachines, minMembers int
 	violations              []string
 	up, deleting, gone      map[string]time.Time
+	// deletedAt is each machine's deletionTimestamp (the apiserver's clock).
+	deletedAt map[string]time.Time
+	// membersIgnoreNodeReady counts an etcd member on a NotReady Node too:
+	// during a cluster update the machine-config operator reboots masters
+	// one at a time, which is the platform's doing, not the controller's.
+	membersIgnoreNodeReady bool
 }
 
 // revision is one event to check: the resourceVersion it was written at.
@@ -175,10 +186,16 @@ type revision struct{ rv, at string }
 
 func watchCluster(ctx context.Context) *watcher {
 	GinkgoHelper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
+	return watchClusterAt(ctx, env.Config, false)
+}
+
+// watchClusterAt watches the cluster of cfg (another than the suite's).
+func watchClusterAt(ctx context.Context, cfg *rest.Config, membersIgnoreNodeReady bool) *watcher {
+	GinkgoHelper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
-	w := &watcher{c: wc, addedType: map[string]string{}, minMembers: 1 << 30,
-		up: map[string]time.Time{}, deleting: map[string]time.Time{}, gone: map[string]time.Time{}}
+	w := &watcher{c: wc, membersIgnoreNodeReady: membersIgnoreNodeReady, addedType: map[string]string{}, minMembers: 1 << 30,
+		up: map[string]time.Time{}, deleting: map[string]time.Time{}, gone: map[string]time.Time{}, deletedAt: map[string]time.Time{}}
 	w.cond = sync.NewCond(&w.mu)
 	var ms machinev1beta1.MachineList
 	Expect(wc.List(ctx, &ms, client.InNamespace(namespace), client.MatchingLabels{machineapi.RoleLabel: "master"})).To(Succeed())
@@ -308,11 +325,12 @@ func (w *watcher) check(ctx context.Context, r revision) error {
 				w.up[name] = now
 			}
 		}
-		if up && m.hook {
+		if m.hook && (up || w.membersIgnoreNodeReady && m.running && m.nodeName != "") {
 			members++
 		}
 		if _, seen := w.deleting[name]; !seen && m.deleting {
 			w.deleting[name] = now
+			w.deletedAt[name] = ms.Items[i].DeletionTimestamp.Time
 		}
 	}
 	w.maxMachines = max(w.maxMachines, len(ms.Items))
@@ -400,6 +418,29 @@ func (w *watcher) reactions() []time.Duration {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// firstDeleted is the earliest deletionTimestamp seen (zero: none).
+func (w *watcher) firstDeleted() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for _, t := range w.deletedAt {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	return first
+}
+
+// toConditions reads ClusterOperator-style conditions as metav1 ones, for
+// the meta helpers.
+func toConditions(cs []configv1.ClusterOperatorStatusCondition) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status)})
+	}
 	return out
 }
 
@@ -509,7 +550,7 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		Expect(err.Error()).To(ContainSubstring(`metadata.name: Invalid value: "other"`))
 	})
 
-	It("answers openshift/api's own ControlPlaneMachineSets for AWS, Azure and GCP, applied unchanged, as the upstream expects, or refuses them by its webhook when they cannot run the cluster; no machine touched", func(ctx SpecContext) {
+	It("answers openshift/api's own ControlPlaneMachineSets for AWS, Azure, GCP and OpenStack, applied unchanged, and vSphere and Nutanix ones from the documented schema, as the upstream expects, or refuses them by its webhook when they cannot run the cluster; no machine touched", func(ctx SpecContext) {
 		// A cluster of its own: the upstream objects are applied under the
 		// name `cluster`, which this suite's cluster gives its own set.
 		dcluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
@@ -578,14 +619,26 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		}
 		Expect(byWebhook).To(Equal(len(webhookRefusals)), "an expectation in webhookRefusals matches no upstream test")
 
+		By("vSphere and Nutanix sets written from the documented schema: admitted by the schema, refused by the webhook with the upstream's message")
+		for _, d := range documentedSets {
+			set := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal([]byte(d.initial), &set.Object)).To(Succeed(), d.name)
+			set.SetNamespace(namespace)
+			set.SetName("cluster")
+			err := c.Create(ctx, set)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want Invalid, got %v", d.name, err)
+			Expect(err.Error()).To(ContainSubstring(`admission webhook "controlplanemachineset.cpms.upshift.io" denied the request`), d.name)
+			Expect(err.Error()).To(ContainSubstring(d.want), d.name)
+		}
+
 		By("nothing was stored, and the masters were not touched")
 		var sets machinev1.ControlPlaneMachineSetList
 		Expect(c.List(ctx, &sets, client.InNamespace(namespace))).To(Succeed())
 		Expect(sets.Items).To(BeEmpty())
 		Expect(machineVersions()).To(Equal(before))
 		Expect(r.Logs()).NotTo(ContainSubstring("Created machine"))
-		msg := fmt.Sprintf("openshift/api's CPMS tests: %d objects applied, %d refused by the schema with the upstream's message, %d by the webhook",
-			len(tests), bySchema, byWebhook)
+		msg := fmt.Sprintf("openshift/api's CPMS tests: %d objects applied, %d refused by the schema with the upstream's message, %d by the webhook; %d vSphere and Nutanix sets from the documented schema refused by the webhook with the upstream's message",
+			len(tests), bySchema, byWebhook, len(documentedSets))
 		GinkgoWriter.Println(msg)
 		AddReportEntry("upstream", msg)
 	})
@@ -829,6 +882,174 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		r = w.report()
 		Expect(r.violations).To(BeEmpty())
 		Expect(r.added).To(HaveLen(3))
+	})
+
+	It("in Replace mode, stops acting within one reconcile when OpenShift's control-plane-machine-set operator comes up mid-rollout, and goes on when it is gone", func(ctx SpecContext) {
+		Eventually(settled(ctx, "m6i.large", getSet(ctx, Default).Generation)).Should(Succeed())
+		w := watchCluster(ctx)
+		user := framework.ServiceAccountUser(namespace, id.ServiceAccount)
+		// machineWrites names the machines the controller's identity sent verb for.
+		machineWrites := func(verb string) []string {
+			GinkgoHelper()
+			evs, err := env.AuditEvents(user)
+			Expect(err).NotTo(HaveOccurred())
+			var out []string
+			for _, e := range evs {
+				if e.Verb == verb && e.ObjectRef != nil && e.ObjectRef.Resource == "machines" && e.ObjectRef.Subresource == "" {
+					out = append(out, e.ObjectRef.Name)
+				}
+			}
+			return out
+		}
+		createsBefore, deletesBefore := len(machineWrites("create")), len(machineWrites("delete"))
+		// The replacement's launch hangs (ProvisionStuck) until the spec lets
+		// it go, so that the operator surely comes up mid-replacement.
+		updateSet(ctx, "", func(t *machinev1.OpenShiftMachineV1Beta1MachineTemplate) {
+			t.Spec.ProviderSpec.Value = machineapi.NewProviderSpec(region, "", "m6i.2xlarge")
+			t.ObjectMeta.Annotations = map[string]string{faults.Annotation: string(faults.ProvisionStuck)}
+		})
+		Eventually(func() []string { return w.report().added }).Should(HaveLen(1))
+		Eventually(func() []string { return machineWrites("create") }).Should(HaveLen(createsBefore + 1))
+
+		By("the operator's Deployment comes up while index 0 is being replaced")
+		op := seed.CPMSOperatorDeployment("4.16.1")
+		Expect(env.Client.Create(ctx, op)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, op))).To(Succeed()) })
+		holds := func(state string) func(Gomega) {
+			return func(g Gomega) {
+				c := getSet(ctx, g)
+				expectCondition(g, c, plan.ConditionUpshiftProgressing, metav1.ConditionFalse, plan.ReasonCPMSOperatorStarted)
+				expectCondition(g, c, plan.ConditionMode, metav1.ConditionTrue, string(plan.ModeReplace))
+				g.Expect(meta.FindStatusCondition(c.Status.Conditions, plan.ConditionUpshiftProgressing).Message).To(ContainSubstring("index 0: " + state))
+			}
+		}
+		Eventually(holds("ReplacementProvisioning")).Should(Succeed())
+		Eventually(func(g Gomega) []string { return setEvents(ctx, g, plan.ReasonCPMSOperatorStarted) }).Should(ContainElement(
+			ContainSubstring("deployment openshift-machine-api/control-plane-machine-set-operator")))
+		Expect(scrape()).To(ContainSubstring(`upshift_cpms_blocked{reason="CPMSOperatorStarted"} 1`))
+
+		By("the replacement comes up: in Replace mode the old machine would go in that very pass; it stays")
+		repl := &machinev1beta1.Machine{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: w.report().added[0]}, repl)).To(Succeed())
+		orig := repl.DeepCopy()
+		delete(repl.Annotations, faults.Annotation)
+		Expect(env.Client.Patch(ctx, repl, client.MergeFrom(orig))).To(Succeed())
+		Eventually(holds("ReplacementReady"), 2*time.Minute).Should(Succeed())
+		for _, m := range masters(ctx, Default) {
+			Expect(m.DeletionTimestamp).To(BeNil(), m.Name)
+		}
+		Expect(machineWrites("create")).To(HaveLen(createsBefore+1), "a machine created after the operator came up")
+		Expect(machineWrites("delete")).To(HaveLen(deletesBefore), "a machine deleted after the operator came up")
+
+		By("the operator goes away: the controller finishes the rollout itself")
+		Expect(env.Client.Delete(ctx, op)).To(Succeed())
+		gen := updateSet(ctx, "", instanceType("m6i.2xlarge"))
+		Eventually(settled(ctx, "m6i.2xlarge", gen), 2*time.Minute).Should(Succeed())
+		r := w.report()
+		Expect(r.violations).To(BeEmpty())
+		Expect(r.added).To(HaveLen(3))
+	})
+
+	It("orchestrates OpenShift's control-plane-machine-set operator where it runs: an instance-type change rolls the masters through the operator's OnDelete, in index order, held while a z-stream update runs; no ClusterVersion override", func(ctx SpecContext) {
+		// A cluster of its own, where the payload's operator runs (ocpsim
+		// plays it: it replaces deleted control-plane machines of an OnDelete
+		// set and reports its ClusterOperator's version).
+		oc, err := framework.StartCluster(ctx, framework.ClusterOptions{
+			ControlPlane: testenv.Options{AuditLog: true},
+			Seed:         &ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 0, CPMSOperator: true},
+			Sim:          &ocpsim.Options{TimeScale: timeScale, MachineAPI: machineapi.DefaultDurations()},
+			Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace,
+				Binary: bin, LeaderElect: true, Webhook: true}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { Expect(oc.Stop()).To(Succeed()) })
+		r := oc.Components[release].Running
+		DeferCleanup(func() { Expect(r.Stop(10*time.Second)).To(Succeed(), r.Logs()) })
+		c := oc.Client
+		set := func(g Gomega) *machinev1.ControlPlaneMachineSet {
+			s := &machinev1.ControlPlaneMachineSet{}
+			g.Expect(c.Get(ctx, setKey, s)).To(Succeed())
+			return s
+		}
+		Eventually(func(g Gomega) {
+			expectCondition(g, set(g), plan.ConditionMode, metav1.ConditionTrue, string(plan.ModeOrchestrate))
+		}).Should(Succeed(), r.Logs)
+		w := watchClusterAt(ctx, oc.Env.Config, true)
+
+		By("a z-stream update starts, then the template changes under OnDelete")
+		cv := &configv1.ClusterVersion{}
+		Expect(c.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		cv.Spec.DesiredUpdate = &configv1.Update{Version: "4.16.2"}
+		Expect(c.Update(ctx, cv)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(toConditions(cv.Status.Conditions), string(configv1.OperatorProgressing))).To(BeTrue())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			s := set(g)
+			s.Spec.Strategy.Type = machinev1.OnDelete
+			instanceType("m6i.2xlarge")(s.Spec.Template.OpenShiftMachineV1Beta1Machine)
+			g.Expect(c.Update(ctx, s)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			expectCondition(g, set(g), plan.ConditionUpshiftProgressing, metav1.ConditionTrue, plan.ReasonClusterUpdating)
+		}).Should(Succeed())
+
+		By("the update completes; then the controller deletes one outdated machine at a time and the operator replaces it")
+		Eventually(func(g Gomega) {
+			var ms machinev1beta1.MachineList
+			g.Expect(c.List(ctx, &ms, client.InNamespace(namespace), client.MatchingLabels{machineapi.RoleLabel: "master"})).To(Succeed())
+			g.Expect(ms.Items).To(HaveLen(3))
+			for _, m := range ms.Items {
+				g.Expect(machineapi.ReadProviderSpec(&m).InstanceType).To(Equal("m6i.2xlarge"), m.Name)
+				g.Expect(ptr.Deref(m.Status.Phase, "")).To(Equal(machinev1beta1.PhaseRunning), m.Name)
+				g.Expect(m.DeletionTimestamp).To(BeNil(), m.Name)
+			}
+			expectCondition(g, set(g), plan.ConditionUpshiftProgressing, metav1.ConditionFalse, plan.ReasonAllReplicasUpdated)
+		}, 3*time.Minute).Should(Succeed(), r.Logs)
+		rep := w.report()
+		Expect(rep.violations).To(BeEmpty())
+		Expect(rep.added).To(HaveLen(3))
+
+		Expect(c.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		Expect(cv.Spec.Overrides).To(BeEmpty())
+		Expect(cv.Status.History).NotTo(BeEmpty())
+		done := cv.Status.History[0]
+		Expect(done.Version).To(Equal("4.16.2"))
+		Expect(done.State).To(Equal(configv1.CompletedUpdate))
+		var co configv1.ClusterOperator
+		Expect(c.Get(ctx, client.ObjectKey{Name: "control-plane-machine-set"}, &co)).To(Succeed())
+		Expect(co.Status.Versions).To(ContainElement(configv1.OperandVersion{Name: "operator", Version: "4.16.2"}))
+
+		By("no machine went before the update completed, and they went in index order, by the controller only; the operator made every replacement")
+		evs, err := oc.Env.AuditEvents(framework.ServiceAccountUser(namespace, oc.Components[release].Identity.ServiceAccount))
+		Expect(err).NotTo(HaveOccurred())
+		var deleted, createdByUs, refused []string
+		for _, e := range evs {
+			if e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
+				refused = append(refused, e.Verb+" "+e.RequestURI)
+			}
+			if e.ObjectRef == nil || e.ObjectRef.Resource != "machines" || e.ObjectRef.Subresource != "" {
+				continue
+			}
+			switch e.Verb {
+			case "delete":
+				deleted = append(deleted, e.ObjectRef.Name)
+			case "create":
+				createdByUs = append(createdByUs, e.ObjectRef.Name)
+			}
+		}
+		Expect(refused).To(BeEmpty(), "the chart's RBAC refused requests in Orchestrate mode")
+		Expect(createdByUs).To(BeEmpty())
+		Expect(deleted).To(HaveLen(3))
+		for i, name := range deleted {
+			idx, _ := platform.IndexFromName(name)
+			Expect(idx).To(Equal(i), "deletions %v", deleted)
+		}
+		first := w.firstDeleted()
+		Expect(first).NotTo(BeZero())
+		Expect(done.CompletionTime).NotTo(BeNil())
+		Expect(first.Before(done.CompletionTime.Time)).To(BeFalse(), "a machine was deleted at %s, before the update completed at %s", first, done.CompletionTime)
 	})
 
 	It("exported every metric its chart's alerts and dashboard query", func(ctx SpecContext) {

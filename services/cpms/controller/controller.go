@@ -21,9 +21,11 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,11 +38,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	arov1alpha1 "github.com/upshift-io/upshift/api/aro/v1alpha1"
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/ownwrite"
 	"github.com/upshift-io/upshift/services/cpms/metrics"
 	"github.com/upshift-io/upshift/services/cpms/plan"
+	"github.com/upshift-io/upshift/services/cpms/platform"
 )
 
 const (
@@ -72,6 +76,9 @@ type Reconciler struct {
 	Config plan.Config
 	// CacheTimeout bounds the wait for own writes; zero means DefaultCacheTimeout.
 	CacheTimeout time.Duration
+	// ARO: the cluster is Azure Red Hat OpenShift; its Cluster `cluster` is
+	// watched (the manager's cache must come from WithARO).
+	ARO bool
 
 	// expect holds the next plan until the cache shows this process's own
 	// last writes: the planner trusts its snapshot to include its own
@@ -80,6 +87,8 @@ type Reconciler struct {
 	expect   ownwrite.Expectations
 	mu       sync.Mutex
 	warnings string // last logged provider-spec warnings, to log changes only
+	// errs is the streak of identical failed passes (the Error condition).
+	errs plan.ErrorStreak
 }
 
 // SetupWithManager registers the reconciler and its watches. Every event maps
@@ -108,14 +117,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return o.GetNamespace() == Namespace && o.GetName() == Name
 	})
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == Namespace })
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&machinev1.ControlPlaneMachineSet{}, builder.WithPredicates(isSet)).
 		Watches(&machinev1beta1.Machine{}, toSet, builder.WithPredicates(inNamespace)).
 		Watches(&corev1.Node{}, toSet, builder.WithPredicates(controlPlaneNodeChanged)).
 		Watches(&configv1.ClusterOperator{}, toSet, builder.WithPredicates(watchedOperatorChanged)).
-		Watches(&configv1.ClusterVersion{}, toSet, builder.WithPredicates(clusterVersionChanged)).
-		Complete(r)
+		Watches(&configv1.ClusterVersion{}, toSet, builder.WithPredicates(trimmedContentChanged)).
+		Watches(&appsv1.Deployment{}, toSet, builder.WithPredicates(isOperatorDeployment, trimmedContentChanged)).
+		Watches(&configv1.Infrastructure{}, toSet, builder.WithPredicates(trimmedContentChanged))
+	if r.ARO {
+		b = b.Watches(&arov1alpha1.Cluster{}, toSet, builder.WithPredicates(trimmedContentChanged))
+	}
+	return b.Complete(r)
 }
 
 // controlPlaneNodeChanged passes control-plane Nodes whose trimmed content
@@ -133,11 +147,18 @@ var controlPlaneNodeChanged = predicate.Funcs{
 	},
 }
 
-// clusterVersionChanged passes a change of what the cache keeps of
-// ClusterVersion (its Progressing condition).
-var clusterVersionChanged = predicate.Funcs{
+// trimmedContentChanged passes an update that changed what the cache keeps
+// of an object (ClusterVersion's Progressing condition, the operator
+// Deployment's replicas, ARO's flag), and every create and delete.
+var trimmedContentChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool { return contentChanged(e.ObjectOld, e.ObjectNew) },
 }
+
+// isOperatorDeployment passes the upstream operator's Deployment (the cache
+// holds no other; the predicate keeps a widened cache from waking the set).
+var isOperatorDeployment = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	return o.GetNamespace() == Namespace && o.GetName() == CPMSOperatorDeployment
+})
 
 var watchedOperatorChanged = predicate.Funcs{
 	CreateFunc:  func(e event.CreateEvent) bool { return watchedOperators[e.Object.GetName()] },
@@ -158,12 +179,21 @@ func contentChanged(a, b client.Object) bool {
 	return !equality.Semantic.DeepEqual(a, b)
 }
 
-// Reconcile plans one pass and carries it out.
+// Reconcile plans one pass and carries it out, and counts the passes that
+// fail in a row with the same error for the Error condition.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	logger := log.FromContext(ctx)
 	if req.NamespacedName != setKey {
 		return reconcile.Result{}, nil
 	}
+	res, err := r.reconcile(ctx)
+	r.mu.Lock()
+	r.errs = r.errs.Next(err, r.Clock.Now())
+	r.mu.Unlock()
+	return res, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context) (reconcile.Result, error) {
+	logger := log.FromContext(ctx)
 	now := r.Clock.Now()
 	// Past an expectation's deadline planning goes ahead: machine names are
 	// deterministic, so a repeated create fails.
@@ -223,24 +253,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			evs = append(slices.Clone(evs), a.Event)
 		}
 	}
-	if !equality.Semantic.DeepEqual(cpms.Status, status) {
-		patch := client.MergeFrom(cpms.DeepCopy())
-		cpms.Status = status
-		// The status has one writer, this controller (leader-elected), and
-		// the expectations make every plan start from its last write: no
-		// lock.
-		if err := r.Client.Status().Patch(ctx, cpms, patch); err != nil {
-			if out.Action != nil {
-				// The action's outcome is the last Event; it happened
-				// whatever became of the status.
-				r.Recorder.Record(evs[len(evs)-1])
-			}
-			if actErr != nil {
-				return reconcile.Result{}, actErr
-			}
-			return reconcile.Result{}, client.IgnoreNotFound(err)
+	if err := r.writeStatus(ctx, cpms, status, out.StatusOwned); err != nil {
+		if out.Action != nil {
+			// The action's outcome is the last Event; it happened
+			// whatever became of the status.
+			r.Recorder.Record(evs[len(evs)-1])
 		}
-		r.expect.Updated(cpms, now)
+		if actErr != nil {
+			return reconcile.Result{}, actErr
+		}
+		if apierrors.IsConflict(err) {
+			// Only the write of our own conditions beside the upstream
+			// operator is locked: it wrote the status meanwhile, and its
+			// write's watch event brings the next pass. Not an error.
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	r.Recorder.Record(evs...)
 	if actErr != nil {
@@ -250,6 +278,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// After an action no requeue is needed: its object comes back through
 	// the watch, and the expectations hold the next plan until it has.
 	return reconcile.Result{RequeueAfter: out.RequeueAfter}, nil
+}
+
+// writeStatus writes the planned status when it changed. When the upstream
+// operator runs, the counters, Available, Degraded and Progressing are its
+// own, and only this controller's conditions (plan.OwnConditionTypes) are
+// written, with the set's resourceVersion as precondition: the operator
+// rewrites the whole status too, and a write on top of one it has not seen
+// would undo it.
+func (r *Reconciler) writeStatus(ctx context.Context, cpms *machinev1.ControlPlaneMachineSet, status machinev1.ControlPlaneMachineSetStatus, owned bool) error {
+	var patch client.Patch
+	if owned {
+		if equality.Semantic.DeepEqual(cpms.Status, status) {
+			return nil
+		}
+		// The status has one writer, this controller (leader-elected), and
+		// the expectations make every plan start from its last write: no
+		// lock.
+		patch = client.MergeFrom(cpms.DeepCopy())
+		cpms.Status = status
+	} else {
+		conds := slices.Clone(cpms.Status.Conditions)
+		for _, t := range plan.OwnConditionTypes {
+			if c := meta.FindStatusCondition(status.Conditions, t); c != nil {
+				meta.SetStatusCondition(&conds, *c)
+			}
+		}
+		if equality.Semantic.DeepEqual(cpms.Status.Conditions, conds) {
+			return nil
+		}
+		patch = client.MergeFromWithOptions(cpms.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		cpms.Status.Conditions = conds
+	}
+	if err := r.Client.Status().Patch(ctx, cpms, patch); err != nil {
+		return err
+	}
+	r.expect.Updated(cpms, r.Clock.Now())
+	return nil
 }
 
 // snapshot reads the planner's input from the cache, and the creation time
@@ -275,11 +340,40 @@ func (r *Reconciler) snapshot(ctx context.Context, cpms *machinev1.ControlPlaneM
 	case err != nil:
 		return plan.Input{}, nil, err
 	}
+	var infra *configv1.Infrastructure
+	inf := &configv1.Infrastructure{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: platform.InfrastructureName}, inf); {
+	case err == nil:
+		infra = inf
+	case !apierrors.IsNotFound(err):
+		return plan.Input{}, nil, err
+	}
+	var op *appsv1.Deployment
+	d := &appsv1.Deployment{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: CPMSOperatorDeployment}, d); {
+	case err == nil:
+		op = d
+	case !apierrors.IsNotFound(err):
+		return plan.Input{}, nil, err
+	}
+	var aro *plan.AROCluster
+	if r.ARO {
+		c := &arov1alpha1.Cluster{}
+		switch err := r.Client.Get(ctx, client.ObjectKey{Name: aroClusterName}, c); {
+		case err == nil:
+			aro = aroCluster(c)
+		case !apierrors.IsNotFound(err):
+			return plan.Input{}, nil, err
+		}
+	}
+	r.mu.Lock()
+	errs := r.errs
+	r.mu.Unlock()
 	created := make(map[string]time.Time, len(machines.Items))
 	for _, m := range machines.Items {
 		created[m.Name] = m.CreationTimestamp.Time
 	}
-	return plan.Input{CPMS: cpms, Machines: machines.Items, Nodes: nodes.Items, ClusterOperators: cos.Items, ClusterVersion: cv, Config: r.Config, Now: now}, created, nil
+	return plan.Input{CPMS: cpms, Machines: machines.Items, Nodes: nodes.Items, ClusterOperators: cos.Items, ClusterVersion: cv, Infrastructure: infra, CPMSOperator: cpmsOperator(op), ARO: aro, Errors: errs, Config: r.Config, Now: now}, created, nil
 }
 
 func (r *Reconciler) logWarnings(ctx context.Context, w []string) {

@@ -14,6 +14,8 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -417,7 +419,7 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		Eventually(func(g Gomega) {
 			c := getSet(ctx, g)
 			g.Expect(c.Status.ObservedGeneration).To(Equal(gen))
-			expectCondition(g, c, plan.ConditionDegraded, metav1.ConditionTrue, plan.ReasonReplacementFailed)
+			expectCondition(g, c, plan.ConditionDegraded, metav1.ConditionTrue, plan.ReasonFailedReplacement)
 			msg := meta.FindStatusCondition(c.Status.Conditions, plan.ConditionDegraded).Message
 			g.Expect(msg).To(ContainSubstring("error launching instance"))
 			g.Expect(msg).To(ContainSubstring("remediation retries exhausted (2 of 2)"))
@@ -425,7 +427,7 @@ var _ = Describe("cpms-controller", Ordered, func() {
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(b).To(HaveKeyWithValue("0", HaveField("Retries", 2)))
 		}, 2*time.Minute).Should(Succeed())
-		Expect(scrape("upshift_cpms_blocked")["reason=ReplacementFailed"]).To(BeEquivalentTo(1))
+		Expect(scrape("upshift_cpms_blocked")["reason=FailedReplacement"]).To(BeEquivalentTo(1))
 		Expect(scrape("upshift_cpms_actions_total")["kind=Remediate,result=success"] - remediated0).To(BeEquivalentTo(2))
 		Eventually(func(g Gomega) []string { return setEvents(ctx, g, "Remediated") }).Should(HaveLen(2))
 		violations, added, maxMachines, _ := w.report()
@@ -500,6 +502,77 @@ var _ = Describe("cpms-controller", Ordered, func() {
 			g.Expect(names).NotTo(ContainElement(victim.Name))
 		}, 2*time.Minute).Should(Succeed())
 		Eventually(waiting(0, 2)).Should(Succeed())
+		violations, added, _, _ := w.report()
+		Expect(violations).To(BeEmpty())
+		Expect(added).To(HaveLen(1))
+	})
+
+	It("beside a running control-plane-machine-set operator, deletes one outdated machine for it to replace, writes only its own conditions, and replaces machines itself once the operator is scaled down", func(ctx context.Context) {
+		// Left by the previous spec: OnDelete, indexes 0 and 2 outdated.
+		w := watchMachines(ctx)
+		op := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: controller.Namespace, Name: controller.CPMSOperatorDeployment},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "control-plane-machine-set-operator"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"k8s-app": "control-plane-machine-set-operator"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "operator", Image: "quay.io/openshift/cpmso:latest"}}}}},
+		}
+		Expect(env.Client.Create(ctx, op)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(client.IgnoreNotFound(env.Client.Delete(ctx, op))).To(Succeed()) })
+
+		// The operator writes its own Progressing; the controller must leave
+		// it alone and write only its conditions.
+		const operatorMessage = "Observed 2 replica(s) in need of update"
+		var victim string
+		Eventually(func(g Gomega) {
+			c := getSet(ctx, g)
+			expectCondition(g, c, plan.ConditionMode, metav1.ConditionTrue, string(plan.ModeOrchestrate))
+			if p := meta.FindStatusCondition(c.Status.Conditions, plan.ConditionProgressing); p.Message != operatorMessage {
+				meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: plan.ConditionProgressing, Status: metav1.ConditionTrue,
+					Reason: plan.ReasonNeedsUpdateReplicas, Message: operatorMessage, ObservedGeneration: c.Generation})
+				g.Expect(env.Client.Status().Update(ctx, c)).To(Succeed())
+			}
+			var deleting []string
+			for _, m := range machines(ctx, g) {
+				if m.DeletionTimestamp != nil {
+					deleting = append(deleting, m.Name)
+				}
+			}
+			g.Expect(deleting).To(HaveLen(1))
+			victim = deleting[0]
+			i, _ := platform.IndexFromName(victim)
+			g.Expect(i).To(Equal(0), "the lowest outdated index goes first")
+			c = getSet(ctx, g)
+			expectCondition(g, c, plan.ConditionUpshiftProgressing, metav1.ConditionTrue, plan.ReasonNeedsUpdateReplicas)
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, plan.ConditionProgressing).Message).To(Equal(operatorMessage))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) []string { return setEvents(ctx, g, "Deleted") }).Should(ContainElement(
+			HavePrefix("Deleted outdated machine " + victim + " in index 0")))
+		Expect(scrape("upshift_cpms_mode")).To(Equal(map[string]float64{"mode=Orchestrate": 1, "mode=Replace": 0}))
+		_, added, _, _ := w.report()
+		Expect(added).To(BeEmpty(), "in Orchestrate mode the operator creates the replacements")
+
+		// The operator is scaled down before it made the replacement. The
+		// etcd hook holds the deleted machine; the index is not in the
+		// middle of a replacement, so Replace mode takes over and restores it.
+		Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(op), op)).To(Succeed())
+			op.Spec.Replicas = ptr.To(int32(0))
+			g.Expect(env.Client.Update(ctx, op)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			c := getSet(ctx, g)
+			expectCondition(g, c, plan.ConditionMode, metav1.ConditionTrue, string(plan.ModeReplace))
+			expectCondition(g, c, plan.ConditionProgressing, metav1.ConditionFalse, plan.ReasonWaitingForUserDeletion)
+			g.Expect(meta.FindStatusCondition(c.Status.Conditions, plan.ConditionProgressing).Message).To(MatchRegexp(`^index 2: WaitingForDeletion: delete machine c1-master-\S*2 to replace it$`))
+			names := []string{}
+			for _, m := range machines(ctx, g) {
+				names = append(names, m.Name)
+			}
+			g.Expect(names).NotTo(ContainElement(victim))
+		}, 2*time.Minute).Should(Succeed())
+		Eventually(func(g Gomega) []string { return setEvents(ctx, g, string(plan.ModeReplace)) }).Should(ContainElement(
+			ContainSubstring("no control-plane-machine-set operator runs")))
 		violations, added, _, _ := w.report()
 		Expect(violations).To(BeEmpty())
 		Expect(added).To(HaveLen(1))

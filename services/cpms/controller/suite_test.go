@@ -82,7 +82,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	// The webhook server, for the whole suite (the controller restarts;
 	// the webhook must answer meanwhile, or its finalizer could not go on).
 	srv := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: env.Webhook.Host, Port: env.Webhook.Port, CertDir: env.Webhook.CertDir})
-	webhook.Register(srv, scheme.Scheme, env.Client)
+	webhook.Register(srv, scheme.Scheme, env.Client, env.Client)
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -27,15 +27,17 @@ import (
 var ActionKinds = []plan.ActionKind{plan.CreateMachine, plan.DeleteMachine, plan.Remediate, plan.Adopt}
 
 // Conditions are the values of the condition label of upshift_cpms_condition.
-var Conditions = []string{plan.ConditionAvailable, plan.ConditionDegraded, plan.ConditionProgressing}
+var Conditions = []string{plan.ConditionAvailable, plan.ConditionDegraded, plan.ConditionProgressing, plan.ConditionError}
 
 // BlockedReasons are the values of the reason label of upshift_cpms_blocked.
 var BlockedReasons = []string{
 	plan.ReasonInvalidSpec, plan.ReasonInvalidStrategy, plan.ReasonNoReadyMachines, plan.ReasonUnindexableMachines,
 	plan.ReasonExcessIndexes, plan.ReasonUnmanagedNodes, plan.ReasonMachinesAlreadyOwned,
-	plan.ReasonReplacementFailed, plan.ReasonReplacementTimedOut, plan.ReasonExcessUpdatedReplicas,
+	plan.ReasonFailedReplacement, plan.ReasonReplacementTimedOut, plan.ReasonExcessUpdatedReplicas,
 	plan.ReasonUnavailableReplicas, plan.ReasonNodesNotReady, plan.ReasonEtcdDegraded, plan.ReasonKubeAPIServerDegraded,
 	plan.ReasonPaused, plan.ReasonWaitingForUserDeletion, plan.ReasonClusterUpdating, plan.ReasonMastersUpdating,
+	plan.ReasonEtcdHookMissing, plan.ReasonCPMSOperatorStarted, plan.ReasonCPMSOperatorStopped, plan.ReasonCPMSOperatorRollingUpdate,
+	plan.ReasonAROCPMSDisabled,
 }
 
 // Recorder turns successive planner outputs into metrics. It remembers the
@@ -43,9 +45,9 @@ var BlockedReasons = []string{
 // released); after a restart the first transition of an index in flight is
 // not timed, which loses one sample rather than inventing one.
 type Recorder struct {
-	indexState, replicas, blocked, condition, hookWaitStart *prometheus.GaugeVec
-	hookWait, replacementDuration                           prometheus.Histogram
-	actions                                                 *prometheus.CounterVec
+	indexState, replicas, blocked, condition, hookWaitStart, mode *prometheus.GaugeVec
+	hookWait, replacementDuration                                 prometheus.Histogram
+	actions                                                       *prometheus.CounterVec
 
 	mu sync.Mutex
 	// last state per index, and the deleting machine each index waited on.
@@ -73,8 +75,12 @@ func New(reg prometheus.Registerer) *Recorder {
 		}, []string{"reason"}),
 		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "upshift_cpms_condition",
-			Help: "1 when the ControlPlaneMachineSet's condition (Available, Degraded, Progressing) is True, 0 otherwise.",
+			Help: "1 when the ControlPlaneMachineSet's condition (Available, Degraded, Progressing, Error) is True, 0 otherwise.",
 		}, []string{"condition"}),
+		mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "upshift_cpms_mode",
+			Help: "1 for the mode in effect: Orchestrate (OpenShift's control-plane-machine-set operator runs and creates the replacements of the machines this controller deletes) or Replace (this controller creates and deletes machines itself), 0 for the other.",
+		}, []string{"mode"}),
 		hookWaitStart: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "upshift_cpms_etcd_hook_wait_start_timestamp_seconds",
 			Help: "Unix time an index's deleting machine started waiting on the etcd operator's EtcdQuorumOperator hook; absent while no machine of the index waits.",
@@ -98,7 +104,7 @@ func New(reg prometheus.Registerer) *Recorder {
 		waiting: map[int]time.Time{},
 		indexes: map[int]bool{},
 	}
-	reg.MustRegister(r.indexState, r.replicas, r.blocked, r.condition, r.hookWaitStart, r.hookWait, r.replacementDuration, r.actions)
+	reg.MustRegister(r.indexState, r.replicas, r.blocked, r.condition, r.mode, r.hookWaitStart, r.hookWait, r.replacementDuration, r.actions)
 	for _, k := range ActionKinds {
 		for _, res := range []string{"success", "error"} {
 			r.actions.WithLabelValues(string(k), res)
@@ -157,6 +163,9 @@ func (r *Recorder) Observe(now time.Time, out plan.Output, desired int32, create
 		c := meta.FindStatusCondition(st.Conditions, t)
 		r.condition.WithLabelValues(t).Set(boolValue(c != nil && c.Status == metav1.ConditionTrue))
 	}
+	for _, m := range plan.Modes {
+		r.mode.WithLabelValues(string(m)).Set(boolValue(m == out.Mode))
+	}
 	active := blockedReasons(st.Conditions)
 	for _, reason := range BlockedReasons {
 		r.blocked.WithLabelValues(reason).Set(boolValue(active[reason]))
@@ -209,6 +218,7 @@ func (r *Recorder) Forget() {
 	r.replicas.Reset()
 	r.blocked.Reset()
 	r.condition.Reset()
+	r.mode.Reset()
 }
 
 func (r *Recorder) forget(i int) {

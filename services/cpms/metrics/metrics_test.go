@@ -97,7 +97,7 @@ func TestBlockedReasons(t *testing.T) {
 		{"inactive only observes", []metav1.Condition{cond(plan.ConditionProgressing, metav1.ConditionFalse, plan.ReasonInactive)}, nil},
 		{"pre-flight", []metav1.Condition{cond(plan.ConditionProgressing, metav1.ConditionTrue, plan.ReasonNodesNotReady)}, []string{plan.ReasonNodesNotReady}},
 		{"halted", []metav1.Condition{cond(plan.ConditionDegraded, metav1.ConditionTrue, plan.ReasonUnmanagedNodes), cond(plan.ConditionProgressing, metav1.ConditionFalse, plan.ReasonOperatorDegraded)}, []string{plan.ReasonUnmanagedNodes}},
-		{"failed replacement", []metav1.Condition{cond(plan.ConditionDegraded, metav1.ConditionTrue, plan.ReasonReplacementFailed), cond(plan.ConditionProgressing, metav1.ConditionTrue, plan.ReasonReplacementFailed)}, []string{plan.ReasonReplacementFailed}},
+		{"failed replacement", []metav1.Condition{cond(plan.ConditionDegraded, metav1.ConditionTrue, plan.ReasonFailedReplacement), cond(plan.ConditionProgressing, metav1.ConditionTrue, plan.ReasonFailedReplacement)}, []string{plan.ReasonFailedReplacement}},
 		{"on delete", []metav1.Condition{cond(plan.ConditionProgressing, metav1.ConditionFalse, plan.ReasonWaitingForUserDeletion)}, []string{plan.ReasonWaitingForUserDeletion}},
 		{"paused", []metav1.Condition{cond(plan.ConditionProgressing, metav1.ConditionFalse, plan.ReasonPaused)}, []string{plan.ReasonPaused}},
 	}
@@ -151,17 +151,18 @@ func TestConditionGauge(t *testing.T) {
 	r := New(reg)
 	conds := []metav1.Condition{
 		{Type: plan.ConditionAvailable, Status: metav1.ConditionTrue, Reason: plan.ReasonAllReplicasAvailable},
-		{Type: plan.ConditionDegraded, Status: metav1.ConditionTrue, Reason: plan.ReasonReplacementFailed},
+		{Type: plan.ConditionDegraded, Status: metav1.ConditionTrue, Reason: plan.ReasonFailedReplacement},
 		{Type: plan.ConditionProgressing, Status: metav1.ConditionFalse, Reason: plan.ReasonAllReplicasUpdated},
+		{Type: plan.ConditionError, Status: metav1.ConditionTrue, Reason: plan.ReasonContinuousErrors},
 	}
 	r.Observe(t0, pass(conds), 3, nil)
-	want := map[string]float64{"condition=Available": 1, "condition=Degraded": 1, "condition=Progressing": 0}
+	want := map[string]float64{"condition=Available": 1, "condition=Degraded": 1, "condition=Progressing": 0, "condition=Error": 1}
 	if got := series(t, reg, "upshift_cpms_condition"); !equalSeries(got, want) {
 		t.Fatalf("upshift_cpms_condition = %v, want %v", got, want)
 	}
 	// A condition missing from the status is not True.
 	r.Observe(t0, pass(conds[:1]), 3, nil)
-	want = map[string]float64{"condition=Available": 1, "condition=Degraded": 0, "condition=Progressing": 0}
+	want = map[string]float64{"condition=Available": 1, "condition=Degraded": 0, "condition=Progressing": 0, "condition=Error": 0}
 	if got := series(t, reg, "upshift_cpms_condition"); !equalSeries(got, want) {
 		t.Fatalf("upshift_cpms_condition = %v, want %v", got, want)
 	}

@@ -26,12 +26,14 @@ const actionReconcile = "Reconcile"
 func Failed(cpms *machinev1.ControlPlaneMachineSet, planned machinev1.ControlPlaneMachineSetStatus, a *Action, err error) (machinev1.ControlPlaneMachineSetStatus, events.Event) {
 	msg := fmt.Sprintf("%s in index %d failed: %v", a.Kind, a.Index, err)
 	st := *planned.DeepCopy()
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c != nil {
-		note := msg
-		if c.Message != "" {
-			note = c.Message + "; " + msg
+	for _, t := range []string{ConditionProgressing, ConditionUpshiftProgressing} {
+		if c := meta.FindStatusCondition(st.Conditions, t); c != nil {
+			note := msg
+			if c.Message != "" {
+				note = c.Message + "; " + msg
+			}
+			c.Message = truncate.String(note, maxMessage)
 		}
-		c.Message = truncate.String(note, maxMessage)
 	}
 	return st, events.Warning(cpms, "Failed"+string(a.Kind), string(a.Kind), msg)
 }

@@ -57,6 +57,11 @@ type world struct {
 	// ceoStalled: the etcd operator never promotes nor releases.
 	ceoStalled bool
 	trace      []string
+	// cpmsOperator: OpenShift's control-plane-machine-set operator runs
+	// (see world.cpmso); it chooses the planner's Mode.
+	cpmsOperator bool
+	// actions are every action the planner returned, in order.
+	actions []*Action
 }
 
 type worldOpt func(*world)
@@ -202,7 +207,8 @@ func (w *world) userDelete(name string) {
 }
 
 func (w *world) input() Input {
-	in := Input{CPMS: w.cpms.DeepCopy(), Config: w.cfg, Now: w.now, ClusterOperators: w.cos, ClusterVersion: w.cv}
+	in := Input{CPMS: w.cpms.DeepCopy(), Config: w.cfg, Now: w.now, ClusterOperators: w.cos, ClusterVersion: w.cv,
+		CPMSOperator: CPMSOperator{Running: w.cpmsOperator, Description: "test"}}
 	for _, n := range slices.Sorted(maps.Keys(w.machines)) {
 		in.Machines = append(in.Machines, *w.machines[n].DeepCopy())
 	}
@@ -212,10 +218,20 @@ func (w *world) input() Input {
 	return in
 }
 
-// plan runs the planner and writes its status, as the reconciler would.
+// plan runs the planner and writes its status, as the reconciler would:
+// only its own conditions while the upstream operator owns the status.
 func (w *world) plan() Output {
 	out := Plan(w.input())
-	w.cpms.Status = out.Status
+	if out.StatusOwned {
+		w.cpms.Status = out.Status
+	} else {
+		for _, t := range OwnConditionTypes {
+			meta.SetStatusCondition(&w.cpms.Status.Conditions, *meta.FindStatusCondition(out.Status.Conditions, t))
+		}
+	}
+	if out.Action != nil {
+		w.actions = append(w.actions, out.Action)
+	}
 	w.events = append(w.events, out.Events...)
 	w.trace = append(w.trace, fmt.Sprintf("%s plan: %s | %s", w.now.Format("15:04"), describe(out.Action), w.summary()))
 	return out

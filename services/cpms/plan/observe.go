@@ -251,7 +251,7 @@ func observe(in Input) *observation {
 		}
 		p, err := platform.Detect(tmpl.FailureDomains, o.template)
 		if err == nil {
-			specFDs, err = platform.FromSpec(tmpl.FailureDomains)
+			specFDs, err = platform.FromSpec(tmpl.FailureDomains, in.Infrastructure)
 		}
 		if err != nil {
 			o.addHalt(ReasonInvalidSpec, err.Error())

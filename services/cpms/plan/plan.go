@@ -56,7 +56,38 @@ const (
 	ConditionAvailable   = "Available"
 	ConditionDegraded    = "Degraded"
 	ConditionProgressing = "Progressing"
+	// ConditionError is True once the same error failed
+	// MaxContinuousErrors passes in a row (reason ReasonContinuousErrors),
+	// as the upstream operator reports it.
+	ConditionError = "Error"
 )
+
+// MaxContinuousErrors is how many identical failed passes in a row make
+// Error True: with the controller's exponential back-off, a minute or two of
+// a problem that does not go away by itself.
+const MaxContinuousErrors = 15
+
+// ErrorStreak is the last error of the reconciler and how many passes in a
+// row failed with it. The zero value is a pass that succeeded. It lives in
+// the process: a restart starts a new count, as upstream's does.
+type ErrorStreak struct {
+	Err   string
+	Count int
+	Since time.Time
+}
+
+// Next is the streak after a pass that ended with err (nil: success).
+func (s ErrorStreak) Next(err error, now time.Time) ErrorStreak {
+	switch {
+	case err == nil:
+		return ErrorStreak{}
+	case s.Count > 0 && s.Err == err.Error():
+		s.Count++
+		return s
+	}
+	// Without the monotonic reading, which would show in the message.
+	return ErrorStreak{Err: err.Error(), Count: 1, Since: now.Round(0).UTC()}
+}
 
 // Config is the controller's configuration (flags).
 type Config struct {
@@ -105,8 +136,21 @@ type Input struct {
 	// ClusterVersion is the cluster's "version"; nil when absent. No
 	// replacement starts while it is Progressing (a cluster update).
 	ClusterVersion *configv1.ClusterVersion
-	Config         Config
-	Now            time.Time
+	// CPMSOperator is what the cluster runs of OpenShift's own operator; it
+	// chooses the Mode.
+	CPMSOperator CPMSOperator
+	// Infrastructure is the cluster's Infrastructure "cluster"; nil when
+	// absent. vSphere and Nutanix failure domains are only names in the set,
+	// defined in its spec.platformSpec; without it such a set is invalid.
+	Infrastructure *configv1.Infrastructure
+	// ARO is the cluster's Azure Red Hat OpenShift configuration; nil on
+	// other clusters.
+	ARO *AROCluster
+	// Errors is the reconciler's streak of identical failed passes; the
+	// Error condition reports it once it reaches MaxContinuousErrors.
+	Errors ErrorStreak
+	Config Config
+	Now    time.Time
 }
 
 // Output is the decision.
@@ -130,6 +174,12 @@ type Output struct {
 	// RequeueAfter is set when only time can change the answer (a deadline,
 	// the end of a Node's grace period, a retry period); zero otherwise.
 	RequeueAfter time.Duration
+	// Mode is the mode in effect (also ConditionMode's reason).
+	Mode Mode
+	// StatusOwned: the whole status is this controller's to write. When the
+	// upstream operator runs it writes the counters, Available, Degraded and
+	// Progressing, and only OwnConditionTypes are written from Status.
+	StatusOwned bool
 }
 
 // ActionKind is a mutation.

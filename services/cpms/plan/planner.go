@@ -76,6 +76,7 @@ const (
 	ReasonUnavailableReplicas  = "UnavailableReplicas"
 
 	ReasonAsExpected            = "AsExpected"
+	ReasonContinuousErrors      = "ContinuousErrors"
 	ReasonNoReadyMachines       = "NoReadyMachines"
 	ReasonInvalidSpec           = "InvalidSpec"
 	ReasonInvalidStrategy       = "InvalidStrategy"
@@ -84,7 +85,7 @@ const (
 	ReasonUnmanagedNodes        = "UnmanagedNodes"
 	ReasonMachinesAlreadyOwned  = "MachinesAlreadyOwned"
 	ReasonExcessUpdatedReplicas = "ExcessUpdatedReplicas"
-	ReasonReplacementFailed     = "ReplacementFailed"
+	ReasonFailedReplacement     = "FailedReplacement"
 	ReasonReplacementTimedOut   = "ReplacementTimedOut"
 
 	ReasonAllReplicasUpdated     = "AllReplicasUpdated"
@@ -114,7 +115,7 @@ var haltOrder = []string{ReasonInvalidSpec, ReasonInvalidStrategy, ReasonNoReady
 
 // healthBlockers are the pre-flight reasons that mean something is wrong
 // (as opposed to the rollout's own previous step still finishing).
-var healthBlockers = map[string]bool{ReasonNodesNotReady: true, ReasonEtcdDegraded: true, ReasonKubeAPIServerDegraded: true, ReasonUnavailableReplicas: true, ReasonReplacementFailed: true, ReasonReplacementTimedOut: true}
+var healthBlockers = map[string]bool{ReasonEtcdHookMissing: true, ReasonNodesNotReady: true, ReasonEtcdDegraded: true, ReasonKubeAPIServerDegraded: true, ReasonUnavailableReplicas: true, ReasonFailedReplacement: true, ReasonReplacementTimedOut: true}
 
 // updateHolds are the pre-flight reasons of a cluster update under way:
 // nothing is wrong, the rollout waits for it.
@@ -133,6 +134,10 @@ type planner struct {
 	progressBlock []blocker
 	// requeue collects the times at which time alone changes the answer.
 	requeue requeue.Soonest
+	// mode is this pass's Mode; modeHold, when set, is the reason it holds
+	// every action (modeHoldMsg says more).
+	mode                  Mode
+	modeHold, modeHoldMsg string
 }
 
 type blocker struct{ reason, message string }
@@ -145,6 +150,7 @@ func Plan(in Input) Output {
 		p.out.Events = append(p.out.Events, events.Warning(in.CPMS, "InvalidAnnotation", actionReconcile, fmt.Sprintf("annotation %s does not parse (%v); the remediation budget starts afresh", RemediationAnnotation, err)))
 	}
 	p.budget = b
+	p.decideMode()
 	p.checkCluster()
 	p.derive()
 	if p.mayMutate() {
@@ -159,6 +165,8 @@ func Plan(in Input) Output {
 	}
 	sort.Strings(p.out.Warnings)
 	p.out.RequeueAfter = p.requeue.After(in.Now)
+	p.out.Mode = p.mode
+	p.out.StatusOwned = !in.CPMSOperator.Running
 	return p.out
 }
 
@@ -171,7 +179,7 @@ func (p *planner) paused() bool {
 }
 
 func (p *planner) mayMutate() bool {
-	return p.active() && !p.paused() && len(p.o.halt) == 0 && p.in.CPMS.DeletionTimestamp == nil
+	return p.active() && !p.paused() && len(p.o.halt) == 0 && p.in.CPMS.DeletionTimestamp == nil && p.modeHold == ""
 }
 
 func (p *planner) wakeAt(t time.Time) { p.requeue.At(t) }
@@ -260,7 +268,7 @@ func (p *planner) derive() {
 			neverRan := pm.phase != machinev1beta1.PhaseRunning
 			switch {
 			case pm.failed:
-				p.failure[g.index], p.failWhy[g.index] = pm, ReasonReplacementFailed
+				p.failure[g.index], p.failWhy[g.index] = pm, ReasonFailedReplacement
 			case neverRan && cfg.ProgressDeadline > 0 && !now.Before(pm.created.Add(cfg.ProgressDeadline)):
 				p.failure[g.index], p.failWhy[g.index] = pm, ReasonReplacementTimedOut
 			case neverRan && cfg.ProgressDeadline > 0:
@@ -271,7 +279,7 @@ func (p *planner) derive() {
 		case p.failure[g.index] != nil:
 			f := p.failure[g.index]
 			r.State, r.Replacement = Blocked, f.name
-			if p.failWhy[g.index] == ReasonReplacementFailed {
+			if p.failWhy[g.index] == ReasonFailedReplacement {
 				r.Reason = fmt.Sprintf("replacement %s failed: %s", f.name, f.errMsg)
 			} else {
 				r.Reason = fmt.Sprintf("replacement %s not ready %s after its creation (phase %q)", f.name, cfg.ProgressDeadline, f.phase)
@@ -288,7 +296,7 @@ func (p *planner) derive() {
 			r.State, r.Replacement = ReplacementReady, upd[len(upd)-1].name
 		case len(upd) > 0 && len(del) > 0:
 			r.State, r.Replacement = OldDeleting, upd[0].name
-		case len(out) > 0 && p.o.strategy == machinev1.OnDelete:
+		case len(out) > 0 && p.o.strategy == machinev1.OnDelete && p.mode == ModeReplace:
 			r.State, r.Reason = WaitingForDeletion, fmt.Sprintf("delete machine %s to replace it", out[0].name)
 		case len(out) > 0:
 			r.State = ReplacementRequested
@@ -303,6 +311,12 @@ func (p *planner) derive() {
 // then start the next replacement. Availability before progress.
 func (p *planner) decide() {
 	o := p.o
+	if p.mode == ModeOrchestrate {
+		// The operator adopts, restores lost indexes and creates every
+		// replacement; what is left here is when to start the next one.
+		p.startNext()
+		return
+	}
 	var adopt []MachineRef
 	for _, m := range o.machines {
 		if metav1.GetControllerOf(m.obj) == nil {
@@ -529,6 +543,10 @@ func (p *planner) startNext() {
 		return
 	}
 	bs := p.preflight(next)
+	if len(bs) == 0 && p.mode == ModeOrchestrate {
+		p.deleteOutdated(next)
+		return
+	}
 	if len(bs) == 0 {
 		m := p.newMachine(next, p.budget.entry(next.index, next.specHash).Retries)
 		old := next.outdated()[0]
@@ -600,10 +618,32 @@ func (p *planner) preflight(next *group) []blocker {
 		bs = append(bs, blocker{ReasonMastersUpdating, "the machine-config operator is updating control-plane nodes " + strings.Join(names, ", ") +
 			"; the next replacement starts when they are done"})
 	}
+	if p.mode == ModeOrchestrate {
+		// The machine goes before its replacement exists: only the etcd
+		// operator's hook keeps its member until the new one votes.
+		for _, m := range next.live() {
+			if !m.hasHook {
+				bs = append(bs, blocker{ReasonEtcdHookMissing, fmt.Sprintf("machine %s does not carry the etcd operator's %s hook, which keeps its etcd member until the replacement's votes", m.name, EtcdHookName)})
+			}
+		}
+		if n := len(next.live()); n > 1 {
+			bs = append(bs, blocker{ReasonReplacementInProgress, fmt.Sprintf("index %d has %d live machines", next.index, n)})
+		}
+	}
 	if n := len(o.machines); n >= o.replicas+1 {
 		bs = append(bs, blocker{ReasonSurgeLimit, fmt.Sprintf("%d machines exist, at most %d allowed", n, o.replicas+1)})
 	}
 	return bs
+}
+
+// deleteOutdated starts an index's replacement in Orchestrate mode: its
+// outdated machine is deleted, the etcd hook keeps it until the replacement
+// the operator creates has taken over its member.
+func (p *planner) deleteOutdated(g *group) {
+	old := g.outdated()[0]
+	t := old.ref()
+	p.out.Action = &Action{Kind: DeleteMachine, Index: g.index, Target: &t,
+		Event: p.machineEvent(false, "Deleted", DeleteMachine, p.machineObject(t), fmt.Sprintf("Deleted outdated machine %s in index %d (%s) for the control-plane-machine-set operator to replace: %s", old.name, g.index, g.fd, old.diff.Summary(3)))}
 }
 
 // clusterUpdating: ClusterVersion is Progressing, a cluster update is under

@@ -245,7 +245,7 @@ func TestScenarios(t *testing.T) {
 			w := newWorld(t)
 			w.setInstanceType("bad")
 			w.rollCheck(20)
-			w.expectCond(ConditionDegraded, metav1.ConditionTrue, ReasonReplacementFailed)
+			w.expectCond(ConditionDegraded, metav1.ConditionTrue, ReasonFailedReplacement)
 			if c := w.cond(ConditionDegraded); !strings.Contains(c.Message, "instance type bad does not exist") {
 				t.Fatalf("Degraded must carry the machine's errorMessage: %q", c.Message)
 			}

@@ -120,6 +120,8 @@ func (p *planner) status() {
 			fmt.Sprintf("the set is Inactive and replaces nothing; %d of %d replicas match the template", st.UpdatedReplicas, o.replicas))
 	case len(work) == 0 && !excess:
 		set(ConditionProgressing, metav1.ConditionFalse, ReasonAllReplicasUpdated, "")
+	case p.modeHold != "":
+		set(ConditionProgressing, metav1.ConditionFalse, p.modeHold, strings.Join(append([]string{p.modeHoldMsg}, work...), "; "))
 	case p.paused():
 		set(ConditionProgressing, metav1.ConditionFalse, ReasonPaused,
 			fmt.Sprintf("mutations are paused by annotation %s; %s", PausedAnnotation, strings.Join(work, "; ")))
@@ -144,16 +146,37 @@ func (p *planner) status() {
 		set(ConditionProgressing, metav1.ConditionTrue, reason, strings.Join(work, "; "))
 	}
 
-	// An Event for every change of Degraded or Progressing (a new block, a
-	// cleared one, the end of a rollout). Same reason, new message: no Event,
-	// so a message listing changing machines does not spam.
-	for _, t := range []string{ConditionDegraded, ConditionProgressing} {
+	// Error: the upstream operator's, with its message, so that what
+	// watches for it keeps working.
+	if e := p.in.Errors; e.Count >= MaxContinuousErrors {
+		set(ConditionError, metav1.ConditionTrue, ReasonContinuousErrors,
+			fmt.Sprintf("The control plane machine set has experienced the following error more than %d consecutive times since %s: %s", MaxContinuousErrors, e.Since, e.Err))
+	} else {
+		set(ConditionError, metav1.ConditionFalse, ReasonAsExpected, "")
+	}
+
+	mode := p.modeCondition()
+	set(mode.Type, mode.Status, mode.Reason, mode.Message)
+	ours := *meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+	set(ConditionUpshiftProgressing, ours.Status, ours.Reason, ours.Message)
+
+	// An Event for every change of the mode and of Degraded or Progressing
+	// (a new block, a cleared one, the end of a rollout) — of this
+	// controller's own Progressing while the upstream operator writes the
+	// others. Same reason, new message: no Event, so a message listing
+	// changing machines does not spam.
+	watched := []string{ConditionMode, ConditionDegraded, ConditionProgressing, ConditionError}
+	if p.in.CPMSOperator.Running {
+		watched = []string{ConditionMode, ConditionUpshiftProgressing}
+	}
+	for _, t := range watched {
 		now := meta.FindStatusCondition(st.Conditions, t)
 		before := meta.FindStatusCondition(cpms.Status.Conditions, t)
 		if before != nil && before.Status == now.Status && before.Reason == now.Reason {
 			continue
 		}
-		warn := (t == ConditionDegraded && now.Status == metav1.ConditionTrue) || healthBlockers[now.Reason] || now.Reason == ReasonOperatorDegraded
+		warn := ((t == ConditionDegraded || t == ConditionError) && now.Status == metav1.ConditionTrue) || healthBlockers[now.Reason] || now.Reason == ReasonOperatorDegraded ||
+			now.Reason == ReasonCPMSOperatorStarted || now.Reason == ReasonCPMSOperatorStopped
 		msg := fmt.Sprintf("%s=%s", t, now.Status)
 		if now.Message != "" {
 			msg += ": " + now.Message

@@ -72,7 +72,7 @@ func (aws) Inject(spec []byte, fd FailureDomain) ([]byte, error) {
 	if fd.AWS == nil {
 		return spec, nil
 	}
-	return injectInto(spec, func(tree map[string]any) {
+	return injectInto(spec, func(tree map[string]any) error {
 		if az := fd.AWS.Placement.AvailabilityZone; az != "" {
 			setPath(tree, az, "placement", "availabilityZone")
 		}
@@ -81,6 +81,7 @@ func (aws) Inject(spec []byte, fd FailureDomain) ([]byte, error) {
 			// survive next to filters from the failure domain.
 			tree["subnet"] = subnetToProviderSpec(fd.AWS.Subnet)
 		}
+		return nil
 	})
 }
 

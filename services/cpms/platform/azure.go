@@ -30,11 +30,12 @@ func (azure) Inject(spec []byte, fd FailureDomain) ([]byte, error) {
 	if fd.Azure == nil {
 		return spec, nil
 	}
-	return injectInto(spec, func(tree map[string]any) {
+	return injectInto(spec, func(tree map[string]any) error {
 		tree["zone"] = fd.Azure.Zone
 		if fd.Azure.Subnet != "" {
 			tree["subnet"] = fd.Azure.Subnet
 		}
+		return nil
 	})
 }
 

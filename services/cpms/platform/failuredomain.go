@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,20 +11,29 @@ import (
 )
 
 // FailureDomain is one failure domain of a platform, in the shape the
-// ControlPlaneMachineSet declares it. The zero value means "no failure
-// domain" (a platform without them, or a spec that names none).
+// ControlPlaneMachineSet declares it (vSphere and Nutanix: resolved from the
+// Infrastructure, see FromSpec). The zero value means "no failure domain" (a
+// platform without them, or a spec that names none).
 type FailureDomain struct {
-	Platform configv1.PlatformType
-	AWS      *machinev1.AWSFailureDomain
-	Azure    *machinev1.AzureFailureDomain
-	GCP      *machinev1.GCPFailureDomain
+	Platform  configv1.PlatformType
+	AWS       *machinev1.AWSFailureDomain
+	Azure     *machinev1.AzureFailureDomain
+	GCP       *machinev1.GCPFailureDomain
+	OpenStack *machinev1.OpenStackFailureDomain
+	VSphere   *VSphereFailureDomain
+	Nutanix   *NutanixFailureDomain
 }
 
 // IsZero reports whether f names no failure domain.
-func (f FailureDomain) IsZero() bool { return f.AWS == nil && f.Azure == nil && f.GCP == nil }
+func (f FailureDomain) IsZero() bool {
+	return f.AWS == nil && f.Azure == nil && f.GCP == nil && f.OpenStack == nil && f.VSphere == nil && f.Nutanix == nil
+}
 
 // String is a stable, human-readable form. Two failure domains are equal
-// exactly when their strings are, so it is also the sort and map key.
+// exactly when their strings are, so it is also the sort and map key. A
+// declared vSphere or Nutanix failure domain is known by its name (the
+// Infrastructure defines each name once); one read from a provider spec
+// without a name shows where the spec places the machine.
 func (f FailureDomain) String() string {
 	switch {
 	case f.AWS != nil:
@@ -43,6 +53,12 @@ func (f FailureDomain) String() string {
 		return s + "}"
 	case f.GCP != nil:
 		return "GCP{zone=" + f.GCP.Zone + "}"
+	case f.OpenStack != nil:
+		return openstackString(f.OpenStack)
+	case f.VSphere != nil:
+		return f.VSphere.String()
+	case f.Nutanix != nil:
+		return f.Nutanix.String()
 	}
 	return "<none>"
 }
@@ -91,6 +107,12 @@ func (f FailureDomain) Matches(observed FailureDomain) bool {
 		return f.Azure.Subnet == "" || f.Azure.Subnet == observed.Azure.Subnet
 	case f.GCP != nil:
 		return observed.GCP != nil && f.GCP.Zone == observed.GCP.Zone
+	case f.OpenStack != nil:
+		return observed.OpenStack != nil && openstackMatches(f.OpenStack, observed.OpenStack)
+	case f.VSphere != nil:
+		return observed.VSphere != nil && f.VSphere.matches(observed.VSphere)
+	case f.Nutanix != nil:
+		return observed.Nutanix != nil && f.Nutanix.matches(observed.Nutanix)
 	}
 	return observed.IsZero()
 }
@@ -99,7 +121,14 @@ func (f FailureDomain) Matches(observed FailureDomain) bool {
 // deduplicated and sorted by String so that every later decision is
 // independent of the order they were written in. nil or an empty list means
 // the set does not spread machines over failure domains.
-func FromSpec(fds *machinev1.FailureDomains) ([]FailureDomain, error) {
+//
+// vSphere and Nutanix failure domains are only names in the set: what they
+// stand for is defined in infra (the Infrastructure "cluster",
+// spec.platformSpec.<platform>.failureDomains), and FromSpec resolves every
+// name there. A name infra does not define is an
+// UndefinedFailureDomainsError naming each; a nil infra is an error too. The
+// other platforms ignore infra.
+func FromSpec(fds *machinev1.FailureDomains, infra *configv1.Infrastructure) ([]FailureDomain, error) {
 	if fds == nil {
 		return nil, nil
 	}
@@ -123,10 +152,32 @@ func FromSpec(fds *machinev1.FailureDomains) ([]FailureDomain, error) {
 				out = append(out, FailureDomain{Platform: fds.Platform, GCP: &(*fds.GCP)[i]})
 			}
 		}
+	case configv1.OpenStackPlatformType:
+		for i := range fds.OpenStack {
+			out = append(out, FailureDomain{Platform: fds.Platform, OpenStack: &fds.OpenStack[i]})
+		}
+	case configv1.VSpherePlatformType:
+		names := make([]string, len(fds.VSphere))
+		for i, ref := range fds.VSphere {
+			names[i] = ref.Name
+		}
+		var err error
+		if out, err = resolveNames(fds.Platform, names, infra, resolveVSphere); err != nil {
+			return nil, err
+		}
+	case configv1.NutanixPlatformType:
+		names := make([]string, len(fds.Nutanix))
+		for i, ref := range fds.Nutanix {
+			names[i] = ref.Name
+		}
+		var err error
+		if out, err = resolveNames(fds.Platform, names, infra, resolveNutanix); err != nil {
+			return nil, err
+		}
 	case "":
 		return nil, nil
 	default:
-		if len(fds.VSphere)+len(fds.OpenStack)+len(fds.Nutanix) == 0 {
+		if fds.AWS == nil && fds.Azure == nil && fds.GCP == nil && len(fds.VSphere)+len(fds.OpenStack)+len(fds.Nutanix) == 0 {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("failure domains for platform %s are not supported", fds.Platform)
@@ -139,4 +190,66 @@ func FromSpec(fds *machinev1.FailureDomains) ([]FailureDomain, error) {
 		}
 	}
 	return dedup, nil
+}
+
+// InfrastructureName is the name of the cluster's one Infrastructure.
+const InfrastructureName = "cluster"
+
+// ErrNoInfrastructure: failure domains that are only names cannot be
+// resolved without the Infrastructure.
+var ErrNoInfrastructure = errors.New("the Infrastructure " + InfrastructureName + " (config.openshift.io/v1) defines them and was not available")
+
+// UndefinedFailureDomain is a failure domain the set names that the
+// Infrastructure does not define.
+type UndefinedFailureDomain struct {
+	Platform configv1.PlatformType
+	// Index is its position in failureDomains.<platform>, as written.
+	Index int
+	Name  string
+}
+
+func (u UndefinedFailureDomain) Error() string {
+	return fmt.Sprintf("the failure domain with name %q is not defined in the infrastructure resource (Infrastructure %s, spec.platformSpec.%s.failureDomains)",
+		u.Name, InfrastructureName, strings.ToLower(string(u.Platform)))
+}
+
+// UndefinedFailureDomainsError lists every name the Infrastructure does not
+// define, so that each can be reported at its own field.
+type UndefinedFailureDomainsError []UndefinedFailureDomain
+
+func (e UndefinedFailureDomainsError) Error() string {
+	parts := make([]string, len(e))
+	for i, u := range e {
+		parts[i] = u.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// resolveNames resolves each declared name with resolve, which returns
+// (nil, nil) for a name infra does not define.
+func resolveNames(p configv1.PlatformType, names []string, infra *configv1.Infrastructure,
+	resolve func(*configv1.Infrastructure, string) (*FailureDomain, error)) ([]FailureDomain, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if infra == nil {
+		return nil, fmt.Errorf("failure domains for platform %s are names: %w", p, ErrNoInfrastructure)
+	}
+	var out []FailureDomain
+	var undefined UndefinedFailureDomainsError
+	for i, name := range names {
+		fd, err := resolve(infra, name)
+		switch {
+		case err != nil:
+			return nil, err
+		case fd == nil:
+			undefined = append(undefined, UndefinedFailureDomain{Platform: p, Index: i, Name: name})
+		default:
+			out = append(out, *fd)
+		}
+	}
+	if len(undefined) > 0 {
+		return nil, undefined
+	}
+	return out, nil
 }

@@ -29,7 +29,10 @@ func (gcp) Inject(spec []byte, fd FailureDomain) ([]byte, error) {
 	if fd.GCP == nil {
 		return spec, nil
 	}
-	return injectInto(spec, func(tree map[string]any) { tree["zone"] = fd.GCP.Zone })
+	return injectInto(spec, func(tree map[string]any) error {
+		tree["zone"] = fd.GCP.Zone
+		return nil
+	})
 }
 
 func (gcp) canonical(spec []byte) (map[string]any, []string, error) {

@@ -50,7 +50,7 @@ func zones(names ...string) []FailureDomain {
 	for _, n := range names {
 		fds = append(fds, machinev1.GCPFailureDomain{Zone: n})
 	}
-	out, err := FromSpec(&machinev1.FailureDomains{Platform: configv1.GCPPlatformType, GCP: &fds})
+	out, err := FromSpec(&machinev1.FailureDomains{Platform: configv1.GCPPlatformType, GCP: &fds}, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -41,9 +41,12 @@ func Detect(fds *machinev1.FailureDomains, templateSpec []byte) (Platform, error
 		}
 	}
 	byKind := map[string]Platform{
-		"AWSMachineProviderConfig": aws{},
-		"AzureMachineProviderSpec": azure{},
-		"GCPMachineProviderSpec":   gcp{},
+		"AWSMachineProviderConfig":     aws{},
+		"AzureMachineProviderSpec":     azure{},
+		"GCPMachineProviderSpec":       gcp{},
+		"VSphereMachineProviderSpec":   vsphere{},
+		"OpenstackProviderSpec":        openstack{},
+		"NutanixMachineProviderConfig": nutanix{},
 	}
 	p, known := byKind[head.Kind]
 	if !known {
@@ -51,7 +54,8 @@ func Detect(fds *machinev1.FailureDomains, templateSpec []byte) (Platform, error
 	}
 	if fds != nil && fds.Platform != "" {
 		switch fds.Platform {
-		case configv1.AWSPlatformType, configv1.AzurePlatformType, configv1.GCPPlatformType:
+		case configv1.AWSPlatformType, configv1.AzurePlatformType, configv1.GCPPlatformType,
+			configv1.VSpherePlatformType, configv1.OpenStackPlatformType, configv1.NutanixPlatformType:
 			if p.Type() != fds.Platform {
 				return nil, fmt.Errorf("failure domains are for platform %s but the template providerSpec is of kind %q", fds.Platform, head.Kind)
 			}
@@ -218,7 +222,9 @@ func setPath(tree map[string]any, value any, path ...string) {
 	tree[path[len(path)-1]] = value
 }
 
-func injectInto(spec []byte, set func(tree map[string]any)) ([]byte, error) {
+// injectInto decodes spec as a JSON tree, lets set edit it and encodes it
+// again: fields set does not touch keep their value, known to us or not.
+func injectInto(spec []byte, set func(tree map[string]any) error) ([]byte, error) {
 	if len(spec) == 0 {
 		spec = []byte("{}")
 	}
@@ -231,6 +237,8 @@ func injectInto(spec []byte, set func(tree map[string]any)) ([]byte, error) {
 	if tree == nil {
 		tree = map[string]any{}
 	}
-	set(tree)
+	if err := set(tree); err != nil {
+		return nil, err
+	}
 	return json.Marshal(tree)
 }

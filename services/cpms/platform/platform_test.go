@@ -2,6 +2,7 @@ package platform
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -51,7 +52,13 @@ func TestDetect(t *testing.T) {
 		{"aws by kind", nil, awsSpec, configv1.AWSPlatformType, false},
 		{"azure by kind", nil, `{"kind":"AzureMachineProviderSpec"}`, configv1.AzurePlatformType, false},
 		{"gcp by kind", nil, `{"kind":"GCPMachineProviderSpec"}`, configv1.GCPPlatformType, false},
-		{"unknown kind is generic", nil, `{"kind":"VSphereMachineProviderSpec"}`, "", false},
+		{"vsphere by kind", nil, `{"kind":"VSphereMachineProviderSpec"}`, configv1.VSpherePlatformType, false},
+		{"openstack by kind", nil, `{"kind":"OpenstackProviderSpec"}`, configv1.OpenStackPlatformType, false},
+		{"nutanix by kind", nil, `{"kind":"NutanixMachineProviderConfig"}`, configv1.NutanixPlatformType, false},
+		{"unknown kind is generic", nil, `{"kind":"BareMetalMachineProviderSpec"}`, "", false},
+		{"vsphere failure domains agree", &machinev1.FailureDomains{Platform: configv1.VSpherePlatformType}, `{"kind":"VSphereMachineProviderSpec"}`, configv1.VSpherePlatformType, false},
+		{"vsphere failure domains over a nutanix spec", &machinev1.FailureDomains{Platform: configv1.VSpherePlatformType}, `{"kind":"NutanixMachineProviderConfig"}`, "", true},
+		{"openstack failure domains over a generic spec", &machinev1.FailureDomains{Platform: configv1.OpenStackPlatformType}, `{"kind":"BareMetalMachineProviderSpec"}`, "", true},
 		{"failure domains agree", &machinev1.FailureDomains{Platform: configv1.AWSPlatformType}, awsSpec, configv1.AWSPlatformType, false},
 		{"failure domains disagree", &machinev1.FailureDomains{Platform: configv1.GCPPlatformType}, awsSpec, "", true},
 		{"not an object", nil, `[1]`, "", true},
@@ -72,7 +79,7 @@ func TestDetect(t *testing.T) {
 func TestFromSpecSortsAndDeduplicates(t *testing.T) {
 	fds, err := FromSpec(&machinev1.FailureDomains{Platform: configv1.GCPPlatformType, GCP: &[]machinev1.GCPFailureDomain{
 		{Zone: "us-central1-c"}, {Zone: "us-central1-a"}, {Zone: "us-central1-c"}, {Zone: "us-central1-b"},
-	}})
+	}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +91,13 @@ func TestFromSpecSortsAndDeduplicates(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v want %v", got, want)
 	}
-	if _, err := FromSpec(&machinev1.FailureDomains{Platform: configv1.VSpherePlatformType, VSphere: []machinev1.VSphereFailureDomain{{Name: "a"}}}); err == nil {
-		t.Fatal("vSphere failure domains need the Infrastructure's definitions; want an error until supported")
+	if _, err := FromSpec(&machinev1.FailureDomains{Platform: configv1.VSpherePlatformType, VSphere: []machinev1.VSphereFailureDomain{{Name: "a"}}}, nil); !errors.Is(err, ErrNoInfrastructure) {
+		t.Fatalf("vSphere failure domains are defined in the Infrastructure; without it: %v, want ErrNoInfrastructure", err)
 	}
-	if fds, err := FromSpec(nil); fds != nil || err != nil {
+	if _, err := FromSpec(&machinev1.FailureDomains{Platform: "BareMetal", GCP: &[]machinev1.GCPFailureDomain{{Zone: "a"}}}, nil); err == nil || !strings.Contains(err.Error(), "failure domains for platform BareMetal are not supported") {
+		t.Fatalf("a platform without failure domains that lists some: %v", err)
+	}
+	if fds, err := FromSpec(nil, nil); fds != nil || err != nil {
 		t.Fatalf("nil: %v %v", fds, err)
 	}
 }
@@ -103,7 +113,7 @@ func TestFailureDomainFromProviderSpec(t *testing.T) {
 		{"azure zone and subnet", `{"kind":"AzureMachineProviderSpec","zone":"2","subnet":"c1-master-subnet"}`, "Azure{zone=2, subnet=c1-master-subnet}"},
 		{"gcp zone", `{"kind":"GCPMachineProviderSpec","zone":"us-central1-f"}`, "GCP{zone=us-central1-f}"},
 		{"gcp without zone", `{"kind":"GCPMachineProviderSpec"}`, "<none>"},
-		{"generic", `{"kind":"NutanixMachineProviderConfig","cluster":{"name":"pe1"}}`, "<none>"},
+		{"generic", `{"kind":"BareMetalMachineProviderSpec","image":{"url":"http://x"}}`, "<none>"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -236,14 +246,14 @@ func TestCompare(t *testing.T) {
 		},
 		{
 			name:    "generic ignores key order and empty values",
-			desired: []byte(`{"kind":"VSphereMachineProviderSpec","numCPUs":8,"network":{"devices":[{"networkName":"vm"}]},"tags":null}`),
-			actual:  []byte(`{"network":{"devices":[{"networkName":"vm"}]},"numCPUs":8,"kind":"VSphereMachineProviderSpec","extra":{}}`),
+			desired: []byte(`{"kind":"BareMetalMachineProviderSpec","image":{"url":"http://x","checksum":"y"},"hostSelector":null}`),
+			actual:  []byte(`{"image":{"checksum":"y","url":"http://x"},"kind":"BareMetalMachineProviderSpec","extra":{}}`),
 		},
 		{
 			name:     "generic sees every value",
-			desired:  []byte(`{"kind":"VSphereMachineProviderSpec","numCPUs":8,"template":"rhcos-2"}`),
-			actual:   []byte(`{"kind":"VSphereMachineProviderSpec","numCPUs":4}`),
-			wantDiff: []string{`numCPUs: 4 -> 8`, `template: <absent> -> "rhcos-2"`},
+			desired:  []byte(`{"kind":"BareMetalMachineProviderSpec","image":{"url":"http://y"},"userData":{"name":"master-user-data"}}`),
+			actual:   []byte(`{"kind":"BareMetalMachineProviderSpec","image":{"url":"http://x"}}`),
+			wantDiff: []string{`image.url: "http://x" -> "http://y"`, `userData: <absent> -> {"name":"master-user-data"}`},
 		},
 	}
 	for _, c := range cases {

@@ -9,11 +9,15 @@ package validate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
+	machinev1alpha1 "github.com/openshift/api/machine/v1alpha1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +41,29 @@ var (
 	specValue    = templatePath.Child("spec", "providerSpec", "value")
 )
 
+// NeedsInfrastructure reports whether Set needs the Infrastructure "cluster"
+// for this request: vSphere and Nutanix failure domains are defined there,
+// and the vSphere rules depend on whether it defines any. The webhook reads
+// it only then, so the other platforms need no access to it.
+func NeedsInfrastructure(old, cpms *machinev1.ControlPlaneMachineSet) bool {
+	if cpms.DeletionTimestamp != nil || (old != nil && equality.Semantic.DeepEqual(old.Spec, cpms.Spec)) {
+		return false // Set validates no spec rule for these
+	}
+	tmpl := cpms.Spec.Template.OpenShiftMachineV1Beta1Machine
+	if tmpl == nil {
+		return false
+	}
+	var spec []byte
+	if tmpl.Spec.ProviderSpec.Value != nil {
+		spec = tmpl.Spec.ProviderSpec.Value.Raw
+	}
+	if fds := tmpl.FailureDomains; fds != nil && (fds.Platform == configv1.VSpherePlatformType || fds.Platform == configv1.NutanixPlatformType) {
+		return true
+	}
+	p, err := platform.Detect(tmpl.FailureDomains, spec)
+	return err == nil && (p.Type() == configv1.VSpherePlatformType || p.Type() == configv1.NutanixPlatformType)
+}
+
 // NeedsMachines reports whether Set needs the machines of the set's namespace
 // for this request (a create, or an update that activates the set), so the
 // webhook lists them only then.
@@ -50,9 +77,11 @@ func activates(old, cpms *machinev1.ControlPlaneMachineSet) bool {
 }
 
 // Set validates a create (old nil) or an update of cpms. machines are the
-// Machines in its namespace (needed only when NeedsMachines). It returns
-// warnings (accepted, but worth telling) and the errors that reject it.
-func Set(old, cpms *machinev1.ControlPlaneMachineSet, machines []machinev1beta1.Machine) (warnings []string, errs field.ErrorList) {
+// Machines in its namespace (needed only when NeedsMachines), infra the
+// Infrastructure "cluster" (needed only when NeedsInfrastructure; nil when
+// absent). It returns warnings (accepted, but worth telling) and the errors
+// that reject it.
+func Set(old, cpms *machinev1.ControlPlaneMachineSet, machines []machinev1beta1.Machine, infra *configv1.Infrastructure) (warnings []string, errs field.ErrorList) {
 	if cpms.DeletionTimestamp != nil {
 		// A set being deleted is only ever released (its finalizer removed):
 		// validating it again could make it undeletable once the rules have
@@ -96,9 +125,13 @@ func Set(old, cpms *machinev1.ControlPlaneMachineSet, machines []machinev1beta1.
 	if err != nil {
 		return warnings, append(errs, field.Invalid(fdPath.Child("platform"), platformOf(tmpl.FailureDomains), err.Error()))
 	}
-	fds, err := platform.FromSpec(tmpl.FailureDomains)
-	if err != nil {
-		return warnings, append(errs, field.Invalid(fdPath.Child("platform"), platformOf(tmpl.FailureDomains), err.Error()))
+	fds, fdErr := platform.FromSpec(tmpl.FailureDomains, infra)
+	if undefined := (platform.UndefinedFailureDomainsError{}); errors.As(fdErr, &undefined) {
+		for _, u := range undefined {
+			errs = append(errs, field.Invalid(fdPath.Child(strings.ToLower(string(u.Platform))).Index(u.Index).Child("name"), u.Name, u.Error()))
+		}
+	} else if fdErr != nil {
+		errs = append(errs, field.Invalid(fdPath.Child("platform"), platformOf(tmpl.FailureDomains), fdErr.Error()))
 	}
 	// Decoding the spec through the platform's type proves it is a provider
 	// spec of that platform; the fields the type does not know are not
@@ -110,13 +143,16 @@ func Set(old, cpms *machinev1.ControlPlaneMachineSet, machines []machinev1beta1.
 	for _, u := range unknown {
 		warnings = append(warnings, fmt.Sprintf("%s: field %q is unknown to the %s provider type and will not be compared", specValue, u, platformName(p)))
 	}
-	for i, fd := range fds {
+	for _, fd := range fds {
 		if _, err := p.Inject(spec, fd); err != nil {
-			errs = append(errs, field.Invalid(fdPath.Child(strings.ToLower(string(fd.Platform))).Index(i), fd.String(), err.Error()))
+			errs = append(errs, field.Invalid(fdPath.Child(strings.ToLower(string(fd.Platform))).Index(declaredIndex(tmpl.FailureDomains, fd)), fd.String(), err.Error()))
 		}
 	}
-	w, e := platformRules(p, spec)
+	w, e := platformRules(p, spec, tmpl.FailureDomains, infra)
 	warnings, errs = append(warnings, w...), append(errs, e...)
+	if fdErr != nil {
+		return warnings, errs // where machines belong is unknown
+	}
 
 	if old == nil || activates(old, cpms) {
 		errs = append(errs, existingMachines(cpms, p, spec, fds, selector, machines)...)
@@ -125,23 +161,138 @@ func Set(old, cpms *machinev1.ControlPlaneMachineSet, machines []machinev1beta1.
 }
 
 // platformRules are the platform-specific rules of the upstream webhook for
-// the platforms the controller knows.
-func platformRules(p platform.Platform, spec []byte) (warnings []string, errs field.ErrorList) {
+// the platforms the controller knows, with its messages.
+func platformRules(p platform.Platform, spec []byte, fds *machinev1.FailureDomains, infra *configv1.Infrastructure) (warnings []string, errs field.ErrorList) {
 	var tree map[string]any
 	if err := json.Unmarshal(spec, &tree); err != nil {
 		return nil, nil // already reported by the decode
 	}
-	switch platformName(p) {
-	case "Azure":
+	switch p.Type() {
+	case configv1.AzurePlatformType:
 		if v, _ := tree["internalLoadBalancer"].(string); v == "" {
 			errs = append(errs, field.Required(specValue.Child("internalLoadBalancer"), "control-plane machines on Azure must join the internal load balancer of the API, or they never receive API traffic"))
 		}
-	case "GCP":
+	case configv1.GCPPlatformType:
 		if v, _ := tree["targetPools"].([]any); len(v) == 0 {
 			warnings = append(warnings, fmt.Sprintf("%s: no targetPools: control-plane machines are not added to a load balancer (expected only on private clusters)", specValue.Child("targetPools")))
 		}
+	case configv1.OpenStackPlatformType:
+		var c machinev1alpha1.OpenstackProviderSpec
+		if json.Unmarshal(spec, &c) != nil {
+			return nil, nil
+		}
+		for i, d := range c.AdditionalBlockDevices {
+			// The etcd database may grow to its 8 GiB quota: a smaller
+			// device would fill up before etcd raises its alarm.
+			if d.Name == "etcd" && d.SizeGiB < 10 {
+				errs = append(errs, field.Invalid(specValue.Child("additionalBlockDevices").Index(i).Child("sizeGiB"), d.SizeGiB, "etcd block device size must be at least 10 GiB"))
+			}
+		}
+	case configv1.VSpherePlatformType:
+		var c machinev1beta1.VSphereMachineProviderSpec
+		if json.Unmarshal(spec, &c) != nil {
+			return nil, nil
+		}
+		return vsphereRules(c, fds, infra)
 	}
 	return warnings, errs
+}
+
+// vsphereTemplatePath is what a template given as an inventory path must
+// look like: /<datacenter>/vm/<...>.
+var vsphereTemplatePath = regexp.MustCompile(`^/.*?/vm/.*?`)
+
+// vsphereRules: when the Infrastructure defines failure domains, they are
+// where the machines' placement comes from, and the template's own placement
+// fields would be overwritten by them. Upstream refuses the ones a failure
+// domain always sets (vCenter, datacenter, datastore, networks) and warns of
+// those it may leave alone. It checks them only when the set declares
+// failure domains, so that a set made before 4.16 stays editable.
+func vsphereRules(c machinev1beta1.VSphereMachineProviderSpec, fds *machinev1.FailureDomains, infra *configv1.Infrastructure) (warnings []string, errs field.ErrorList) {
+	templateRule := func() {
+		// A name alone is an older installer's template; a path must be
+		// the template's full inventory path.
+		if strings.Contains(c.Template, "/") && !vsphereTemplatePath.MatchString(c.Template) {
+			errs = append(errs, field.Invalid(specValue.Child("template"), c.Template, "template must be provided as the full path"))
+		}
+	}
+	if infra == nil || infra.Spec.PlatformSpec.VSphere == nil || len(infra.Spec.PlatformSpec.VSphere.FailureDomains) == 0 {
+		templateRule()
+		return warnings, errs
+	}
+	if c.Template != "" {
+		warnings = append(warnings, fmt.Sprintf("%s: template field is configured and may be ignored if configured in the failure domain.", specValue.Child("template")))
+		templateRule()
+	}
+	if fds == nil || len(fds.VSphere) == 0 {
+		return warnings, errs
+	}
+	for i, d := range c.Network.Devices {
+		if d.NetworkName != "" {
+			errs = append(errs, field.Forbidden(specValue.Child("network", "devices").Index(i).Child("networkName"),
+				"network devices should not be set when control plane nodes are in a failure domain: the failure domain's topology.networks name them (only addressesFromPools may be set)"))
+		}
+	}
+	if ws := c.Workspace; ws != nil {
+		wsPath := specValue.Child("workspace")
+		for _, f := range []struct{ name, value string }{{"datacenter", ws.Datacenter}, {"datastore", ws.Datastore}, {"server", ws.Server}} {
+			if f.value != "" {
+				errs = append(errs, field.Forbidden(wsPath.Child(f.name), "workspace fields should not be set when control plane nodes are in a failure domain: the failure domain's "+f.name+" replaces it"))
+			}
+		}
+		if ws.Folder != "" {
+			warnings = append(warnings, fmt.Sprintf("%s: folder field is configured and may be ignored if configured in the failure domain.", wsPath.Child("folder")))
+		}
+		if ws.ResourcePool != "" {
+			warnings = append(warnings, fmt.Sprintf("%s: resourcePool field is configured and may be ignored if configured in the failure domain.", wsPath.Child("resourcePool")))
+		}
+	}
+	return warnings, errs
+}
+
+// declaredIndex is fd's position in the failure domains as written (FromSpec
+// returns them sorted), so that an error names the entry a person wrote.
+func declaredIndex(fds *machinev1.FailureDomains, fd platform.FailureDomain) int {
+	same := func(other platform.FailureDomain) bool { return other.String() == fd.String() }
+	switch {
+	case fd.AWS != nil && fds.AWS != nil:
+		for i := range *fds.AWS {
+			if same(platform.FailureDomain{AWS: &(*fds.AWS)[i]}) {
+				return i
+			}
+		}
+	case fd.Azure != nil && fds.Azure != nil:
+		for i := range *fds.Azure {
+			if same(platform.FailureDomain{Azure: &(*fds.Azure)[i]}) {
+				return i
+			}
+		}
+	case fd.GCP != nil && fds.GCP != nil:
+		for i := range *fds.GCP {
+			if same(platform.FailureDomain{GCP: &(*fds.GCP)[i]}) {
+				return i
+			}
+		}
+	case fd.OpenStack != nil:
+		for i := range fds.OpenStack {
+			if same(platform.FailureDomain{OpenStack: &fds.OpenStack[i]}) {
+				return i
+			}
+		}
+	case fd.VSphere != nil:
+		for i, ref := range fds.VSphere {
+			if ref.Name == fd.VSphere.Name {
+				return i
+			}
+		}
+	case fd.Nutanix != nil:
+		for i, ref := range fds.Nutanix {
+			if ref.Name == fd.Nutanix.Name {
+				return i
+			}
+		}
+	}
+	return 0
 }
 
 // existingMachines checks, on create and on activation, that the set agrees

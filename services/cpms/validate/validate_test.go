@@ -201,11 +201,16 @@ func TestSet(t *testing.T) {
 				c.Spec.Template.OpenShiftMachineV1Beta1Machine.FailureDomains = &machinev1.FailureDomains{Platform: "GCP", GCP: &[]machinev1.GCPFailureDomain{{Zone: "us-central1-a"}}}
 			},
 			wantErrs: []string{`spec.template.machines_v1beta1_machine_openshift_io.failureDomains.platform: Invalid value: "GCP": failure domains are for platform GCP but the template providerSpec is of kind "AWSMachineProviderConfig"`}},
-		{name: "failure domains of a platform the controller does not support", doc: awsSet, machines: masters("1a", "1b", "1c"),
+		{name: "failure domains of a platform that has none", doc: awsSet, machines: masters("1a", "1b", "1c"),
+			mutate: func(c *machinev1.ControlPlaneMachineSet) {
+				c.Spec.Template.OpenShiftMachineV1Beta1Machine.FailureDomains = &machinev1.FailureDomains{Platform: "BareMetal", OpenStack: []machinev1.OpenStackFailureDomain{{AvailabilityZone: "az1"}}}
+			},
+			wantErrs: []string{`failureDomains.platform: Invalid value: "BareMetal": failure domains for platform BareMetal are not supported`}},
+		{name: "OpenStack failure domains over an AWS provider spec", doc: awsSet, machines: masters("1a", "1b", "1c"),
 			mutate: func(c *machinev1.ControlPlaneMachineSet) {
 				c.Spec.Template.OpenShiftMachineV1Beta1Machine.FailureDomains = &machinev1.FailureDomains{Platform: "OpenStack", OpenStack: []machinev1.OpenStackFailureDomain{{AvailabilityZone: "az1"}}}
 			},
-			wantErrs: []string{`failureDomains.platform: Invalid value: "OpenStack"`}},
+			wantErrs: []string{`failureDomains.platform: Invalid value: "OpenStack": failure domains are for platform OpenStack but the template providerSpec is of kind "AWSMachineProviderConfig"`}},
 		{name: "a provider spec that does not decode for its platform", doc: awsSet, machines: masters("1a", "1b", "1c"),
 			mutate: func(c *machinev1.ControlPlaneMachineSet) {
 				setProviderSpec(c, func(t map[string]any) { t["instanceType"] = 42 })
@@ -312,7 +317,7 @@ func TestSet(t *testing.T) {
 			if tc.mutate != nil {
 				tc.mutate(cpms)
 			}
-			warnings, errs := Set(old, cpms, tc.machines)
+			warnings, errs := Set(old, cpms, tc.machines, nil)
 			if len(errs) != len(tc.wantErrs) {
 				t.Fatalf("errors:\n  %s\nwant %d: %q", errs.ToAggregate(), len(tc.wantErrs), tc.wantErrs)
 			}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 
+	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -21,6 +22,7 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/validate"
 )
 
@@ -42,13 +44,18 @@ type Validator struct {
 	// reader): a create or an activation is rare, and must see every
 	// machine there is.
 	Reader client.Reader
+	// Infrastructure reads the Infrastructure `cluster`, only for vSphere
+	// and Nutanix sets (their failure domains are defined there). The
+	// manager's cached client: the controller watches that object anyway,
+	// and it changes about never.
+	Infrastructure client.Reader
 }
 
 var _ admission.Validator[*machinev1.ControlPlaneMachineSet] = &Validator{}
 
 // Register serves the webhook on srv at Path.
-func Register(srv ctrlwebhook.Server, scheme *runtime.Scheme, reader client.Reader) {
-	srv.Register(Path, admission.WithValidator[*machinev1.ControlPlaneMachineSet](scheme, &Validator{Reader: reader}))
+func Register(srv ctrlwebhook.Server, scheme *runtime.Scheme, reader, infrastructure client.Reader) {
+	srv.Register(Path, admission.WithValidator[*machinev1.ControlPlaneMachineSet](scheme, &Validator{Reader: reader, Infrastructure: infrastructure}))
 }
 
 // ValidateCreate validates a new set.
@@ -75,7 +82,20 @@ func (v *Validator) validate(ctx context.Context, old, cpms *machinev1.ControlPl
 		}
 		machines = list.Items
 	}
-	warnings, errs := validate.Set(old, cpms, machines)
+	var infra *configv1.Infrastructure
+	if validate.NeedsInfrastructure(old, cpms) {
+		var obj configv1.Infrastructure
+		err := v.Infrastructure.Get(ctx, client.ObjectKey{Name: platform.InfrastructureName}, &obj)
+		switch {
+		case err == nil:
+			infra = &obj
+		case apierrors.IsNotFound(err):
+			// Left nil: the rules that need it say what is missing.
+		default:
+			return nil, apierrors.NewInternalError(fmt.Errorf("reading the Infrastructure %s: %w", platform.InfrastructureName, err))
+		}
+	}
+	warnings, errs := validate.Set(old, cpms, machines, infra)
 	if len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(groupKind, cpms.Name, errs)
 	}
