@@ -24,7 +24,11 @@ PKGS     := $(foreach m,$(MODULES),$(if $(shell find $(m) -name '*.go' -not -pat
 # suites run the binaries as processes of their own, and the commands and
 # tools are thin, so those run without it.
 RACE_PKGS  := $(filter $(foreach m,api libs $(wildcard services/*),./$(m)/...),$(PKGS))
-PLAIN_PKGS := $(filter-out $(RACE_PKGS),$(PKGS))
+# The longest suite is listed first so that it starts first: go test runs
+# packages in the order given, TEST_PARALLEL at a time, and the longest one
+# started last would run alone at the end while the other lanes idle.
+SLOWEST_PKG := ./e2e/upgradescheduler
+PLAIN_PKGS := $(SLOWEST_PKG) $(filter-out $(RACE_PKGS),$(PKGS))
 RACE       ?= -race
 
 # Versions come from the builder modules' go.mod files: one source of truth.

@@ -953,11 +953,14 @@ var _ = Describe("cpms-controller", Ordered, func() {
 	It("orchestrates OpenShift's control-plane-machine-set operator where it runs: an instance-type change rolls the masters through the operator's OnDelete, in index order, held while a z-stream update runs; no ClusterVersion override", func(ctx SpecContext) {
 		// A cluster of its own, where the payload's operator runs (ocpsim
 		// plays it: it replaces deleted control-plane machines of an OnDelete
-		// set and reports its ClusterOperator's version).
+		// set, reports its ClusterOperator's version and serves the
+		// payload's webhook).
 		oc, err := framework.StartCluster(ctx, framework.ClusterOptions{
 			ControlPlane: testenv.Options{AuditLog: true},
 			Seed:         &ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 0, CPMSOperator: true},
-			Sim:          &ocpsim.Options{TimeScale: timeScale, MachineAPI: machineapi.DefaultDurations()},
+			// The payload's webhook too (failurePolicy Fail): every write of
+			// the set, the controller's finalizer included, passes it.
+			Sim: &ocpsim.Options{TimeScale: timeScale, MachineAPI: machineapi.DefaultDurations(), PayloadWebhook: true},
 			Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace,
 				Binary: bin, LeaderElect: true, Webhook: true}},
 		})
@@ -971,6 +974,11 @@ var _ = Describe("cpms-controller", Ordered, func() {
 			g.Expect(c.Get(ctx, setKey, s)).To(Succeed())
 			return s
 		}
+		Eventually(func(g Gomega) {
+			payload := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			g.Expect(c.Get(ctx, client.ObjectKey{Name: "controlplanemachineset.machine.openshift.io"}, payload)).To(Succeed())
+			g.Expect(payload.Webhooks).To(ContainElement(HaveField("FailurePolicy", HaveValue(Equal(admissionregistrationv1.Fail)))))
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			expectCondition(g, set(g), plan.ConditionMode, metav1.ConditionTrue, string(plan.ModeOrchestrate))
 		}).Should(Succeed(), r.Logs)

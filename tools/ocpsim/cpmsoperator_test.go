@@ -11,8 +11,10 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1 "github.com/openshift/api/machine/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,16 +96,35 @@ var _ = Describe("the control-plane-machine-set operator", Ordered, func() {
 		}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
 	}
 
+	// The payload's webhook is on: every spec below that writes the set
+	// does so while the operator runs, and is admitted.
+	simOpts := ocpsim.Options{
+		TimeScale: 600,
+		Operators: []cvo.Operator{
+			{Name: "etcd", RunLevel: 12, Duration: time.Minute, Namespace: "openshift-etcd"},
+			{Name: cvo.ControlPlaneMachineSet, RunLevel: 30, Duration: time.Minute, Namespace: "openshift-machine-api", Deployment: cvo.CPMSOperatorDeployment},
+			{Name: cvo.MachineConfig, RunLevel: 80, Duration: time.Minute, Namespace: "openshift-machine-config-operator"},
+		},
+		PayloadWebhook: true,
+	}
+	// labelSet writes a new value of a label on the set (an UPDATE the
+	// payload's webhook covers) and returns the apiserver's answer.
+	labelN := 0
+	labelSet := func(ctx context.Context) error {
+		var set machinev1.ControlPlaneMachineSet
+		if err := k.c.Get(ctx, machineKey(cpmsoperator.SetName), &set); err != nil {
+			return err
+		}
+		orig := set.DeepCopy()
+		labelN++
+		set.Labels = map[string]string{"ocpsim-test": fmt.Sprint(labelN)}
+		return k.c.Patch(ctx, &set, client.MergeFrom(orig))
+	}
+	refusedByWebhook := MatchError(ContainSubstring(`failed calling webhook "controlplanemachineset.machine.openshift.io"`))
+
 	BeforeAll(func(ctx SpecContext) {
 		k = startCluster(ctx, ocpsim.Topology{Version: "4.16.1", Masters: 3, Workers: 0, CPMSOperator: true,
-			Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.17.0"}}, ocpsim.Options{
-			TimeScale: 600,
-			Operators: []cvo.Operator{
-				{Name: "etcd", RunLevel: 12, Duration: time.Minute, Namespace: "openshift-etcd"},
-				{Name: cvo.ControlPlaneMachineSet, RunLevel: 30, Duration: time.Minute, Namespace: "openshift-machine-api", Deployment: cvo.CPMSOperatorDeployment},
-				{Name: cvo.MachineConfig, RunLevel: 80, Duration: time.Minute, Namespace: "openshift-machine-config-operator"},
-			},
-		})
+			Graph: []string{"4.16.1", "4.16.2", "4.16.3", "4.17.0"}}, simOpts)
 	}, NodeTimeout(2*time.Minute))
 
 	It("reports its ClusterOperator while it runs", func(ctx SpecContext) {
@@ -178,6 +199,46 @@ var _ = Describe("the control-plane-machine-set operator", Ordered, func() {
 		Expect(providerSpec(repl)["placement"]).To(HaveKeyWithValue("availabilityZone", "us-east-1c"))
 	}, NodeTimeout(time.Minute))
 
+	It("installs the payload's webhook, which admits set updates while the operator runs and refuses them, not status writes, while it is scaled to zero", func(ctx SpecContext) {
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		Expect(k.c.Get(ctx, clusterKey(cpmsoperator.WebhookConfiguration), &vwc)).To(Succeed())
+		Expect(vwc.Webhooks).To(HaveLen(1))
+		wh := vwc.Webhooks[0]
+		Expect(wh.Name).To(Equal("controlplanemachineset.machine.openshift.io"))
+		Expect(wh.Rules).To(Equal([]admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{APIGroups: []string{"machine.openshift.io"}, APIVersions: []string{"v1"},
+				Resources: []string{"controlplanemachinesets"}, Scope: ptr.To(admissionregistrationv1.AllScopes)},
+		}}))
+		Expect(*wh.FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+		Expect(*wh.SideEffects).To(Equal(admissionregistrationv1.SideEffectClassNone))
+		Expect(*wh.ClientConfig.URL).To(MatchRegexp(`^https://127\.0\.0\.1:[0-9]+/validate-machine-openshift-io-v1-controlplanemachineset$`))
+		Expect(wh.ClientConfig.CABundle).NotTo(BeEmpty())
+
+		Expect(labelSet(ctx)).To(Succeed(), "the operator runs: admitted")
+
+		scale(ctx, 0)
+		var refusal error
+		Eventually(func(g Gomega) {
+			refusal = labelSet(ctx)
+			g.Expect(refusal).To(refusedByWebhook)
+		}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+		GinkgoWriter.Printf("refused: %v\n", refusal)
+		Expect(apierrors.IsInternalError(refusal)).To(BeTrue(), "%v", refusal)
+
+		// The rules do not cover the status subresource.
+		var set machinev1.ControlPlaneMachineSet
+		Expect(k.c.Get(ctx, machineKey(cpmsoperator.SetName), &set)).To(Succeed())
+		orig := set.DeepCopy()
+		set.Status.ObservedGeneration = set.Generation
+		set.Status.Replicas = 3
+		Expect(k.c.Status().Patch(ctx, &set, client.MergeFrom(orig))).To(Succeed(), "a status write while the operator is scaled to zero")
+		Expect(labelSet(ctx)).To(refusedByWebhook, "still refused")
+
+		scale(ctx, 1)
+		Eventually(labelSet).WithContext(ctx).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).Should(Succeed(), "the operator runs again: admitted")
+	}, NodeTimeout(time.Minute))
+
 	It("stalls a cluster update at control-plane-machine-set while scaled to zero, and lets it finish once it runs", func(ctx SpecContext) {
 		scale(ctx, 0)
 		k.desiredUpdate(ctx, "4.16.2")
@@ -244,5 +305,22 @@ var _ = Describe("the control-plane-machine-set operator", Ordered, func() {
 			g.Expect(cvCond(cv, cvo.ReleaseAccepted).Status).To(Equal(configv1.ConditionTrue))
 			g.Expect(cv.Status.History[0].Version).To(Equal("4.16.3"), "the refused update starts by itself")
 		}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+	}, NodeTimeout(time.Minute))
+
+	It("removes the payload's webhook when the simulator stops, and installs it again when one with the option runs", func(ctx SpecContext) {
+		scale(ctx, 0)
+		Eventually(func(g Gomega) { g.Expect(labelSet(ctx)).To(refusedByWebhook) }, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+
+		without := simOpts
+		without.PayloadWebhook = false
+		Expect(k.sim.Restart(without)).To(Succeed())
+		var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+		Expect(apierrors.IsNotFound(k.c.Get(ctx, clusterKey(cpmsoperator.WebhookConfiguration), &vwc))).To(BeTrue(), "the stopped simulator removed it")
+		Expect(labelSet(ctx)).To(Succeed(), "no webhook: admitted while the operator is scaled to zero")
+
+		Expect(k.sim.Restart(simOpts)).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(labelSet(ctx)).To(refusedByWebhook) }, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+		scale(ctx, 1)
+		Eventually(labelSet).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
 	}, NodeTimeout(time.Minute))
 })

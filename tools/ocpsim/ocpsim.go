@@ -39,6 +39,15 @@
 // ClusterOperator with the version the CVO rolled its Deployment out with.
 // Scaled to zero it does nothing, and a cluster update waits on
 // control-plane-machine-set until it runs again (package cpmsoperator).
+// With Options.PayloadWebhook the simulator also installs the payload's
+// validating webhook for ControlPlaneMachineSets (ValidatingWebhookConfiguration
+// controlplanemachineset.machine.openshift.io, failurePolicy Fail) and serves
+// it on 127.0.0.1 only while the operator runs: it then admits every set
+// (the real webhook validates the spec; not simulated), and while the
+// operator is scaled to zero the apiserver, finding nothing listening,
+// refuses every create and update of a set (not status writes) with
+// "failed calling webhook "controlplanemachineset.machine.openshift.io"".
+// The configuration is removed when the simulator stops.
 //
 // The simulated update service is Topology.Graph (versions in every
 // channel) and Topology.Releases (GraphRelease: channels, and Risks that make
@@ -129,6 +138,16 @@ type Options struct {
 	// suite that seeds no ClusterVersion or pools plays only what its
 	// controller talks to, so the others never touch its objects.
 	Parts []Part
+	// PayloadWebhook installs the payload's validating webhook for
+	// ControlPlaneMachineSets (ValidatingWebhookConfiguration
+	// controlplanemachineset.machine.openshift.io: CREATE and UPDATE,
+	// failurePolicy Fail), served by the simulator on 127.0.0.1 and
+	// answering only while the CPMS operator runs: scaled to zero (or
+	// without its Deployment) every create and update of a set — not its
+	// status — is refused, as on a real cluster. It needs PartCPMSOperator
+	// played; the configuration is removed when the simulator stops (see
+	// cpmsoperator.SetupWebhook). Off by default.
+	PayloadWebhook bool
 }
 
 // Part is one simulated operator.
@@ -218,6 +237,13 @@ func New(cfg *rest.Config, o Options) (*Sim, error) {
 		if err := cpmsoperator.Setup(mgr, cpmsoperator.Options{Scale: scale, Log: o.Log}); err != nil {
 			return nil, err
 		}
+		if o.PayloadWebhook {
+			if err := cpmsoperator.SetupWebhook(mgr, cpmsoperator.WebhookOptions{Log: o.Log}); err != nil {
+				return nil, err
+			}
+		}
+	} else if o.PayloadWebhook {
+		return nil, fmt.Errorf("ocpsim: PayloadWebhook needs the %s part played", PartCPMSOperator)
 	}
 	return &Sim{mgr: mgr}, nil
 }

@@ -48,6 +48,8 @@ var _ = BeforeSuite(func() {
 type cluster struct {
 	env *testenv.Env
 	c   client.Client
+	// sim is the simulator on it (Restart, Stop).
+	sim *simcluster.Simulation
 }
 
 // startCluster starts a fresh control plane (kube-controller-manager for PDBs,
@@ -58,7 +60,7 @@ func startCluster(ctx context.Context, t ocpsim.Topology, o ocpsim.Options) *clu
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(context.Context) { Expect(c.Stop()).To(Succeed()) }, NodeTimeout(80*time.Second))
 	env := c.Env
-	return &cluster{env: env, c: env.Client}
+	return &cluster{env: env, c: env.Client, sim: c.Simulation}
 }
 
 func (k *cluster) cv(ctx context.Context) *configv1.ClusterVersion {

@@ -40,9 +40,15 @@
 // Not simulated: the set's own status and finalizer, adopting Machines
 // (owner references), indexes derived from failure domains for Machines
 // whose name has no index, failure domains of platforms other than AWS, the
-// validating webhook.
+// validation the operator's webhook does.
 //
-// cpmsoperator.go holds the pure decisions, controller.go the loop.
+// SetupWebhook adds the payload's validating webhook for the sets
+// (ocpsim.Options.PayloadWebhook), which answers — admitting everything —
+// only while the operator runs, so that the apiserver refuses every create
+// and update of a set while it is scaled to zero.
+//
+// cpmsoperator.go holds the pure decisions, controller.go the loop,
+// webhook.go the webhook.
 package cpmsoperator
 
 import (
