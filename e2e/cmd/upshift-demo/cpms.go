@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
 )
 
@@ -22,7 +23,9 @@ import (
 const cpmsNamespace = "openshift-machine-api"
 
 // rollControlPlane is the second act: it changes the instance type in the
-// ControlPlaneMachineSet's template and prints one line per step of every
+// ControlPlaneMachineSet's template (strategy OnDelete: the cpms-controller
+// chooses when each master goes, OpenShift's operator replaces it) and
+// prints one line per step of every
 // control-plane machine (created, launching, running, deleting, held by the
 // etcd operator's hook, gone) until the three masters are replaced and the
 // set reports it.
@@ -34,10 +37,12 @@ func rollControlPlane(ctx context.Context, c client.Client, instanceType string,
 	}
 	tmpl := set.Spec.Template.OpenShiftMachineV1Beta1Machine
 	old := machineapi.ReadProviderSpec(&machinev1beta1.Machine{Spec: tmpl.Spec})
-	say("Act 2: changing the control-plane instance type in ControlPlaneMachineSet %s from %s to %s; the cpms-controller replaces the masters one at a time",
-		key.Name, old.InstanceType, instanceType)
+	say("Act 2: changing the control-plane instance type in ControlPlaneMachineSet %s from %s to %s, strategy OnDelete. "+
+		"OpenShift's control-plane-machine-set operator runs (%s), so the cpms-controller orchestrates it: after its pre-flight checks it deletes one outdated master at a time, and the operator creates the replacement",
+		key.Name, old.InstanceType, instanceType, conditionText(set.Status.Conditions, plan.ConditionMode))
 	patch := client.MergeFromWithOptions(set.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	tmpl.Spec.ProviderSpec.Value = machineapi.NewProviderSpec(old.Placement.Region, "", instanceType)
+	set.Spec.Strategy.Type = machinev1.OnDelete
 	if err := c.Patch(ctx, set, patch); err != nil {
 		return 0, err
 	}
@@ -84,12 +89,14 @@ func rollControlPlane(ctx context.Context, c client.Client, instanceType string,
 		if err := c.Get(ctx, key, set); err != nil {
 			return 0, err
 		}
-		st := set.Status
-		if replaced == 3 && len(list.Items) == 3 && st.ObservedGeneration >= gen && st.UpdatedReplicas == 3 &&
-			meta.IsStatusConditionFalse(st.Conditions, "Progressing") {
+		// Beside the operator the counters and Progressing are its own;
+		// the cpms-controller's word is UpshiftProgressing.
+		done := meta.FindStatusCondition(set.Status.Conditions, plan.ConditionUpshiftProgressing)
+		if replaced == 3 && len(list.Items) == 3 && done != nil && done.ObservedGeneration >= gen &&
+			done.Status == metav1.ConditionFalse && done.Reason == plan.ReasonAllReplicasUpdated {
 			took := time.Since(start)
-			fmt.Printf("ControlPlaneMachineSet cluster: desired %d, current %d, ready %d, updated %d, unavailable %d; %s\n",
-				ptr.Deref(set.Spec.Replicas, 3), st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, st.UnavailableReplicas, conditions(st.Conditions))
+			fmt.Printf("ControlPlaneMachineSet cluster: %s; %s\n",
+				conditionText(set.Status.Conditions, plan.ConditionMode), conditionText(set.Status.Conditions, plan.ConditionUpshiftProgressing))
 			return took, nil
 		}
 		select {
@@ -125,11 +132,11 @@ func machineStep(m *machinev1beta1.Machine) string {
 	return strings.Join(parts, ", ")
 }
 
-func conditions(conds []metav1.Condition) string {
-	var out []string
-	for _, c := range conds {
-		out = append(out, c.Type+"="+string(c.Status))
+// conditionText is one condition as type=status/reason, "<type> not set" without it.
+func conditionText(conds []metav1.Condition, t string) string {
+	c := meta.FindStatusCondition(conds, t)
+	if c == nil {
+		return t + " not set"
 	}
-	sort.Strings(out)
-	return strings.Join(out, " ")
+	return fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason)
 }

@@ -11,8 +11,10 @@
 // and, from node-gate's MutexRunConfig, each worker's gate phase (a one-hook
 // rule runs a Job before every worker is released to the MCO).
 // A second act changes the instance type of the control-plane machines in
-// the ControlPlaneMachineSet and prints one line per step while the
-// cpms-controller replaces the three masters one at a time.
+// the ControlPlaneMachineSet (OnDelete) and prints one line per step while
+// the cpms-controller orchestrates OpenShift's control-plane-machine-set
+// operator (played by ocpsim): it deletes one outdated master at a time, the
+// operator replaces it.
 // It stops every process it started, and exits non-zero if the update or the
 // rollout does not complete in time.
 //
@@ -127,8 +129,11 @@ func run(ctx context.Context, o options) (err error) {
 	}()
 	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
 		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true},
-		Seed:         &ocpsim.Topology{Version: o.from, Masters: o.masters, Workers: o.workers, Graph: []string{o.from, o.to}},
-		Sim:          &ocpsim.Options{TimeScale: o.timeScale},
+		// As on every OpenShift 4.12+ IPI cluster, the payload runs the
+		// control-plane-machine-set operator and its webhook (ocpsim plays
+		// both): the cpms-controller orchestrates it.
+		Seed: &ocpsim.Topology{Version: o.from, Masters: o.masters, Workers: o.workers, Graph: []string{o.from, o.to}, CPMSOperator: true},
+		Sim:  &ocpsim.Options{TimeScale: o.timeScale, PayloadWebhook: true},
 		Components: []framework.ComponentOptions{
 			{Chart: "cpms-controller", Release: "cpms", Namespace: cpmsNamespace, Scraper: "prometheus-cpms",
 				Binary: cpmsController, LeaderElect: true, Webhook: true},
