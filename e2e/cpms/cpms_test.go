@@ -38,6 +38,7 @@ import (
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/webhook"
 	"github.com/upshift-io/upshift/tools/ocpsim"
+	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
 	"github.com/upshift-io/upshift/tools/ocpsim/faults"
 	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
 	"github.com/upshift-io/upshift/tools/ocpsim/seed"
@@ -421,6 +422,18 @@ func (w *watcher) reactions() []time.Duration {
 	return out
 }
 
+// machinesSent names the Machines of the audit events evs (one identity's)
+// that were sent verb, in order.
+func machinesSent(evs []testenv.AuditEvent, verb string) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Verb == verb && e.ObjectRef != nil && e.ObjectRef.Resource == "machines" && e.ObjectRef.Subresource == "" {
+			out = append(out, e.ObjectRef.Name)
+		}
+	}
+	return out
+}
+
 // firstDeleted is the earliest deletionTimestamp seen (zero: none).
 func (w *watcher) firstDeleted() time.Time {
 	w.mu.Lock()
@@ -432,16 +445,6 @@ func (w *watcher) firstDeleted() time.Time {
 		}
 	}
 	return first
-}
-
-// toConditions reads ClusterOperator-style conditions as metav1 ones, for
-// the meta helpers.
-func toConditions(cs []configv1.ClusterOperatorStatusCondition) []metav1.Condition {
-	out := make([]metav1.Condition, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status)})
-	}
-	return out
 }
 
 // lastGone is when the last machine was seen deleted.
@@ -888,18 +891,11 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		Eventually(settled(ctx, "m6i.large", getSet(ctx, Default).Generation)).Should(Succeed())
 		w := watchCluster(ctx)
 		user := framework.ServiceAccountUser(namespace, id.ServiceAccount)
-		// machineWrites names the machines the controller's identity sent verb for.
 		machineWrites := func(verb string) []string {
 			GinkgoHelper()
 			evs, err := env.AuditEvents(user)
 			Expect(err).NotTo(HaveOccurred())
-			var out []string
-			for _, e := range evs {
-				if e.Verb == verb && e.ObjectRef != nil && e.ObjectRef.Resource == "machines" && e.ObjectRef.Subresource == "" {
-					out = append(out, e.ObjectRef.Name)
-				}
-			}
-			return out
+			return machinesSent(evs, verb)
 		}
 		createsBefore, deletesBefore := len(machineWrites("create")), len(machineWrites("delete"))
 		// The replacement's launch hangs (ProvisionStuck) until the spec lets
@@ -991,7 +987,7 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		Expect(c.Update(ctx, cv)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(c.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(toConditions(cv.Status.Conditions), string(configv1.OperatorProgressing))).To(BeTrue())
+			g.Expect(cvo.FindCondition(cv.Status.Conditions, configv1.OperatorProgressing)).To(HaveField("Status", configv1.ConditionTrue))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			s := set(g)
@@ -1032,21 +1028,13 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		By("no machine went before the update completed, and they went in index order, by the controller only; the operator made every replacement")
 		evs, err := oc.Env.AuditEvents(framework.ServiceAccountUser(namespace, oc.Components[release].Identity.ServiceAccount))
 		Expect(err).NotTo(HaveOccurred())
-		var deleted, createdByUs, refused []string
+		var refused []string
 		for _, e := range evs {
 			if e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
 				refused = append(refused, e.Verb+" "+e.RequestURI)
 			}
-			if e.ObjectRef == nil || e.ObjectRef.Resource != "machines" || e.ObjectRef.Subresource != "" {
-				continue
-			}
-			switch e.Verb {
-			case "delete":
-				deleted = append(deleted, e.ObjectRef.Name)
-			case "create":
-				createdByUs = append(createdByUs, e.ObjectRef.Name)
-			}
 		}
+		deleted, createdByUs := machinesSent(evs, "delete"), machinesSent(evs, "create")
 		Expect(refused).To(BeEmpty(), "the chart's RBAC refused requests in Orchestrate mode")
 		Expect(createdByUs).To(BeEmpty())
 		Expect(deleted).To(HaveLen(3))

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -107,6 +108,27 @@ var trimDeployment = trim.Func(func(d *appsv1.Deployment) *appsv1.Deployment {
 		Spec:   appsv1.DeploymentSpec{Replicas: d.Spec.Replicas},
 		Status: appsv1.DeploymentStatus{AvailableReplicas: d.Status.AvailableReplicas}}
 })
+
+// getOptional reads key into obj; a nil T when the object does not exist
+// (a cluster may have no ClusterVersion, Infrastructure, operator
+// Deployment or ARO Cluster, and that is an answer, not an error).
+func getOptional[T client.Object](ctx context.Context, c client.Reader, key client.ObjectKey, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, key, obj); err != nil {
+		return none, client.IgnoreNotFound(err)
+	}
+	return obj, nil
+}
+
+// readCPMSOperator reads what the cluster runs of the upstream operator
+// (the reconciler's mode, the generator's go-ahead).
+func readCPMSOperator(ctx context.Context, c client.Reader) (plan.CPMSOperator, error) {
+	d, err := getOptional(ctx, c, client.ObjectKey{Namespace: Namespace, Name: CPMSOperatorDeployment}, &appsv1.Deployment{})
+	if err != nil {
+		return plan.CPMSOperator{}, err
+	}
+	return cpmsOperator(d), nil
+}
 
 // cpmsOperator reads what the cluster runs of the upstream operator from
 // its Deployment (nil when there is none).

@@ -64,6 +64,9 @@ const (
 
 var setKey = types.NamespacedName{Namespace: Namespace, Name: Name}
 
+// isTheSet: the one ControlPlaneMachineSet managed, openshift-machine-api/cluster.
+func isTheSet(o client.Object) bool { return o.GetNamespace() == Namespace && o.GetName() == Name }
+
 // Reconciler keeps the control-plane Machines at the ControlPlaneMachineSet.
 type Reconciler struct {
 	Client client.Client
@@ -113,9 +116,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	toSet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: setKey}}
 	})
-	isSet := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == Namespace && o.GetName() == Name
-	})
+	isSet := predicate.NewPredicateFuncs(isTheSet)
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == Namespace })
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -333,37 +334,26 @@ func (r *Reconciler) snapshot(ctx context.Context, cpms *machinev1.ControlPlaneM
 		return plan.Input{}, nil, err
 	}
 	// A cluster without a ClusterVersion (a bare test cluster) holds nothing.
-	cv := &configv1.ClusterVersion{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Name: clusterVersionName}, cv); {
-	case apierrors.IsNotFound(err):
-		cv = nil
-	case err != nil:
+	cv, err := getOptional(ctx, r.Client, client.ObjectKey{Name: clusterVersionName}, &configv1.ClusterVersion{})
+	if err != nil {
 		return plan.Input{}, nil, err
 	}
-	var infra *configv1.Infrastructure
-	inf := &configv1.Infrastructure{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Name: platform.InfrastructureName}, inf); {
-	case err == nil:
-		infra = inf
-	case !apierrors.IsNotFound(err):
+	infra, err := getOptional(ctx, r.Client, client.ObjectKey{Name: platform.InfrastructureName}, &configv1.Infrastructure{})
+	if err != nil {
 		return plan.Input{}, nil, err
 	}
-	var op *appsv1.Deployment
-	d := &appsv1.Deployment{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: CPMSOperatorDeployment}, d); {
-	case err == nil:
-		op = d
-	case !apierrors.IsNotFound(err):
+	op, err := readCPMSOperator(ctx, r.Client)
+	if err != nil {
 		return plan.Input{}, nil, err
 	}
 	var aro *plan.AROCluster
 	if r.ARO {
-		c := &arov1alpha1.Cluster{}
-		switch err := r.Client.Get(ctx, client.ObjectKey{Name: aroClusterName}, c); {
-		case err == nil:
-			aro = aroCluster(c)
-		case !apierrors.IsNotFound(err):
+		c, err := getOptional(ctx, r.Client, client.ObjectKey{Name: aroClusterName}, &arov1alpha1.Cluster{})
+		if err != nil {
 			return plan.Input{}, nil, err
+		}
+		if c != nil {
+			aro = aroCluster(c)
 		}
 	}
 	r.mu.Lock()
@@ -373,7 +363,7 @@ func (r *Reconciler) snapshot(ctx context.Context, cpms *machinev1.ControlPlaneM
 	for _, m := range machines.Items {
 		created[m.Name] = m.CreationTimestamp.Time
 	}
-	return plan.Input{CPMS: cpms, Machines: machines.Items, Nodes: nodes.Items, ClusterOperators: cos.Items, ClusterVersion: cv, Infrastructure: infra, CPMSOperator: cpmsOperator(op), ARO: aro, Errors: errs, Config: r.Config, Now: now}, created, nil
+	return plan.Input{CPMS: cpms, Machines: machines.Items, Nodes: nodes.Items, ClusterOperators: cos.Items, ClusterVersion: cv, Infrastructure: infra, CPMSOperator: op, ARO: aro, Errors: errs, Config: r.Config, Now: now}, created, nil
 }
 
 func (r *Reconciler) logWarnings(ctx context.Context, w []string) {

@@ -99,8 +99,6 @@ var generatorSetChanged = predicate.Funcs{
 	},
 }
 
-func isTheSet(o client.Object) bool { return o.GetNamespace() == Namespace && o.GetName() == Name }
-
 // generatorMachineChanged passes control-plane machines of the namespace
 // when they come, go, start deleting, or change their spec (generation) or
 // labels; their status moves all the time and means nothing to the set.
@@ -129,15 +127,11 @@ func (g *Generator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		return reconcile.Result{}, nil
 	}
 	logger := log.FromContext(ctx)
-	var op *appsv1.Deployment
-	d := &appsv1.Deployment{}
-	switch err := g.Client.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: CPMSOperatorDeployment}, d); {
-	case err == nil:
-		op = d
-	case !apierrors.IsNotFound(err):
+	o, err := readCPMSOperator(ctx, g.Client)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if o := cpmsOperator(op); o.Running {
+	if o.Running {
 		logger.V(1).Info("the upstream operator runs and generates the set itself", "operator", o.Description)
 		return reconcile.Result{}, nil
 	}
@@ -157,12 +151,8 @@ func (g *Generator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if err := g.Client.List(ctx, &machines, client.InNamespace(Namespace)); err != nil {
 		return reconcile.Result{}, err
 	}
-	var infra *configv1.Infrastructure
-	inf := &configv1.Infrastructure{}
-	switch err := g.Client.Get(ctx, client.ObjectKey{Name: platform.InfrastructureName}, inf); {
-	case err == nil:
-		infra = inf
-	case !apierrors.IsNotFound(err):
+	infra, err := getOptional(ctx, g.Client, client.ObjectKey{Name: platform.InfrastructureName}, &configv1.Infrastructure{})
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	set, err := generate.Set(machines.Items, infra)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/upshift-io/upshift/services/cpms/generate"
+	"github.com/upshift-io/upshift/services/cpms/plan"
 )
 
 func awsSet(t *testing.T, instanceType string) *machinev1.ControlPlaneMachineSet {
@@ -103,7 +104,7 @@ func TestDiffers(t *testing.T) {
 	}, {
 		name: "selector and template labels",
 		edit: func(_ *testing.T, s *machinev1.ControlPlaneMachineSet) {
-			delete(s.Spec.Selector.MatchLabels, generate.ClusterLabel)
+			delete(s.Spec.Selector.MatchLabels, plan.ClusterIDLabel)
 		},
 		want: `spec.selector.matchLabels.machine.openshift.io/cluster-api-cluster: <absent> -> "c1-x7k2p"`,
 	}, {

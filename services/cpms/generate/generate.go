@@ -23,15 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/validate"
-)
-
-// The machine-api's labels: which cluster a machine belongs to and its role.
-const (
-	ClusterLabel = "machine.openshift.io/cluster-api-cluster"
-	RoleLabel    = "machine.openshift.io/cluster-api-machine-role"
-	TypeLabel    = "machine.openshift.io/cluster-api-machine-type"
 )
 
 // The role label's values that make a machine part of the control plane.
@@ -56,7 +50,7 @@ var Supported = []configv1.PlatformType{
 
 // IsControlPlane reports whether a Machine's labels make it a control-plane
 // machine.
-func IsControlPlane(labels map[string]string) bool { return controlPlaneRoles[labels[RoleLabel]] }
+func IsControlPlane(labels map[string]string) bool { return controlPlaneRoles[labels[plan.RoleLabel]] }
 
 // ControlPlane returns the control-plane machines among machines (role label
 // master or control-plane) that are not being deleted, newest first (by
@@ -340,19 +334,19 @@ func consistent(p platform.Platform, cp []machinev1beta1.Machine) error {
 // setLabels are the selector's and the template's labels: the newest
 // machine's cluster, role and type.
 func setLabels(newest machinev1beta1.Machine, infra *configv1.Infrastructure) (map[string]string, error) {
-	cluster := newest.Labels[ClusterLabel]
+	cluster := newest.Labels[plan.ClusterIDLabel]
 	if cluster == "" && infra != nil {
 		cluster = infra.Status.InfrastructureName
 	}
 	if cluster == "" {
-		return nil, fmt.Errorf("newest control-plane machine %s has no %s label and the Infrastructure %s no infrastructureName: the set could not select this cluster's machines only", newest.Name, ClusterLabel, platform.InfrastructureName)
+		return nil, fmt.Errorf("newest control-plane machine %s has no %s label and the Infrastructure %s no infrastructureName: the set could not select this cluster's machines only", newest.Name, plan.ClusterIDLabel, platform.InfrastructureName)
 	}
-	role := newest.Labels[RoleLabel]
-	typ := newest.Labels[TypeLabel]
+	role := newest.Labels[plan.RoleLabel]
+	typ := newest.Labels[plan.TypeLabel]
 	if typ == "" {
 		typ = role
 	}
-	return map[string]string{ClusterLabel: cluster, RoleLabel: role, TypeLabel: typ}, nil
+	return map[string]string{plan.ClusterIDLabel: cluster, plan.RoleLabel: role, plan.TypeLabel: typ}, nil
 }
 
 func copyLabels(l map[string]string) map[string]string {

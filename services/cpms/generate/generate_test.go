@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/upshift-io/upshift/services/cpms/generate"
+	"github.com/upshift-io/upshift/services/cpms/plan"
 	"github.com/upshift-io/upshift/services/cpms/platform"
 	"github.com/upshift-io/upshift/services/cpms/validate"
 )
@@ -38,7 +39,7 @@ func machine(name string, minutes int, spec any) machinev1beta1.Machine {
 			Name: name, Namespace: validate.Namespace,
 			CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(minutes) * time.Minute)),
 			Labels: map[string]string{
-				generate.ClusterLabel: "c1-x7k2p", generate.RoleLabel: "master", generate.TypeLabel: "master",
+				plan.ClusterIDLabel: "c1-x7k2p", plan.RoleLabel: "master", plan.TypeLabel: "master",
 			},
 		},
 		Spec: machinev1beta1.MachineSpec{ProviderSpec: machinev1beta1.ProviderSpec{Value: &runtime.RawExtension{Raw: raw}}},
@@ -395,7 +396,7 @@ func TestSet(t *testing.T) {
 			machine("c1-x7k2p-master-2", 0, gcpSpec("us-central1-c")),
 		}, func() []machinev1beta1.Machine {
 			w := machine("c1-x7k2p-worker-a-xyz12", 9, gcpSpec("us-central1-f"))
-			w.Labels[generate.RoleLabel], w.Labels[generate.TypeLabel] = "worker", "worker"
+			w.Labels[plan.RoleLabel], w.Labels[plan.TypeLabel] = "worker", "worker"
 			d := machine("c1-x7k2p-master-old-2", 9, gcpSpec("us-central1-f"))
 			d.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
 			d.Finalizers = []string{"machine.machine.openshift.io"}
@@ -469,7 +470,7 @@ func checkSet(t *testing.T, set *machinev1.ControlPlaneMachineSet, machines []ma
 	if set.Spec.State != machinev1.ControlPlaneMachineSetStateInactive || set.Spec.Strategy.Type != machinev1.RollingUpdate || ptr.Deref(set.Spec.Replicas, 0) != replicas {
 		t.Errorf("state %s, strategy %s, replicas %d; want Inactive, RollingUpdate, %d", set.Spec.State, set.Spec.Strategy.Type, ptr.Deref(set.Spec.Replicas, 0), replicas)
 	}
-	want := map[string]string{generate.ClusterLabel: "c1-x7k2p", generate.RoleLabel: "master", generate.TypeLabel: "master"}
+	want := map[string]string{plan.ClusterIDLabel: "c1-x7k2p", plan.RoleLabel: "master", plan.TypeLabel: "master"}
 	if fmt.Sprint(set.Spec.Selector.MatchLabels) != fmt.Sprint(want) || fmt.Sprint(set.Spec.Template.OpenShiftMachineV1Beta1Machine.ObjectMeta.Labels) != fmt.Sprint(want) {
 		t.Errorf("selector %v, template labels %v; want %v", set.Spec.Selector.MatchLabels, set.Spec.Template.OpenShiftMachineV1Beta1Machine.ObjectMeta.Labels, want)
 	}
@@ -637,7 +638,7 @@ func TestSetErrors(t *testing.T) {
 		name: "a master of another role value",
 		machines: func() []machinev1beta1.Machine {
 			ms := three(func(i int) any { return gcpSpec(zones[i]) })
-			ms[0].Labels[generate.RoleLabel] = "control-plane"
+			ms[0].Labels[plan.RoleLabel] = "control-plane"
 			return ms
 		}(),
 		infra: infra(configv1.GCPPlatformType, ""),

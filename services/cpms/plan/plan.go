@@ -46,9 +46,12 @@ const (
 	EtcdHookName  = "EtcdQuorumOperator"
 	EtcdHookOwner = "clusteroperator/etcd"
 
-	// ClusterIDLabel, RoleLabel name the labels new machine names derive from.
+	// ClusterIDLabel, RoleLabel and TypeLabel are the machine-api's labels:
+	// the cluster a machine belongs to, its role and type. New machine names
+	// derive from the first two; the generator selects by all three.
 	ClusterIDLabel = "machine.openshift.io/cluster-api-cluster"
 	RoleLabel      = "machine.openshift.io/cluster-api-machine-role"
+	TypeLabel      = "machine.openshift.io/cluster-api-machine-type"
 )
 
 // Condition types on the ControlPlaneMachineSet.

@@ -254,27 +254,9 @@ func Infrastructure(t Topology) *configv1.Infrastructure {
 // payload has it: one replica on a control-plane node, the operator's
 // container and its metrics proxy.
 func MCODeployment(image string) *appsv1.Deployment {
-	labels := map[string]string{"k8s-app": "machine-config-operator"}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: cvo.MCODeployment, Namespace: cvo.MCONamespace, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"node-role.kubernetes.io/master": ""},
-					Tolerations: []corev1.Toleration{
-						{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-					},
-					Containers: []corev1.Container{
-						{Name: cvo.MCOContainer, Image: image},
-						{Name: "kube-rbac-proxy", Image: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:kube-rbac-proxy"},
-					},
-				},
-			},
-		},
-	}
+	return payloadOperator(cvo.MCONamespace, cvo.MCODeployment, "machine-config-operator",
+		corev1.Container{Name: cvo.MCOContainer, Image: image},
+		corev1.Container{Name: "kube-rbac-proxy", Image: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:kube-rbac-proxy"})
 }
 
 // CPMSOperatorDeployment builds the control-plane-machine-set operator's
@@ -282,9 +264,21 @@ func MCODeployment(image string) *appsv1.Deployment {
 // replica on a control-plane node, the operator's image of the release and
 // RELEASE_VERSION, the version the operator reports.
 func CPMSOperatorDeployment(version string) *appsv1.Deployment {
-	labels := map[string]string{"k8s-app": cvo.CPMSOperatorDeployment.Name}
+	d := cvo.CPMSOperatorDeployment
+	return payloadOperator(d.Namespace, d.Name, d.Name, corev1.Container{
+		Name:  d.Name,
+		Image: cvo.CPMSOperatorImage(cvo.ReleaseImage(version)),
+		Env:   []corev1.EnvVar{{Name: cvo.ReleaseVersionEnv, Value: version}},
+	})
+}
+
+// payloadOperator is an operator Deployment of the payload as its release
+// manifest has it: one replica, labelled k8s-app=app, on a control-plane
+// node (tolerating the master taint).
+func payloadOperator(namespace, name, app string, containers ...corev1.Container) *appsv1.Deployment {
+	labels := map[string]string{"k8s-app": app}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: cvo.CPMSOperatorDeployment.Name, Namespace: cvo.CPMSOperatorDeployment.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(int32(1)),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -295,11 +289,7 @@ func CPMSOperatorDeployment(version string) *appsv1.Deployment {
 					Tolerations: []corev1.Toleration{
 						{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
 					},
-					Containers: []corev1.Container{{
-						Name:  cvo.CPMSOperatorDeployment.Name,
-						Image: cvo.CPMSOperatorImage(cvo.ReleaseImage(version)),
-						Env:   []corev1.EnvVar{{Name: cvo.ReleaseVersionEnv, Value: version}},
-					}},
+					Containers: containers,
 				},
 			},
 		},
