@@ -290,6 +290,10 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, apply configurations and 
 	@# 1.5 MiB request limit, so its CRDs are written again without them.
 	@# Embedded ObjectMeta keeps the Job templates' labels and annotations.
 	cd api && $(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./nodegate/... output:crd:artifacts:config=crds
+	@# Still 263 KB of JSON: over the 256 KiB a client-side kubectl apply
+	@# records. tools/crdtrim replaces the schema of the one pod-template field
+	@# no template may set (ephemeralContainers) with a rule refusing it.
+	go run -C tools ./crdtrim $(ROOT)/api/crds/nodegate.upshift.io_mutexrules.yaml
 	@rm -rf api/crds/openshift && mkdir -p api/crds/openshift
 	@dir=$$(go list -C libs -m -f '{{.Dir}}' github.com/openshift/api); \
 	for f in $(OPENSHIFT_CRDS); do cp $$dir/$$f api/crds/openshift/; done; chmod u+w api/crds/openshift/*; \
