@@ -284,6 +284,12 @@ func (e *Env) startControllerManager(ctx context.Context, binDir string) error {
 		fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir="+filepath.Join(e.Dir, "kcm-certs"),
 		"--use-service-account-credentials=false",
+		// OpenShift's kube-controller-manager operator runs it with these
+		// client limits, not the upstream default of 20/30: at the default,
+		// a hundred hook Jobs in flight queue behind the Job controller's
+		// own writes, a pace no OpenShift cluster has.
+		"--kube-api-qps=150",
+		"--kube-api-burst=300",
 	)
 	if err != nil {
 		return err
