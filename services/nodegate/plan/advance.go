@@ -132,7 +132,7 @@ func (p *planner) advance() {
 			}
 		}
 	}
-	if p.waitReason != "" || p.st.Phase == nodegatev1alpha1.RunAborted {
+	if p.waitReason != "" || p.aborted {
 		return
 	}
 	limit := p.maxUnavailable()
@@ -144,7 +144,7 @@ func (p *planner) advance() {
 		if n := p.nodes[r.Name]; n != nil && n.Labels[ReleaseLabel] != "" {
 			continue // a stray, held above
 		}
-		if p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
+		if p.st.PausedGeneration != 0 || p.aborted {
 			return
 		}
 		// Starting a node runs its pre-update hooks; its release checks
@@ -195,7 +195,7 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 				p.rehold(r)
 				continue
 			}
-			if p.run.Spec.Paused || p.st.PausedGeneration != 0 || p.st.Phase == nodegatev1alpha1.RunAborted {
+			if p.run.Spec.Paused || p.st.PausedGeneration != 0 || p.aborted {
 				return
 			}
 			if p.lookahead() > 0 && p.gatesClosed {

@@ -38,15 +38,19 @@ func (p *planner) mustHold(n *corev1.Node, s string, active, hold bool) bool {
 }
 
 // holdNodes labels every node that must be held and removes the label from
-// every other gated node. A node of this round not yet released that is not
-// held while its source pool runs was released by someone else (unless it
-// just joined): it is held again, reported, and counted against
-// maxUnavailable until the cache shows it held.
-func (p *planner) holdNodes(active, hold bool) {
+// every other gated node, and returns the nodes that must be held (the
+// decision driveSources runs the pools on, taken once). A node of this
+// round not yet released that is not held while its source pool runs was
+// released by someone else (unless it just joined): it is held again,
+// reported, and counted against maxUnavailable until the cache shows it
+// held.
+func (p *planner) holdNodes(active, hold bool) (mustBeHeld map[string]bool) {
+	mustBeHeld = map[string]bool{}
 	for _, s := range p.sources {
 		for _, name := range p.members[s] {
 			n := p.nodes[name]
 			want, have := p.mustHold(n, s, active, hold), n.Labels[HoldLabel]
+			mustBeHeld[name] = want
 			switch {
 			case want && have != s:
 				if !p.gateReady(s) {
@@ -63,12 +67,14 @@ func (p *planner) holdNodes(active, hold bool) {
 			}
 		}
 	}
+	return mustBeHeld
 }
 
 // findUnheld lists the nodes of an active round that must be held and are
 // not while their source pool runs (the cache shows it unpaused): released
 // by someone else, or joined unheld. The MCO may start them at any moment,
 // so they count against maxUnavailable until the cache shows them held.
+// It decides before advance releases anyone (holdNodes decides after).
 func (p *planner) findUnheld(hold bool) {
 	for _, s := range p.sources {
 		if p.pools[s].Spec.Paused {
@@ -86,10 +92,9 @@ func (p *planner) findUnheld(hold bool) {
 
 // heldInCache: every node of s that must be held carries the hold label
 // as the cache shows it, and none is (re)labelled in this pass.
-func (p *planner) heldInCache(s string, active, hold bool) bool {
+func (p *planner) heldInCache(s string, mustBeHeld map[string]bool) bool {
 	for _, name := range p.members[s] {
-		n := p.nodes[name]
-		if p.mustHold(n, s, active, hold) && n.Labels[HoldLabel] != s {
+		if mustBeHeld[name] && p.nodes[name].Labels[HoldLabel] != s {
 			return false
 		}
 	}
@@ -104,11 +109,12 @@ func (p *planner) heldInCache(s string, active, hold bool) bool {
 // driveSources runs each source pool (unpaused, maxUnavailable the run's
 // limit) while a round is active, the update hold is off and every node
 // that must be held is, and pauses it otherwise. The originals are recorded
-// by arm and setUpGates before anything changes.
-func (p *planner) driveSources(active, hold bool) {
+// by arm and setUpGates before anything changes. mustBeHeld is holdNodes'
+// decision of this pass.
+func (p *planner) driveSources(active, hold bool, mustBeHeld map[string]bool) {
 	for _, s := range p.sources {
 		src := p.pools[s]
-		run := active && !hold && p.heldInCache(s, active, hold)
+		run := active && !hold && p.heldInCache(s, mustBeHeld)
 		if paused, _ := p.willBe(src); paused == run {
 			p.act(Action{Kind: SetPoolPaused, Pool: s, Paused: !run})
 		}

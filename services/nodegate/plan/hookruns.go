@@ -34,7 +34,7 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 			continue
 		}
 		if hr.Phase == nodegatev1alpha1.HookPending {
-			if p.st.Phase == nodegatev1alpha1.RunAborted || (p.st.PausedGeneration != 0) {
+			if p.aborted || (p.st.PausedGeneration != 0) {
 				return false
 			}
 			p.createAttempt(r, hr, h)
@@ -81,7 +81,7 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 			case nodegatev1alpha1.FailureAbort:
 				hr.Phase = nodegatev1alpha1.HookFailed
 				r.Phase = nodegatev1alpha1.NodeFailed
-				p.st.Phase = nodegatev1alpha1.RunAborted
+				p.aborted = true
 				p.st.PausedGeneration = p.run.Generation
 				p.event(OnRun, "", corev1.EventTypeWarning, ReasonAborted, "hook %s/%s for node %s failed (%s); its failurePolicy is Abort: restoring the pools", hr.Rule, hr.Name, r.Name, why)
 				return false

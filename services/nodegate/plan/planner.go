@@ -90,7 +90,10 @@ type planner struct {
 	waitReason, waitMessage string
 	// gatesClosed: a gate on starting nodes is closed (a pause, the update
 	// hold, no window, alerts). With lookahead it holds releases too.
-	gatesClosed           bool
+	gatesClosed bool
+	// aborted: a hook with failurePolicy Abort failed (in this pass, or
+	// before it with the spec unchanged since).
+	aborted               bool
 	blockReason, blockMsg string
 	degraded              []string
 	// held are the nodes that carry the release label without having been
@@ -201,27 +204,32 @@ func (p *planner) ensurePoolRecord(name string) *nodegatev1alpha1.PoolRecord {
 	return p.poolRecord(name)
 }
 
+// plan decides the pass and derives the run's phase once, from what the
+// pass found (derivePhase); the Completed Event follows the phase.
 func (p *planner) plan() {
+	f := p.decide()
+	prev := p.in.Run.Status.Phase
+	p.st.Phase = derivePhase(prev, p.st.RunID != "", f)
+	if p.st.Phase == nodegatev1alpha1.RunCompleted && prev != nodegatev1alpha1.RunCompleted {
+		p.event(OnRun, "", corev1.EventTypeNormal, ReasonCompleted, "every gated node is updated; pools, selectors and labels are restored")
+	}
+}
+
+// decide takes the pass's decisions (actions, records, wait reasons) and
+// returns the facts the phase is derived from.
+func (p *planner) decide() facts {
 	if p.run.DeletionTimestamp != nil {
 		if p.restore() {
 			p.res.Finalized = true
 		}
-		p.st.Phase = nodegatev1alpha1.RunRestoring
-		return
+		return facts{deleting: true}
 	}
 	if !p.validate() {
 		// Nothing changes while blocked: a run that has not started changed
 		// nothing, and one that has keeps its pools paused (unpausing them
 		// would let the update through ungated). Deleting the run restores.
-		p.st.Phase = nodegatev1alpha1.RunBlocked
 		p.event(OnRun, "", corev1.EventTypeWarning, p.blockReason, "%s", p.blockMsg)
-		return
-	}
-	if p.st.Phase == nodegatev1alpha1.RunBlocked {
-		p.st.Phase = ""
-		if p.st.RunID != "" && p.hasOpenRecords() {
-			p.st.Phase = nodegatev1alpha1.RunProgressing
-		}
+		return facts{blocked: true}
 	}
 
 	member, _ := p.membership()
@@ -245,14 +253,13 @@ func (p *planner) plan() {
 	hold, holdMsg := p.updateHold(cvUpdating, cvMsg)
 	pending := p.pendingNodes(members)
 
-	if p.st.Phase == nodegatev1alpha1.RunAborted {
-		if p.run.Generation <= p.st.PausedGeneration {
-			p.restore()
-			return
-		}
+	if p.in.Run.Status.Phase == nodegatev1alpha1.RunAborted && p.run.Generation <= p.st.PausedGeneration {
 		// A spec change after an abort resumes the round where it stopped
-		// (resumeIfChanged retries the failed hook); completed nodes stay done.
-		p.st.Phase = nodegatev1alpha1.RunProgressing
+		// (resumeIfChanged retries the failed hook); completed nodes stay
+		// done. Until then the run stays restored.
+		p.restore()
+		p.aborted = true
+		return facts{aborted: true}
 	}
 
 	active := p.roundActive()
@@ -262,22 +269,14 @@ func (p *planner) plan() {
 	}
 	armed := active || cvUpdating || len(pending) > 0 && p.newTargets()
 	if !armed {
-		switch {
-		case !p.restore():
-			p.st.Phase = nodegatev1alpha1.RunRestoring
-		case p.st.Phase == nodegatev1alpha1.RunRestoring && p.st.RunID != "":
-			p.st.Phase = nodegatev1alpha1.RunCompleted
-			p.event(OnRun, "", corev1.EventTypeNormal, ReasonCompleted, "every gated node is updated; pools, selectors and labels are restored")
-		case p.st.Phase != nodegatev1alpha1.RunCompleted:
-			p.st.Phase = nodegatev1alpha1.RunIdle
-		}
+		restored := p.restore()
 		if len(pending) > 0 {
 			// Nodes behind their pool's target that this run already
 			// gated in its last round (the rebootless return to the
 			// source pool, which the MCO does on its own).
 			p.waitReason, p.waitMessage = ReasonNothingToDo, "no update is pending beyond the last completed round"
 		}
-		return
+		return facts{restored: restored}
 	}
 	p.arm()
 	if !active {
@@ -291,13 +290,12 @@ func (p *planner) plan() {
 			// Every node is parked in the gate pool before the pools
 			// render the update (while the update hold is on).
 			p.setUpGates()
-			p.holdNodes(false, hold)
-			p.driveSources(false, hold)
+			mustBeHeld := p.holdNodes(false, hold)
+			p.driveSources(false, hold, mustBeHeld)
 			p.pauseGatePools()
 		} else {
 			p.holdGates(true)
 		}
-		p.st.Phase = nodegatev1alpha1.RunWaiting
 		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg
 		switch {
 		case hold:
@@ -305,10 +303,9 @@ func (p *planner) plan() {
 		case p.st.RunID != "" && len(p.st.Nodes) > 0:
 			p.waitMessage = cvMsg + roundPassedWhileUpdating
 		}
-		return
+		return facts{armed: true, controlPlane: true}
 	}
 	if !p.setUpGates() {
-		p.st.Phase = nodegatev1alpha1.RunProgressing
 		p.waitReason, p.waitMessage = ReasonWaitingForGatePool, "waiting for the gate pools to exist and render their configuration"
 	}
 	p.syncRecords(members)
@@ -323,12 +320,12 @@ func (p *planner) plan() {
 	case !p.holdsInGatePool():
 		p.holdGates(hold)
 	case open || len(pending) > 0 && p.newTargets():
-		p.holdNodes(true, hold)
-		p.driveSources(true, hold)
+		mustBeHeld := p.holdNodes(true, hold)
+		p.driveSources(true, hold, mustBeHeld)
 		p.pauseGatePools()
 	case cvUpdating:
-		p.holdNodes(false, hold)
-		p.driveSources(false, hold)
+		mustBeHeld := p.holdNodes(false, hold)
+		p.driveSources(false, hold, mustBeHeld)
 		p.pauseGatePools()
 	}
 	if !open && len(pending) > 0 && p.newTargets() {
@@ -336,39 +333,29 @@ func (p *planner) plan() {
 		// now would let the MCO give it to the nodes that passed the
 		// gate, without hooks: they are held (the source pools paused
 		// until they are), and the next pass gates it in a new round.
-		p.st.Phase = nodegatev1alpha1.RunProgressing
 		p.wake(time.Second)
-		return
+		return facts{armed: true, newRound: true}
 	}
 	if !open && cvUpdating {
 		// Every gated node passed while the control plane still updates
 		// (holdUntil Rendered). The update may render new content for the
 		// pools before it completes: they stay paused until it does, so that
 		// such content is gated too, and are restored then.
-		p.st.Phase = nodegatev1alpha1.RunWaiting
 		p.waitReason, p.waitMessage = ReasonControlPlane, cvMsg+roundPassedWhileUpdating
-		return
+		return facts{armed: true, controlPlane: true}
 	}
 	if !open {
-		if p.restore() {
-			p.st.Phase = nodegatev1alpha1.RunCompleted
-			p.event(OnRun, "", corev1.EventTypeNormal, ReasonCompleted, "every gated node is updated; pools, selectors and labels are restored")
-		} else {
-			p.st.Phase = nodegatev1alpha1.RunRestoring
-		}
-		return
+		return facts{armed: true, restored: p.restore()}
 	}
-	if p.st.Phase != nodegatev1alpha1.RunAborted {
-		switch {
-		case p.st.PausedGeneration != 0 || p.run.Spec.Paused:
-			p.st.Phase = nodegatev1alpha1.RunPaused
-		case p.waitReason != "" && len(p.inFlight()) == 0:
-			p.st.Phase = nodegatev1alpha1.RunWaiting
-		default:
-			p.st.Phase = nodegatev1alpha1.RunProgressing
-		}
-	} else {
+	if p.aborted {
 		p.restore()
+	}
+	return facts{
+		armed:     true,
+		roundOpen: true,
+		aborted:   p.aborted,
+		paused:    p.st.PausedGeneration != 0 || p.run.Spec.Paused,
+		waiting:   p.waitReason != "" && len(p.inFlight()) == 0,
 	}
 }
 

@@ -105,7 +105,6 @@ func (p *planner) startRound() {
 	p.recIndexStale = true
 	p.st.PlannedOrder = nil
 	p.st.PausedGeneration = 0
-	p.st.Phase = nodegatev1alpha1.RunProgressing
 	p.event(OnRun, "", corev1.EventTypeNormal, "RoundStarted", "gating the update of pools %s (run %s)", strings.Join(parts, ", "), p.st.RunID)
 }
 
