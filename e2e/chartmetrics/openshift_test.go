@@ -292,10 +292,10 @@ func mountsSecretAtCertDir(d *unstructured.Unstructured, secret string) error {
 					}
 				}
 			}
-			return fmt.Errorf("Deployment %s: Secret %s is not mounted at --metrics-cert-dir=%s", d.GetName(), secret, dir)
+			return fmt.Errorf("deployment %s: Secret %s is not mounted at --metrics-cert-dir=%s", d.GetName(), secret, dir)
 		}
 	}
-	return fmt.Errorf("Deployment %s serves /metrics without --metrics-cert-dir", d.GetName())
+	return fmt.Errorf("deployment %s serves /metrics without --metrics-cert-dir", d.GetName())
 }
 
 func metricsServices(chart *framework.Chart) []*unstructured.Unstructured {
