@@ -279,7 +279,7 @@ CPMS_UPSTREAM_TESTS := \
 CPMS_UPSTREAM_TESTDATA := e2e/cpms/testdata/openshift-api
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code, apply configurations and CRD manifests (api/crds/), and copy the OpenShift CRDs and CPMS test objects.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code, apply configurations and CRD manifests (api/crds/), the charts' console dashboards, and copy the OpenShift CRDs and CPMS test objects.
 	cd api && $(CONTROLLER_GEN) object paths=./... && $(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=crds
 	@# Apply configurations (<group>/v1alpha1/applyconfiguration/) for the
 	@# packages marked +kubebuilder:ac:generate: typed server-side apply.
@@ -299,6 +299,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, apply configurations and 
 	for f in $(OPENSHIFT_CRDS); do cp $$dir/$$f api/crds/openshift/; done; chmod u+w api/crds/openshift/*; \
 	rm -rf $(CPMS_UPSTREAM_TESTDATA) && mkdir -p $(CPMS_UPSTREAM_TESTDATA); \
 	for f in $(CPMS_UPSTREAM_TESTS); do cp $$dir/$(CPMS_UPSTREAM_TESTS_DIR)/$$f $(CPMS_UPSTREAM_TESTDATA)/; done; chmod u+w $(CPMS_UPSTREAM_TESTDATA)/*
+	@# Each chart's OpenShift console dashboard, generated from its Grafana
+	@# dashboard (tools/consoledash).
+	go run ./tools/cmd/console-dashboards --root $(ROOT) >/dev/null
 	@# Charts carry their CRDs as plain files (templates/crds.yaml installs
 	@# and upgrades them): copies of api/crds, kept current here.
 	@for c in charts/*/; do [ -d $$c/files/crds ] || continue; \

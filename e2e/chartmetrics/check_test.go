@@ -62,7 +62,7 @@ func exposed(t *testing.T) framework.Exposition {
 // lacks. It returns the number of alert and panel queries it checked.
 func checkChartQueries(t *testing.T, chartName, release, component string, exp framework.Exposition) (alerts, panels int) {
 	t.Helper()
-	chart, err := framework.RenderChart(chartName, release, "upshift", "prometheusRule.enabled=true", "dashboard.enabled=true")
+	chart, err := framework.RenderChart(chartName, release, "upshift", "prometheusRule.enabled=true", "dashboard.enabled=true", "dashboard.openshiftConsole=true")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,6 +155,23 @@ var _ = func() bool {
 	return true
 }()
 
+// With monitoring.openshift.platform, a chart refuses to install into a
+// namespace the platform Prometheus does not scrape, naming the label: the
+// check looks the namespace up, which only an install against a cluster
+// does (helm template cannot).
+var _ = Describe("the OpenShift platform monitoring switch", func() {
+	It("refuses to install into a namespace without the openshift.io/cluster-monitoring label, naming it", func(ctx context.Context) {
+		Expect(chartDirsErr).NotTo(HaveOccurred())
+		ns := restrictedNamespace(ctx, "chart-unlabelled")
+		for _, name := range componentCharts {
+			_, err := helm.Run("install", name, chartPath(name), "--namespace", ns,
+				"--set", "monitoring.openshift.platform=true", "--set", "monitoring.openshift.serviceCA=true")
+			Expect(err).To(MatchError(ContainSubstring("oc label namespace "+ns+" openshift.io/cluster-monitoring=true")), name)
+		}
+		Expect(releaseDeployments(ctx, ns, componentCharts[0])).To(BeEmpty())
+	})
+})
+
 // Every umbrella chart: its default components install together, and any
 // subset renders.
 var _ = func() bool {

@@ -113,7 +113,11 @@ func StartAROCluster(ctx context.Context, env *testenv.Env, binary, namespace, d
 		}
 	}
 	var err error
-	if a.Chart, err = RenderChart("aro-monitor", "aro", namespace); err != nil {
+	// Both roles serve /metrics from the chart's certificate Secret.
+	if a.Chart, err = RenderChart("aro-monitor", "aro", namespace, "metrics.certSecret="+MetricsCertSecret); err != nil {
+		return nil, err
+	}
+	if a.Chart.MetricsCert, err = a.Chart.IssueMetricsCert(dir); err != nil {
 		return nil, err
 	}
 	// The worker agents elect in a namespace of their own, which the chart
@@ -232,7 +236,8 @@ func (a *AROCluster) StartRole(role, node string, proxy *egresssim.Proxy) (*Runn
 	}
 	args := []string{"--role=" + role, "--kubeconfig=" + kubeconfig, "--leader-elect=true",
 		"--leader-election-namespace=" + leaseNS,
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}
+		"--metrics-bind-address=" + metricsAddr, "--metrics-cert-dir=" + a.Chart.MetricsCert.Dir,
+		"--health-probe-bind-address=" + probeAddr, "--log-format=json"}
 	if role == "master" {
 		args = append(args, "--credentials-secret="+AROCredentialsNamespace+"/"+AROCredentialsName,
 			"--arm-endpoint="+a.ARM.URL(), "--aad-authority-host="+a.ARM.URL())

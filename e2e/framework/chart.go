@@ -43,6 +43,9 @@ func helmBinary() (string, error) {
 // Chart is a rendered Helm chart.
 type Chart struct {
 	Objects []*unstructured.Unstructured
+	// MetricsCert is the certificate the component serves /metrics with,
+	// when InstallChartIdentity issued one.
+	MetricsCert *MetricsCert
 }
 
 // RenderChart renders charts/<name> with `helm template` as release in
@@ -132,9 +135,14 @@ func InstallChartIdentity(ctx context.Context, env *testenv.Env, chartName, rele
 	if err := env.CreateNamespace(ctx, namespace); err != nil {
 		return nil, err
 	}
-	chart, err := RenderChart(chartName, release, namespace, set...)
+	// The chart serves /metrics from a certificate Secret, as on OpenShift
+	// with the service CA; the caller's values come after, and win.
+	chart, err := RenderChart(chartName, release, namespace, append([]string{"metrics.certSecret=" + MetricsCertSecret}, set...)...)
 	if err != nil {
 		return nil, err
+	}
+	if chart.MetricsCert, err = chart.IssueMetricsCert(filepath.Dir(env.KubeconfigPath)); err != nil {
+		return nil, fmt.Errorf("chart %s: %w", chartName, err)
 	}
 	// The namespaces the chart grants Roles in exist on every OpenShift
 	// cluster (openshift-config, openshift-machine-config-operator...); a
@@ -183,7 +191,7 @@ func (c *Chart) MetricsReaderRole() (string, error) {
 // InstallMetricsScraper creates ServiceAccount namespace/name (and the
 // namespace when missing), binds it to the chart's metrics-reader ClusterRole, and
 // returns it as a Scraper: the identity Prometheus has once an operator
-// follows the chart's instructions.
+// follows the chart's instructions. It verifies the chart's MetricsCert.
 func InstallMetricsScraper(ctx context.Context, env *testenv.Env, chart *Chart, namespace, name string) (*Scraper, error) {
 	role, err := chart.MetricsReaderRole()
 	if err != nil {
@@ -207,5 +215,9 @@ func InstallMetricsScraper(ctx context.Context, env *testenv.Env, chart *Chart, 
 	if err != nil {
 		return nil, err
 	}
-	return &Scraper{User: ServiceAccountUser(namespace, name), Token: cfg.BearerToken}, nil
+	s := &Scraper{User: ServiceAccountUser(namespace, name), Token: cfg.BearerToken}
+	if chart.MetricsCert != nil {
+		s.CA, s.ServerName = chart.MetricsCert.CA, chart.MetricsCert.ServerName
+	}
+	return s, nil
 }

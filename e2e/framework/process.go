@@ -148,8 +148,9 @@ type Running struct {
 // StartAsIdentity runs binary with the flags every chart's Deployment
 // passes: the kubeconfig of the chart's ServiceAccount, leader election (a
 // Lease in namespace) on or off, --namespace (the Deployment's
-// POD_NAMESPACE), metrics and the health probe on free local ports, JSON
-// logs; then extra. One place says what "run as the chart runs it" means
+// POD_NAMESPACE), metrics and the health probe on free local ports, /metrics
+// served with the chart's certificate (Chart.MetricsCert), JSON logs; then
+// extra. One place says what "run as the chart runs it" means
 // for every suite, the demo and the bench.
 func StartAsIdentity(binary string, id *Identity, namespace string, leaderElect bool, extra ...string) (*Running, error) {
 	return StartPodAsIdentity("", binary, id, namespace, leaderElect, extra...)
@@ -167,9 +168,14 @@ func StartPodAsIdentity(pod, binary string, id *Identity, namespace string, lead
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--kubeconfig=" + id.Kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
+	args := []string{"--kubeconfig=" + id.Kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
 		"--leader-election-namespace=" + namespace, "--namespace=" + namespace,
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}, extra...)
+		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}
+	if id.Chart != nil && id.Chart.MetricsCert != nil {
+		// The certificate Secret the chart's Deployment mounts, here a folder.
+		args = append(args, "--metrics-cert-dir="+id.Chart.MetricsCert.Dir)
+	}
+	args = append(args, extra...)
 	var env []string
 	if pod != "" {
 		env = []string{"POD_NAME=" + pod}

@@ -278,7 +278,7 @@ var _ = Describe("the update-status-controller", Ordered, func() {
 	})
 
 	It("serves its metrics over HTTPS, to an identity with the metrics-reader role only", func(ctx SpecContext) {
-		_, err := (&framework.Scraper{User: "anonymous"}).Scrape(metricsURL)
+		_, err := (&framework.Scraper{User: "anonymous", CA: scraper.CA, ServerName: scraper.ServerName}).Scrape(metricsURL)
 		Expect(err).To(MatchError(ContainSubstring("401")))
 		body, err := scraper.Scrape(metricsURL)
 		Expect(err).NotTo(HaveOccurred())
