@@ -102,11 +102,21 @@ func TestBundlesAndCatalog(t *testing.T) {
 			t.Errorf("%s: olm.skipRange %q", name, got)
 		}
 		// The default image tag is the release, stamped as appVersion.
-		if ri := b.CSV.Spec.RelatedImages; len(ri) != 1 || ri[0].Image != "ghcr.io/upshift-io/"+name+":v1.2.3" {
+		if ri := b.CSV.Spec.RelatedImages; len(ri) != 1 || !strings.HasSuffix(ri[0].Image, "/"+name+":v1.2.3") {
 			t.Errorf("%s: relatedImages %+v", name, ri)
 		}
-		if b.CSV.Spec.MinKubeVersion != "1.29.0" {
-			t.Errorf("%s: minKubeVersion %q", name, b.CSV.Spec.MinKubeVersion)
+		// The default minimum, unless the chart's kubeVersion states one.
+		minKube, ocp := "1.29.0", "v4.16"
+		if c, err := readChart(filepath.Join(chartsDir, name)); err != nil {
+			t.Fatal(err)
+		} else if c.KubeVersion != "" {
+			minKube = lowerBound(c.KubeVersion)
+			if ocp, err = openShiftFor(minKube); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b.CSV.Spec.MinKubeVersion != minKube {
+			t.Errorf("%s: minKubeVersion %q, want %q", name, b.CSV.Spec.MinKubeVersion, minKube)
 		}
 		ann, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml"))
 		if err != nil {
@@ -116,7 +126,7 @@ func TestBundlesAndCatalog(t *testing.T) {
 			"operators.operatorframework.io.bundle.mediatype.v1: registry+v1",
 			"operators.operatorframework.io.bundle.package.v1: upshift-" + name,
 			"operators.operatorframework.io.bundle.manifests.v1: manifests/",
-			"com.redhat.openshift.versions: v4.16",
+			"com.redhat.openshift.versions: " + ocp,
 		} {
 			if !strings.Contains(string(ann), want) {
 				t.Errorf("%s: annotations.yaml lacks %q:\n%s", name, want, ann)
@@ -436,8 +446,9 @@ func TestOpenShiftFor(t *testing.T) {
 	}
 }
 
-// The ServiceMonitor is carried; the PrometheusRule, whose expressions name
-// the release namespace, is left out with a note rather than carried wrong.
+// The ServiceMonitor is carried; the PrometheusRule is carried only if its
+// expressions do not name the release namespace, else left out with a note
+// rather than carried wrong.
 func TestMonitoringObjects(t *testing.T) {
 	b, err := buildOne(testOptions(t), "mcp-tracker")
 	if err != nil {
@@ -450,10 +461,27 @@ func TestMonitoringObjects(t *testing.T) {
 			t.Errorf("%s %s keeps namespace %q; OLM sets it", o.GetKind(), o.GetName(), o.GetNamespace())
 		}
 	}
-	if !kinds["ServiceMonitor"] || kinds["PrometheusRule"] {
-		t.Errorf("kinds carried %v: want a ServiceMonitor and no PrometheusRule", kinds)
+	if !kinds["ServiceMonitor"] {
+		t.Errorf("kinds carried %v: want a ServiceMonitor", kinds)
 	}
-	if !slices.ContainsFunc(b.Notes, func(n string) bool { return strings.HasPrefix(n, "PrometheusRule mcp-tracker left out") }) {
-		t.Errorf("no note about the PrometheusRule: %q", b.Notes)
+	// Whether the chart's rule names the namespace, read from its output.
+	objs, err := render.Chart(filepath.Join(chartsDir, "mcp-tracker"), render.Options{
+		Helm: helm(t), Release: "mcp-tracker", Namespace: bundle.InstallNamespace, Set: monitoring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := false
+	for _, o := range objs {
+		if o.GetKind() == "PrometheusRule" {
+			raw, _ := json.Marshal(o.Object["spec"])
+			names = strings.Contains(string(raw), bundle.InstallNamespace)
+		}
+	}
+	noted := slices.ContainsFunc(b.Notes, func(n string) bool { return strings.HasPrefix(n, "PrometheusRule mcp-tracker left out") })
+	if names && (kinds["PrometheusRule"] || !noted) {
+		t.Errorf("the rule names the namespace: want it left out with a note (carried %v, notes %q)", kinds, b.Notes)
+	}
+	if !names && (!kinds["PrometheusRule"] || noted) {
+		t.Errorf("the rule names no namespace: want it carried (carried %v, notes %q)", kinds, b.Notes)
 	}
 }
