@@ -129,10 +129,12 @@ BUNDLE_REGISTRY ?= ghcr.io/upshift-io
 # Extra helm values, [<chart>:]key=value each, e.g. cpms-controller:image.digest=sha256:...
 BUNDLE_SET      ?=
 
+# Built without -trimpath (it is not shipped), so that it reuses what
+# make test compiled for tools/olm instead of building its dependencies again.
 .PHONY: $(OLM_TOOL)
 $(OLM_TOOL):
 	@mkdir -p $(BIN)
-	GOWORK=off go build -C $(ROOT)/tools/olm -trimpath -o $@ ./cmd/upshift-olm
+	GOWORK=off go build -C $(ROOT)/tools/olm -o $@ ./cmd/upshift-olm
 
 .PHONY: bundles
 bundles: $(OLM_TOOL) $(HELM) ## OLM bundles of the component charts into dist/bundles/<package>/ and their file-based catalog into dist/catalog/, versioned like the charts.

@@ -142,7 +142,7 @@ func Build(objs []*unstructured.Unstructured, meta Meta) (*Bundle, error) {
 				o.GetKind(), o.GetName(), o.GetKind(), supportedList())
 		}
 		if o.GetKind() == "Secret" {
-			return nil, fmt.Errorf("the chart renders Secret %s: a Secret in a bundle by the chart would be published with the bundle image", o.GetName())
+			return nil, fmt.Errorf("the chart renders Secret %s, which a bundle would publish in its image to anyone who can pull it", o.GetName())
 		}
 		c := clean(o)
 		if mentionsInstallNamespace(c) {
