@@ -118,6 +118,30 @@ $(RELEASE_TOOL):
 	@mkdir -p $(BIN)
 	GOWORK=off go build -C $(ROOT)/tools/release -trimpath -o $@ ./cmd/upshift-release
 
+# tools/olm is outside go.work too: operator-framework's libraries pin their
+# own (older) k8s.io modules and bring k8s.io/apiserver and cel-go, which
+# must not move or join the workspace's graph.
+OLM_TOOL        := $(BIN)/upshift-olm
+# The charts made into OLM bundles. node-gate and aro-monitor render objects a
+# bundle cannot carry (tools/olm/cmd/upshift-olm/packages.go says why).
+BUNDLES         ?= update-status-controller upgrade-scheduler mcp-tracker cpms-controller
+BUNDLE_REGISTRY ?= ghcr.io/upshift-io
+# Extra helm values, [<chart>:]key=value each, e.g. cpms-controller:image.digest=sha256:...
+BUNDLE_SET      ?=
+
+# Built without -trimpath (it is not shipped), so that it reuses what
+# make test compiled for tools/olm instead of building its dependencies again.
+.PHONY: $(OLM_TOOL)
+$(OLM_TOOL):
+	@mkdir -p $(BIN)
+	GOWORK=off go build -C $(ROOT)/tools/olm -o $@ ./cmd/upshift-olm
+
+.PHONY: bundles
+bundles: $(OLM_TOOL) $(HELM) ## OLM bundles of the component charts into dist/bundles/<package>/ and their file-based catalog into dist/catalog/, versioned like the charts.
+	$(OLM_TOOL) --charts $(ROOT)/charts --helm $(HELM) --version $(CHART_VERSION) --app-version $(VERSION) \
+		--out $(DIST)/bundles --catalog $(DIST)/catalog --registry $(BUNDLE_REGISTRY) \
+		$(addprefix --set ,$(BUNDLE_SET)) $(BUNDLES)
+
 .PHONY: images
 images: $(RELEASE_TOOL) ## Build an OCI image (amd64+arm64 index) per binary into dist/images/<binary>/, no container daemon.
 	$(RELEASE_TOOL) images --root $(ROOT) --out $(DIST)/images --work $(DIST)/build \
@@ -176,6 +200,8 @@ test: testbin ## Run the unit, controller and e2e suites (builds the test contro
 	@$(MAKE) --no-print-directory fuzz
 	@echo "== release tooling (images: build, unpack, run, rebuild to the same digest)"
 	@start=$$(date +%s); GOWORK=off go test -C tools/release -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
+	@echo "== OLM bundles and catalog (every packaged chart rendered, converted and checked by the operator-framework validators)"
+	@start=$$(date +%s); GOWORK=off go test -C tools/olm -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
 
 # CHAOS_SEED replays a `make chaos` run (its seed is printed at start); 0 draws one.
 CHAOS_SEED ?= 0
@@ -316,9 +342,11 @@ verify: generate ## Fail if generated files are not up to date.
 lint: $(STATICCHECK) $(HELM) ## go vet, gofmt, staticcheck and helm lint.
 	go vet $(PKGS)
 	GOWORK=off go vet -C tools/release ./...
+	GOWORK=off go vet -C tools/olm ./...
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
 	cd tools/release && GOWORK=off $(STATICCHECK) ./...
+	cd tools/olm && GOWORK=off $(STATICCHECK) ./...
 	@# Charts with dependencies (the umbrella) need them built to lint.
 	@for c in charts/*/; do [ -f $$c/Chart.yaml ] || continue; \
 		if grep -q '^dependencies:' $$c/Chart.yaml; then $(HELM) dependency update --skip-refresh $$c >/dev/null; fi; \
@@ -328,6 +356,7 @@ lint: $(STATICCHECK) $(HELM) ## go vet, gofmt, staticcheck and helm lint.
 tidy: ## go mod tidy in every module.
 	@for m in $(MODULES); do (cd $$m && go mod tidy); done
 	cd tools/release && GOWORK=off go mod tidy
+	cd tools/olm && GOWORK=off go mod tidy
 
 .PHONY: clean
 clean: ## Remove built binaries and dist/ (keeps the test control plane).
