@@ -3,11 +3,12 @@
 //
 //	kubectl upshift status [--details=none|all|nodes|health|operators] [-w] [-o json|yaml] [--mock-clusterversion=<dir>/<name>-cv.yaml]
 //	kubectl upshift cpms generate [-o yaml|json]
+//	kubectl upshift must-gather [--dest-dir DIR] [-n NAMESPACE,...] [--archive]
 //	kubectl upshift version
 //
 // It takes the standard kubeconfig flags (--kubeconfig, --context, ...). The
-// logic lives in services/updatestatus/cli and services/cpms/generate; this
-// file only wires flags.
+// logic lives in services/updatestatus/cli, services/cpms/generate and
+// libs/mustgather; this file only wires flags.
 package main
 
 import (
@@ -16,13 +17,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/upshift-io/upshift/libs/buildinfo"
+	"github.com/upshift-io/upshift/libs/mustgather"
 	"github.com/upshift-io/upshift/services/cpms/generate"
 	"github.com/upshift-io/upshift/services/updatestatus/cli"
 )
@@ -64,7 +68,8 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	kubeFlags := genericclioptions.NewConfigFlags(true)
 	kubeFlags.AddFlags(root.PersistentFlags())
 
-	root.AddCommand(newStatusCommand(kubeFlags, streams), newCPMSCommand(kubeFlags, streams), newVersionCommand(streams))
+	root.AddCommand(newStatusCommand(kubeFlags, streams), newCPMSCommand(kubeFlags, streams),
+		newMustGatherCommand(kubeFlags, streams), newVersionCommand(streams))
 	return root
 }
 
@@ -139,6 +144,66 @@ spec.state to Active for the controller to manage the control plane.`,
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "yaml", "Output format: yaml or json")
+	return cmd
+}
+
+func newMustGatherCommand(kubeFlags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	var destDir string
+	var archive bool
+	cmd := &cobra.Command{
+		Use:   "must-gather",
+		Short: "Write Upshift's objects, the platform objects it reads, its pods' logs, Events and metrics into a folder for diagnosis",
+		Long: `Write what it takes to diagnose Upshift into a folder laid out as OpenShift's
+must-gather archives are: every object of Upshift's APIs (UpgradeConfigs
+included), the ClusterVersion, ClusterOperators, MachineConfigPools, Nodes,
+Machines, MachineSets, the ControlPlaneMachineSet and ARO's Cluster, the
+components' pods with their logs (and the logs before a restart), metrics and
+Leases, and the Events of their namespaces and openshift-machine-api.
+summary.txt says what was gathered, and what was not and why (a kind you may
+not read is noted there, the rest is gathered all the same).
+
+It reads with your credentials and never writes a Secret's value, a
+MachineConfig, or a literal environment variable value.
+
+The components' namespaces are found from their pods' label
+app.kubernetes.io/part-of=upshift; -n names them instead (comma-separated).
+The same archive comes from "oc adm must-gather --image=<the upshift-must-gather image>".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := kubeFlags.ToRESTConfig()
+			if err != nil {
+				return err
+			}
+			if destDir == "" {
+				destDir = "must-gather.upshift." + time.Now().UTC().Format("20060102-150405")
+			}
+			var namespaces []string
+			if kubeFlags.Namespace != nil && *kubeFlags.Namespace != "" {
+				for _, ns := range strings.Split(*kubeFlags.Namespace, ",") {
+					if ns = strings.TrimSpace(ns); ns != "" {
+						namespaces = append(namespaces, ns)
+					}
+				}
+			}
+			sum, err := mustgather.Gather(cmd.Context(), mustgather.Options{
+				Config: cfg, Dir: destDir, Namespaces: namespaces, Progress: streams.ErrOut,
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(streams.Out, "wrote %s (%d kinds of things gathered, %d not: see %s)\n",
+				destDir, len(sum.Gathered), len(sum.Missing), mustgather.SummaryFile)
+			if archive {
+				if err := mustgather.WriteTarGz(destDir, destDir+".tar.gz"); err != nil {
+					return err
+				}
+				fmt.Fprintf(streams.Out, "wrote %s.tar.gz\n", destDir)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&destDir, "dest-dir", "", "Folder to write into, new or empty (default must-gather.upshift.<UTC time>)")
+	cmd.Flags().BoolVar(&archive, "archive", false, "Also write <dest-dir>.tar.gz")
 	return cmd
 }
 

@@ -91,3 +91,36 @@ func TestCPMSGenerateErrors(t *testing.T) {
 		}
 	}
 }
+
+// The flags of must-gather; what it gathers is e2e/mustgather's.
+func TestMustGatherErrors(t *testing.T) {
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "summary.txt"), []byte("an earlier archive"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A kubeconfig that parses; nothing is asked of its server before the
+	// folder is checked.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"must-gather", "extra"}, `unknown command "extra"`},
+		{[]string{"must-gather", "--kubeconfig=/nonexistent"}, "/nonexistent"},
+		{[]string{"must-gather", "--kubeconfig=" + kubeconfig, "--dest-dir=" + full}, "destination " + full + " is not empty: choose a new folder"},
+	} {
+		_, _, err := run(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -11,7 +11,16 @@ import (
 // TestContainerfileHasAStagePerBinary keeps the Containerfile (not built in
 // CI: it needs a container daemon) in step with cmd/ and with what Image
 // builds: a final stage per binary, the binary copied to BinDir and set as
-// entrypoint, on the base stage that runs as nonroot.
+// entrypoint, on the base stage that runs as nonroot. The must-gather image
+// is the one exception: oc runs it through bash and copies out with tar, so
+// its stage is on a distribution's base with the binary at /usr/bin/gather,
+// the path oc runs.
+// The must-gather binary, and where `oc adm must-gather` runs it.
+const (
+	mustGather     = "upshift-must-gather"
+	mustGatherPath = "/usr/bin/gather"
+)
+
 func TestContainerfileHasAStagePerBinary(t *testing.T) {
 	root := repoRoot(t)
 	raw, err := os.ReadFile(filepath.Join(root, "Containerfile"))
@@ -40,12 +49,22 @@ func TestContainerfileHasAStagePerBinary(t *testing.T) {
 			continue
 		}
 		bin := BinDir + "/" + name
-		for _, want := range []string{
+		wants := []string{
 			"base AS " + name + "\n",
 			"COPY --from=build /out/bin/" + name + " " + bin + "\n",
 			`ENTRYPOINT ["` + bin + `"]`,
 			`org.opencontainers.image.title="` + name + `"`,
-		} {
+		}
+		if name == mustGather {
+			wants = []string{
+				"${MUST_GATHER_BASE} AS " + name + "\n",
+				"COPY --from=build /out/bin/" + name + " " + mustGatherPath + "\n",
+				`ENTRYPOINT ["` + mustGatherPath + `"]`,
+				"\nUSER 65532:65532\n",
+				`org.opencontainers.image.title="` + name + `"`,
+			}
+		}
+		for _, want := range wants {
 			if !strings.Contains(b, want) {
 				t.Errorf("stage %s lacks %q", name, want)
 			}
