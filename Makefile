@@ -52,9 +52,15 @@ CONTROLLER_GEN := $(BIN)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK    := $(BIN)/tools/staticcheck-$(STATICCHECK_VERSION)
 HELM           := $(BIN)/tools/helm-$(HELM_VERSION)
 
+# tools/promql parses PromQL with Prometheus's own parser for the tests of the
+# workspace (e2e/framework runs it). It is a module outside go.work: the
+# Prometheus module would move the workspace's k8s.io libraries.
+PROMQL_TOOL := $(BIN)/upshift-promql
+
 # Tests find the control plane here (libs/testenv reads it).
 export UPSHIFT_TESTBIN := $(TESTBIN)
 export UPSHIFT_HELM := $(HELM)
+export UPSHIFT_PROMQL := $(PROMQL_TOOL)
 
 GO_TEST_FLAGS ?=
 TEST_TIMEOUT  ?= 30m
@@ -165,8 +171,16 @@ release: $(RELEASE_TOOL) images charts cli ## Images, charts, the CLI for every 
 
 ##@ Test
 
+.PHONY: promql
+promql: $(PROMQL_TOOL) ## Build upshift-promql, Prometheus's PromQL parser for the tests' checks of the charts' queries.
+
+.PHONY: $(PROMQL_TOOL)
+$(PROMQL_TOOL):
+	@mkdir -p $(BIN)
+	GOWORK=off go build -C $(ROOT)/tools/promql -trimpath -o $@ ./cmd/upshift-promql
+
 .PHONY: test
-test: testbin ## Run the unit, controller and e2e suites (builds the test control plane first if missing).
+test: testbin $(PROMQL_TOOL) ## Run the unit, controller and e2e suites (builds the test control plane first if missing).
 	@echo "== compiling every package and test binary (unit and controller packages with '$(RACE)')"
 	@start=$$(date +%s); go test -count=1 -run '^$$' $(RACE) $(RACE_PKGS) >/dev/null && go test -count=1 -run '^$$' $(PLAIN_PKGS) >/dev/null; echo "   took $$(( $$(date +%s) - start ))s"
 	@echo "== running the unit and controller tests with '$(RACE)' ($(TEST_PARALLEL) packages at a time; each suite starts its own control plane)"
@@ -174,6 +188,8 @@ test: testbin ## Run the unit, controller and e2e suites (builds the test contro
 	@echo "== running the e2e suites and the tests of the commands and tools"
 	@start=$$(date +%s); go test -p $(TEST_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(PLAIN_PKGS); echo "   took $$(( $$(date +%s) - start ))s"
 	@$(MAKE) --no-print-directory fuzz
+	@echo "== the PromQL tooling (Prometheus's parser, outside the workspace)"
+	@start=$$(date +%s); GOWORK=off go test -C tools/promql -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
 	@echo "== release tooling (images: build, unpack, run, rebuild to the same digest)"
 	@start=$$(date +%s); GOWORK=off go test -C tools/release -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
 
@@ -309,9 +325,11 @@ verify: generate ## Fail if generated files are not up to date.
 lint: $(STATICCHECK) $(HELM) ## go vet, gofmt, staticcheck and helm lint.
 	go vet $(PKGS)
 	GOWORK=off go vet -C tools/release ./...
+	GOWORK=off go vet -C tools/promql ./...
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
 	cd tools/release && GOWORK=off $(STATICCHECK) ./...
+	cd tools/promql && GOWORK=off $(STATICCHECK) ./...
 	@# Charts with dependencies (the umbrella) need them built to lint.
 	@for c in charts/*/; do [ -f $$c/Chart.yaml ] || continue; \
 		if grep -q '^dependencies:' $$c/Chart.yaml; then $(HELM) dependency update --skip-refresh $$c >/dev/null; fi; \
@@ -321,6 +339,7 @@ lint: $(STATICCHECK) $(HELM) ## go vet, gofmt, staticcheck and helm lint.
 tidy: ## go mod tidy in every module.
 	@for m in $(MODULES); do (cd $$m && go mod tidy); done
 	cd tools/release && GOWORK=off go mod tidy
+	cd tools/promql && GOWORK=off go mod tidy
 
 .PHONY: clean
 clean: ## Remove built binaries and dist/ (keeps the test control plane).
