@@ -40,13 +40,16 @@ CONTROLLER_GEN_VERSION := $(call modver,sigs.k8s.io/controller-tools,controller-
 STATICCHECK_VERSION    := $(call modver,honnef.co/go/tools,staticcheck)
 HELM_VERSION           := $(call modver,helm.sh/helm/v3,helm)
 ALERTMANAGER_VERSION   := $(call modver,github.com/prometheus/alertmanager,alertmanager)
+PROMETHEUS_VERSION     := $(call modver,github.com/prometheus/prometheus,promtool)
 
 TESTBIN_KEY := k8s-$(KUBE_VERSION)_etcd-$(ETCD_VERSION)_kwok-$(KWOK_VERSION)
 TESTBIN     := $(BIN)/testbin/$(TESTBIN_KEY)
 # Alertmanager is versioned in its file name rather than in the key, so adding
 # or bumping it builds only it, not the whole control plane again.
 ALERTMANAGER  := alertmanager-$(ALERTMANAGER_VERSION)
-TESTBIN_FILES := $(addprefix $(TESTBIN)/,kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml $(ALERTMANAGER))
+# promtool too: it runs the charts' alert unit tests (e2e/alertrules).
+PROMTOOL      := promtool-$(PROMETHEUS_VERSION)
+TESTBIN_FILES := $(addprefix $(TESTBIN)/,kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml $(ALERTMANAGER) $(PROMTOOL))
 
 CONTROLLER_GEN := $(BIN)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK    := $(BIN)/tools/staticcheck-$(STATICCHECK_VERSION)
@@ -221,7 +224,7 @@ fuzz: ## Fuzz each parser of outside input for FUZZ_TIME (a failing input is wri
 	done; echo "   took $$(( $$(date +%s) - start ))s"
 
 .PHONY: testbin
-testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), Alertmanager and helm.
+testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), Alertmanager, promtool and helm.
 	@ln -sfn $(TESTBIN_KEY) $(BIN)/testbin/current
 
 $(TESTBIN)/kube-apiserver $(TESTBIN)/kube-controller-manager $(TESTBIN)/kube-scheduler:
@@ -244,6 +247,11 @@ $(TESTBIN)/$(ALERTMANAGER):
 	@mkdir -p $(@D)
 	@# Stamp the version as its release builds do, so /api/v2/status tells it.
 	$(call gobuild_tool,alertmanager,$@.tmp,-ldflags '-X github.com/prometheus/common/version.Version=$(ALERTMANAGER_VERSION:v%=%)' github.com/prometheus/alertmanager/cmd/alertmanager) && mv $@.tmp $@
+
+$(TESTBIN)/$(PROMTOOL):
+	@echo "== building promtool $(PROMETHEUS_VERSION) (a few minutes the first time)"
+	@mkdir -p $(@D)
+	$(call gobuild_tool,promtool,$@.tmp,github.com/prometheus/prometheus/cmd/promtool) && mv $@.tmp $@
 
 # kwok refuses to start without stages: take the ones its module ships.
 $(TESTBIN)/kwok-stages.yaml:

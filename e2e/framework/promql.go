@@ -49,7 +49,7 @@ func ParseQueries(queries []Query) ([]ParsedQuery, error) {
 	}
 	in := make([]wireQuery, len(queries))
 	for i, q := range queries {
-		in[i] = wireQuery{Source: q.Source, Expr: q.Expr}
+		in[i] = wireQuery(q)
 	}
 	body, err := json.Marshal(in)
 	if err != nil {
