@@ -82,16 +82,6 @@ func ParseQueries(queries []Query) ([]ParsedQuery, error) {
 	return out, nil
 }
 
-// PromQLSelectors returns the vector selectors of one expression (see
-// ParseQueries).
-func PromQLSelectors(expr string) ([]Selector, error) {
-	parsed, err := ParseQueries([]Query{{Source: "query", Expr: expr}})
-	if err != nil {
-		return nil, err
-	}
-	return parsed[0].Selectors, parsed[0].Err
-}
-
 func promqlBinary() (string, error) {
 	if b := os.Getenv(EnvPromQL); b != "" {
 		return b, nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -57,7 +58,7 @@ func Of(expr string) ([]Selector, error) {
 func selectorOf(vs *parser.VectorSelector) (Selector, error) {
 	sel := Selector{Metric: vs.Name}
 	for _, m := range vs.LabelMatchers {
-		if m.Name != labels.MetricName {
+		if m.Name != model.MetricNameLabel {
 			sel.Labels = append(sel.Labels, m.Name)
 			continue
 		}
