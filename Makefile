@@ -40,21 +40,30 @@ CONTROLLER_GEN_VERSION := $(call modver,sigs.k8s.io/controller-tools,controller-
 STATICCHECK_VERSION    := $(call modver,honnef.co/go/tools,staticcheck)
 HELM_VERSION           := $(call modver,helm.sh/helm/v3,helm)
 ALERTMANAGER_VERSION   := $(call modver,github.com/prometheus/alertmanager,alertmanager)
+PROMETHEUS_VERSION     := $(call modver,github.com/prometheus/prometheus,promtool)
 
 TESTBIN_KEY := k8s-$(KUBE_VERSION)_etcd-$(ETCD_VERSION)_kwok-$(KWOK_VERSION)
 TESTBIN     := $(BIN)/testbin/$(TESTBIN_KEY)
 # Alertmanager is versioned in its file name rather than in the key, so adding
 # or bumping it builds only it, not the whole control plane again.
 ALERTMANAGER  := alertmanager-$(ALERTMANAGER_VERSION)
-TESTBIN_FILES := $(addprefix $(TESTBIN)/,kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml $(ALERTMANAGER))
+# promtool too: it runs the charts' alert unit tests (e2e/alertrules).
+PROMTOOL      := promtool-$(PROMETHEUS_VERSION)
+TESTBIN_FILES := $(addprefix $(TESTBIN)/,kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml $(ALERTMANAGER) $(PROMTOOL))
 
 CONTROLLER_GEN := $(BIN)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK    := $(BIN)/tools/staticcheck-$(STATICCHECK_VERSION)
 HELM           := $(BIN)/tools/helm-$(HELM_VERSION)
 
+# tools/promql parses PromQL with Prometheus's own parser for the tests of the
+# workspace (e2e/framework runs it). It is a module outside go.work: the
+# Prometheus module would move the workspace's k8s.io libraries.
+PROMQL_TOOL := $(BIN)/upshift-promql
+
 # Tests find the control plane here (libs/testenv reads it).
 export UPSHIFT_TESTBIN := $(TESTBIN)
 export UPSHIFT_HELM := $(HELM)
+export UPSHIFT_PROMQL := $(PROMQL_TOOL)
 
 GO_TEST_FLAGS ?=
 TEST_TIMEOUT  ?= 30m
@@ -192,8 +201,16 @@ release: $(RELEASE_TOOL) images charts cli ## Images, charts, the CLI for every 
 
 ##@ Test
 
+.PHONY: promql
+promql: $(PROMQL_TOOL) ## Build upshift-promql, Prometheus's PromQL parser for the tests' checks of the charts' queries.
+
+.PHONY: $(PROMQL_TOOL)
+$(PROMQL_TOOL):
+	@mkdir -p $(BIN)
+	GOWORK=off go build -C $(ROOT)/tools/promql -trimpath -o $@ ./cmd/upshift-promql
+
 .PHONY: test
-test: testbin ## Run the unit, controller and e2e suites (builds the test control plane first if missing).
+test: testbin $(PROMQL_TOOL) ## Run the unit, controller and e2e suites (builds the test control plane first if missing).
 	@echo "== compiling every package and test binary (unit and controller packages with '$(RACE)')"
 	@start=$$(date +%s); go test -count=1 -run '^$$' $(RACE) $(RACE_PKGS) >/dev/null && go test -count=1 -run '^$$' $(PLAIN_PKGS) >/dev/null; echo "   took $$(( $$(date +%s) - start ))s"
 	@echo "== running the unit and controller tests with '$(RACE)' ($(TEST_PARALLEL) packages at a time; each suite starts its own control plane)"
@@ -201,6 +218,8 @@ test: testbin ## Run the unit, controller and e2e suites (builds the test contro
 	@echo "== running the e2e suites and the tests of the commands and tools"
 	@start=$$(date +%s); go test -p $(TEST_PARALLEL) -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $(PLAIN_PKGS); echo "   took $$(( $$(date +%s) - start ))s"
 	@$(MAKE) --no-print-directory fuzz
+	@echo "== the PromQL tooling (Prometheus's parser, outside the workspace)"
+	@start=$$(date +%s); GOWORK=off go test -C tools/promql -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
 	@echo "== release tooling (images: build, unpack, run, rebuild to the same digest)"
 	@start=$$(date +%s); GOWORK=off go test -C tools/release -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...; echo "   took $$(( $$(date +%s) - start ))s"
 	@echo "== OLM bundles and catalog (every packaged chart rendered, converted and checked by the operator-framework validators)"
@@ -234,7 +253,7 @@ fuzz: ## Fuzz each parser of outside input for FUZZ_TIME (a failing input is wri
 	done; echo "   took $$(( $$(date +%s) - start ))s"
 
 .PHONY: testbin
-testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), Alertmanager and helm.
+testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), Alertmanager, promtool and helm.
 	@ln -sfn $(TESTBIN_KEY) $(BIN)/testbin/current
 
 $(TESTBIN)/kube-apiserver $(TESTBIN)/kube-controller-manager $(TESTBIN)/kube-scheduler:
@@ -257,6 +276,11 @@ $(TESTBIN)/$(ALERTMANAGER):
 	@mkdir -p $(@D)
 	@# Stamp the version as its release builds do, so /api/v2/status tells it.
 	$(call gobuild_tool,alertmanager,$@.tmp,-ldflags '-X github.com/prometheus/common/version.Version=$(ALERTMANAGER_VERSION:v%=%)' github.com/prometheus/alertmanager/cmd/alertmanager) && mv $@.tmp $@
+
+$(TESTBIN)/$(PROMTOOL):
+	@echo "== building promtool $(PROMETHEUS_VERSION) (a few minutes the first time)"
+	@mkdir -p $(@D)
+	$(call gobuild_tool,promtool,$@.tmp,github.com/prometheus/prometheus/cmd/promtool) && mv $@.tmp $@
 
 # kwok refuses to start without stages: take the ones its module ships.
 $(TESTBIN)/kwok-stages.yaml:
@@ -346,10 +370,12 @@ lint: $(STATICCHECK) $(HELM) ## go vet, gofmt, staticcheck and helm lint.
 	go vet $(PKGS)
 	GOWORK=off go vet -C tools/release ./...
 	GOWORK=off go vet -C tools/olm ./...
+	GOWORK=off go vet -C tools/promql ./...
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(STATICCHECK) $(PKGS)
 	cd tools/release && GOWORK=off $(STATICCHECK) ./...
 	cd tools/olm && GOWORK=off $(STATICCHECK) ./...
+	cd tools/promql && GOWORK=off $(STATICCHECK) ./...
 	@# Charts with dependencies (the umbrella) need them built to lint.
 	@for c in charts/*/; do [ -f $$c/Chart.yaml ] || continue; \
 		if grep -q '^dependencies:' $$c/Chart.yaml; then $(HELM) dependency update --skip-refresh $$c >/dev/null; fi; \
@@ -360,6 +386,7 @@ tidy: ## go mod tidy in every module.
 	@for m in $(MODULES); do (cd $$m && go mod tidy); done
 	cd tools/release && GOWORK=off go mod tidy
 	cd tools/olm && GOWORK=off go mod tidy
+	cd tools/promql && GOWORK=off go mod tidy
 
 .PHONY: clean
 clean: ## Remove built binaries and dist/ (keeps the test control plane).

@@ -70,22 +70,25 @@ func checkChartQueries(t *testing.T, chartName, release, component string, exp f
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range queries {
+	parsed, err := framework.ParseQueries(queries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range parsed {
 		switch {
 		case strings.HasPrefix(q.Source, "PrometheusRule"):
 			alerts++
 		case strings.Contains(q.Source, " panel "):
 			panels++
 		}
-		sels, err := framework.PromQLSelectors(q.Expr)
-		if err != nil {
-			t.Errorf("%s: %v", q.Source, err)
+		if q.Err != nil {
+			t.Error(q.Err)
 			continue
 		}
-		if len(sels) == 0 {
+		if len(q.Selectors) == 0 {
 			t.Errorf("%s selects no metric: %s", q.Source, q.Expr)
 		}
-		for _, s := range sels {
+		for _, s := range q.Selectors {
 			if !registeredSeries(s.Metric) {
 				t.Errorf("%s queries %s, which the %s does not register", q.Source, s.Metric, component)
 				continue

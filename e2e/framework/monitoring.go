@@ -81,6 +81,12 @@ type grafanaPanel struct {
 	Panels []grafanaPanel `json:"panels"` // of a collapsed row
 }
 
+// grafanaIntervals are the interval variables Grafana replaces with a
+// duration before it sends a query. The tests give them one, so that
+// Prometheus's parser can read the panel; every other variable the
+// dashboards use stands inside a label matcher's string.
+var grafanaIntervals = regexp.MustCompile(`\$(?:__rate_interval|__interval|__range)\b|\$\{(?:__rate_interval|__interval|__range)\}`)
+
 // labelValues is the Grafana variable query label_values(<selector>, <label>).
 var labelValues = regexp.MustCompile(`^\s*(?:label_values|query_result)\((.*?)(?:,\s*[a-zA-Z_][a-zA-Z0-9_]*)?\)\s*$`)
 
@@ -90,7 +96,7 @@ func (d grafanaDashboard) queries(src string) []Query {
 	walk = func(panels []grafanaPanel) {
 		for _, p := range panels {
 			for _, t := range p.Targets {
-				out = append(out, Query{Source: src + " panel " + p.Title, Expr: t.Expr})
+				out = append(out, Query{Source: src + " panel " + p.Title, Expr: grafanaIntervals.ReplaceAllString(t.Expr, "5m")})
 			}
 			walk(p.Panels)
 		}

@@ -16,7 +16,7 @@ func TestMonitoringQueries(t *testing.T) {
 		}}}},
 	}}
 	dash := `{"panels": [
-	  {"title": "P1", "targets": [{"expr": "p1"}, {"expr": "p2"}]},
+	  {"title": "P1", "targets": [{"expr": "p1"}, {"expr": "rate(p2{job=~\"$job\"}[$__rate_interval]) / ${__range}"}]},
 	  {"title": "Row", "type": "row", "panels": [{"title": "P3", "targets": [{"expr": "p3"}]}]}],
 	 "templating": {"list": [
 	  {"name": "ds", "type": "datasource", "query": "prometheus"},
@@ -34,7 +34,7 @@ func TestMonitoringQueries(t *testing.T) {
 		{"PrometheusRule r rule A", "a > 0"},
 		{"PrometheusRule r rule b:sum", "sum(b)"},
 		{"dashboard d/d.json panel P1", "p1"},
-		{"dashboard d/d.json panel P1", "p2"},
+		{"dashboard d/d.json panel P1", `rate(p2{job=~"$job"}[5m]) / 5m`},
 		{"dashboard d/d.json panel P3", "p3"},
 		{"dashboard d/d.json variable job", `v1{component="x"}`},
 		{"dashboard d/d.json variable old", "v2"},

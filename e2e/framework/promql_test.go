@@ -2,55 +2,35 @@ package framework
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
-func TestPromQLSelectors(t *testing.T) {
-	for _, tc := range []struct {
-		expr string
-		want []Selector
-	}{
-		{`up`, []Selector{{Metric: "up"}}},
-		{`rate(controller_runtime_reconcile_errors_total{controller="updatestatus"}[5m]) > 0`,
-			[]Selector{{Metric: "controller_runtime_reconcile_errors_total", Labels: []string{"controller"}}}},
-		// Aggregation label lists, before or after the argument, are not metrics.
-		{`sum by (pool, phase) (a_total) / on (pool) group_left (kind) sum(b) without (instance)`,
-			[]Selector{{Metric: "a_total"}, {Metric: "b"}}},
-		{`count(x) by (pool) > bool 1 unless y and z or w`,
-			[]Selector{{Metric: "x"}, {Metric: "y"}, {Metric: "z"}, {Metric: "w"}}},
-		// Grafana variables in matchers and ranges; function names; numbers.
-		{`histogram_quantile(0.99, sum by (le) (rate(d_bucket{job=~"$job", le!="+Inf"}[$__rate_interval])))`,
-			[]Selector{{Metric: "d_bucket", Labels: []string{"job", "le"}}}},
-		{"time() - max by (namespace, job) (last_timestamp_seconds) > 15 * 60\nand on (namespace, job)\n(max(updating) == 1)",
-			[]Selector{{Metric: "last_timestamp_seconds"}, {Metric: "updating"}}},
-		// Strings, offsets, @ modifiers, subqueries, exponents, Inf/NaN.
-		{`label_replace(m1{a='x,y}', b!~"z"}, "dst", "$1", "src", "(.*)") offset -5m`,
-			[]Selector{{Metric: "m1", Labels: []string{"a", "b"}}}},
-		{`max_over_time(deriv(m2[5m])[1h:1m]) @ end() + 1e-3 * 0x1f - Inf + NaN`,
-			[]Selector{{Metric: "m2"}}},
-		{`{__name__="named", pool="p"}`, []Selector{{Metric: "named", Labels: []string{"pool"}}}},
-		{`vector(1) # a comment mentioning not_a_metric`, nil},
-		{`m3{a=` + "`raw`" + `}`, []Selector{{Metric: "m3", Labels: []string{"a"}}}},
-	} {
-		got, err := PromQLSelectors(tc.expr)
-		if err != nil {
-			t.Errorf("%s: %v", tc.expr, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s:\n got %+v\nwant %+v", tc.expr, got, tc.want)
+// TestParseQueries runs the real upshift-promql: each query's selectors,
+// or its own error naming its source, in the order given.
+func TestParseQueries(t *testing.T) {
+	got, err := ParseQueries([]Query{
+		{Source: "rule A", Expr: `max by (pool) (a_total{pool="w"}) == 1 unless on (pool) b`},
+		{Source: "rule B", Expr: `sum(b`},
+		{Source: "panel C", Expr: `{job="x"}`},
+		{Source: "rule D", Expr: `vector(1)`},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("got %d results for 4 queries", len(got))
+	}
+	if want := []Selector{{Metric: "a_total", Labels: []string{"pool"}}, {Metric: "b"}}; got[0].Err != nil || !reflect.DeepEqual(got[0].Selectors, want) {
+		t.Errorf("rule A: got %+v, %v; want %+v", got[0].Selectors, got[0].Err, want)
+	}
+	for i, want := range map[int]string{1: "rule B: 1:6: parse error: unclosed left parenthesis", 2: "panel C: {job=\"x\"} names no metric"} {
+		if got[i].Err == nil || !strings.HasPrefix(got[i].Err.Error(), want) {
+			t.Errorf("%s: error %v, want it to start %q", got[i].Source, got[i].Err, want)
 		}
 	}
-}
-
-func TestPromQLSelectorsRejectsMalformed(t *testing.T) {
-	for _, expr := range []string{
-		`sum(x`, `x)`, `x{a="b"`, `x}`, `rate(x[5m)`, `x{a}`, `x{a=b}`, `x{a="b" c="d"}`,
-		`sum by (a b`, `"open`, `x ; y`, `{a="b"}`, `x{__name__="y"}`,
-	} {
-		if sels, err := PromQLSelectors(expr); err == nil {
-			t.Errorf("%s: no error, got %+v", expr, sels)
-		}
+	if got[3].Err != nil || len(got[3].Selectors) != 0 {
+		t.Errorf("rule D: got %+v, %v; want no selector and no error", got[3].Selectors, got[3].Err)
 	}
 }
 
@@ -101,5 +81,8 @@ func TestExpositionMergeAndMissingFor(t *testing.T) {
 	}
 	if _, err := done.MissingFor([]Query{{Source: "rule C", Expr: `1`}}); err == nil {
 		t.Fatal("a query that selects no metric passed")
+	}
+	if _, err := done.MissingFor([]Query{{Source: "rule D", Expr: `phase{name="a"`}}); err == nil || !strings.Contains(err.Error(), "rule D") {
+		t.Fatalf("a query that does not parse: %v", err)
 	}
 }
