@@ -117,8 +117,6 @@ REVISION        ?= $(shell git rev-parse HEAD 2>/dev/null)
 # same digest: SOURCE_DATE_EPOCH if set, else the commit's time.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 export SOURCE_DATE_EPOCH
-# Charts are versioned by the release: v1.2.3 -> 1.2.3, a commit -> 0.0.0-<describe>.
-CHART_VERSION   ?= $(shell v='$(VERSION)'; v=$${v#v}; if [[ $$v =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]]; then echo $$v; else echo 0.0.0-$$v; fi)
 CLI_PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 DIST            := $(ROOT)/dist
 RELEASE_TOOL    := $(BIN)/upshift-release
@@ -166,15 +164,16 @@ push: $(RELEASE_TOOL) ## Push dist/images to REGISTRY (e.g. make push REGISTRY=g
 	$(RELEASE_TOOL) push --registry $(REGISTRY) $(addprefix $(DIST)/images/,$(IMAGES))
 
 .PHONY: charts
-charts: $(HELM) ## Package every chart and the umbrella chart into dist/charts/, versioned by the release.
+charts: $(HELM) $(RELEASE_TOOL) ## Package every chart and the umbrella chart into dist/charts/, versioned by the release.
 	@rm -rf $(DIST)/charts $(DIST)/chart-src && mkdir -p $(DIST)/charts $(DIST)/chart-src
-	@cp -r charts/. $(DIST)/chart-src/
-	@# Stamp the release into every chart: the default image tag is appVersion.
-	@for c in $(DIST)/chart-src/*/; do \
-		sed -i -E 's/^version: .*/version: $(CHART_VERSION)/; s/^appVersion: .*/appVersion: "$(VERSION)"/' $$c/Chart.yaml; done
+	@for c in charts/*/; do [ -f $$c/Chart.yaml ] && cp -r $$c $(DIST)/chart-src/; done
+	@# Stamp the release into every chart: version <VERSION without v> (or
+	@# 0.0.0-<describe> for a commit), appVersion <VERSION>, the default image
+	@# tag, which is the tag `make push` pushes (tools/release/chart).
+	$(RELEASE_TOOL) stamp-charts --version $(VERSION) $(DIST)/chart-src
 	@for c in $(DIST)/chart-src/*/; do grep -q '^dependencies:' $$c/Chart.yaml || continue; \
 		rm -rf $$c/charts $$c/Chart.lock; $(HELM) dependency update --skip-refresh $$c >/dev/null; done
-	@for c in $(DIST)/chart-src/*/; do $(HELM) lint --strict $$c >/dev/null && $(HELM) package $$c -d $(DIST)/charts; done
+	@for c in $(DIST)/chart-src/*/; do $(HELM) lint --strict --kube-version $(KUBE_VERSION) $$c >/dev/null && $(HELM) package $$c -d $(DIST)/charts; done
 	@rm -rf $(DIST)/chart-src
 
 .PHONY: cli
@@ -295,9 +294,14 @@ $(CONTROLLER_GEN):
 $(STATICCHECK):
 	$(call gobuild_tool,staticcheck,$@,honnef.co/go/tools/cmd/staticcheck)
 
+# Stamped as helm's own release builds are: without it, helm renders for
+# Kubernetes 1.20 when no cluster or --kube-version tells it otherwise, and
+# refuses every chart (their kubeVersion is 1.29 or later). The Kubernetes
+# version is that of the client-go helm is built with.
+HELM_KUBE_MINOR := $(word 2,$(subst ., ,$(call modver,k8s.io/client-go,helm)))
 $(HELM):
 	@echo "== building helm $(HELM_VERSION)"
-	$(call gobuild_tool,helm,$@,helm.sh/helm/v3/cmd/helm)
+	$(call gobuild_tool,helm,$@,-ldflags '-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR)' helm.sh/helm/v3/cmd/helm)
 
 ##@ Code generation and checks
 
@@ -359,6 +363,13 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code, apply configurations and 
 	@# and upgrades them): copies of api/crds, kept current here.
 	@for c in charts/*/; do [ -d $$c/files/crds ] || continue; \
 		for f in $$c/files/crds/*.yaml; do cp api/crds/$$(basename $$f) $$f; done; done
+	@# The templates every component chart shares (charts/_shared/README.md),
+	@# copied into each chart that has no dependencies.
+	@for c in charts/*/; do [ -f $$c/Chart.yaml ] && ! grep -q '^dependencies:' $$c/Chart.yaml || continue; \
+		cp charts/_shared/templates/* $$c/templates/; done
+	@# Every chart's README.md, from its Chart.yaml, README.intro.md, values.schema.json
+	@# and values.yaml (tools/chartdoc): a value without a description fails here.
+	go run ./tools/cmd/chartdoc charts
 
 .PHONY: verify
 verify: generate ## Fail if generated files are not up to date.
@@ -379,7 +390,7 @@ lint: $(STATICCHECK) $(HELM) ## go vet, gofmt, staticcheck and helm lint.
 	@# Charts with dependencies (the umbrella) need them built to lint.
 	@for c in charts/*/; do [ -f $$c/Chart.yaml ] || continue; \
 		if grep -q '^dependencies:' $$c/Chart.yaml; then $(HELM) dependency update --skip-refresh $$c >/dev/null; fi; \
-		$(HELM) lint --strict $$c; done
+		$(HELM) lint --strict --kube-version $(KUBE_VERSION) $$c; done
 
 .PHONY: tidy
 tidy: ## go mod tidy in every module.

@@ -11,6 +11,7 @@ require (
 	github.com/upshift-io/upshift/api v0.0.0
 	github.com/upshift-io/upshift/libs v0.0.0
 	github.com/upshift-io/upshift/tools v0.0.0
+	golang.org/x/mod v0.41.0
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -118,7 +119,6 @@ require (
 	go.uber.org/zap v1.27.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
-	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.34.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect

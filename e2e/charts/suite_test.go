@@ -17,6 +17,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"golang.org/x/mod/semver"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,10 @@ func TestCharts(t *testing.T) {
 var (
 	env  *testenv.Env
 	helm *framework.Helm
+	// unstampedAPIServer: the control plane's kube-apiserver reports a
+	// version that is not SemVer (built without a version stamp), which
+	// Helm cannot check a chart's kubeVersion against.
+	unstampedAPIServer bool
 	// suiteStart times the whole suite for the log.
 	suiteStart time.Time
 )
@@ -51,6 +56,14 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	env = cluster.Env
 	helm, err = framework.NewHelm(env.KubeconfigPath, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
+	cs, err := env.Clientset()
+	Expect(err).NotTo(HaveOccurred())
+	version, err := cs.Discovery().ServerVersion()
+	Expect(err).NotTo(HaveOccurred())
+	unstampedAPIServer = !semver.IsValid(version.GitVersion)
+	if unstampedAPIServer {
+		fmt.Fprintf(GinkgoWriter, "kube-apiserver reports version %q: charts are installed without their kubeVersion\n", version.GitVersion)
+	}
 
 	// The OpenShift namespaces the charts grant Roles in exist on every
 	// OpenShift cluster; a plain control plane has to be given them.

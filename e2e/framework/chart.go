@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
+	"golang.org/x/mod/modfile"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +42,33 @@ func helmBinary() (string, error) {
 	return matches[len(matches)-1], nil
 }
 
+// KubeVersion is the Kubernetes version of the test control plane (the
+// k8s.io/kubernetes its builder module pins, as the Makefile reads it), for
+// `helm template --kube-version`: the charts require a minimum Kubernetes
+// version (kubeVersion in Chart.yaml), and a helm built from its Go module
+// without its release's flags renders for Kubernetes 1.20 when not told.
+var KubeVersion = sync.OnceValues(func() (string, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(root, "tools", "build", "kube", "go.mod")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	f, err := modfile.ParseLax(path, raw, nil)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == "k8s.io/kubernetes" {
+			return r.Mod.Version, nil
+		}
+	}
+	return "", fmt.Errorf("%s requires no k8s.io/kubernetes", path)
+})
+
 // Chart is a rendered Helm chart.
 type Chart struct {
 	Objects []*unstructured.Unstructured
@@ -51,24 +80,36 @@ type Chart struct {
 // RenderChart renders charts/<name> with `helm template` as release in
 // namespace, with optional --set values.
 func RenderChart(name, release, namespace string, set ...string) (*Chart, error) {
-	helm, err := helmBinary()
-	if err != nil {
-		return nil, err
-	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"template", release, filepath.Join(root, "charts", name), "--namespace", namespace}
+	var args []string
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
+	return RenderChartDir(filepath.Join(root, "charts", name), release, namespace, args...)
+}
+
+// RenderChartDir renders the chart in dir with `helm template` as release in
+// namespace, for the test control plane's Kubernetes version; args are more
+// `helm template` flags (a --kube-version among them wins).
+func RenderChartDir(dir, release, namespace string, args ...string) (*Chart, error) {
+	helm, err := helmBinary()
+	if err != nil {
+		return nil, err
+	}
+	kubeVersion, err := KubeVersion()
+	if err != nil {
+		return nil, err
+	}
+	args = append([]string{"template", release, dir, "--namespace", namespace, "--kube-version", kubeVersion}, args...)
 	var stderr bytes.Buffer
 	cmd := exec.Command(helm, args...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("helm template %s: %w: %s", name, err, stderr.String())
+		return nil, fmt.Errorf("helm template %s: %w: %s", filepath.Base(dir), err, stderr.String())
 	}
 	chart := &Chart{}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
@@ -78,7 +119,7 @@ func RenderChart(name, release, namespace string, set ...string) (*Chart, error)
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			return nil, fmt.Errorf("reading rendered chart %s: %w", name, err)
+			return nil, fmt.Errorf("reading rendered chart %s: %w", filepath.Base(dir), err)
 		}
 		if len(u.Object) > 0 {
 			chart.Objects = append(chart.Objects, u)

@@ -32,8 +32,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{- /* The image: upshift.image (_upshift.tpl), with global.imageRegistry. */ -}}
 {{- define "aromon.image" -}}
-{{ .Values.image.repository }}{{ with .Values.image.digest }}@{{ . }}{{ else }}:{{ default .Chart.AppVersion .Values.image.tag }}{{ end }}
+{{ include "upshift.image" . }}
 {{- end -}}
 
 {{- /* Arguments both roles take. */ -}}
@@ -60,7 +61,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- /* Environment both roles take: the Lease namespace, the node (the worker
-  agent's subnet is its node's). The proxy is not here: HTTPS_PROXY would
+  agent's subnet is its node's), SSL_CERT_DIR with the trusted CA bundle. The
+  proxy is not here: HTTPS_PROXY would
   route the apiserver's traffic through it too (client-go honours it); it
   goes to the prober alone, as flags (aromon.commonArgs). */ -}}
 {{- define "aromon.env" -}}
@@ -76,6 +78,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   valueFrom:
     fieldRef:
       fieldPath: spec.nodeName
+{{- with include "upshift.trustedCABundle.env" . }}
+{{ . }}
+{{- end }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}

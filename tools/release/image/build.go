@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -297,4 +298,12 @@ func Build(ctx context.Context, o BuildOptions) ([]Result, error) {
 		out = append(out, Result{Binary: b, Dir: dir, Digest: d})
 	}
 	return out, nil
+}
+
+// Reference is where the image of binary goes when pushed to registry (a
+// registry and path, e.g. ghcr.io/upshift-io) with tag: <registry>/<binary>:<tag>.
+// The charts name their images the same way (global.imageRegistry, and
+// the tag from appVersion), which tools/release/chart's test checks.
+func Reference(registry, binary, tag string) (name.Tag, error) {
+	return name.NewTag(strings.TrimSuffix(registry, "/") + "/" + binary + ":" + tag)
 }

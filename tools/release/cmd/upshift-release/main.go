@@ -5,6 +5,7 @@
 //	upshift-release changelog --version V           changelog section since the last tag
 //	upshift-release checksums <dir>                 SHA256SUMS of the files in dir
 //	upshift-release rootfs    <dir>                 the images' base files as a tree (Containerfile)
+//	upshift-release stamp-charts --version V <dir>  set version and appVersion of every <dir>/*/Chart.yaml
 //
 // The Makefile's images, push and release targets call it; see docs/release.md.
 package main
@@ -26,10 +27,10 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/upshift-io/upshift/tools/release/changelog"
+	"github.com/upshift-io/upshift/tools/release/chart"
 	"github.com/upshift-io/upshift/tools/release/image"
 )
 
@@ -37,11 +38,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: upshift-release images|push|changelog|checksums|rootfs [flags] [args]")
+		fmt.Fprintln(os.Stderr, "usage: upshift-release images|push|changelog|checksums|rootfs|stamp-charts [flags] [args]")
 		os.Exit(2)
 	}
 	cmds := map[string]func(context.Context, []string) error{
 		"images": images, "push": push, "changelog": changelogCmd, "checksums": checksums, "rootfs": rootfs,
+		"stamp-charts": stampCharts,
 	}
 	run, ok := cmds[os.Args[1]]
 	if !ok {
@@ -143,7 +145,7 @@ func push(ctx context.Context, args []string) error {
 			}
 			t = m.Annotations[image.AnnotationVersion]
 		}
-		ref, err := name.NewTag(strings.TrimSuffix(*registry, "/") + "/" + filepath.Base(filepath.Clean(dir)) + ":" + t)
+		ref, err := image.Reference(*registry, filepath.Base(filepath.Clean(dir)), t)
 		if err != nil {
 			return err
 		}
@@ -241,4 +243,23 @@ func rootfs(_ context.Context, args []string) error {
 		return err
 	}
 	return image.WriteRootFS(args[0], files)
+}
+
+// stampCharts sets every chart's version and appVersion to the release
+// (see package chart): run on the copy `make charts` packages, never on
+// the repository's charts, whose values are placeholders.
+func stampCharts(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("stamp-charts", flag.ExitOnError)
+	version := fs.String("version", "", "release version, as the images were built (make images VERSION)")
+	_ = fs.Parse(args)
+	if *version == "" || fs.NArg() != 1 {
+		return fmt.Errorf("usage: stamp-charts --version <version> <charts dir>")
+	}
+	names, err := chart.StampDir(fs.Arg(0), *version)
+	if err != nil {
+		return err
+	}
+	v, _ := chart.Version(*version)
+	fmt.Printf("stamped %s: version %s, appVersion %s\n", strings.Join(names, ", "), v, *version)
+	return nil
 }
