@@ -164,7 +164,7 @@ var _ = Describe("the OpenShift platform monitoring switch", func() {
 		Expect(chartDirsErr).NotTo(HaveOccurred())
 		ns := restrictedNamespace(ctx, "chart-unlabelled")
 		for _, name := range componentCharts {
-			_, err := helm.Run("install", name, chartPath(name), "--namespace", ns,
+			_, err := helm.Run("install", name, chartForCluster(name), "--namespace", ns,
 				"--set", "monitoring.openshift.platform=true", "--set", "monitoring.openshift.serviceCA=true")
 			Expect(err).To(MatchError(ContainSubstring("oc label namespace "+ns+" openshift.io/cluster-monitoring=true")), name)
 		}
