@@ -20,12 +20,15 @@ type Query struct {
 	Expr   string
 }
 
-// MonitoringQueries returns the PromQL of every rule of the chart's
-// PrometheusRules and of every panel target and query variable of the
-// Grafana dashboards in its ConfigMaps (data keys ending in .json). A
-// dashboard that is not valid JSON is an error.
-func (c *Chart) MonitoringQueries() ([]Query, error) {
-	var out []Query
+// chartRule is one rule of a PrometheusRule the chart renders.
+type chartRule struct {
+	owner string // the PrometheusRule's name
+	rule  map[string]any
+}
+
+// rules lists the rules of every PrometheusRule the chart renders, in order.
+func (c *Chart) rules() []chartRule {
+	var out []chartRule
 	for _, pr := range c.Kinds("PrometheusRule") {
 		groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
 		for _, g := range groups {
@@ -33,17 +36,29 @@ func (c *Chart) MonitoringQueries() ([]Query, error) {
 			rules, _ := group["rules"].([]any)
 			for _, r := range rules {
 				rule, _ := r.(map[string]any)
-				name, _ := rule["alert"].(string)
-				if name == "" {
-					name, _ = rule["record"].(string)
-				}
-				expr, _ := rule["expr"].(string)
-				if expr == "" {
-					return nil, fmt.Errorf("PrometheusRule %s: rule %q has no expr", pr.GetName(), name)
-				}
-				out = append(out, Query{Source: "PrometheusRule " + pr.GetName() + " rule " + name, Expr: expr})
+				out = append(out, chartRule{owner: pr.GetName(), rule: rule})
 			}
 		}
+	}
+	return out
+}
+
+// MonitoringQueries returns the PromQL of every rule of the chart's
+// PrometheusRules and of every panel target and query variable of the
+// Grafana dashboards in its ConfigMaps (data keys ending in .json). A
+// dashboard that is not valid JSON is an error.
+func (c *Chart) MonitoringQueries() ([]Query, error) {
+	var out []Query
+	for _, r := range c.rules() {
+		name, _ := r.rule["alert"].(string)
+		if name == "" {
+			name, _ = r.rule["record"].(string)
+		}
+		expr, _ := r.rule["expr"].(string)
+		if expr == "" {
+			return nil, fmt.Errorf("PrometheusRule %s: rule %q has no expr", r.owner, name)
+		}
+		out = append(out, Query{Source: "PrometheusRule " + r.owner + " rule " + name, Expr: expr})
 	}
 	for _, cm := range c.Kinds("ConfigMap") {
 		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")

@@ -48,17 +48,9 @@ func (c *Chart) RuleGroups() ([]byte, error) {
 // Alerts returns the names of the chart's alerting rules, in order.
 func (c *Chart) Alerts() []string {
 	var out []string
-	for _, pr := range c.Kinds("PrometheusRule") {
-		groups, _, _ := unstructured.NestedSlice(pr.Object, "spec", "groups")
-		for _, g := range groups {
-			group, _ := g.(map[string]any)
-			rules, _ := group["rules"].([]any)
-			for _, r := range rules {
-				rule, _ := r.(map[string]any)
-				if name, _ := rule["alert"].(string); name != "" {
-					out = append(out, name)
-				}
-			}
+	for _, r := range c.rules() {
+		if name, _ := r.rule["alert"].(string); name != "" {
+			out = append(out, name)
 		}
 	}
 	return out
