@@ -147,8 +147,8 @@ $(OLM_TOOL):
 	GOWORK=off go build -C $(ROOT)/tools/olm -o $@ ./cmd/upshift-olm
 
 .PHONY: bundles
-bundles: $(OLM_TOOL) $(HELM) ## OLM bundles of the component charts into dist/bundles/<package>/ and their file-based catalog into dist/catalog/, versioned like the charts.
-	$(OLM_TOOL) --charts $(ROOT)/charts --helm $(HELM) --version $(CHART_VERSION) --app-version $(VERSION) \
+bundles: $(OLM_TOOL) $(HELM) $(RELEASE_TOOL) ## OLM bundles of the component charts into dist/bundles/<package>/ and their file-based catalog into dist/catalog/, versioned like the charts.
+	$(OLM_TOOL) --charts $(ROOT)/charts --helm $(HELM) --version $$($(RELEASE_TOOL) chart-version $(VERSION)) --app-version $(VERSION) \
 		--out $(DIST)/bundles --catalog $(DIST)/catalog --registry $(BUNDLE_REGISTRY) \
 		$(addprefix --set ,$(BUNDLE_SET)) $(BUNDLES)
 

@@ -6,6 +6,7 @@
 //	upshift-release checksums <dir>                 SHA256SUMS of the files in dir
 //	upshift-release rootfs    <dir>                 the images' base files as a tree (Containerfile)
 //	upshift-release stamp-charts --version V <dir>  set version and appVersion of every <dir>/*/Chart.yaml
+//	upshift-release chart-version V                 the chart version of release V (make bundles)
 //
 // The Makefile's images, push and release targets call it; see docs/release.md.
 package main
@@ -38,12 +39,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: upshift-release images|push|changelog|checksums|rootfs|stamp-charts [flags] [args]")
+		fmt.Fprintln(os.Stderr, "usage: upshift-release images|push|changelog|checksums|rootfs|stamp-charts|chart-version [flags] [args]")
 		os.Exit(2)
 	}
 	cmds := map[string]func(context.Context, []string) error{
 		"images": images, "push": push, "changelog": changelogCmd, "checksums": checksums, "rootfs": rootfs,
-		"stamp-charts": stampCharts,
+		"stamp-charts": stampCharts, "chart-version": chartVersion,
 	}
 	run, ok := cmds[os.Args[1]]
 	if !ok {
@@ -261,5 +262,20 @@ func stampCharts(_ context.Context, args []string) error {
 	}
 	v, _ := chart.Version(*version)
 	fmt.Printf("stamped %s: version %s, appVersion %s\n", strings.Join(names, ", "), v, *version)
+	return nil
+}
+
+// chartVersion prints the chart version of a release version, the one
+// stamp-charts writes, for what else is versioned like the charts (the OLM
+// bundles).
+func chartVersion(_ context.Context, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: chart-version <version>")
+	}
+	v, err := chart.Version(args[0])
+	if err != nil {
+		return err
+	}
+	fmt.Println(v)
 	return nil
 }
