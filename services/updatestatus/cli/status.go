@@ -104,8 +104,19 @@ func runMock(o StatusOptions, details render.Details) error {
 	if err != nil {
 		return err
 	}
-	if loaded.AlertsNotice != "" {
-		// oc prints this on its standard output, before the report.
+	snap := loaded.Snapshot
+	snap.WallClock = time.Now()
+	if o.Now != nil {
+		snap.WallClock = o.Now()
+	}
+	result, err := assess.AssessForDisplay(snap)
+	if err != nil {
+		return fmt.Errorf("cannot assess snapshot %s: %w", o.MockClusterVersion, err)
+	}
+	// oc reads the alerts only once it knows the cluster is updating, so its
+	// notice about them never precedes "The cluster is not updating.". It
+	// prints the notice on its standard output, before the report.
+	if loaded.AlertsNotice != "" && render.IsUpdating(result.Status) {
 		notices := o.Notices
 		switch {
 		case o.Output != "":
@@ -116,15 +127,6 @@ func runMock(o StatusOptions, details render.Details) error {
 		if notices != nil {
 			fmt.Fprint(notices, loaded.AlertsNotice)
 		}
-	}
-	snap := loaded.Snapshot
-	snap.WallClock = time.Now()
-	if o.Now != nil {
-		snap.WallClock = o.Now()
-	}
-	result, err := assess.AssessForDisplay(snap)
-	if err != nil {
-		return fmt.Errorf("cannot assess snapshot %s: %w", o.MockClusterVersion, err)
 	}
 	if o.Output != "" {
 		return writeObjects(o.Out, o.Output, objectsOf(result))
