@@ -270,32 +270,14 @@ func checkServingCerts(t *testing.T, chart *framework.Chart) {
 }
 
 func mountsSecretAtCertDir(d *unstructured.Unstructured, secret string) error {
-	spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
-	volumes, _, _ := unstructured.NestedSlice(spec, "volumes")
-	containers, _, _ := unstructured.NestedSlice(spec, "containers")
-	for _, c := range containers {
-		container, _ := c.(map[string]any)
-		args, _, _ := unstructured.NestedStringSlice(container, "args")
-		for _, a := range args {
-			dir, ok := strings.CutPrefix(a, "--metrics-cert-dir=")
-			if !ok {
-				continue
-			}
-			mounts, _, _ := unstructured.NestedSlice(container, "volumeMounts")
-			for _, m := range mounts {
-				mount, _ := m.(map[string]any)
-				for _, v := range volumes {
-					vol, _ := v.(map[string]any)
-					name, _, _ := unstructured.NestedString(vol, "secret", "secretName")
-					if mount["mountPath"] == dir && vol["name"] == mount["name"] && name == secret {
-						return nil
-					}
-				}
-			}
-			return fmt.Errorf("deployment %s: Secret %s is not mounted at --metrics-cert-dir=%s", d.GetName(), secret, dir)
-		}
+	mounts := framework.CertDirMounts(d)
+	if len(mounts) == 0 {
+		return fmt.Errorf("deployment %s serves /metrics without --metrics-cert-dir", d.GetName())
 	}
-	return fmt.Errorf("deployment %s serves /metrics without --metrics-cert-dir", d.GetName())
+	if m := mounts[0]; m.Secret != secret {
+		return fmt.Errorf("deployment %s: Secret %s is not mounted at --metrics-cert-dir=%s", d.GetName(), secret, m.Dir)
+	}
+	return nil
 }
 
 func metricsServices(chart *framework.Chart) []*unstructured.Unstructured {

@@ -90,41 +90,59 @@ func (c *Chart) IssueMetricsCert(parent string) (*MetricsCert, error) {
 func (c *Chart) mountsMetricsCert() error {
 	found := 0
 	for _, d := range c.Kinds("Deployment") {
-		spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
-		secretOf := map[string]string{}
-		volumes, _, _ := unstructured.NestedSlice(spec, "volumes")
-		for _, v := range volumes {
-			vol, _ := v.(map[string]any)
-			name, _, _ := unstructured.NestedString(vol, "name")
-			secret, _, _ := unstructured.NestedString(vol, "secret", "secretName")
-			secretOf[name] = secret
-		}
-		containers, _, _ := unstructured.NestedSlice(spec, "containers")
-		for _, ct := range containers {
-			container, _ := ct.(map[string]any)
-			args, _, _ := unstructured.NestedStringSlice(container, "args")
-			for _, a := range args {
-				dir, ok := strings.CutPrefix(a, "--metrics-cert-dir=")
-				if !ok {
-					continue
-				}
-				mounted := false
-				mounts, _, _ := unstructured.NestedSlice(container, "volumeMounts")
-				for _, m := range mounts {
-					mount, _ := m.(map[string]any)
-					if mount["mountPath"] == dir && secretOf[fmt.Sprint(mount["name"])] == MetricsCertSecret {
-						mounted = true
-					}
-				}
-				if !mounted {
-					return fmt.Errorf("deployment %s: --metrics-cert-dir=%s, where Secret %s is not mounted", d.GetName(), dir, MetricsCertSecret)
-				}
-				found++
+		for _, m := range CertDirMounts(d) {
+			if m.Secret != MetricsCertSecret {
+				return fmt.Errorf("deployment %s: --metrics-cert-dir=%s, where Secret %s is not mounted", d.GetName(), m.Dir, MetricsCertSecret)
 			}
+			found++
 		}
 	}
 	if found == 0 {
 		return fmt.Errorf("no Deployment of the chart passes --metrics-cert-dir with metrics.certSecret=%s", MetricsCertSecret)
 	}
 	return nil
+}
+
+// CertDirMount is where one container of a Deployment reads its metrics
+// serving certificate (--metrics-cert-dir) and the Secret mounted there
+// (empty: none).
+type CertDirMount struct {
+	Dir, Secret string
+}
+
+// CertDirMounts lists, for each container of the Deployment d that passes
+// --metrics-cert-dir, that folder and the Secret volume mounted at it, in
+// container order.
+func CertDirMounts(d *unstructured.Unstructured) []CertDirMount {
+	spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+	secretOf := map[string]string{}
+	volumes, _, _ := unstructured.NestedSlice(spec, "volumes")
+	for _, v := range volumes {
+		vol, _ := v.(map[string]any)
+		name, _, _ := unstructured.NestedString(vol, "name")
+		secret, _, _ := unstructured.NestedString(vol, "secret", "secretName")
+		secretOf[name] = secret
+	}
+	var out []CertDirMount
+	containers, _, _ := unstructured.NestedSlice(spec, "containers")
+	for _, ct := range containers {
+		container, _ := ct.(map[string]any)
+		args, _, _ := unstructured.NestedStringSlice(container, "args")
+		for _, a := range args {
+			dir, ok := strings.CutPrefix(a, "--metrics-cert-dir=")
+			if !ok {
+				continue
+			}
+			m := CertDirMount{Dir: dir}
+			mounts, _, _ := unstructured.NestedSlice(container, "volumeMounts")
+			for _, mt := range mounts {
+				mount, _ := mt.(map[string]any)
+				if mount["mountPath"] == dir && secretOf[fmt.Sprint(mount["name"])] != "" {
+					m.Secret = secretOf[fmt.Sprint(mount["name"])]
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
 }
