@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +67,10 @@ type systemTimes struct {
 	requested, cvDone, settled time.Duration
 	// steps are the UpgradeConfig's history conditions: each step's time.
 	steps []string
+	// cpu is what each program used over the update, api what the
+	// apiserver served.
+	cpu cpuUse
+	api apiTraffic
 }
 
 func runSystem(ctx context.Context, o options) (err error) {
@@ -128,7 +134,7 @@ func runSystem(ctx context.Context, o options) (err error) {
 	var lines []string
 	var last, lastNone systemTimes
 	for i := 0; i < o.pairs; i++ {
-		none, err := updateWithout(ctx, env.Client, watchCache, o, start, graph[1+2*i])
+		none, err := updateWithout(ctx, env.Client, env.Config, watchCache, o, start, graph[1+2*i])
 		if err != nil {
 			return fmt.Errorf("update %d without Upshift: %w", i+1, err)
 		}
@@ -157,6 +163,8 @@ func runSystem(ctx context.Context, o options) (err error) {
 	row("after the cluster is done", 0, last.whole-last.settled, "until the UpgradeConfig is Upgraded and the run Completed (capacity removal, post checks)")
 	row("whole", lastNone.whole, last.whole, "")
 	fmt.Printf("  the UpgradeConfig's steps: %s\n", strings.Join(last.steps, "; "))
+	printCPUTable(lastNone.cpu, last.cpu, lastNone.whole, last.whole, runtime.NumCPU())
+	printAPITable(lastNone.api, last.api, 12)
 	for _, l := range lines {
 		fmt.Println(l)
 	}
@@ -167,8 +175,16 @@ func runSystem(ctx context.Context, o options) (err error) {
 
 // updateWithout sets ClusterVersion's desired update and waits until the
 // cluster is done.
-func updateWithout(ctx context.Context, c client.Client, cc cache.Cache, o options, start time.Time, target string) (systemTimes, error) {
+func updateWithout(ctx context.Context, c client.Client, cfg *rest.Config, cc cache.Cache, o options, start time.Time, target string) (systemTimes, error) {
 	var t systemTimes
+	cpuBefore, err := readCPU()
+	if err != nil {
+		return t, err
+	}
+	apiBefore, err := readAPITraffic(ctx, cfg)
+	if err != nil {
+		return t, err
+	}
 	if err := requestUpdate(ctx, c, target); err != nil {
 		return t, err
 	}
@@ -184,6 +200,16 @@ func updateWithout(ctx context.Context, c client.Client, cc cache.Cache, o optio
 	}
 	t.whole = time.Since(requested)
 	t.settled = t.whole
+	cpuAfter, err := readCPU()
+	if err != nil {
+		return t, err
+	}
+	t.cpu = cpuAfter.since(cpuBefore)
+	apiAfter, err := readAPITraffic(ctx, cfg)
+	if err != nil {
+		return t, err
+	}
+	t.api = apiAfter.since(apiBefore)
 	step(start, "update to %s without Upshift done in %s", target, t.whole.Round(time.Second))
 	return t, nil
 }
@@ -245,11 +271,21 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 	}
 	step(start, "update to %s with Upshift scheduled at %s", target, upgradeAt.Format(time.TimeOnly))
 	var t systemTimes
+	var cpuBefore cpuUse
+	var apiBefore *apiTraffic
 	lastReport := time.Now()
 	// Everything is read from the bench's watches: polling the apiserver
 	// the update runs on would add to what is measured.
 	err = framework.WaitFor(ctx, o.updateTimeout+time.Until(upgradeAt), func() bool {
 		since := time.Since(upgradeAt)
+		if cpuBefore == nil && since >= 0 {
+			cpuBefore, _ = readCPU() // a failure leaves it nil: the next poll reads again
+		}
+		if apiBefore == nil && since >= 0 {
+			if a, err := readAPITraffic(ctx, cluster.Env.Config); err == nil {
+				apiBefore = &a
+			}
+		}
 		if time.Since(lastReport) > 15*time.Second {
 			lastReport = time.Now()
 			step(start, "with Upshift: %s", ucPhase(ctx, cc))
@@ -275,6 +311,18 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 		return t, fmt.Errorf("%w (%s)\n%s", err, ucPhase(ctx, cc), logs)
 	}
 	t.whole = time.Since(upgradeAt)
+	cpuAfter, err := readCPU()
+	if err != nil {
+		return t, err
+	}
+	t.cpu = cpuAfter.since(cpuBefore)
+	apiAfter, err := readAPITraffic(ctx, cluster.Env.Config)
+	if err != nil {
+		return t, err
+	}
+	if apiBefore != nil {
+		t.api = apiAfter.since(*apiBefore)
+	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(uc), uc); err != nil {
 		return t, err
 	}

@@ -166,7 +166,11 @@ func (r *gateRun) nodeMessage(rec *nodegatev1alpha1.NodeRecord) string {
 	if r.Waiting != "" {
 		return fmt.Sprintf("%s: waiting: %s", prefix, r.Waiting)
 	}
-	return fmt.Sprintf("%s: waiting for its turn (%s)", prefix, r.progress())
+	// Not the run's progress: a message that changed with every node the
+	// run completes would rewrite every waiting node's insight each time
+	// (hundreds of writes per completed node on a large pool). The progress
+	// is in the run's health insight, once.
+	return prefix + ": waiting for its turn"
 }
 
 // currentHook is the pre-update hook a node is at: the running one, else the

@@ -90,7 +90,7 @@ func TestGatedPoolIsReportedAsGatedNotStalled(t *testing.T) {
 		"worker-0": {"Completed", ""},
 		"worker-1": {"Updating", ""},
 		"worker-2": {"Gated", "Gated by node-gate run db/workers: pre-update hook backup of rule db-rule running"},
-		"worker-3": {"Gated", "Gated by node-gate run db/workers: waiting for its turn (1 of 4 nodes done)"},
+		"worker-3": {"Gated", "Gated by node-gate run db/workers: waiting for its turn"},
 	} {
 		n := nodeInsight(r, name)
 		if n == nil {
