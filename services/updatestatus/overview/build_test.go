@@ -178,6 +178,8 @@ func TestBuild(t *testing.T) {
 			in.ClusterVersion.Object = clusterVersion("4.15.3", "4.16.2", true)
 			uc := upgradeConfig(upgradev1alpha1.UpgradePhaseUpgrading, func(uc *upgradev1alpha1.UpgradeConfig) {
 				uc.Status.CurrentStep = "ControlPlaneUpgraded"
+				uc.Spec.Deadlines = &upgradev1alpha1.Deadlines{ControlPlane: &upgradev1alpha1.Deadline{Minutes: ptr.To[int32](120), Policy: upgradev1alpha1.DeadlineAlert},
+					Workers: &upgradev1alpha1.Deadline{Minutes: ptr.To[int32](480)}}
 				uc.Status.History[0].Conditions = upgradev1alpha1.Conditions{
 					{Type: "ControlPlaneUpgraded", Status: corev1.ConditionFalse, Message: "waiting for ClusterVersion", StartTime: at(-30 * time.Minute)},
 					{Type: "UpgradeCommenced", Status: corev1.ConditionTrue, StartTime: at(-31 * time.Minute), CompleteTime: at(-30 * time.Minute)},
@@ -197,7 +199,9 @@ func TestBuild(t *testing.T) {
 			waiting: map[string]string{UpgradeScheduler: "at step ControlPlaneUpgraded: waiting for ClusterVersion (since 22:30 UTC)",
 				ClusterUpdate: "the control plane updates to 4.16.2: 58% (Progressing), estimated to finish at 23:40 UTC"},
 			lines: []string{"Updating: 4.15.3 → 4.16.2", "control plane: Progressing, 58% (4.15.3 → 4.16.2)",
-				"done     UpgradeCommenced", "running  ControlPlaneUpgraded"},
+				"done     UpgradeCommenced", "running  ControlPlaneUpgraded",
+				// Due two hours after commencement; the workers' has no anchor yet.
+				"deadlines: controlPlane 120m due 2026-12-03 00:30 UTC (alert), workers 480m; others"},
 		},
 	}, {
 		name: "a gated node waits for its hook; the finished nodes are only counted",
@@ -243,8 +247,12 @@ func TestBuild(t *testing.T) {
 			in.ClusterVersion.Object = clusterVersion("4.15.3", "4.16.2", true)
 			in.UpgradeStatus = Read[*updatev1alpha1.UpgradeStatus]{Outcome: Found, Object: &updatev1alpha1.UpgradeStatus{Status: updatev1alpha1.UpgradeStatusStatus{
 				ControlPlane: &updatev1alpha1.ControlPlane{ClusterVersion: &updatev1alpha1.ClusterVersionStatusInsight{Assessment: updatev1alpha1.ControlPlaneAssessmentProgressing, Completion: 97}},
-				Health: []updatev1alpha1.HealthInsight{{Impact: updatev1alpha1.InsightImpact{Level: updatev1alpha1.ErrorImpactLevel,
-					Type: updatev1alpha1.UpdateStalledImpactType, Summary: "Node worker-3 is unavailable"}}},
+				Health: []updatev1alpha1.HealthInsight{
+					{Impact: updatev1alpha1.InsightImpact{Level: updatev1alpha1.InfoImpactLevel, Type: updatev1alpha1.UpdateSpeedImpactType, Summary: "info 1"}},
+					{Impact: updatev1alpha1.InsightImpact{Level: updatev1alpha1.InfoImpactLevel, Type: updatev1alpha1.UpdateSpeedImpactType, Summary: "info 2"}},
+					{Impact: updatev1alpha1.InsightImpact{Level: updatev1alpha1.InfoImpactLevel, Type: updatev1alpha1.UpdateSpeedImpactType, Summary: "info 3"}},
+					{Impact: updatev1alpha1.InsightImpact{Level: updatev1alpha1.ErrorImpactLevel,
+						Type: updatev1alpha1.UpdateStalledImpactType, Summary: "Node worker-3 is unavailable"}}},
 			}}}
 			return in
 		},
@@ -252,7 +260,9 @@ func TestBuild(t *testing.T) {
 			verdict: VerdictBlocked,
 			states:  map[string]State{ClusterUpdate: StateBlocked},
 			waiting: map[string]string{ClusterUpdate: "update stalled: Node worker-3 is unavailable"},
-			lines:   []string{"health insights: 1 Error", "Error Update Stalled: Node worker-3 is unavailable"},
+			// The error is listed first, so the cap leaves out an info.
+			lines:  []string{"health insights: 1 Error, 3 Info", "Error Update Stalled: Node worker-3 is unavailable", "and 1 more"},
+			absent: []string{"info 3"},
 		},
 	}, {
 		name: "a failing step blocks the upgrade",

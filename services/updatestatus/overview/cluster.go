@@ -2,6 +2,7 @@ package overview
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -194,6 +195,8 @@ func assessmentLines(u *upgradeStatus, in Input) []string {
 			n[h.Impact.Level]++
 			list = append(list, fmt.Sprintf("    %s %s: %s", h.Impact.Level, h.Impact.Type, oneLine(h.Impact.Summary, 160)))
 		}
+		// The most severe first: the cap must not hide an error behind infos.
+		slices.SortStableFunc(list, func(a, b string) int { return levelRank(a) - levelRank(b) })
 		out = append(out, "  health insights: "+counts(insightLevels, n))
 		out = append(out, capped(list, 3, "    ")...)
 	}
@@ -205,3 +208,13 @@ var poolSummaries = []updatev1alpha1.NodeSummaryType{updatev1alpha1.NodesOutdate
 
 var insightLevels = []updatev1alpha1.InsightImpactLevel{updatev1alpha1.CriticalImpactLevel, updatev1alpha1.ErrorImpactLevel,
 	updatev1alpha1.WarningImpactLevel, updatev1alpha1.InfoImpactLevel, updatev1alpha1.UnknownImpactLevel}
+
+// levelRank orders a rendered insight line by its level.
+func levelRank(line string) int {
+	for i, l := range insightLevels {
+		if strings.HasPrefix(strings.TrimSpace(line), string(l)+" ") {
+			return i
+		}
+	}
+	return len(insightLevels)
+}

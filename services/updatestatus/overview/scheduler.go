@@ -232,7 +232,7 @@ func configLines(uc *upgradev1alpha1.UpgradeConfig, now time.Time) []string {
 		}
 		lines = append(lines, "  maintenance windows: "+strings.Join(parts, "; "))
 	}
-	if d := deadlines(uc.Spec.Deadlines); d != "" {
+	if d := deadlines(uc.Spec.Deadlines, latestOf(uc), now); d != "" {
 		lines = append(lines, "  deadlines: "+d)
 	}
 	for _, t := range []string{"ConfigValid", "Validated", "Paused", "Cancelled", "Delayed", "DeadlineExceeded", upgradev1alpha1.WorkersUpgradedCondition} {
@@ -280,23 +280,43 @@ func window(w commonv1alpha1.MaintenanceWindow) string {
 	return fmt.Sprintf("%s %s-%s %s", days, w.Start, w.End, orElse(w.TimeZone, "UTC"))
 }
 
-// deadlines are the ones the spec sets; the rest come from the scheduler's
-// configuration, which the view does not read.
-func deadlines(d *upgradev1alpha1.Deadlines) string {
+// latestOf is the attempt at the spec's target, nil before it started.
+func latestOf(uc *upgradev1alpha1.UpgradeConfig) *upgradev1alpha1.UpgradeHistory {
+	if phaseOf(uc) == upgradev1alpha1.UpgradePhaseNew {
+		return nil
+	}
+	return latest(uc)
+}
+
+// deadlines are the ones the spec sets, each with when it falls once the
+// step it runs from completed (the scheduler's anchors); the rest come from
+// the scheduler's configuration, which the view does not read. The workers'
+// deadline is deferred while node-gate holds the workers, which only the
+// scheduler works out: it says "from", not "due".
+func deadlines(d *upgradev1alpha1.Deadlines, h *upgradev1alpha1.UpgradeHistory, now time.Time) string {
 	if d == nil {
 		return ""
 	}
 	var parts []string
 	for _, x := range []struct {
-		name string
-		d    *upgradev1alpha1.Deadline
-	}{{"start", d.Start}, {"controlPlane", d.ControlPlane}, {"workers", d.Workers}, {"postCheck", d.PostCheck}} {
+		name   string
+		d      *upgradev1alpha1.Deadline
+		anchor string
+	}{{"start", d.Start, ""}, {"controlPlane", d.ControlPlane, "UpgradeCommenced"}, {"workers", d.Workers, "ControlPlaneUpgraded"}, {"postCheck", d.PostCheck, "WorkerNodesUpgraded"}} {
 		if x.d == nil {
 			continue
 		}
 		p := x.name
 		if x.d.Minutes != nil {
 			p += fmt.Sprintf(" %dm", *x.d.Minutes)
+			if c := findStep(h, x.anchor); x.anchor != "" && *x.d.Minutes > 0 && c != nil && c.CompleteTime != nil {
+				due := c.CompleteTime.Add(time.Duration(*x.d.Minutes) * time.Minute)
+				if x.name == "workers" {
+					p += " from " + clock(c.CompleteTime.Time, now)
+				} else {
+					p += " due " + clock(due, now)
+				}
+			}
 		}
 		if x.d.Policy != "" {
 			p += " (" + string(x.d.Policy) + ")"
