@@ -71,8 +71,12 @@ func headline(in Input, m Model) string {
 	case VerdictUnknown:
 		return "Unknown: cannot read the ClusterVersion (" + readProblem(in.ClusterVersion.Outcome, in.ClusterVersion.Err) + ")"
 	case VerdictUpdating:
-		if desired != "" && desired != current && current != "" {
+		switch {
+		case desired != "" && desired != current && current != "":
 			return fmt.Sprintf("Updating: %s → %s", current, desired)
+		case desired != "" && desired == current:
+			// ClusterVersion is done; the workers (gated, tracked) are not.
+			return "Updating: the control plane is at " + desired + ", the workers are not yet"
 		}
 		return "Updating: " + orElse(desired, "the cluster")
 	}

@@ -223,8 +223,31 @@ func TestBuild(t *testing.T) {
 			verdict: VerdictUpdating,
 			states:  map[string]State{NodeGate: StateProgressing},
 			waiting: map[string]string{NodeGate: "waiting for pre-hook job of apps/db-failover (Running, attempt 2) on node worker-1, since 22:55 UTC"},
-			lines:   []string{"node-gate/workers: Progressing, 1/12 nodes through", "nodes: 1 Completed, 1 PreHooks, 10 Released", "and 6 more"},
+			lines:   []string{"Updating: the control plane is at 4.16.2, the workers are not yet", "node-gate/workers: Progressing, 1/12 nodes through", "nodes: 1 Completed, 1 PreHooks, 10 Released", "and 6 more"},
 			absent:  []string{"worker-0", "worker-7"},
+		},
+	}, {
+		name: "several runs: the most pressing one speaks for node-gate, the first four are shown",
+		in: func() Input {
+			in := nothingInstalled()
+			var runs []nodegatev1alpha1.MutexRunConfig
+			for _, name := range []string{"a", "b", "c", "d"} {
+				r := run(nodegatev1alpha1.RunCompleted, node(name+"-0", nodegatev1alpha1.NodeCompleted))
+				r.Name = name
+				runs = append(runs, r)
+			}
+			held := run(nodegatev1alpha1.RunWaiting, node("e-0", nodegatev1alpha1.NodePending))
+			held.Name = "e"
+			withCondition(&held.Status.Conditions, "Progressing", metav1.ConditionFalse, "OutsideMaintenanceWindow", "no maintenance window is open")
+			in.MutexRuns = Read[[]nodegatev1alpha1.MutexRunConfig]{Outcome: Found, Object: append(runs, held)}
+			return in
+		},
+		want: want{
+			verdict: VerdictUpdating,
+			states:  map[string]State{NodeGate: StateWaiting},
+			waiting: map[string]string{NodeGate: "node-gate/e: held: no maintenance window is open"},
+			lines:   []string{"node-gate/d: Completed, 1/1 nodes through", "and 1 more runs"},
+			absent:  []string{"node-gate/e: Waiting"},
 		},
 	}, {
 		name: "a failed hook pauses the run: blocked",

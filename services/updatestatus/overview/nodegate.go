@@ -14,6 +14,9 @@ import (
 // percentage, hundreds may be between their hooks at once.
 const maxActiveNodes = 5
 
+// maxRuns caps the runs shown in full; the waiting line still sums up all.
+const maxRuns = 4
+
 var nodePhases = []nodegatev1alpha1.NodePhase{nodegatev1alpha1.NodeCompleted, nodegatev1alpha1.NodeSkipped, nodegatev1alpha1.NodePreHooks,
 	nodegatev1alpha1.NodeReleased, nodegatev1alpha1.NodeUpdated, nodegatev1alpha1.NodePostHooks, nodegatev1alpha1.NodeFailed, nodegatev1alpha1.NodePending}
 
@@ -35,7 +38,7 @@ func nodeGateSection(in Input) Section {
 		return s
 	}
 	s.State = StateNotInstalled // the least pressing; any run's state is worse
-	for _, r := range runs {
+	for i, r := range runs {
 		state, waiting, updating := runWait(r, in.Now)
 		if len(runs) > 1 {
 			waiting = r.Namespace + "/" + r.Name + ": " + waiting
@@ -44,7 +47,12 @@ func nodeGateSection(in Input) Section {
 			s.State, s.Waiting = state, waiting
 		}
 		s.Updating = s.Updating || updating
-		s.Lines = append(s.Lines, runLines(r, in.Now)...)
+		if i < maxRuns {
+			s.Lines = append(s.Lines, runLines(r, in.Now)...)
+		}
+	}
+	if len(runs) > maxRuns {
+		s.Lines = append(s.Lines, fmt.Sprintf("and %d more runs", len(runs)-maxRuns))
 	}
 	return s
 }
