@@ -40,7 +40,7 @@ func aroMonitorSection(in Input) Section {
 	head := fmt.Sprintf("%d conditions, %d failing", len(st.Conditions), len(bad))
 	s.Lines = append([]string{head}, s.Lines...)
 	if len(bad) > 0 || len(workloads) > 0 {
-		s.State, s.Waiting = StateAttention, fmt.Sprintf("%d findings: %s", len(bad)+len(workloads), joinNonEmpty(", ", append(bad, plural(len(workloads), "workload problem"))...))
+		s.State, s.Waiting = StateAttention, plural(len(bad)+len(workloads), "finding")+": "+joinNonEmpty(", ", append(bad, plural(len(workloads), "workload problem"))...)
 		return s
 	}
 	s.State, s.Waiting = StateIdle, "every check passes"

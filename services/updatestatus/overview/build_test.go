@@ -354,7 +354,7 @@ func TestBuild(t *testing.T) {
 		want: want{
 			verdict: VerdictNotUpdating,
 			states:  map[string]State{AROMonitor: StateAttention},
-			waiting: map[string]string{AROMonitor: "1 findings: InternetReachableFromWorker"},
+			waiting: map[string]string{AROMonitor: "1 finding: InternetReachableFromWorker"},
 			lines:   []string{"InternetReachableFromWorker=False: CheckFailed: https://quay.io: timeout"},
 			absent:  []string{"NSGAssociated=True"},
 		},

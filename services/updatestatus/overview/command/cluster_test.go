@@ -3,6 +3,7 @@ package command
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -137,6 +138,18 @@ var _ = Describe("with the Upshift CRDs installed", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(HavePrefix("Blocked: node-gate: paused: HookFailed"))
 		Expect(code).To(Equal(overview.ExitBlocked), out)
+	})
+
+	It("prints the model with -o json, the verdict included", func(ctx SpecContext) {
+		var out bytes.Buffer
+		err := Run(ctx, Options{RESTConfig: func() (*rest.Config, error) { return env.Config, nil },
+			Now: func() time.Time { return now }, Output: "json", Out: &out})
+		Expect(err).NotTo(HaveOccurred(), "without --exit-status a blocked verdict is no error")
+		var m overview.Model
+		Expect(json.Unmarshal(out.Bytes(), &m)).To(Succeed())
+		Expect(m.Verdict).To(Equal(overview.VerdictBlocked))
+		Expect(m.Sections).To(ContainElement(And(
+			HaveField("Component", overview.NodeGate), HaveField("State", overview.StateBlocked))))
 	})
 
 	It("names the reads RBAC refuses and shows the rest", func(ctx SpecContext) {
