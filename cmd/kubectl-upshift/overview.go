@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -44,6 +46,9 @@ Without it the exit code is 0 whenever the view was printed.`,
 			overview.ExitNotUpdating, overview.ExitUpdating, overview.ExitBlocked, overview.ExitUnknown),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("width") {
+				opts.Width = terminalWidth(streams.Out)
+			}
 			return command.Run(cmd.Context(), opts)
 		},
 	}
@@ -51,7 +56,7 @@ Without it the exit code is 0 whenever the view was printed.`,
 		fmt.Sprintf("Exit with the verdict: 0 not updating, %d updating, %d blocked, %d unknown (1 stays a command error)",
 			overview.ExitUpdating, overview.ExitBlocked, overview.ExitUnknown))
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "Print the view's model as json instead of the text")
-	cmd.Flags().IntVar(&opts.Width, "width", overview.DefaultWidth, "Cut the view's lines to this many columns")
+	cmd.Flags().IntVar(&opts.Width, "width", 0, "Cut the view's lines to this many columns; unset, the terminal's width (120 into a pipe or a file)")
 	return cmd
 }
 
@@ -66,4 +71,18 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "error: %v\n", err)
 	return 1
+}
+
+// terminalWidth is the width of the terminal w writes to, so that no line
+// of the view wraps; DefaultWidth into a pipe or a file.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !isTerminal(w) {
+		return overview.DefaultWidth
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || width < 40 {
+		return overview.DefaultWidth
+	}
+	return width
 }
