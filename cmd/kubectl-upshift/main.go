@@ -2,6 +2,7 @@
 // PATH it is a kubectl plugin:
 //
 //	kubectl upshift status [--details=none|all|nodes|health|operators] [-w] [-o json|yaml] [--mock-clusterversion=<dir>/<name>-cv.yaml]
+//	kubectl upshift overview [--exit-status] [-o json] [--width N]
 //	kubectl upshift cpms generate [-o yaml|json]
 //	kubectl upshift must-gather [--dest-dir DIR] [-n NAMESPACE,...] [--archive]
 //	kubectl upshift version
@@ -38,9 +39,7 @@ func main() {
 	err := newRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		// One line, so scripts and people see the reason at once.
-		fmt.Fprintf(os.Stderr, "error: %v\n", err)
-		os.Exit(1)
+		os.Exit(exitCode(err, os.Stderr))
 	}
 }
 
@@ -70,6 +69,7 @@ func newRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 
 	root.AddCommand(newStatusCommand(kubeFlags, streams), newCPMSCommand(kubeFlags, streams),
 		newMustGatherCommand(kubeFlags, streams), newVersionCommand(streams))
+	root.AddCommand(newOverviewCommand(kubeFlags, streams))
 	return root
 }
 
