@@ -3,8 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -20,6 +25,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/yaml"
 
+	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/runtime"
 	"github.com/upshift-io/upshift/libs/testenv"
@@ -65,6 +71,10 @@ var _ = Describe("the client-side source on a control plane without Upshift", Or
 				now          time.Time
 				assessedHere map[string]ran // the client-side reports by --details
 				loaded       *snapshot.Loaded
+				thanos       *fakeThanos
+				// user is a kubeconfig with a bearer token that trusts the
+				// Thanos querier, as a user's on OpenShift does.
+				user *rest.Config
 			)
 
 			BeforeAll(func(ctx SpecContext) {
@@ -75,29 +85,57 @@ var _ = Describe("the client-side source on a control plane without Upshift", Or
 				loaded = createSnapshot(ctx, env, fixture)
 				// Whole seconds: the API keeps the controller's times so.
 				now = loaded.Snapshot.Now.Truncate(time.Second)
+
+				user, err = env.AdminServiceAccountConfig(ctx, "users", "admin")
+				Expect(err).NotTo(HaveOccurred())
+				thanos = startThanos(loaded, user.BearerToken)
+				user.CAData = append(append([]byte{}, user.CAData...), thanos.caPEM...)
+				createThanosRoute(ctx, env, thanos.host)
 			})
 
-			It("assesses the cluster here, saying so on stderr", func(ctx SpecContext) {
+			It("assesses the cluster here, with the alerts of the Thanos querier's Route, saying so on stderr", func(ctx SpecContext) {
 				assessedHere = map[string]ran{}
 				for _, details := range []string{"none", "all"} {
-					r, err := runSource(ctx, env.Config, SourceClient, details, now)
+					r, err := runSource(ctx, user, SourceClient, details, now)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(r.errOut).To(Equal(clientSourceLine("") + "\n"))
+					Expect(r.notices).To(BeEmpty(), "the alerts were read")
 					// A report of an update in progress, with its nodes.
 					Expect(r.out).To(ContainSubstring("= Control Plane ="))
 					Expect(r.out).To(ContainSubstring("= Worker Upgrade ="))
 					// What was read is what the files hold: the report is
-					// the files' own at the same time, without alerts.
-					Expect(r.out).To(Equal(renderSnapshot(loaded, now, details)))
-					// The control plane's client authenticates with a
-					// certificate: like oc, no alerts then, and oc's notice.
-					Expect(r.notices).To(HavePrefix("Unable to fetch alerts, ignoring alerts in 'Update Health':  "))
+					// the files' own at the same time.
+					Expect(r.out).To(Equal(renderSnapshot(loaded, now, details, false)))
 					assessedHere[details] = r
+				}
+				Expect(thanos.served.Load()).To(BeNumerically(">=", 2))
+				if len(loaded.Snapshot.Alerts) > 0 {
+					Expect(assessedHere["all"].out).NotTo(Equal(renderSnapshot(loaded, now, "all", true)), "the file's alerts show")
 				}
 			})
 
+			It("goes on without the alerts after oc's notice when it cannot read them", func(ctx SpecContext) {
+				// The control plane's own client authenticates with a
+				// certificate, which the monitoring API does not accept.
+				r, err := runSource(ctx, env.Config, SourceClient, "all", now)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(r.notices).To(And(HavePrefix("Unable to fetch alerts, ignoring alerts in 'Update Health':  "), ContainSubstring("bearer token")))
+				Expect(r.out).To(Equal(renderSnapshot(loaded, now, "all", true)))
+			})
+
+			It("prints the objects the controller would publish with -o yaml, the notice on stderr", func(ctx SpecContext) {
+				var out, errOut bytes.Buffer
+				Expect(RunStatus(ctx, StatusOptions{Source: string(SourceClient), Output: "yaml", Out: &out, ErrOut: &errOut,
+					Now: func() time.Time { return now }, RESTConfig: func() (*rest.Config, error) { return env.Config, nil }})).To(Succeed())
+				Expect(out.String()).To(HavePrefix("apiVersion: v1\nitems:\n- apiVersion: update.upshift.io/v1alpha1\n  kind: UpgradeStatus\n"))
+				want, err := assess.AssessForDisplay(snapshotAt(loaded, now, true))
+				Expect(err).NotTo(HaveOccurred())
+				Expect(strings.Count(out.String(), "kind: NodeProgressInsight\n")).To(Equal(len(want.Nodes)))
+				Expect(errOut.String()).To(And(HavePrefix(clientSourceLine("")+"\n"), ContainSubstring("Unable to fetch alerts")))
+			})
+
 			It("falls back to it in auto when the UpgradeStatus CRD is not installed", func(ctx SpecContext) {
-				r, err := runSource(ctx, env.Config, SourceAuto, "none", now)
+				r, err := runSource(ctx, user, SourceAuto, "none", now)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(r.errOut).To(Equal(clientSourceLine("the UpgradeStatus CRD is not installed") + "\n"))
 				Expect(r.out).To(Equal(assessedHere["none"].out))
@@ -109,7 +147,7 @@ var _ = Describe("the client-side source on a control plane without Upshift", Or
 			It("falls back to it in auto when the CRD is installed but there is no UpgradeStatus", func(ctx SpecContext) {
 				installUpshiftCRDs(ctx, env)
 				Eventually(func(g Gomega, ctx context.Context) {
-					r, err := runSource(ctx, env.Config, SourceAuto, "none", now)
+					r, err := runSource(ctx, user, SourceAuto, "none", now)
 					g.Expect(err).NotTo(HaveOccurred())
 					g.Expect(r.errOut).To(Equal(clientSourceLine(`no UpgradeStatus "cluster"`) + "\n"))
 					g.Expect(r.out).To(Equal(assessedHere["none"].out))
@@ -117,17 +155,17 @@ var _ = Describe("the client-side source on a control plane without Upshift", Or
 			})
 
 			It("prints byte for byte what the controller's status prints, once the controller has published it", func(ctx SpecContext) {
-				startController(env, now)
+				startController(env, now, thanos)
 				for _, details := range []string{"none", "all"} {
 					Eventually(func(g Gomega, ctx context.Context) string {
-						r, err := runSource(ctx, env.Config, SourceController, details, now)
+						r, err := runSource(ctx, user, SourceController, details, now)
 						g.Expect(err).NotTo(HaveOccurred())
 						return r.out
 					}).WithContext(ctx).WithTimeout(30*time.Second).Should(Equal(assessedHere[details].out), "--details=%s", details)
 				}
 
 				By("using the controller's status in auto, and saying so")
-				r, err := runSource(ctx, env.Config, SourceAuto, "none", now)
+				r, err := runSource(ctx, user, SourceAuto, "none", now)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(r.errOut).To(HavePrefix(`Source: update-status-controller (UpgradeStatus "cluster"`))
 				Expect(strings.Count(r.errOut, "\n")).To(Equal(1))
@@ -187,19 +225,27 @@ func createSnapshot(ctx context.Context, env *testenv.Env, name string) *snapsho
 }
 
 // renderSnapshot is the report of the loaded snapshot's files at now, as
-// the client-side source reads their objects from a control plane: no
-// alerts (the control plane has no monitoring), and without an MCO
-// Deployment file no Deployment, whose image is then unknown.
-func renderSnapshot(loaded *snapshot.Loaded, now time.Time, details string) string {
+// the client-side source reads their objects from a control plane.
+func renderSnapshot(loaded *snapshot.Loaded, now time.Time, details string, withoutAlerts bool) string {
 	GinkgoHelper()
+	result, err := assess.AssessForDisplay(snapshotAt(loaded, now, withoutAlerts))
+	Expect(err).NotTo(HaveOccurred())
+	return renderLocally(result, details, now)
+}
+
+// snapshotAt is the loaded snapshot at now as created in a control plane
+// and read back: without an MCO Deployment file there is no Deployment,
+// whose image is then unknown.
+func snapshotAt(loaded *snapshot.Loaded, now time.Time, withoutAlerts bool) assess.Snapshot {
 	snap := loaded.Snapshot
-	snap.Now, snap.WallClock, snap.Alerts = now, now, nil
+	snap.Now, snap.WallClock = now, now
+	if withoutAlerts {
+		snap.Alerts = nil
+	}
 	if _, err := os.Stat(loaded.Files.MCODeployment); err != nil {
 		snap.MCOImage, snap.MCOImageUnknown = "", true
 	}
-	result, err := assess.AssessForDisplay(snap)
-	Expect(err).NotTo(HaveOccurred())
-	return renderLocally(result, details, now)
+	return snap
 }
 
 // installUpshiftCRDs installs the CRDs of the update-status-controller and
@@ -228,8 +274,9 @@ func installUpshiftCRDs(ctx context.Context, env *testenv.Env) {
 }
 
 // startController runs the update-status controller in-process, as its
-// binary does, on a clock stopped at now, until the spec's suite ends.
-func startController(env *testenv.Env, now time.Time) {
+// binary does, on a clock stopped at now, reading the alerts of thanos,
+// until the spec's container ends.
+func startController(env *testenv.Env, now time.Time, thanos *fakeThanos) {
 	GinkgoHelper()
 	opts := controller.ManagerOptions("")
 	opts.RestConfig = env.Config
@@ -244,6 +291,7 @@ func startController(env *testenv.Env, now time.Time) {
 		Recorder: events.NewRecorder(mgr.GetEventRecorder("update-status-controller")),
 		Metrics:  controller.NewMetrics(prometheus.NewRegistry()),
 		Clock:    clocktesting.NewFakePassiveClock(now),
+		Alerts:   &controller.Alerts{Client: thanos.client(), URL: "https://" + thanos.host},
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	mgrCtx, cancel := context.WithCancel(context.Background())
@@ -254,4 +302,83 @@ func startController(env *testenv.Env, now time.Time) {
 		Expect(mgr.Start(mgrCtx)).To(Succeed())
 	}()
 	DeferCleanup(func() { cancel(); <-done })
+}
+
+// fakeThanos is the Thanos querier's alerts API: it serves the snapshot's
+// alerts file (no alert without one) to requests with the user's bearer
+// token, as the querier in openshift-monitoring authenticates them.
+type fakeThanos struct {
+	srv    *httptest.Server
+	host   string // host:port, as a Route's ingress names it
+	caPEM  []byte // the certificate a client must trust
+	token  string
+	served atomic.Int32 // answered reads
+}
+
+func startThanos(loaded *snapshot.Loaded, token string) *fakeThanos {
+	GinkgoHelper()
+	body := []byte(`{"status":"success","data":{"alerts":[]}}`)
+	if data, err := os.ReadFile(loaded.Files.Alerts); err == nil {
+		body = data
+	}
+	t := &fakeThanos{token: token}
+	t.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path != "/api/v1/alerts":
+			http.NotFound(w, r)
+		case r.Header.Get("Authorization") != "Bearer "+t.token:
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		default:
+			t.served.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		}
+	}))
+	DeferCleanup(t.srv.Close)
+	t.host = strings.TrimPrefix(t.srv.URL, "https://")
+	t.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: t.srv.Certificate().Raw})
+	return t
+}
+
+// client is the controller's alerts client of t, with the same token.
+func (t *fakeThanos) client() alerts.Client {
+	GinkgoHelper()
+	inner := t.srv.Client().Transport
+	c, err := alerts.New(alerts.Config{URL: t.srv.URL, Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+t.token)
+		return inner.RoundTrip(r)
+	})})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// createThanosRoute serves Routes (a CRD standing in for OpenShift's
+// route API) and creates the Thanos querier's, admitted under host.
+func createThanosRoute(ctx context.Context, env *testenv.Env, host string) {
+	GinkgoHelper()
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "routes.route.openshift.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "route.openshift.io", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "routes", Singular: "route", Kind: "Route", ListKind: "RouteList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true)}},
+			}},
+		},
+	}
+	Expect(env.Client.Create(ctx, crd)).To(Succeed())
+	Expect(env.CreateNamespace(ctx, thanosRoute.Namespace)).To(Succeed())
+	route := &unstructured.Unstructured{}
+	route.SetGroupVersionKind(routeGVK)
+	route.SetNamespace(thanosRoute.Namespace)
+	route.SetName(thanosRoute.Name)
+	// Created once the new resource is served.
+	Eventually(func(ctx context.Context) error { return env.Client.Create(ctx, route) }).
+		WithContext(ctx).WithTimeout(20 * time.Second).Should(Succeed())
+	Expect(unstructured.SetNestedSlice(route.Object, []any{map[string]any{"host": host}}, "status", "ingress")).To(Succeed())
+	Expect(env.Client.Status().Update(ctx, route)).To(Succeed())
 }
