@@ -15,6 +15,8 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -171,6 +173,18 @@ var _ = Describe("the client-side source on a control plane without Upshift", Or
 				Expect(strings.Count(r.errOut, "\n")).To(Equal(1))
 				Expect(r.notices).To(BeEmpty())
 				Expect(r.out).To(Equal(assessedHere["none"].out))
+			})
+
+			It("falls back to it in auto for a user who may read OpenShift's objects but not the UpgradeStatus", func(ctx SpecContext) {
+				reader := clientSideReader(ctx, env)
+				Eventually(func(g Gomega, ctx context.Context) {
+					r, err := runSource(ctx, reader, SourceAuto, "none", now)
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(r.errOut).To(Equal(clientSourceLine("not allowed to read UpgradeStatuses") + "\n"))
+					// The Thanos querier knows the admin's token only.
+					g.Expect(r.notices).To(HavePrefix("Unable to fetch alerts"))
+					g.Expect(r.out).To(Equal(renderSnapshot(loaded, now, "none", true)))
+				}).WithContext(ctx).WithTimeout(20 * time.Second).Should(Succeed())
 			})
 		})
 	}
@@ -381,4 +395,31 @@ func createThanosRoute(ctx context.Context, env *testenv.Env, host string) {
 		WithContext(ctx).WithTimeout(20 * time.Second).Should(Succeed())
 	Expect(unstructured.SetNestedSlice(route.Object, []any{map[string]any{"host": host}}, "status", "ingress")).To(Succeed())
 	Expect(env.Client.Status().Update(ctx, route)).To(Succeed())
+}
+
+// clientSideReader is the config of a ServiceAccount with the permissions
+// the client-side source needs (as the operator guide lists them) and none
+// on Upshift's own status.
+func clientSideReader(ctx context.Context, env *testenv.Env) *rest.Config {
+	GinkgoHelper()
+	const ns, name = "users", "reader"
+	Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))).To(Succeed())
+	read := []string{"get", "list"}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "client-side-status-reader"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"config.openshift.io"}, Resources: []string{"clusterversions", "clusteroperators"}, Verbs: read},
+		{APIGroups: []string{"machineconfiguration.openshift.io"}, Resources: []string{"machineconfigpools", "machineconfigs"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"route.openshift.io"}, Resources: []string{"routes"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"nodegate.upshift.io"}, Resources: []string{"mutexrunconfigs"}, Verbs: read},
+	}}
+	Expect(env.Client.Create(ctx, role)).To(Succeed())
+	Expect(env.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+	})).To(Succeed())
+	cfg, err := env.ServiceAccountConfig(ctx, ns, name)
+	Expect(err).NotTo(HaveOccurred())
+	return cfg
 }
