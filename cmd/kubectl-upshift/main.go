@@ -1,7 +1,7 @@
 // Command kubectl-upshift is Upshift's operator-facing CLI. Installed on the
 // PATH it is a kubectl plugin:
 //
-//	kubectl upshift status [--details=none|all|nodes|health|operators] [-w] [-o json|yaml] [--mock-clusterversion=<dir>/<name>-cv.yaml]
+//	kubectl upshift status [--details=none|all|nodes|health|operators] [--source=auto|controller|client] [-w] [-o json|yaml] [--mock-clusterversion=<dir>/<name>-cv.yaml]
 //	kubectl upshift overview [--exit-status] [-o json] [--width N]
 //	kubectl upshift cpms generate [-o yaml|json]
 //	kubectl upshift must-gather [--dest-dir DIR] [-n NAMESPACE,...] [--archive]
@@ -87,16 +87,34 @@ func newStatusCommand(kubeFlags *genericclioptions.ConfigFlags, streams generici
 		Short: "Show the progress and health of the cluster update, as `oc adm upgrade status` does",
 		Long: `Show the progress and health of the cluster update, as "oc adm upgrade status" prints it.
 
-The status is read from the UpgradeStatus and NodeProgressInsight objects the
-update-status-controller publishes. With --mock-clusterversion it is instead
-assessed from a snapshot of files (<name>-cv.yaml, -co.yaml, -mcp.yaml, -mc.yaml,
--node.yaml and optionally -alerts.json and -mco-deployment.yaml) without
-contacting any cluster.
+--source says where the status comes from:
 
-With --watch the status is printed again on every change of those objects,
-until interrupted (Ctrl-C). While the cluster updates, a warning on stderr says
-when the controller last refreshed the status if that was more than three
-minutes ago.`,
+  controller  the UpgradeStatus and NodeProgressInsight objects the
+              update-status-controller publishes.
+  client      assessed here, as oc does, from the cluster's own objects: the
+              ClusterVersion, ClusterOperators, MachineConfigPools,
+              MachineConfigs, Nodes, the machine-config-operator Deployment,
+              node-gate's runs when node-gate is installed, and the alerts of
+              the Thanos querier in openshift-monitoring (read with your
+              kubeconfig's bearer token; when they cannot be read, oc's
+              notice says so and the report goes on without them). Works
+              without Upshift installed.
+  auto        (default) controller when it has published a status; client
+              when the UpgradeStatus CRD is not installed, there is no
+              UpgradeStatus or it has no control plane status yet, or you
+              may not read it.
+
+A line on stderr says which source was used; stdout carries only the report.
+
+With --mock-clusterversion the status is instead assessed from a snapshot of
+files (<name>-cv.yaml, -co.yaml, -mcp.yaml, -mc.yaml, -node.yaml and optionally
+-alerts.json and -mco-deployment.yaml) without contacting any cluster.
+
+With --watch the controller's status is printed again on every change of its
+objects, until interrupted (Ctrl-C). While the cluster updates, a warning on
+stderr says when the controller last refreshed the status if that was more than
+three minutes ago. --watch needs the controller: assessed here, following every
+change would mean polling the alerts, so it is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cli.RunStatus(cmd.Context(), opts)
@@ -104,12 +122,14 @@ minutes ago.`,
 	}
 	cmd.Flags().StringVar(&opts.Details, "details", "none",
 		"Show detailed information: none, all, nodes, health or operators")
+	cmd.Flags().StringVar(&opts.Source, "source", string(cli.SourceAuto),
+		"Where the status comes from: auto, controller (the update-status-controller's objects) or client (assessed here from the cluster's objects)")
 	cmd.Flags().StringVar(&opts.MockClusterVersion, "mock-clusterversion", "",
 		"Assess the snapshot whose ClusterVersion is in this <dir>/<name>-cv.yaml file instead of reading the cluster")
 	cmd.Flags().BoolVarP(&opts.Watch, "watch", "w", false,
 		"After printing the status, print it again whenever it changes, until interrupted")
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "",
-		"Print the UpgradeStatus and NodeProgressInsights (offline: as assessed) as json or yaml instead of the report")
+		"Print the UpgradeStatus and NodeProgressInsights (assessed here: as the controller would publish them) as json or yaml instead of the report")
 	return cmd
 }
 

@@ -56,6 +56,9 @@ func TestStatusErrors(t *testing.T) {
 		{[]string{"status", "extra"}, `unknown command "extra"`},
 		{[]string{"status", "-o", "wide"}, `invalid --output value "wide": must be one of json, yaml`},
 		{[]string{"status", "-w", "--mock-clusterversion=x-cv.yaml"}, "--watch needs a cluster"},
+		{[]string{"status", "--source=cache"}, `invalid --source value "cache": must be one of auto, controller, client`},
+		{[]string{"status", "--source=client", "--mock-clusterversion=x-cv.yaml"}, "--source=client reads a cluster"},
+		{[]string{"status", "-w", "--source=client", "--kubeconfig=/nonexistent"}, "--watch needs the update-status-controller's status (--source=client)"},
 	} {
 		_, _, err := run(tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -93,6 +93,11 @@ type Config struct {
 	// CAFile, when set, holds the PEM certificates that sign the server's
 	// certificate (on OpenShift, the service CA), instead of the system's.
 	CAFile string
+	// Transport, when set, carries the requests instead of a transport
+	// built from CAFile and BearerTokenFile, which are then ignored: a CLI
+	// reads alerts with the credentials and CAs of the user's kubeconfig,
+	// as `oc adm upgrade status` does.
+	Transport http.RoundTripper
 }
 
 // Client reads alerts from one API.
@@ -184,6 +189,9 @@ func HTTPClient(c Config) (*http.Client, error) {
 // httpClient is the HTTP client of both APIs: the configured CA, the bearer
 // token, and the timeout as a last resort behind the context's deadline.
 func httpClient(c Config, timeout time.Duration) (*http.Client, error) {
+	if c.Transport != nil {
+		return &http.Client{Transport: c.Transport, Timeout: timeout}, nil
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)

@@ -35,11 +35,13 @@ func TestClusterMode(t *testing.T) {
 	RunSpecs(t, "kubectl upshift status: cluster mode")
 }
 
-// status runs the command in cluster mode against cfg and returns its output.
+// status runs the command against cfg with the controller's status as its
+// source and returns its output.
 func status(ctx context.Context, cfg *rest.Config, details string, now time.Time) (string, error) {
 	var out bytes.Buffer
 	err := RunStatus(ctx, StatusOptions{
 		Details:    details,
+		Source:     string(SourceController),
 		RESTConfig: func() (*rest.Config, error) { return cfg, nil },
 		Now:        func() time.Time { return now },
 		Out:        &out,
@@ -64,6 +66,11 @@ var _ = Describe("cluster mode with the Upshift CRDs installed", Ordered, func()
 		Expect(err).To(MatchError(And(
 			ContainSubstring(`UpgradeStatus "cluster" not found on `+env.Config.Host),
 			ContainSubstring("update-status-controller is not running or has not computed"))))
+
+		By("assessing here instead in auto, which needs a ClusterVersion this control plane lacks")
+		r, err := runSource(ctx, env.Config, SourceAuto, "none", time.Now())
+		Expect(err).To(MatchError(ContainSubstring("no cluster version information available")))
+		Expect(r.errOut).To(Equal(clientSourceLine(`no UpgradeStatus "cluster"`) + "\n"))
 	})
 
 	It("says so while the UpgradeStatus has no control plane status, quoting the controller's conditions", func(ctx SpecContext) {
@@ -79,6 +86,11 @@ var _ = Describe("cluster mode with the Upshift CRDs installed", Ordered, func()
 		}).WithContext(ctx).WithTimeout(10 * time.Second).Should(MatchError(And(
 			ContainSubstring("has no control plane status yet"),
 			ContainSubstring("Available=False (NoClusterVersion): no ClusterVersion yet"))))
+
+		By("assessing here instead in auto")
+		r, err := runSource(ctx, env.Config, SourceAuto, "none", time.Now())
+		Expect(err).To(MatchError(ContainSubstring("no cluster version information available")))
+		Expect(r.errOut).To(Equal(clientSourceLine(`UpgradeStatus "cluster" has no control plane status yet`) + "\n"))
 	})
 
 	// The published insights of a fixture snapshot must render exactly as mock
@@ -300,11 +312,14 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 				var out, errOut bytes.Buffer
 				g.Expect(RunStatus(ctx, StatusOptions{Out: &out, ErrOut: &errOut, Now: func() time.Time { return loaded.Snapshot.Now.Add(ago) },
 					RESTConfig: func() (*rest.Config, error) { return env.Config, nil }})).To(Succeed())
+				// First the source line, then the warning if any.
+				source, warning, _ := strings.Cut(errOut.String(), "\n")
+				g.Expect(source).To(HavePrefix("Source: update-status-controller"))
 				if want == "" {
-					g.Expect(errOut.String()).To(BeEmpty())
+					g.Expect(warning).To(BeEmpty())
 				} else {
-					g.Expect(errOut.String()).To(And(HavePrefix(want), ContainSubstring("update-status-controller may not be running"), HaveSuffix("\n")))
-					g.Expect(strings.Count(errOut.String(), "\n")).To(Equal(1))
+					g.Expect(warning).To(And(HavePrefix(want), ContainSubstring("update-status-controller may not be running"), HaveSuffix("\n")))
+					g.Expect(strings.Count(warning, "\n")).To(Equal(1))
 				}
 			}).WithContext(ctx).WithTimeout(10*time.Second).Should(Succeed(), "now %v after the snapshot", ago)
 		}
@@ -365,8 +380,11 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 				RESTConfig: func() (*rest.Config, error) { return env.Config, nil }})
 		}()
 		Eventually(out.String).WithTimeout(10 * time.Second).Should(ContainSubstring("= Control Plane ="))
-		Expect(errOut.String()).To(BeEmpty(), "fresh at first")
-		Eventually(errOut.String).WithTimeout(30 * time.Second).Should(HavePrefix("Warning: the update status was last refreshed 3m"))
+		sourceLine := func() string { line, _, _ := strings.Cut(errOut.String(), "\n"); return line + "\n" }
+		Expect(sourceLine()).To(HavePrefix("Source: update-status-controller"))
+		Expect(errOut.String()).To(Equal(sourceLine()), "fresh at first")
+		Eventually(func() string { return strings.TrimPrefix(errOut.String(), sourceLine()) }).WithTimeout(30 * time.Second).
+			Should(HavePrefix("Warning: the update status was last refreshed 3m"))
 		Expect(strings.Count(out.String(), "= Control Plane =")).To(Equal(2), "one redraw, at the threshold")
 		cancel()
 		Eventually(done).WithTimeout(5 * time.Second).Should(Receive(BeNil()))

@@ -1,16 +1,27 @@
 // Package cli is the logic of `kubectl upshift status`: it prints the update
-// status the way `oc adm upgrade status` does, from one of two sources:
+// status the way `oc adm upgrade status` does, from one of three sources:
 //
-//   - cluster mode reads what the update-status-controller published (the
-//     UpgradeStatus singleton and the NodeProgressInsights) and renders it;
-//   - mock mode (--mock-clusterversion) loads a snapshot from files, assesses
-//     it here with the controller's own assessment code, and renders it with
-//     the same renderer.
+//   - the controller source reads what the update-status-controller
+//     published (the UpgradeStatus singleton and the NodeProgressInsights)
+//     and renders it;
+//   - the client-side source reads the cluster's own OpenShift objects
+//     (clientside.go) and assesses them here, with the controller's own
+//     assessment code, as oc does: for a cluster without Upshift;
+//   - mock mode (--mock-clusterversion) loads a snapshot from files and
+//     assesses it the same way, offline.
 //
-// In cluster mode, --watch prints again on every change (told by watches of
-// both kinds, never by polling), and a warning says when the controller's
-// heartbeat is older than expected while the cluster updates. -o json|yaml
-// prints the objects instead of the report; offline, the assessed ones.
+// A cluster's report comes from the source --source names (source.go); by
+// default (auto) from the controller when it has published a status, and
+// otherwise from the client side. A line on stderr says which one was used.
+// Mock mode and the client side share everything after reading
+// (printAssessed), so a snapshot of a cluster prints what the cluster does.
+//
+// With the controller's status, --watch prints again on every change (told
+// by watches of both kinds, never by polling), and a warning says when the
+// controller's heartbeat is older than expected while the cluster updates.
+// The client side refuses --watch: it would have to poll the alerts.
+// -o json|yaml prints the objects instead of the report; assessed here, the
+// objects the controller would publish.
 //
 // The command wiring (flags, kubeconfig) lives in cmd/kubectl-upshift; this
 // package gets plain values so that it can be tested without a command line.
@@ -22,18 +33,23 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"sort"
 	"strings"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
@@ -56,6 +72,8 @@ type StatusOptions struct {
 	// MockClusterVersion is the --mock-clusterversion path; when set, the
 	// cluster is not contacted at all.
 	MockClusterVersion string
+	// Source is the --source value: auto (also ""), controller or client.
+	Source string
 	// RESTConfig returns the cluster's client config. It is called only in
 	// cluster mode, so mock mode works without any kubeconfig.
 	RESTConfig func() (*rest.Config, error)
@@ -88,17 +106,28 @@ func RunStatus(ctx context.Context, o StatusOptions) error {
 	default:
 		return fmt.Errorf("invalid --output value %q: must be one of json, yaml", o.Output)
 	}
+	source, err := parseSource(o.Source)
+	if err != nil {
+		return err
+	}
 	if o.MockClusterVersion != "" {
 		if o.Watch {
 			return errors.New("--watch needs a cluster: a --mock-clusterversion snapshot never changes")
 		}
+		if o.Source != "" && source != SourceAuto {
+			return fmt.Errorf("--source=%s reads a cluster: --mock-clusterversion reads files instead", source)
+		}
 		return runMock(o, details)
 	}
-	return runCluster(ctx, o, details)
+	if o.Watch && source == SourceClient {
+		return errWatchClientSide("")
+	}
+	return runCluster(ctx, o, details, source)
 }
 
-// runMock assesses a snapshot from files. With a nil Previous the assessment
-// is exactly oc's, and the snapshot's own "now" makes the output reproducible.
+// runMock assesses a snapshot from files. The snapshot's own "now" makes the
+// output reproducible; the real clock tells, as in oc, how long a node has
+// been unavailable.
 func runMock(o StatusOptions, details render.Details) error {
 	loaded, err := snapshot.Load(o.MockClusterVersion)
 	if err != nil {
@@ -109,14 +138,34 @@ func runMock(o StatusOptions, details render.Details) error {
 	if o.Now != nil {
 		snap.WallClock = o.Now()
 	}
-	result, err := assess.AssessForDisplay(snap)
+	return printAssessed(o, details, assessed{snap: snap, alertsNotice: loaded.AlertsNotice,
+		what: "snapshot " + o.MockClusterVersion})
+}
+
+// assessed is an input to assess here: a snapshot of files or of a live
+// cluster.
+type assessed struct {
+	snap assess.Snapshot
+	// alertsNotice is oc's notice that the alerts could not be read; "" when
+	// they were.
+	alertsNotice string
+	// what names the input in an error.
+	what string
+}
+
+// printAssessed assesses a and prints the report, or with -o the objects the
+// controller would publish for it: the one path of mock mode and of the
+// client-side source after reading. With a nil Previous the assessment is
+// exactly oc's.
+func printAssessed(o StatusOptions, details render.Details, a assessed) error {
+	result, err := assess.AssessForDisplay(a.snap)
 	if err != nil {
-		return fmt.Errorf("cannot assess snapshot %s: %w", o.MockClusterVersion, err)
+		return fmt.Errorf("cannot assess %s: %w", a.what, err)
 	}
 	// oc reads the alerts only once it knows the cluster is updating, so its
 	// notice about them never precedes "The cluster is not updating.". It
 	// prints the notice on its standard output, before the report.
-	if loaded.AlertsNotice != "" && render.IsUpdating(result.Status) {
+	if a.alertsNotice != "" && render.IsUpdating(result.Status) {
 		notices := o.Notices
 		switch {
 		case o.Output != "":
@@ -125,70 +174,118 @@ func runMock(o StatusOptions, details render.Details) error {
 			notices = o.Out
 		}
 		if notices != nil {
-			fmt.Fprint(notices, loaded.AlertsNotice)
+			fmt.Fprint(notices, a.alertsNotice)
 		}
 	}
 	if o.Output != "" {
 		return writeObjects(o.Out, o.Output, objectsOf(result))
 	}
 	return render.Render(o.Out, render.Input{Status: result.Status, Nodes: result.Nodes},
-		render.Options{Details: details, Now: loaded.Snapshot.Now})
+		render.Options{Details: details, Now: a.snap.Now})
 }
 
-// runCluster renders what the controller published, once or, with Watch,
-// on every change until ctx ends.
-func runCluster(ctx context.Context, o StatusOptions, details render.Details) error {
+// clusterClients are the clients of one run against a cluster.
+type clusterClients struct {
+	// cfg is the user's configuration with the request timeout.
+	cfg *rest.Config
+	// watchCfg is cfg without the timeout: a watch is a long request.
+	watchCfg *rest.Config
+	hc       *http.Client
+	c        client.Client
+	// kube reads Nodes and the MCO Deployment in protobuf.
+	kube   kubernetes.Interface
+	mapper meta.RESTMapper
+}
+
+// newClusterClients creates the clients. That contacts nobody (the REST
+// mapper knows the kinds), so every connection problem surfaces (and is
+// explained) at the first read.
+func newClusterClients(o StatusOptions) (clusterClients, error) {
+	var cl clusterClients
 	if o.RESTConfig == nil {
-		return errors.New("no cluster configuration: pass --kubeconfig or --mock-clusterversion")
+		return cl, errors.New("no cluster configuration: pass --kubeconfig or --mock-clusterversion")
 	}
 	cfg, err := o.RESTConfig()
 	if err != nil {
-		return fmt.Errorf("cannot load the cluster configuration: %w", err)
+		return cl, fmt.Errorf("cannot load the cluster configuration: %w", err)
 	}
-	cfg = rest.CopyConfig(cfg)
-	// A watch is a long request: only reads get the default timeout.
-	watchCfg := rest.CopyConfig(cfg)
-	if cfg.Timeout == 0 {
-		cfg.Timeout = defaultRequestTimeout
+	cl.cfg = rest.CopyConfig(cfg)
+	cl.watchCfg = rest.CopyConfig(cfg)
+	if cl.cfg.Timeout == 0 {
+		cl.cfg.Timeout = defaultRequestTimeout
 	}
-	// Creating the client contacts nobody (its REST mapper knows the kinds),
-	// so every connection problem surfaces (and is explained) at the first
-	// read.
-	hc, err := rest.HTTPClientFor(cfg)
+	if cl.hc, err = rest.HTTPClientFor(cl.cfg); err != nil {
+		return cl, fmt.Errorf("cannot create a client for %s: %w", cl.cfg.Host, err)
+	}
+	cl.mapper = kindsMapper()
+	if cl.c, err = client.New(cl.cfg, client.Options{Scheme: scheme.Scheme, HTTPClient: cl.hc, Mapper: cl.mapper}); err != nil {
+		return cl, fmt.Errorf("cannot create a client for %s: %w", cl.cfg.Host, err)
+	}
+	if cl.kube, err = newKubeClient(cl.cfg, cl.hc); err != nil {
+		return cl, fmt.Errorf("cannot create a client for %s: %w", cl.cfg.Host, err)
+	}
+	return cl, nil
+}
+
+// runCluster prints the report of a cluster from the chosen source: what
+// the controller published, once or, with Watch, on every change until ctx
+// ends; or the assessment made here.
+func runCluster(ctx context.Context, o StatusOptions, details render.Details, source Source) error {
+	cl, err := newClusterClients(o)
 	if err != nil {
-		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
+		return err
 	}
-	mapper := upshiftMapper()
-	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme, HTTPClient: hc, Mapper: mapper})
-	if err != nil {
-		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
+	if source == SourceClient {
+		return runClientSide(ctx, o, details, cl, "")
 	}
 	// A one-time report reads the UpgradeStatus, and the insights' table
 	// when the status's node tables cannot carry it (readReport); -o and
 	// --watch need the objects.
 	readState := read
 	if !o.Watch && o.Output == "" {
-		table, err := newInsightTable(cfg, hc)
+		table, err := newInsightTable(cl.cfg, cl.hc)
 		if err != nil {
-			return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
+			return fmt.Errorf("cannot create a client for %s: %w", cl.cfg.Host, err)
 		}
 		readState = func(ctx context.Context, c client.Reader, server string) (clusterState, error) {
 			return readReport(ctx, c, table, server, details)
 		}
 	}
-	st, err := readState(ctx, c, cfg.Host)
+	st, err := readState(ctx, cl.c, cl.cfg.Host)
+	if why, ok := fallBack(err); ok && source == SourceAuto {
+		if o.Watch {
+			return errWatchClientSide(why)
+		}
+		return runClientSide(ctx, o, details, cl, why)
+	}
 	if err != nil {
 		return err
 	}
 	p := printer{o: o, details: details}
+	printSource(o.ErrOut, controllerSourceLine(st.status, p.now()))
 	if !o.Watch {
 		return p.print(st)
 	}
-	wc, err := client.NewWithWatch(watchCfg, client.Options{Scheme: scheme.Scheme, Mapper: mapper})
+	wc, err := client.NewWithWatch(cl.watchCfg, client.Options{Scheme: scheme.Scheme, Mapper: cl.mapper})
 	if err != nil {
-		return fmt.Errorf("cannot create a client for %s: %w", cfg.Host, err)
+		return fmt.Errorf("cannot create a client for %s: %w", cl.cfg.Host, err)
 	}
-	return watchStatus(ctx, c, wc, cfg.Host, st, p)
+	return watchStatus(ctx, cl.c, wc, cl.cfg.Host, st, p)
+}
+
+// runClientSide reads the cluster's objects, assesses them here and prints
+// the result; why is auto's reason to ("" when asked for).
+func runClientSide(ctx context.Context, o StatusOptions, details render.Details, cl clusterClients, why string) error {
+	printSource(o.ErrOut, clientSourceLine(why))
+	now := time.Now()
+	if o.Now != nil {
+		now = o.Now()
+	}
+	live, err := readLive(ctx, cl, now)
+	if err != nil {
+		return err
+	}
+	return printAssessed(o, details, assessed{snap: live.snap, alertsNotice: live.alertsNotice, what: "the cluster at " + cl.cfg.Host})
 }
 
 // clusterState is what the controller published.
@@ -234,14 +331,20 @@ func readStatus(ctx context.Context, c client.Reader, server string) (clusterSta
 	var st clusterState
 	status := &updatev1alpha1.UpgradeStatus{}
 	if err := c.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, status); err != nil {
-		if apierrors.IsNotFound(err) && !notServed(err) {
-			return st, fmt.Errorf("UpgradeStatus %q not found on %s: the update-status-controller is not running or has not computed the update status yet",
-				updatev1alpha1.UpgradeStatusName, server)
+		switch {
+		case meta.IsNoMatchError(err), notServed(err):
+			return st, &noControllerStatus{why: "the UpgradeStatus CRD is not installed", err: explain(err, "UpgradeStatus", server)}
+		case apierrors.IsNotFound(err):
+			return st, &noControllerStatus{why: fmt.Sprintf("no UpgradeStatus %q", updatev1alpha1.UpgradeStatusName),
+				err: fmt.Errorf("UpgradeStatus %q not found on %s: the update-status-controller is not running or has not computed the update status yet",
+					updatev1alpha1.UpgradeStatusName, server)}
+		case apierrors.IsForbidden(err):
+			return st, &noControllerStatus{why: "not allowed to read UpgradeStatuses", err: explain(err, "UpgradeStatus", server)}
 		}
 		return st, explain(err, "UpgradeStatus", server)
 	}
 	if err := hasControlPlane(status, server); err != nil {
-		return st, err
+		return st, &noControllerStatus{why: fmt.Sprintf("UpgradeStatus %q has no control plane status yet", updatev1alpha1.UpgradeStatusName), err: err}
 	}
 	st.status = status
 	return st, nil
@@ -276,16 +379,25 @@ func hasControlPlane(status *updatev1alpha1.UpgradeStatus, server string) error 
 	return nil
 }
 
-// upshiftMapper maps the kinds the CLI reads to their resources without
+// kindsMapper maps the kinds the CLI reads to their resources without
 // asking the server. The client's default mapper reads the API discovery
 // first: a round trip per run before the one read a report needs (and on an
 // OpenShift cluster a large response). A CRD that is not installed shows
 // instead in the read's NotFound (notServed).
-func upshiftMapper() meta.RESTMapper {
-	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{updatev1alpha1.GroupVersion})
-	for _, kind := range []string{"UpgradeStatus", "NodeProgressInsight"} {
-		m.Add(updatev1alpha1.GroupVersion.WithKind(kind), meta.RESTScopeRoot)
+func kindsMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	for _, gvk := range []schema.GroupVersionKind{
+		updatev1alpha1.GroupVersion.WithKind("UpgradeStatus"),
+		updatev1alpha1.GroupVersion.WithKind("NodeProgressInsight"),
+		configv1.GroupVersion.WithKind("ClusterVersion"),
+		configv1.GroupVersion.WithKind("ClusterOperator"),
+		mcfgv1.GroupVersion.WithKind("MachineConfigPool"),
+		mcfgv1.GroupVersion.WithKind("MachineConfig"),
+	} {
+		m.Add(gvk, meta.RESTScopeRoot)
 	}
+	m.Add(nodegatev1alpha1.GroupVersion.WithKind("MutexRunConfig"), meta.RESTScopeNamespace)
+	m.Add(routeGVK, meta.RESTScopeNamespace)
 	return m
 }
 

@@ -341,11 +341,18 @@ var literalW = "%w"
 func readAlerts(path string) ([]assess.Alert, string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Sprintln("Unable to fetch alerts, ignoring alerts in 'Update Health': ", err)
+		return nil, AlertsNotice(err)
 	}
 	var resp alertsFile
 	if err := json.Unmarshal(data, &resp); err != nil {
 		return nil, fmt.Sprintln("Ignoring alerts in 'Update Health'. Error unmarshaling alerts:", literalW, err)
 	}
 	return assess.FromAlerts(alerts.FromPrometheus(resp.Data.Alerts)), ""
+}
+
+// AlertsNotice is the line oc prints, on its standard output before the
+// report, when it cannot read the alerts and goes on without them (the
+// double space is oc's: Println between its message and the error).
+func AlertsNotice(err error) string {
+	return fmt.Sprintln("Unable to fetch alerts, ignoring alerts in 'Update Health': ", err)
 }
