@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/optionalkind"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 )
 
@@ -69,7 +70,7 @@ func readLive(ctx context.Context, cl clusterClients, now time.Time) (liveSnapsh
 	reads := []func(context.Context) error{
 		func(ctx context.Context) error {
 			err := cl.c.Get(ctx, client.ObjectKey{Name: "version"}, &cv)
-			if apierrors.IsNotFound(err) && !notServed(err) {
+			if apierrors.IsNotFound(err) && !optionalkind.NotServed(err) {
 				return fmt.Errorf("%w: there is no ClusterVersion %q on %s", assess.ErrNoClusterVersion, "version", server)
 			}
 			return platformErr(err, "ClusterVersion", configv1.GroupVersion, server)
@@ -91,7 +92,7 @@ func readLive(ctx context.Context, cl clusterClients, now time.Time) (liveSnapsh
 		func(ctx context.Context) error {
 			// Optional: without node-gate there are no runs (nil).
 			err := cl.c.List(ctx, &runs)
-			if meta.IsNoMatchError(err) || notServed(err) {
+			if meta.IsNoMatchError(err) || optionalkind.NotServed(err) {
 				runs.Items = nil
 				return nil
 			}
@@ -188,7 +189,7 @@ func platformErr(err error, kind string, gv schema.GroupVersion, server string) 
 	if err == nil {
 		return nil
 	}
-	if meta.IsNoMatchError(err) || notServed(err) {
+	if meta.IsNoMatchError(err) || optionalkind.NotServed(err) {
 		return fmt.Errorf("%s (%s) is not served by %s: is it an OpenShift 4 cluster?", kind, gv.String(), server)
 	}
 	return explain(err, kind, server)

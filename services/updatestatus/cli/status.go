@@ -51,6 +51,7 @@ import (
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/optionalkind"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/services/updatestatus/assess"
 	"github.com/upshift-io/upshift/services/updatestatus/render"
@@ -332,7 +333,7 @@ func readStatus(ctx context.Context, c client.Reader, server string) (clusterSta
 	status := &updatev1alpha1.UpgradeStatus{}
 	if err := c.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, status); err != nil {
 		switch {
-		case meta.IsNoMatchError(err), notServed(err):
+		case meta.IsNoMatchError(err), optionalkind.NotServed(err):
 			return st, &noControllerStatus{why: "the UpgradeStatus CRD is not installed", err: explain(err, "UpgradeStatus", server)}
 		case apierrors.IsNotFound(err):
 			return st, &noControllerStatus{why: fmt.Sprintf("no UpgradeStatus %q", updatev1alpha1.UpgradeStatusName),
@@ -383,7 +384,7 @@ func hasControlPlane(status *updatev1alpha1.UpgradeStatus, server string) error 
 // asking the server. The client's default mapper reads the API discovery
 // first: a round trip per run before the one read a report needs (and on an
 // OpenShift cluster a large response). A CRD that is not installed shows
-// instead in the read's NotFound (notServed).
+// instead in the read's NotFound (optionalkind.NotServed).
 func kindsMapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	for _, gvk := range []schema.GroupVersionKind{
@@ -401,34 +402,12 @@ func kindsMapper() meta.RESTMapper {
 	return m
 }
 
-// notServed says whether err is the NotFound of a resource the server does
-// not serve (its CRD is not installed) rather than of an object. A path no
-// API serves gets a plain-text 404, which the client reports as an
-// unexpected response; a resource unknown in a served group gets a Status
-// that names no object.
-func notServed(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
-		return false
-	}
-	d := status.Status().Details
-	if d == nil || d.Name == "" {
-		return true
-	}
-	for _, c := range d.Causes {
-		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
-			return true
-		}
-	}
-	return false
-}
-
 // explain turns a failed read of kind into an error that says what to do.
 func explain(err error, kind, server string) error {
 	var urlErr *url.Error
 	var netErr net.Error
 	switch {
-	case meta.IsNoMatchError(err), notServed(err):
+	case meta.IsNoMatchError(err), optionalkind.NotServed(err):
 		return fmt.Errorf("the %s CRD (%s) is not installed on %s: install the %s Helm chart, which installs it",
 			kind, updatev1alpha1.GroupVersion.String(), server, chartName)
 	case apierrors.IsUnauthorized(err):

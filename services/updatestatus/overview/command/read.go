@@ -9,7 +9,6 @@ import (
 	machinev1 "github.com/openshift/api/machine/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +16,7 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/optionalkind"
 	"github.com/upshift-io/upshift/services/updatestatus/overview"
 )
 
@@ -71,7 +71,7 @@ func result[T client.Object](obj T, err error) overview.Read[T] {
 		return overview.Read[T]{Object: obj, Outcome: overview.Found}
 	}
 	var zero T
-	if apierrors.IsNotFound(err) && !notServed(err) {
+	if apierrors.IsNotFound(err) && !optionalkind.NotServed(err) {
 		return overview.Read[T]{Object: zero, Outcome: overview.Absent}
 	}
 	return overview.Read[T]{Object: zero, Outcome: outcome(err), Err: err.Error()}
@@ -86,7 +86,7 @@ func list[T any](ctx context.Context, c client.Reader, l client.ObjectList, item
 
 func outcome(err error) overview.Outcome {
 	switch {
-	case meta.IsNoMatchError(err), notServed(err):
+	case meta.IsNoMatchError(err), optionalkind.NotServed(err):
 		return overview.NotInstalled
 	case apierrors.IsForbidden(err):
 		return overview.Forbidden
@@ -100,32 +100,10 @@ func fatal(err error) bool {
 	return apierrors.IsUnauthorized(err) || !errors.As(err, &status)
 }
 
-// notServed says whether err is the NotFound of a resource the server does
-// not serve (its CRD is not installed) rather than of an object: a resource
-// unknown in a served group gets a Status that names no object, a path no
-// API serves a plain-text 404 that the client reports as an unexpected
-// response.
-func notServed(err error) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
-		return false
-	}
-	d := status.Status().Details
-	if d == nil || d.Name == "" {
-		return true
-	}
-	for _, c := range d.Causes {
-		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
-			return true
-		}
-	}
-	return false
-}
-
 // mapper maps the kinds the view reads to their resources without asking
 // the server: discovery would cost a round trip (a large one on OpenShift)
 // before the reads, and a CRD that is not installed shows in its read's
-// NotFound all the same (notServed).
+// NotFound all the same (optionalkind.NotServed).
 func mapper() meta.RESTMapper {
 	kinds := []struct {
 		gvk   schema.GroupVersionKind
