@@ -125,7 +125,7 @@ func asKubeletReports(n *corev1.Node, i int, now time.Time) *corev1.Node {
 		MachineID: fmt.Sprintf("ec2%029x", i), SystemUUID: fmt.Sprintf("ec2%029x", i), BootID: fmt.Sprintf("%032x", i),
 		KernelVersion: "5.14.0-427.50.1.el9_4.x86_64", OSImage: "Red Hat Enterprise Linux CoreOS 418.94.202501221327-0",
 		ContainerRuntimeVersion: "cri-o://1.31.5-2.rhaos4.18.git9e3e0d8.el9", KubeletVersion: "v1.31.5",
-		KubeProxyVersion: "v1.31.5", OperatingSystem: "linux", Architecture: "amd64",
+		OperatingSystem: "linux", Architecture: "amd64",
 	}
 	return n
 }
