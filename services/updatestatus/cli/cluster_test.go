@@ -197,8 +197,8 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 
 	It("renders a report from the UpgradeStatus alone when it carries the node tables", func(ctx SpecContext) {
 		loaded, result := assessFixture("many-nodes")
-		// What mock mode prints for the same snapshot (which TestMockGolden
-		// holds to oc's output).
+		// What mock mode prints for the same snapshot: the two modes must
+		// agree (TestMockGolden holds mock mode to oc's own outputs).
 		want := renderLocally(result, "none", loaded.Snapshot.Now)
 		publish(ctx, env, result)
 		expectReadReport(ctx, env, render.DetailsNone, loaded.Snapshot.Now, want, true, 1, 0, 0)
@@ -231,8 +231,8 @@ var _ = Describe("cluster mode: reading, watching, objects and staleness", Order
 
 	It("renders a report from the insights' table without node tables in the status, and lists them all when the CRD lacks a column", func(ctx SpecContext) {
 		loaded, result := assessFixture("many-nodes")
-		// What mock mode prints for the same snapshot (which TestMockGolden
-		// holds to oc's output).
+		// What mock mode prints for the same snapshot: the two modes must
+		// agree (TestMockGolden holds mock mode to oc's own outputs).
 		want := renderLocally(result, "none", loaded.Snapshot.Now)
 		publishAsOlderController(ctx, env, result)
 		// Each way, one get (the UpgradeStatus) and one table.
