@@ -64,3 +64,45 @@ func TestMockGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnSnapshots covers, with Upshift's own snapshots in testdata, what none
+// of oc's examples shows. They have no golden output (nothing may generate
+// one from this code); each is checked for the lines oc prints in that case,
+// as oc's code words them.
+func TestOwnSnapshots(t *testing.T) {
+	for _, tc := range []struct {
+		name, details string
+		want          []string
+	}{
+		// oc's assessment of a control plane update past its estimate.
+		{"slow", "none", []string{"Assessment:      Progressing - Slow\n"}},
+		// ... and of one whose ClusterVersion says it fails to proceed.
+		{"stalled", "none", []string{"Assessment:      Stalled\n"}},
+		// 14 workers, one degraded: oc lists ten of them and counts the rest.
+		{"many-nodes", "none", []string{"\nworker-00   Degraded ", "\nOmitted additional 4 Total, "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := RunStatus(context.Background(), StatusOptions{Details: tc.details,
+				MockClusterVersion: filepath.Join("testdata", tc.name+"-cv.yaml"), Out: &out, ErrOut: &out, Notices: &bytes.Buffer{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("the report lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
+	}
+	// A ClusterVersionList file, and oc's one line for a cluster that is not
+	// updating.
+	var out bytes.Buffer
+	if err := RunStatus(context.Background(), StatusOptions{Details: "all",
+		MockClusterVersion: filepath.Join("testdata", "not-updating-cv.yaml"), Out: &out, ErrOut: &out, Notices: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "The cluster is not updating.\n" {
+		t.Errorf("not-updating: %q", got)
+	}
+}
