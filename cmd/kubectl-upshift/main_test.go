@@ -28,15 +28,16 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// The mock mode through the real flags: the output is the golden one of the
-// cli package, and no kubeconfig is needed.
+// The mock mode through the real flags: the output is oc's own for one of
+// its examples (copied into the cli package's test data), and no kubeconfig
+// is needed.
 func TestStatusMock(t *testing.T) {
-	testdata := filepath.Join("..", "..", "services", "updatestatus", "cli", "testdata")
-	want, err := os.ReadFile(filepath.Join(testdata, "stalled.detailed-output"))
+	examples := filepath.Join("..", "..", "services", "updatestatus", "cli", "testdata", "oc")
+	want, err := os.ReadFile(filepath.Join(examples, "4.14.1-degraded.detailed-output"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cvFile := filepath.Join(testdata, "stalled-cv.yaml")
+	cvFile := filepath.Join(examples, "4.14.1-degraded-cv.yaml")
 	out, _, err := run("status", "--details=all", "--kubeconfig=/nonexistent", "--mock-clusterversion="+cvFile)
 	// The snapshot has no alerts file: oc says so on stdout before the report.
 	notice := "Unable to fetch alerts, ignoring alerts in 'Update Health':  open " +

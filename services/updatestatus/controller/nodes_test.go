@@ -198,13 +198,18 @@ func TestTrimNode(t *testing.T) {
 	}
 }
 
-// TestTrimmedNodesAssessTheSame: for every snapshot of the CLI's test data
-// (nodes as `oc get nodes -o yaml` prints them, with everything a kubelet
+// TestTrimmedNodesAssessTheSame: for every snapshot of the CLI's test data,
+// oc's examples among them (nodes as `oc get nodes -o yaml` prints them, with everything a kubelet
 // reports: updating, draining, degraded, unavailable and paused nodes among
 // them), the assessment of the trimmed nodes equals that of the full nodes.
 func TestTrimmedNodesAssessTheSame(t *testing.T) {
-	cvFiles, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "*"+snapshot.ClusterVersionSuffix))
-	if err != nil || len(cvFiles) == 0 {
+	ours, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "*"+snapshot.ClusterVersionSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ocs, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "oc", "*"+snapshot.ClusterVersionSuffix))
+	cvFiles := append(ours, ocs...)
+	if err != nil || len(ours) == 0 || len(ocs) == 0 {
 		t.Fatalf("no snapshots (err %v)", err)
 	}
 	for _, f := range cvFiles {

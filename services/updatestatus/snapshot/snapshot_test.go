@@ -3,9 +3,12 @@ package snapshot
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Minimal valid contents of each file, in the shapes `oc get -o yaml` writes.
@@ -221,5 +224,49 @@ func TestLoadErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUniformListAsDecoder: for every file of the CLI's snapshots (oc's
+// examples among them) that decodeUniformList decodes, it returns what the
+// general path returns; and it does decode oc's Node files, the bulk of a
+// large snapshot.
+func TestUniformListAsDecoder(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "*-node.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "oc", "*-node.yaml"))
+	if err != nil || len(oc) == 0 {
+		t.Fatalf("no oc examples (err %v)", err)
+	}
+	for _, f := range append(files, oc...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast, ok := decodeUniformList[*corev1.Node](data)
+		if !ok {
+			if strings.Contains(f, string(filepath.Separator)+"oc"+string(filepath.Separator)) {
+				t.Errorf("%s: not decoded in one pass", f)
+			}
+			continue
+		}
+		objs, err := decodeAll(data)
+		if err != nil || len(objs) != 1 {
+			t.Fatalf("%s: %d objects, %v", f, len(objs), err)
+		}
+		items, err := flatten(objs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != len(fast) {
+			t.Fatalf("%s: %d items, want %d", f, len(fast), len(items))
+		}
+		for i := range items {
+			if !reflect.DeepEqual(items[i], fast[i]) {
+				t.Errorf("%s: item %d differs:\n%#v\nwant\n%#v", f, i, fast[i], items[i])
+			}
+		}
 	}
 }
