@@ -51,6 +51,8 @@ type options struct {
 	// node-gate
 	pairs     int
 	lookahead int
+	// system
+	audit bool
 }
 
 // subcommand is one component's bench.
@@ -93,6 +95,8 @@ var subcommands = []subcommand{
 			fs.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "Fail if an update has not finished by then.")
 			fs.IntVar(&o.pairs, "pairs", 2, "Updates without and with Upshift, alternating: how many of each.")
 			fs.IntVar(&o.lookahead, "lookahead", 1, "The node-gate run's rule's spec.lookahead.")
+			fs.BoolVar(&o.audit, "audit", false, "Log every request to the apiserver and print the last pair's writes by client "+
+				"(the log loads the apiserver: such a run's times do not compare with others).")
 		}},
 }
 

@@ -71,6 +71,8 @@ type systemTimes struct {
 	// apiserver served.
 	cpu cpuUse
 	api apiTraffic
+	// from and to bound the update in wall time (the audit log's).
+	from, to time.Time
 }
 
 func runSystem(ctx context.Context, o options) (err error) {
@@ -92,7 +94,7 @@ func runSystem(ctx context.Context, o options) (err error) {
 		components = append(components, framework.ComponentOptions{Chart: c.chart, Release: c.release, Namespace: gateNamespace})
 	}
 	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
-		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, Alertmanager: true},
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, Alertmanager: true, AuditLog: o.audit},
 		Seed: &ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers,
 			WorkerMaxUnavailable: o.maxUnavailable, Graph: graph},
 		Sim:        &ocpsim.Options{TimeScale: o.timeScale, Graph: graph},
@@ -165,6 +167,17 @@ func runSystem(ctx context.Context, o options) (err error) {
 	fmt.Printf("  the UpgradeConfig's steps: %s\n", strings.Join(last.steps, "; "))
 	printCPUTable(lastNone.cpu, last.cpu, lastNone.whole, last.whole, runtime.NumCPU())
 	printAPITable(lastNone.api, last.api, 12)
+	if o.audit {
+		without, err := countWrites(env.AuditLogPath, lastNone.from, lastNone.to)
+		if err != nil {
+			return err
+		}
+		with, err := countWrites(env.AuditLogPath, last.from, last.to)
+		if err != nil {
+			return err
+		}
+		printWrites(without, with, 20)
+	}
 	for _, l := range lines {
 		fmt.Println(l)
 	}
@@ -189,6 +202,7 @@ func updateWithout(ctx context.Context, c client.Client, cfg *rest.Config, cc ca
 		return t, err
 	}
 	requested := time.Now()
+	t.from = requested
 	step(start, "update to %s without Upshift requested", target)
 	if err := framework.WaitFor(ctx, o.updateTimeout, func() bool {
 		if t.cvDone == 0 && cvCompleted(ctx, cc, target) {
@@ -200,6 +214,7 @@ func updateWithout(ctx context.Context, c client.Client, cfg *rest.Config, cc ca
 	}
 	t.whole = time.Since(requested)
 	t.settled = t.whole
+	t.to = time.Now()
 	cpuAfter, err := readCPU()
 	if err != nil {
 		return t, err
@@ -311,6 +326,7 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 		return t, fmt.Errorf("%w (%s)\n%s", err, ucPhase(ctx, cc), logs)
 	}
 	t.whole = time.Since(upgradeAt)
+	t.from, t.to = upgradeAt, time.Now()
 	cpuAfter, err := readCPU()
 	if err != nil {
 		return t, err
