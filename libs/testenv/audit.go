@@ -80,6 +80,12 @@ func (e *Env) configureAudit() error {
 // AuditEvents reads the audit log (Options.AuditLog) and returns the events
 // of the given user, e.g. "system:serviceaccount:<namespace>:<name>".
 func (e *Env) AuditEvents(username string) ([]AuditEvent, error) {
+	return e.AuditEventsWhere(func(ev AuditEvent) bool { return ev.User.Username == username })
+}
+
+// AuditEventsWhere reads the audit log (Options.AuditLog) and returns the
+// events keep keeps.
+func (e *Env) AuditEventsWhere(keep func(AuditEvent) bool) ([]AuditEvent, error) {
 	if e.AuditLogPath == "" {
 		return nil, fmt.Errorf("the audit log is off: start the Env with Options{AuditLog: true}")
 	}
@@ -104,7 +110,7 @@ func (e *Env) AuditEvents(username string) ([]AuditEvent, error) {
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", e.AuditLogPath, err)
 		}
-		if ev.User.Username == username {
+		if keep(ev) {
 			out = append(out, ev)
 		}
 	}

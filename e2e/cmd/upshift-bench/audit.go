@@ -1,12 +1,7 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -26,41 +21,28 @@ var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, 
 // clientWrites counts writes by "client: verb resource".
 type clientWrites map[string]int
 
-// countWrites reads the audit log at path and counts the writes that ended
-// between from and to.
-func countWrites(path string, from, to time.Time) (clientWrites, error) {
-	f, err := os.Open(path)
+// countWrites counts the writes in env's audit log that ended between
+// from and to.
+func countWrites(env *testenv.Env, from, to time.Time) (clientWrites, error) {
+	events, err := env.AuditEventsWhere(func(ev testenv.AuditEvent) bool {
+		if !writeVerbs[ev.Verb] || ev.ObjectRef == nil {
+			return false
+		}
+		at, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp)
+		return err == nil && !at.Before(from) && !at.After(to)
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	counts := clientWrites{}
-	r := bufio.NewReaderSize(f, 1<<20)
-	for {
-		line, err := r.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			return counts, nil // a last line without its newline is still being written
-		}
-		if err != nil {
-			return nil, err
-		}
-		var ev testenv.AuditEvent
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		if !writeVerbs[ev.Verb] || ev.ObjectRef == nil {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, ev.StageTimestamp)
-		if err != nil || at.Before(from) || at.After(to) {
-			continue
-		}
+	for _, ev := range events {
 		resource := ev.ObjectRef.Resource
 		if ev.ObjectRef.Subresource != "" {
 			resource += "/" + ev.ObjectRef.Subresource
 		}
 		counts[clientName(ev.User.Username)+": "+ev.Verb+" "+resource]++
 	}
+	return counts, nil
 }
 
 // clientName shortens a ServiceAccount's user name to namespace/name.

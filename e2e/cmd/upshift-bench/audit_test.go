@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/upshift-io/upshift/libs/testenv"
 )
 
 func TestCountWrites(t *testing.T) {
@@ -22,7 +24,7 @@ func TestCountWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	from := time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)
-	got, err := countWrites(path, from, from.Add(5*time.Second))
+	got, err := countWrites(&testenv.Env{AuditLogPath: path}, from, from.Add(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,11 +168,11 @@ func runSystem(ctx context.Context, o options) (err error) {
 	printCPUTable(lastNone.cpu, last.cpu, lastNone.whole, last.whole, runtime.NumCPU())
 	printAPITable(lastNone.api, last.api, 12)
 	if o.audit {
-		without, err := countWrites(env.AuditLogPath, lastNone.from, lastNone.to)
+		without, err := countWrites(env, lastNone.from, lastNone.to)
 		if err != nil {
 			return err
 		}
-		with, err := countWrites(env.AuditLogPath, last.from, last.to)
+		with, err := countWrites(env, last.from, last.to)
 		if err != nil {
 			return err
 		}
