@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -54,19 +52,8 @@ func decodeJSON(t *testing.T, name string, data []byte) any {
 // snapshot, do take the fast path (or a large snapshot would be slow again
 // without any test failing).
 func TestBlockYAMLAsYAMLLibrary(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "oc", "*.yaml"))
-	if err != nil || len(oc) == 0 {
-		t.Fatalf("no oc examples (err %v)", err)
-	}
-	for _, f := range append(files, oc...) {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, sf := range cliSnapshotFiles(t, "*.yaml") {
+		f, data := sf.path, sf.data
 		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 		for {
 			doc, err := reader.Read()

@@ -232,22 +232,11 @@ func TestLoadErrors(t *testing.T) {
 // general path returns; and it does decode oc's Node files, the bulk of a
 // large snapshot.
 func TestUniformListAsDecoder(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "*-node.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "oc", "*-node.yaml"))
-	if err != nil || len(oc) == 0 {
-		t.Fatalf("no oc examples (err %v)", err)
-	}
-	for _, f := range append(files, oc...) {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, sf := range cliSnapshotFiles(t, "*-node.yaml") {
+		f, data := sf.path, sf.data
 		fast, ok := decodeUniformList[*corev1.Node](data)
 		if !ok {
-			if strings.Contains(f, string(filepath.Separator)+"oc"+string(filepath.Separator)) {
+			if sf.fromOC {
 				t.Errorf("%s: not decoded in one pass", f)
 			}
 			continue
@@ -269,4 +258,35 @@ func TestUniformListAsDecoder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// snapshotFile is one file of the CLI's snapshots, read.
+type snapshotFile struct {
+	path string
+	data []byte
+	// fromOC: one of oc's examples (testdata/oc), not Upshift's own.
+	fromOC bool
+}
+
+// cliSnapshotFiles reads the CLI's snapshot files whose names match
+// pattern: Upshift's own and oc's examples, which must be there.
+func cliSnapshotFiles(t *testing.T, pattern string) []snapshotFile {
+	t.Helper()
+	own, err := filepath.Glob(filepath.Join("..", "cli", "testdata", pattern))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := filepath.Glob(filepath.Join("..", "cli", "testdata", "oc", pattern))
+	if err != nil || len(oc) == 0 {
+		t.Fatalf("no oc examples (err %v)", err)
+	}
+	var out []snapshotFile
+	for i, f := range append(own, oc...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, snapshotFile{path: f, data: data, fromOC: i >= len(own)})
+	}
+	return out
 }
