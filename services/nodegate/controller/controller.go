@@ -5,8 +5,11 @@
 // the drain remediation's decision for released nodes the MCO is draining,
 // writes the status first — so originals and drain clocks are recorded
 // before anything changes — and then executes the actions and records the
-// Events. A finalizer keeps the run until the planner has restored every
-// pool, selector and label it changed.
+// Events. A pass whose actions are only hook Jobs and hold labels acts first
+// and leaves its status to a background writer (statusWriter), so the
+// update's critical path carries one write per hop. A finalizer keeps the
+// run until the planner has restored every pool, selector and label it
+// changed.
 package controller
 
 import (
@@ -91,6 +94,9 @@ type Reconciler struct {
 	// before the run) and drop the recorded original; the pause then lands
 	// and the pool stays paused for good.
 	pools ownwrite.Expectations
+	// statuses writes the status of the passes that acted first, in the
+	// background, and holds it for planning until written.
+	statuses *statusWriter
 }
 
 // SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
@@ -104,6 +110,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		r.Recorder = events.NewRecorder(nil)
+	}
+	r.statuses = newStatusWriter(r.Client, &r.written)
+	if err := mgr.Add(r.statuses); err != nil {
+		return err
 	}
 	all := handler.EnqueueRequestsFromMapFunc(r.allRuns)
 	return ctrl.NewControllerManagedBy(mgr).
@@ -156,6 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, run); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.Forget(req.NamespacedName)
+			r.statuses.Forget(req.NamespacedName)
 			if r.Metrics != nil {
 				r.Metrics.Forget(runKey)
 			}
@@ -180,41 +191,52 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if wait, err := r.pools.Wait(ctx, r.Client, r.Clock.Now()); err != nil || wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, err
 	}
-	in, err := r.input(ctx, run)
+	planned := run
+	if st, ok := r.statuses.Pending(req.NamespacedName); ok {
+		// Plan from the newest status decided, written or not.
+		planned = run.DeepCopy()
+		planned.Status = st
+	}
+	in, err := r.input(ctx, planned)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	res := plan.Plan(in)
 
-	dr, err := r.drains(ctx, run, in, &res.Status)
+	dr, err := r.drains(ctx, planned, in, &res.Status)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	wait := requeue.Min(res.RequeueAfter, dr.RequeueAfter)
 
-	// The planner's actions go before the status write when it says they
-	// may (a hook Job, a hold label: the write the Job controller or the
-	// MCO acts on is then the pass's first); otherwise the status goes
-	// first, so that the originals of what the actions change are recorded
-	// before they change.
+	// The planner's actions go before the status when it says they may (a
+	// hook Job, a hold label: the write the Job controller or the MCO acts
+	// on is then the pass's only write on the update's path; the status
+	// follows in the background); otherwise the status is written first,
+	// so that the originals of what the actions change are recorded before
+	// they change.
 	var errs []error
 	if res.ActionsFirst {
 		errs = r.executeAll(ctx, res.Actions)
 	}
-	old := run.Status.DeepCopy()
-	if published, write := plan.Publish(run.Status, res.Status, in); write {
-		upd := run.DeepCopy()
-		upd.Status = published
-		// Update, not patch: the resourceVersion makes a pass on a stale
-		// run fail instead of overwriting what a newer pass recorded.
-		if err := r.Client.Status().Update(ctx, upd); err != nil {
-			if apierrors.IsConflict(err) {
-				return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	old := planned.Status.DeepCopy()
+	if published, write := plan.Publish(planned.Status, res.Status, in); write {
+		// Only a pass that acted first (or had nothing to do) may leave its
+		// status for later, and only when the status stored already names
+		// its round, phase and pool originals (plan.Deferrable). A forced
+		// drain step waits for its record like any other.
+		if (res.ActionsFirst || len(res.Actions) == 0) && len(dr.Actions) == 0 && plan.Deferrable(run.Status, published) {
+			r.statuses.Put(req.NamespacedName, published)
+		} else {
+			upd, err := r.statuses.WriteNow(ctx, run, published)
+			if err != nil {
+				if apierrors.IsConflict(err) {
+					return reconcile.Result{RequeueAfter: conflictRetry}, nil
+				}
+				return reconcile.Result{}, err
 			}
-			return reconcile.Result{}, err
+			run = upd
 		}
-		r.written.Wrote(run.ResourceVersion, upd)
-		run = upd
 	}
 	if r.Metrics != nil {
 		r.Metrics.Observe(runKey, old, &res.Status, blockedReason(&res.Status), dr.Blocked, dr.Stuck)

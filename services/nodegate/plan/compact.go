@@ -70,3 +70,19 @@ func Compact(st nodegatev1alpha1.MutexRunConfigStatus, in Input) nodegatev1alpha
 	}
 	return out
 }
+
+// Deferrable reports whether the status decided over stored (the run's
+// status as the API server holds it) may be written in the background,
+// after later passes have planned from it. Only the record of the round's
+// progress may wait: a pass that opens or ends a round, changes the phase,
+// or changes a pool record writes before it returns, so no release is ever
+// decided from a round, a phase or an original the API server has not
+// stored. What such a deferred status records is either read back from the
+// cluster by the next pass after a crash (hook Jobs by their deterministic
+// names, hold labels) or is progress a pass derives again (a node's times,
+// the summary).
+func Deferrable(stored, decided nodegatev1alpha1.MutexRunConfigStatus) bool {
+	return stored.RunID != "" && stored.RunID == decided.RunID &&
+		stored.Phase == decided.Phase && stored.PausedGeneration == decided.PausedGeneration &&
+		equality.Semantic.DeepEqual(stored.Pools, decided.Pools)
+}

@@ -381,10 +381,27 @@ func TestPropertyRandomEvents(t *testing.T) {
 		// plane updated, minutes after the request; node-gate pauses (and
 		// holds its gate pools) on the request, and relies on that order.
 		seen := false
+		// pending is a status the reconciler left to its background writer
+		// (Deferrable): later passes plan from it until it is written, and
+		// a crash loses it.
+		var pending *nodegatev1alpha1.MutexRunConfigStatus
 		for c.step = 0; c.step < 400; c.step++ {
+			switch {
+			case pending == nil:
+			case rng.Intn(3) == 0:
+				w.run.Status = *pending
+				pending = nil
+				c.stats["deferredWritten"]++
+			case rng.Intn(10) == 0:
+				pending = nil
+				c.stats["deferredLost"]++
+			}
 			switch k := rng.Intn(20); {
 			case k < 6:
 				in := w.input()
+				if pending != nil {
+					in.Run.Status = *pending.DeepCopy()
+				}
 				if hidden && len(in.Jobs) > 0 {
 					// The cache has not seen the latest Jobs yet.
 					in.Jobs = in.Jobs[:rng.Intn(len(in.Jobs))]
@@ -402,12 +419,17 @@ func TestPropertyRandomEvents(t *testing.T) {
 				w.last = r
 				acts := r.Actions
 				switch {
+				case (r.ActionsFirst || len(r.Actions) == 0) && Deferrable(w.run.Status, r.Status):
+					pending = r.Status.DeepCopy()
+					c.stats["deferred"]++
 				case r.ActionsFirst && rng.Intn(6) == 0:
 					// The reconciler restarts after the actions it may
 					// take first, before the status write.
+					pending = nil
 					c.stats["lostStatus"]++
 				default:
 					w.run.Status = *r.Status.DeepCopy()
+					pending = nil
 				}
 				if len(acts) > 0 && rng.Intn(8) == 0 {
 					// The reconciler restarts after writing the status,
@@ -489,6 +511,9 @@ func TestPropertyRandomEvents(t *testing.T) {
 				w.now = w.now.Add(time.Duration(rng.Intn(300)) * time.Second)
 			}
 		}
+		if pending != nil {
+			w.run.Status = *pending
+		}
 		if w.run.Status.Phase == nodegatev1alpha1.RunCompleted {
 			c.stats["completedRuns"]++
 			c.restored(origPools)
@@ -515,7 +540,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 	t.Logf("exercised over %d seeds: %v", seeds, totals)
 	// The generator must reach the interesting states, or the invariants
 	// above were checked on nothing.
-	for _, k := range []string{"released", "completedNodes", "jobFailed", "specChange", "nodeAdded", "nodeRemoved", "cacheLag", "objectLag", "updatingChecked", "lostActions", "lostStatus", "secondRelease", "completedRuns", "gatedTargeted", "mode-worker", "mode-canary", "mode-custom"} {
+	for _, k := range []string{"released", "completedNodes", "jobFailed", "specChange", "nodeAdded", "nodeRemoved", "cacheLag", "objectLag", "updatingChecked", "lostActions", "lostStatus", "deferred", "deferredWritten", "deferredLost", "secondRelease", "completedRuns", "gatedTargeted", "mode-worker", "mode-canary", "mode-custom"} {
 		if totals[k] == 0 {
 			t.Errorf("no seed exercised %s", k)
 		}
