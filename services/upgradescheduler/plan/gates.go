@@ -48,11 +48,12 @@ func (p *planner) gateNote() string {
 	holding, stopped, _ := p.gateHolds()
 	var parts []string
 	for _, r := range holding {
-		part := fmt.Sprintf("gated by node-gate run %s (%d of %d nodes done", r.Key(), r.Done, r.Total)
+		// Not the run's progress: see workersUpgraded.
+		part := "gated by node-gate run " + r.Key()
 		if r.Waiting != "" {
-			part += "; waiting: " + r.Waiting
+			part += " (waiting: " + r.Waiting + ")"
 		}
-		parts = append(parts, part+")")
+		parts = append(parts, part)
 	}
 	for _, r := range stopped {
 		parts = append(parts, fmt.Sprintf("node-gate run %s is stopped (%s: %s), so the worker deadline runs", r.Key(), r.Stopped.Reason, r.Stopped.Message))

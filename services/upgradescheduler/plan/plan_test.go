@@ -908,7 +908,7 @@ func TestStepsAfterCommencement(t *testing.T) {
 		w.snap.Pools[1].Status.Conditions = append(w.snap.Pools[1].Status.Conditions, mcfgv1.MachineConfigPoolCondition{Type: mcfgv1.MachineConfigPoolDegraded, Status: corev1.ConditionTrue})
 		w.settle()
 		c := w.stepCondition(StepWorkerNodesUpgraded)
-		if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "worker (2/3 updated)") || c.LastError != "worker pools Degraded: worker" {
+		if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "worker pools updating: worker") || c.LastError != "worker pools Degraded: worker" {
 			t.Fatalf("%+v", c)
 		}
 		// The master pool is not a worker pool.

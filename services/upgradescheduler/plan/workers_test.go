@@ -23,13 +23,15 @@ func TestWorkerStepWaitsForPoolWorker(t *testing.T) {
 		t.Fatalf("at %s while pool worker updates", w.uc.Status.CurrentStep)
 	}
 	c := w.stepCondition(StepWorkerNodesUpgraded)
-	if !strings.Contains(c.Message, "worker pools updating: worker (1/3 updated)") ||
-		!strings.Contains(c.Message, "other pools updating, not waited for (as MUO): infra (0/2 updated)") {
+	// Pools by name, without counts: a count would rewrite the status on
+	// every node's step.
+	if !strings.HasSuffix(c.Message, "worker pools updating: worker; other pools updating, not waited for (as MUO): infra") ||
+		strings.Contains(c.Message, "/3") {
 		t.Fatalf("message %q", c.Message)
 	}
 	w.snap.Pools[1] = pool("worker", 3, 3, "rendered-worker-2")
 	w.settle()
-	if c := w.stepCondition(StepWorkerNodesUpgraded); c.Status != "True" || !strings.Contains(c.Message, "infra (0/2 updated)") {
+	if c := w.stepCondition(StepWorkerNodesUpgraded); c.Status != "True" || !strings.Contains(c.Message, "not waited for (as MUO): infra") {
 		t.Fatalf("worker done, infra updating: %+v", c)
 	}
 	if w.phase() != upgradev1alpha1.UpgradePhaseUpgraded {
