@@ -3,6 +3,7 @@ package plan
 import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
 
@@ -75,14 +76,37 @@ func Compact(st nodegatev1alpha1.MutexRunConfigStatus, in Input) nodegatev1alpha
 // status as the API server holds it) may be written in the background,
 // after later passes have planned from it. Only the record of the round's
 // progress may wait: a pass that opens or ends a round, changes the phase,
-// or changes a pool record writes before it returns, so no release is ever
-// decided from a round, a phase or an original the API server has not
-// stored. What such a deferred status records is either read back from the
+// changes a pool record or a drain's record writes before it returns, so no
+// release is ever decided from a round, a phase or an original the API
+// server has not stored, and a drain's clock and end are never lost (the
+// end is seen only while the node is released, so a lost one would stay
+// missing). What a deferred status records is either read back from the
 // cluster by the next pass after a crash (hook Jobs by their deterministic
-// names, hold labels) or is progress a pass derives again (a node's times,
-// the summary).
+// names, hold labels) or is progress a pass derives again (a node's phase
+// and times, the summary).
 func Deferrable(stored, decided nodegatev1alpha1.MutexRunConfigStatus) bool {
 	return stored.RunID != "" && stored.RunID == decided.RunID &&
 		stored.Phase == decided.Phase && stored.PausedGeneration == decided.PausedGeneration &&
-		equality.Semantic.DeepEqual(stored.Pools, decided.Pools)
+		equality.Semantic.DeepEqual(stored.Pools, decided.Pools) && sameDrains(stored.Nodes, decided.Nodes)
+}
+
+// sameDrains: the two lists of node records hold the same drain records.
+func sameDrains(a, b []nodegatev1alpha1.NodeRecord) bool {
+	drains := map[string]*commonv1alpha1.DrainRecord{}
+	for i := range a {
+		if a[i].Drain != nil {
+			drains[a[i].Name] = a[i].Drain
+		}
+	}
+	for i := range b {
+		d, had := drains[b[i].Name]
+		if b[i].Drain == nil && !had {
+			continue
+		}
+		if !equality.Semantic.DeepEqual(b[i].Drain, d) {
+			return false
+		}
+		delete(drains, b[i].Name)
+	}
+	return len(drains) == 0
 }

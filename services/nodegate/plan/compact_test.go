@@ -3,8 +3,10 @@ package plan
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
 
@@ -39,6 +41,17 @@ func TestDeferrable(t *testing.T) {
 		{"an original recorded", stored, change(func(s *nodegatev1alpha1.MutexRunConfigStatus) {
 			s.Pools[0].OriginalMaxUnavailable = &nodegatev1alpha1.RecordedMaxUnavailable{}
 		}), false},
+		{"a drain's clock started", stored, change(func(s *nodegatev1alpha1.MutexRunConfigStatus) {
+			s.Nodes[0].Drain = &commonv1alpha1.DrainRecord{Request: "drain-1"}
+		}), false},
+		{"a drain ended", change(func(s *nodegatev1alpha1.MutexRunConfigStatus) {
+			s.Nodes[0].Drain = &commonv1alpha1.DrainRecord{Request: "drain-1"}
+		}), change(func(s *nodegatev1alpha1.MutexRunConfigStatus) {
+			s.Nodes[0].Drain = &commonv1alpha1.DrainRecord{Request: "drain-1", CompletionTime: &metav1.Time{}}
+		}), false},
+		{"a drain record dropped with its node", change(func(s *nodegatev1alpha1.MutexRunConfigStatus) {
+			s.Nodes[0].Drain = &commonv1alpha1.DrainRecord{Request: "drain-1"}
+		}), change(func(s *nodegatev1alpha1.MutexRunConfigStatus) { s.Nodes = nil }), false},
 	} {
 		if got := Deferrable(tc.stored, tc.decided); got != tc.want {
 			t.Errorf("%s: Deferrable = %v, want %v", tc.name, got, tc.want)
