@@ -6,10 +6,11 @@
 // writes the status first — so originals and drain clocks are recorded
 // before anything changes — and then executes the actions and records the
 // Events. A pass whose actions are only hook Jobs and hold labels acts first
-// and leaves its status to a background writer (statusWriter), so the
-// update's critical path carries one write per hop. A finalizer keeps the
-// run until the planner has restored every pool, selector and label it
-// changed.
+// and, when its status only records progress within a round already stored
+// (plan.Deferrable), leaves that status to a background writer
+// (statusWriter), so the update's critical path carries one write per hop.
+// A finalizer keeps the run until the planner has restored every pool,
+// selector and label it changed.
 package controller
 
 import (
@@ -94,8 +95,8 @@ type Reconciler struct {
 	// before the run) and drop the recorded original; the pause then lands
 	// and the pool stays paused for good.
 	pools ownwrite.Expectations
-	// statuses writes the status of the passes that acted first, in the
-	// background, and holds it for planning until written.
+	// statuses writes the deferrable statuses (plan.Deferrable) in the
+	// background, and holds them for planning until written.
 	statuses *statusWriter
 }
 
