@@ -224,9 +224,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if published, write := plan.Publish(planned.Status, res.Status, in); write {
 		// Only a pass that acted first (or had nothing to do) may leave its
 		// status for later, and only when the status stored already names
-		// its round, phase and pool originals (plan.Deferrable). A forced
-		// drain step waits for its record like any other.
-		if (res.ActionsFirst || len(res.Actions) == 0) && len(dr.Actions) == 0 && plan.Deferrable(run.Status, published) {
+		// its round, phase, pool originals and drains (plan.StatusMayWait).
+		// A forced drain step waits for its record like any other.
+		if len(dr.Actions) == 0 && res.StatusMayWait(run.Status, published) {
 			r.statuses.Put(req.NamespacedName, published)
 		} else {
 			upd, err := r.statuses.WriteNow(ctx, run, published)

@@ -17,8 +17,8 @@ import (
 )
 
 // statusWriter takes the run status off the update's critical path. A pass
-// whose actions are only hook Jobs and hold labels (plan's ActionsFirst)
-// acts, hands its status here and ends: the Job (deterministically named)
+// whose actions are only hook Jobs and hold labels (plan's ActionsFirst), or
+// which has none, acts, hands its status here and ends: the Job (deterministically named)
 // and the label are the durable record, so a status lost to a crash is
 // decided again from them (the planner's lostStatus property). A worker
 // writes the newest status handed over for each run; a burst of passes

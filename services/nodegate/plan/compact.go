@@ -72,6 +72,15 @@ func Compact(st nodegatev1alpha1.MutexRunConfigStatus, in Input) nodegatev1alpha
 	return out
 }
 
+// StatusMayWait reports whether the reconciler may leave the status this
+// pass decided (published, over stored) to its background writer: the pass
+// acted first or had nothing to do, and the status is Deferrable. (A pass
+// that also forces a drain step writes first regardless: the reconciler's
+// drain remediation waits for its record.)
+func (r *Result) StatusMayWait(stored, published nodegatev1alpha1.MutexRunConfigStatus) bool {
+	return (r.ActionsFirst || len(r.Actions) == 0) && Deferrable(stored, published)
+}
+
 // Deferrable reports whether the status decided over stored (the run's
 // status as the API server holds it) may be written in the background,
 // after later passes have planned from it. Only the record of the round's

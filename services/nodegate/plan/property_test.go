@@ -419,7 +419,7 @@ func TestPropertyRandomEvents(t *testing.T) {
 				w.last = r
 				acts := r.Actions
 				switch {
-				case (r.ActionsFirst || len(r.Actions) == 0) && Deferrable(w.run.Status, r.Status):
+				case r.StatusMayWait(w.run.Status, r.Status):
 					pending = r.Status.DeepCopy()
 					c.stats["deferred"]++
 				case r.ActionsFirst && rng.Intn(6) == 0:
