@@ -162,12 +162,14 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
+	DeferCleanup(func(SpecContext) {
 		if ocm != nil {
 			ocm.Close()
 		}
-	})
-	DeferCleanup(func() { Expect(cluster.Stop()).To(Succeed()) })
+	}, NodeTimeout(time.Minute))
+	// Bounded, as the spec is: a process that does not stop is reported
+	// by Ginkgo rather than left to go test's timeout.
+	DeferCleanup(func(SpecContext) { Expect(cluster.Stop()).To(Succeed()) }, NodeTimeout(3*time.Minute))
 	env = cluster.Env
 	for _, c := range []struct{ release, namespace string }{
 		{"sched", namespace}, {"ngate", namespace}, {"mcpt", namespace}, {"usc", namespace}, {"cpms", cpmsNamespace},

@@ -37,14 +37,14 @@ import (
 const newInstanceType = "m6i.2xlarge"
 
 var _ = Describe("One OSD upgrade with every controller, under faults", Ordered, func() {
-	It("completes, and every invariant holds at every revision", func(ctx context.Context) {
+	It("completes, and every invariant holds at every revision", func(ctx SpecContext) {
 		// A cleanup of the spec's own: a suite-level one cannot tell whether
 		// the spec failed.
-		DeferCleanup(func(ctx context.Context) {
+		DeferCleanup(func(ctx SpecContext) {
 			if CurrentSpecReport().Failed() || os.Getenv("E2E_SHOW_LOGS") != "" {
 				showState(ctx)
 			}
-		})
+		}, NodeTimeout(time.Minute))
 		recCtx, stopRecording := context.WithCancel(ctx)
 		defer stopRecording()
 		rec, err := startRecorder(recCtx, env.Config)
@@ -148,8 +148,17 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 		misowned, err := framework.MisownedStatusFields(uc)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(misowned).To(BeEmpty())
-	})
+	}, SpecTimeout(specTimeout()))
 })
+
+// specTimeout bounds the spec: its waits in turn (the update started, the
+// update and rollouts done, the faults over, the end state) and a margin for
+// the checks. It ends before go test's own -timeout so that, should
+// something block, Ginkgo says where (the spec's stack, at the timeout)
+// instead of go test's goroutine dump of the whole process.
+func specTimeout() time.Duration {
+	return 2*profiles[*profileName].timeout + 8*time.Minute
+}
 
 // afterThaw reads the audit log for a leader woken after losing its Lease:
 // how many requests it made before (the user agent names its pod), and every
