@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -121,7 +120,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.OCM != nil {
 		r.OCM.observe = r.Metrics.ObserveOCMRequest
 	}
-	configs := func(ctx context.Context, _ client.Object) []reconcile.Request {
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		var list upgradev1alpha1.UpgradeConfigList
 		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
 			return nil
@@ -131,8 +130,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&uc)})
 		}
 		return out
-	}
-	all := handler.EnqueueRequestsFromMapFunc(configs)
+	})
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
 	})
@@ -142,7 +140,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&configv1.ClusterVersion{}, all).
 		Watches(&configv1.ClusterOperator{}, all).
 		Watches(&mcfgv1.MachineConfigPool{}, all).
-		Watches(&corev1.Node{}, batched(configs, nodeBatch), builder.WithPredicates(nodeChanged)).
+		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged)).
 		Watches(&policyv1.PodDisruptionBudget{}, all).
 		Watches(&machinev1beta1.MachineSet{}, all, builder.WithPredicates(inMachineAPI)).
 		Watches(&machinev1beta1.Machine{}, all, builder.WithPredicates(inMachineAPI)).
@@ -169,42 +167,6 @@ func clusterOf(s plan.Snapshot) metrics.Cluster {
 }
 
 var inMachineAPI = predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == plan.MachineAPINamespace })
-
-// nodeBatch is how late a Node's change may re-plan. During an update the
-// MCO changes each node it passes several times (its desired config, its
-// state, the drain request and its acknowledgement), a few thousand events
-// in a large pool, and each plan reads the whole cluster: planning once for
-// all of a second's changes instead of once per change is most of the
-// scheduler's CPU in an update. Nothing it decides from a Node needs the
-// change within the second: its health checks and the worker step count
-// nodes over minutes.
-const nodeBatch = time.Second
-
-// batched enqueues the UpgradeConfigs that mapFn names no sooner than after
-// delay: every event within that time joins the first one's reconcile (the
-// work queue keeps the earliest of the times an item is waiting for, and an
-// item is queued once).
-func batched(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler {
-	add := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range mapFn(ctx, o) {
-			q.AddAfter(req, delay)
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.ObjectNew, q)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, e.Object, q)
-		},
-	}
-}
 
 // nodeChanged drops kubelet heartbeats: only what the health checks read counts.
 var nodeChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
