@@ -182,6 +182,23 @@ func TestWhichPodsBlock(t *testing.T) {
 	}
 }
 
+// A drain first looked at after the MCD moved on to the node's uncordon
+// (its acknowledgement of the drain already replaced) is closed too, with
+// what it forced; a record of an unacknowledged request of the same drain
+// stays open.
+func TestCompletionSeenLate(t *testing.T) {
+	rec := &commonv1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0), ForcedPods: 2}
+	n := drainingNode("uncordon-rendered-x", "uncordon-rendered-x")
+	r := Decide(in(t0.Add(time.Hour), n, rec))
+	if !r.Completed || r.Record.CompletionTime == nil || r.Record.ForcedPods != 2 {
+		t.Fatalf("late completion: %+v", r)
+	}
+	open := drainingNode("drain-rendered-x", "uncordon-rendered-old")
+	if r := Decide(in(t0.Add(time.Hour), open, rec)); r.Completed || r.Record.CompletionTime != nil {
+		t.Fatalf("closed while still draining: %+v", r)
+	}
+}
+
 func TestCompletion(t *testing.T) {
 	rec := &commonv1alpha1.DrainRecord{Request: "drain-rendered-x", StartTime: metav1.NewTime(t0), ForcedPods: 2,
 		BlockingPods: []commonv1alpha1.BlockingPod{{Namespace: "db", Name: "db-0"}}}

@@ -65,14 +65,16 @@ func CompilePatterns(patterns []string) ([]*regexp.Regexp, error) {
 	return drain.CompilePatterns("drainRemediation.ignoredNamespacePatterns", patterns)
 }
 
-// Needed reports whether a node's drain needs a decision: the run released
-// the node (before that the MCO does not drain it for the run), and the MCO
-// drains it or its record is still open (the drain may just have ended).
+// Needed reports whether a node's drain needs a decision: its record is
+// still open (the drain may have ended, even if the node has since moved
+// past Released: a restart, or one pass that saw the drain end and the node
+// finish), or the run released the node (before that the MCO does not drain
+// it for the run) and the MCO drains it.
 func Needed(rec *nodegatev1alpha1.NodeRecord, n *corev1.Node) bool {
-	if rec.Phase != nodegatev1alpha1.NodeReleased {
-		return false
+	if rec.Drain != nil && rec.Drain.CompletionTime == nil {
+		return true
 	}
-	return mcostate.Draining(n.Annotations) || (rec.Drain != nil && rec.Drain.CompletionTime == nil)
+	return rec.Phase == nodegatev1alpha1.NodeReleased && mcostate.Draining(n.Annotations)
 }
 
 // NeedsPods: the node's drain needs a decision and the MCO drains it now,

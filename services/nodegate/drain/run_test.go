@@ -102,6 +102,9 @@ func TestNeeded(t *testing.T) {
 		{released(nil), idle, false},
 		{released(open), idle, true},
 		{&nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodePreHooks}, draining, false},
+		// Past Released with the record still open: it must be closed.
+		{&nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodeCompleted, Drain: open}, idle, true},
+		{&nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodeCompleted}, idle, false},
 	} {
 		if got := Needed(c.rec, c.n); got != c.want {
 			t.Fatalf("Needed(%+v, %v) = %v", c.rec, c.n.Annotations, got)
