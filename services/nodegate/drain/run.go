@@ -65,16 +65,21 @@ func CompilePatterns(patterns []string) ([]*regexp.Regexp, error) {
 	return drain.CompilePatterns("drainRemediation.ignoredNamespacePatterns", patterns)
 }
 
-// Needed reports whether a node's drain needs a decision: its record is
-// still open (the drain may have ended, even if the node has since moved
-// past Released: a restart, or one pass that saw the drain end and the node
-// finish), or the run released the node (before that the MCO does not drain
-// it for the run) and the MCO drains it.
+// Needed reports whether a node's drain needs a decision: the run released
+// the node (before that the MCO does not drain it for the run) and the MCO
+// drains it or its record is still open (the drain may just have ended); or,
+// whatever the node's phase, its record is still open and the MCO no longer
+// drains it, to be closed (a restart, or one pass that saw the drain end and
+// the node finish, leaves a node past Released with its drain open). A node
+// the run does not hold released is never decided while it drains: that
+// drain is not the run's.
 func Needed(rec *nodegatev1alpha1.NodeRecord, n *corev1.Node) bool {
-	if rec.Drain != nil && rec.Drain.CompletionTime == nil {
-		return true
+	open := rec.Drain != nil && rec.Drain.CompletionTime == nil
+	draining := mcostate.Draining(n.Annotations)
+	if rec.Phase == nodegatev1alpha1.NodeReleased {
+		return draining || open
 	}
-	return rec.Phase == nodegatev1alpha1.NodeReleased && mcostate.Draining(n.Annotations)
+	return open && !draining
 }
 
 // NeedsPods: the node's drain needs a decision and the MCO drains it now,

@@ -105,6 +105,8 @@ func TestNeeded(t *testing.T) {
 		// Past Released with the record still open: it must be closed.
 		{&nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodeCompleted, Drain: open}, idle, true},
 		{&nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodeCompleted}, idle, false},
+		// ...but not while the MCO drains it again: that drain is not the run's.
+		{&nodegatev1alpha1.NodeRecord{Name: "w1", Phase: nodegatev1alpha1.NodeCompleted, Drain: open}, draining, false},
 	} {
 		if got := Needed(c.rec, c.n); got != c.want {
 			t.Fatalf("Needed(%+v, %v) = %v", c.rec, c.n.Annotations, got)
