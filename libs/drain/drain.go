@@ -240,12 +240,13 @@ func decide(in Input) Result {
 			return res
 		}
 		rec := in.Prev.DeepCopy()
-		// Ended: the drain controller acknowledged the request, or the MCD
-		// has since asked for something else (the uncordon after the
-		// node's update). A plan that first looks after the node moved on
-		// (a restart, or a drain, reboot and uncordon within one pass at a
-		// fast time scale) must still close the record, or it stays open.
-		if rec.CompletionTime == nil && (a[mcostate.LastAppliedDrain] == rec.Request || a[mcostate.DesiredDrain] != rec.Request) {
+		// A record is made only for a drain request, so a node that no
+		// longer drains has ended it: the drain controller acknowledged
+		// it, or the MCD has since asked for something else (the uncordon
+		// after the node's update). A plan that first looks after the node
+		// moved on (a restart, or a drain, reboot and uncordon within one
+		// pass at a fast time scale) must still close the record.
+		if rec.CompletionTime == nil {
 			rec.CompletionTime = &now
 			rec.BlockingPods = nil
 			res.Completed = true

@@ -18,14 +18,15 @@ import (
 
 // statusWriter takes the run status off the update's critical path. A pass
 // whose actions are only hook Jobs and hold labels (plan's ActionsFirst), or
-// which has none, acts, hands its status here and ends: the Job (deterministically named)
-// and the label are the durable record, so a status lost to a crash is
-// decided again from them (the planner's lostStatus property). A worker
-// writes the newest status handed over for each run; a burst of passes
-// costs one write. Every pass plans from the newest status decided, written
-// or not. A pass whose status must be stored before anything follows from
-// it (a pool original, a new round or phase: see plan.Deferrable) writes
-// synchronously, superseding what is pending.
+// which has none, acts, hands its status here and ends: the Job
+// (deterministically named) and the label are the durable record, so a
+// status lost to a crash is decided again from them (the planner's
+// lostStatus property). A worker writes the newest status handed over for
+// each run; a burst of passes costs one write. Every pass plans from the
+// newest status decided, written or not. A pass whose status must be stored
+// before anything follows from it (a pool original, a new round or phase, a
+// drain's record: see plan.Deferrable) writes synchronously, superseding
+// what is pending.
 type statusWriter struct {
 	client  client.Client
 	written *ownwrite.Writes[*nodegatev1alpha1.MutexRunConfig]
