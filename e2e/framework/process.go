@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -160,29 +162,67 @@ func StartAsIdentity(binary string, id *Identity, namespace string, leaderElect 
 // chart's Deployment sets it, so the process's requests say which replica
 // made them (the user agent, in the audit log).
 func StartPodAsIdentity(pod, binary string, id *Identity, namespace string, leaderElect bool, extra ...string) (*Running, error) {
-	metricsAddr, err := testenv.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	probeAddr, err := testenv.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"--kubeconfig=" + id.Kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
-		"--leader-election-namespace=" + namespace, "--namespace=" + namespace,
-		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}
-	if id.Chart != nil && id.Chart.MetricsCert != nil {
-		// The certificate Secret the chart's Deployment mounts, here a folder.
-		args = append(args, "--metrics-cert-dir="+id.Chart.MetricsCert.Dir)
-	}
-	args = append(args, extra...)
 	var env []string
 	if pod != "" {
 		env = []string{"POD_NAME=" + pod}
 	}
-	c, err := StartComponentEnv(env, binary, args...)
-	if err != nil {
-		return nil, err
+	// The addresses are free when chosen, not when the process binds them:
+	// in between, any process on the machine may get the port (as the
+	// ephemeral port of a connection, say). A start that lost one is tried
+	// again with new addresses, as a Deployment's next pod would get them.
+	for attempt := 1; ; attempt++ {
+		metricsAddr, err := testenv.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		probeAddr, err := testenv.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args := []string{"--kubeconfig=" + id.Kubeconfig, fmt.Sprintf("--leader-elect=%t", leaderElect),
+			"--leader-election-namespace=" + namespace, "--namespace=" + namespace,
+			"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probeAddr, "--log-format=json"}
+		if id.Chart != nil && id.Chart.MetricsCert != nil {
+			// The certificate Secret the chart's Deployment mounts, here a folder.
+			args = append(args, "--metrics-cert-dir="+id.Chart.MetricsCert.Dir)
+		}
+		args = append(args, extra...)
+		c, err := StartComponentEnv(env, binary, args...)
+		if err != nil {
+			return nil, err
+		}
+		if attempt < bindAttempts && lostAddress(c, probeAddr) {
+			continue
+		}
+		return &Running{Component: c, MetricsURL: "https://" + metricsAddr + "/metrics", ReadyzURL: "http://" + probeAddr + "/readyz", Pod: pod}, nil
 	}
-	return &Running{Component: c, MetricsURL: "https://" + metricsAddr + "/metrics", ReadyzURL: "http://" + probeAddr + "/readyz", Pod: pod}, nil
+}
+
+// bindAttempts is how many times StartPodAsIdentity starts a process whose
+// addresses were taken before it could bind them.
+const bindAttempts = 5
+
+// lostAddress waits until c listens on its health-probe address (the
+// controller manager binds its metrics address before it, so both are
+// then its own) or exits, and says whether it exited because an address
+// was taken. A process still not listening after a minute is left to the
+// caller.
+func lostAddress(c *Component, probeAddr string) bool {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.Exited():
+			return strings.Contains(c.Logs(), "address already in use")
+		default:
+		}
+		if conn, err := net.DialTimeout("tcp", probeAddr, time.Second); err == nil {
+			_ = conn.Close()
+			return false
+		}
+		select {
+		case <-c.Exited():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return false
 }

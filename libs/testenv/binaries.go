@@ -19,7 +19,7 @@ const (
 	binControllerManager = "kube-controller-manager"
 	binScheduler         = "kube-scheduler"
 	binKwok              = "kwok"
-	fileKwokStages       = "kwok-stages.yaml"
+	fileKwokStages       = "kwok-stages-lease.yaml"
 )
 
 // TestBinDir returns the folder with the control-plane binaries, or an error

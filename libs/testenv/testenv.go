@@ -332,6 +332,11 @@ func (e *Env) startKwok(ctx context.Context, binDir string) error {
 		"--config="+filepath.Join(binDir, fileKwokStages),
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"="+KwokNodeValue,
+		// A kubelet's Lease, renewed every quarter of it (10 s), as an
+		// OpenShift kubelet does: kube-controller-manager's node lifecycle
+		// reads it, and the Node's status changes only when something does
+		// (and every 10 min), not on every heartbeat. See the stages file.
+		"--node-lease-duration-seconds=40",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", port),
 	)
 	if err != nil {

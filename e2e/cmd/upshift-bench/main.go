@@ -97,6 +97,9 @@ var subcommands = []subcommand{
 			fs.IntVar(&o.lookahead, "lookahead", 1, "The node-gate run's rule's spec.lookahead.")
 			fs.BoolVar(&o.audit, "audit", false, "Log every request to the apiserver and print the last pair's writes by client "+
 				"(the log loads the apiserver: such a run's times do not compare with others).")
+			fs.StringVar(&o.profileDir, "profile-dir", "",
+				"Write a CPU profile of each component and of the apiserver over the first "+systemProfileLength.String()+
+					" of each update with Upshift (<pair>-<program>.cpu.pprof; a shorter update waits for it) into this folder.")
 		}},
 }
 

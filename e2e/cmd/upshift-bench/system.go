@@ -26,9 +26,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -44,6 +46,7 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/e2e/framework"
+	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/tools/ocpsim"
 )
@@ -65,6 +68,10 @@ type systemTimes struct {
 	// cvDone: ClusterVersion completed; settled: the cluster done (every
 	// pool updated and unpaused).
 	requested, cvDone, settled time.Duration
+	// workersStarted: the MCO first moved a worker (told it to run a
+	// configuration it does not run yet). Not one of the additive parts:
+	// the workers start while the control plane updates.
+	workersStarted time.Duration
 	// steps are the UpgradeConfig's history conditions: each step's time.
 	steps []string
 	// cpu is what each program used over the update, api what the
@@ -164,6 +171,9 @@ func runSystem(ctx context.Context, o options) (err error) {
 	row("workers after that", lastNone.settled-lastNone.cvDone, last.settled-last.cvDone, "until every pool is updated and unpaused (node-gate's holds and hooks)")
 	row("after the cluster is done", 0, last.whole-last.settled, "until the UpgradeConfig is Upgraded and the run Completed (capacity removal, post checks)")
 	row("whole", lastNone.whole, last.whole, "")
+	fmt.Printf("  the first worker moved %s after the request without Upshift, %s with; the workers' rollout from then took %s without, %s with\n",
+		lastNone.workersStarted.Round(time.Second), (last.workersStarted - last.requested).Round(time.Second),
+		(lastNone.settled - lastNone.workersStarted).Round(time.Second), (last.settled - last.workersStarted).Round(time.Second))
 	fmt.Printf("  the UpgradeConfig's steps: %s\n", strings.Join(last.steps, "; "))
 	printCPUTable(lastNone.cpu, last.cpu, lastNone.whole, last.whole, runtime.NumCPU())
 	printAPITable(lastNone.api, last.api, 12)
@@ -205,6 +215,9 @@ func updateWithout(ctx context.Context, c client.Client, cfg *rest.Config, cc ca
 	t.from = requested
 	step(start, "update to %s without Upshift requested", target)
 	if err := framework.WaitFor(ctx, o.updateTimeout, func() bool {
+		if t.workersStarted == 0 && workerMoving(ctx, cc) {
+			t.workersStarted = time.Since(requested)
+		}
 		if t.cvDone == 0 && cvCompleted(ctx, cc, target) {
 			t.cvDone = time.Since(requested)
 		}
@@ -229,6 +242,60 @@ func updateWithout(ctx context.Context, c client.Client, cfg *rest.Config, cc ca
 	return t, nil
 }
 
+// systemProfileLength is how much of an update with Upshift --profile-dir
+// profiles: from upgradeAt, the control plane and most of the workers.
+const systemProfileLength = 5 * time.Minute
+
+// profileSystem takes a CPU profile of each component (chart name -> its
+// pprof address) and of the apiserver over systemProfileLength from
+// upgradeAt, into prefix-<program>.cpu.pprof. A profile that fails is
+// reported, not fatal: the update's times do not depend on it.
+func profileSystem(ctx context.Context, cfg *rest.Config, addrs map[string]string, upgradeAt time.Time, prefix string, start time.Time) (*sync.WaitGroup, error) {
+	apiserver, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("profile?seconds=%d", int(systemProfileLength.Seconds()))
+	var wg sync.WaitGroup
+	profile := func(name string, hc *http.Client, base string) {
+		wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(upgradeAt)):
+			}
+			if err := fetchProfile(ctx, hc, base, what, prefix+"-"+name+".cpu.pprof"); err != nil {
+				step(start, "CPU profile of %s: %v", name, err)
+			}
+		})
+	}
+	for name, addr := range addrs {
+		profile(name, http.DefaultClient, "http://"+addr)
+	}
+	profile("kube-apiserver", apiserver, cfg.Host)
+	return &wg, nil
+}
+
+// workerMoving: the MCO told some worker to run a configuration it does not
+// run yet. A node moved into a paused gate pool is not told anything, so
+// node-gate's holds do not count; a released node does.
+func workerMoving(ctx context.Context, cc cache.Cache) bool {
+	var nodes corev1.NodeList
+	if cc.List(ctx, &nodes) != nil {
+		return false
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if _, master := n.Labels[masterRole]; master {
+			continue
+		}
+		if desired := n.Annotations[mcostate.DesiredConfig]; desired != "" && desired != n.Annotations[mcostate.CurrentConfig] {
+			return true
+		}
+	}
+	return false
+}
+
 // cvCompleted: ClusterVersion completed target.
 func cvCompleted(ctx context.Context, cc cache.Cache, target string) bool {
 	cv := &configv1.ClusterVersion{}
@@ -249,6 +316,8 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 			_ = r.Stop(10 * time.Second)
 		}
 	}()
+	// With --profile-dir, where each component serves /debug/pprof.
+	pprofAddrs := map[string]string{}
 	for _, sc := range systemComponents {
 		var extra []string
 		switch sc.release {
@@ -256,6 +325,14 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 			extra = []string{"--alertmanager-url=" + cluster.Env.Alertmanager.URL}
 		case "ngate":
 			extra = []string{"--job-namespaces=" + gateNamespace}
+		}
+		if o.profileDir != "" {
+			addr, err := testenv.FreeAddr()
+			if err != nil {
+				return systemTimes{}, err
+			}
+			extra = append(extra, "--pprof-bind-address="+addr)
+			pprofAddrs[sc.chart] = addr
 		}
 		r, err := framework.StartAsIdentity(bins[sc.release], cluster.Components[sc.release].Identity, gateNamespace, true, extra...)
 		if err != nil {
@@ -285,6 +362,14 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 		return systemTimes{}, err
 	}
 	step(start, "update to %s with Upshift scheduled at %s", target, upgradeAt.Format(time.TimeOnly))
+	if o.profileDir != "" {
+		profiled, err := profileSystem(ctx, cluster.Env.Config, pprofAddrs, upgradeAt, filepath.Join(o.profileDir, target), start)
+		if err != nil {
+			return systemTimes{}, err
+		}
+		// Before the components stop (the deferred calls run last first).
+		defer profiled.Wait()
+	}
 	var t systemTimes
 	var cpuBefore cpuUse
 	var apiBefore *apiTraffic
@@ -307,6 +392,9 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 		}
 		if t.requested == 0 && desiredIs(ctx, cc, target) {
 			t.requested = since
+		}
+		if t.requested != 0 && t.workersStarted == 0 && workerMoving(ctx, cc) {
+			t.workersStarted = since
 		}
 		if t.cvDone == 0 && cvCompleted(ctx, cc, target) {
 			t.cvDone = since

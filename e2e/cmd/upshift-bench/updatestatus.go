@@ -602,11 +602,17 @@ const profileLength = 10 * time.Minute
 
 // saveProfile writes the controller's /debug/pprof/<what> to file.
 func saveProfile(ctx context.Context, addr, what, file string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/"+what, nil)
+	return fetchProfile(ctx, http.DefaultClient, "http://"+addr, what, file)
+}
+
+// fetchProfile writes <base>/debug/pprof/<what> to file, through hc (the
+// apiserver's needs its credentials).
+func fetchProfile(ctx context.Context, hc *http.Client, base, what, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/"+what, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
