@@ -49,7 +49,7 @@ TESTBIN     := $(BIN)/testbin/$(TESTBIN_KEY)
 ALERTMANAGER  := alertmanager-$(ALERTMANAGER_VERSION)
 # promtool too: it runs the charts' alert unit tests (e2e/alertrules).
 PROMTOOL      := promtool-$(PROMETHEUS_VERSION)
-TESTBIN_FILES := $(addprefix $(TESTBIN)/,kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages-lease.yaml $(ALERTMANAGER) $(PROMTOOL))
+TESTBIN_FILES := $(addprefix $(TESTBIN)/,kube-apiserver kube-controller-manager kube-scheduler etcd kwok kwok-stages.yaml kwok-stages-lease.yaml $(ALERTMANAGER) $(PROMTOOL))
 
 CONTROLLER_GEN := $(BIN)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK    := $(BIN)/tools/staticcheck-$(STATICCHECK_VERSION)
@@ -281,18 +281,23 @@ $(TESTBIN)/$(PROMTOOL):
 	@mkdir -p $(@D)
 	$(call gobuild_tool,promtool,$@.tmp,github.com/prometheus/prometheus/cmd/promtool) && mv $@.tmp $@
 
-# kwok refuses to start without stages: take the ones its module ships. The
-# node heartbeat is the one for Nodes with a Lease (kwok renews it, as the
-# kubelet does every 10 s, and reports status every 10 min), not the status
-# patch every 20-25 s of kwok's lease-less default: OpenShift's kubelets hold
-# Leases, and a status patch of every Node every 20 s is sent to every Node
-# watcher, a load no real cluster has. The file's name changes with its
-# content, so a cached test binary directory gets the new one.
+# kwok refuses to start without stages: take the ones its module ships, with
+# one of its two node heartbeats. kwok-stages.yaml has its default (every
+# Node's status patched every 20-25 s); kwok-stages-lease.yaml the one for
+# Nodes with a Lease, as OpenShift's kubelets hold (kwok renews it every 10 s
+# and reports status every 10 min), which testenv.Options.KwokNodeLeases
+# picks (the benchmarks).
+KWOK_STAGES = dir=$$(GOWORK=off go list -C tools/build/kwok -m -f '{{.Dir}}' sigs.k8s.io/kwok); \
+	for f in $$dir/kustomize/stage/node/fast/*.yaml $$dir/kustomize/stage/node/$(1)/*.yaml $$dir/kustomize/stage/pod/fast/*.yaml; do \
+		case $$f in */kustomization.yaml) continue;; esac; echo "---"; cat $$f; done > $@.tmp && mv $@.tmp $@
+
+$(TESTBIN)/kwok-stages.yaml:
+	@mkdir -p $(@D)
+	$(call KWOK_STAGES,heartbeat)
+
 $(TESTBIN)/kwok-stages-lease.yaml:
 	@mkdir -p $(@D)
-	dir=$$(GOWORK=off go list -C tools/build/kwok -m -f '{{.Dir}}' sigs.k8s.io/kwok); \
-	for f in $$dir/kustomize/stage/node/fast/*.yaml $$dir/kustomize/stage/node/heartbeat-with-lease/*.yaml $$dir/kustomize/stage/pod/fast/*.yaml; do \
-		case $$f in */kustomization.yaml) continue;; esac; echo "---"; cat $$f; done > $@.tmp && mv $@.tmp $@
+	$(call KWOK_STAGES,heartbeat-with-lease)
 
 $(CONTROLLER_GEN):
 	$(call gobuild_tool,controller-gen,$@,sigs.k8s.io/controller-tools/cmd/controller-gen)

@@ -218,11 +218,7 @@ func StartAROCluster(ctx context.Context, env *testenv.Env, binary, namespace, d
 // chart's Deployment gives it (NODE_NAME from the downward API, the probes' proxy),
 // as its ServiceAccount, pointed at the local ARM and AAD.
 func (a *AROCluster) StartRole(role, node string, proxy *egresssim.Proxy) (*Running, error) {
-	metricsAddr, err := testenv.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	probeAddr, err := testenv.FreeAddr()
+	metricsAddr, probeAddr, err := freeAddrs()
 	if err != nil {
 		return nil, err
 	}

@@ -171,11 +171,7 @@ func StartPodAsIdentity(pod, binary string, id *Identity, namespace string, lead
 	// ephemeral port of a connection, say). A start that lost one is tried
 	// again with new addresses, as a Deployment's next pod would get them.
 	for attempt := 1; ; attempt++ {
-		metricsAddr, err := testenv.FreeAddr()
-		if err != nil {
-			return nil, err
-		}
-		probeAddr, err := testenv.FreeAddr()
+		metricsAddr, probeAddr, err := freeAddrs()
 		if err != nil {
 			return nil, err
 		}
@@ -225,4 +221,14 @@ func lostAddress(c *Component, probeAddr string) bool {
 		}
 	}
 	return false
+}
+
+// freeAddrs are two free local addresses, for a component's metrics and
+// health probes.
+func freeAddrs() (metrics, probe string, err error) {
+	if metrics, err = testenv.FreeAddr(); err != nil {
+		return "", "", err
+	}
+	probe, err = testenv.FreeAddr()
+	return metrics, probe, err
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -82,6 +83,16 @@ func findNode(r *nodegatev1alpha1.MutexRunConfig, name string) *nodegatev1alpha1
 	return nil
 }
 
+// records says each node's record on one line: what a failed summary
+// needs to be understood.
+func records(r *nodegatev1alpha1.MutexRunConfig) string {
+	var b strings.Builder
+	for _, n := range r.Status.Nodes {
+		fmt.Fprintf(&b, "\n  %s (pool %s): %s %q", n.Name, n.Pool, n.Phase, n.LastError)
+	}
+	return b.String()
+}
+
 var _ = Describe("node-gate", Ordered, func() {
 	var origPool mcfgv1.MachineConfigPoolSpec
 
@@ -157,7 +168,7 @@ var _ = Describe("node-gate", Ordered, func() {
 			Expect(killed.After).To(HaveKeyWithValue(kind, BeNumerically(">=", 1)), "no kill after a write of kind %q; kills after %v", kind, killed.After)
 		}
 		r := getRun(ctx, "update")
-		Expect(r.Status.Summary).To(Equal(nodegatev1alpha1.Summary{Total: 6, Succeeded: 6}))
+		Expect(r.Status.Summary).To(Equal(nodegatev1alpha1.Summary{Total: 6, Succeeded: 6}), "the nodes' records: %s", records(r))
 		d := findNode(r, target).Drain
 		Expect(d.CompletionTime).NotTo(BeNil())
 		// The clock ran at least the timeout before the first step.

@@ -88,7 +88,7 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 		By("the end state: nothing left paused, cordoned, labelled, reserved or silenced; every Lease held by a live process")
 		Eventually(func(g Gomega) { endState(ctx, g) }).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 		By("the scheduler, the mcp-tracker and the update-status report agree that the workers are done")
-		Eventually(func(g Gomega) { workersDoneEverywhere(ctx, g) }).WithContext(ctx).Should(Succeed())
+		Eventually(func(g Gomega) { workersDoneEverywhere(ctx, g) }).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 		for _, r := range replicas {
 			Expect(r.Err()).NotTo(HaveOccurred())
 		}
@@ -201,9 +201,17 @@ func showState(ctx context.Context) {
 	uc := &upgradev1alpha1.UpgradeConfig{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "managed-upgrade-config"}, uc); err == nil && len(uc.Status.History) > 0 {
 		h := uc.Status.History[0]
-		fmt.Fprintf(GinkgoWriter, "UpgradeConfig: phase %s, current step %s\n", h.Phase, uc.Status.CurrentStep)
+		fmt.Fprintf(GinkgoWriter, "UpgradeConfig: phase %s, current step %s; workers started %v, completed %v (the mcp-tracker's)\n",
+			h.Phase, uc.Status.CurrentStep, h.WorkerStartTime, h.WorkerCompleteTime)
 		for _, c := range h.Conditions {
 			fmt.Fprintf(GinkgoWriter, "  %s %s: %s (attempts %d, last error %q)\n", c.Type, c.Status, c.Message, c.Attempts, c.LastError)
+		}
+		for _, p := range uc.Status.Pools {
+			fmt.Fprintf(GinkgoWriter, "  pool %s: target %s, started %v, completed %v, removed %v, nodes %+v\n",
+				p.Name, p.TargetConfig, p.StartTime, p.CompleteTime, p.RemovedTime, p.Nodes)
+		}
+		for _, c := range uc.Status.Conditions {
+			fmt.Fprintf(GinkgoWriter, "  condition %s %s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
 		}
 	}
 	for _, r := range replicas {

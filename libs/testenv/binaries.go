@@ -19,7 +19,8 @@ const (
 	binControllerManager = "kube-controller-manager"
 	binScheduler         = "kube-scheduler"
 	binKwok              = "kwok"
-	fileKwokStages       = "kwok-stages-lease.yaml"
+	fileKwokStages       = "kwok-stages.yaml"
+	fileKwokLeaseStages  = "kwok-stages-lease.yaml"
 )
 
 // TestBinDir returns the folder with the control-plane binaries, or an error

@@ -65,6 +65,14 @@ type Options struct {
 	Scheduler bool
 	// Kwok starts kwok, managing the Nodes annotated KwokNodeAnnotation.
 	Kwok bool
+	// KwokNodeLeases has kwok heartbeat as an OpenShift kubelet does: it
+	// renews each node's Lease every 10 s and patches the Node's status
+	// only when it changes (and every 10 minutes). Without it kwok patches
+	// every Node's status every 20-25 s (its default without Leases), which
+	// every Node watcher is sent: at 500 nodes most of the apiserver's work,
+	// a load no real cluster has. The benchmarks set it; the e2e suites do
+	// not yet (docs/testing.md says why).
+	KwokNodeLeases bool
 	// Alertmanager starts an Alertmanager with a null receiver; its base
 	// URL is Env.Alertmanager.URL. StartAlertmanager runs one without a
 	// control plane.
@@ -211,7 +219,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 		}
 	}
 	if opts.Kwok {
-		if err := e.startKwok(ctx, binDir); err != nil {
+		if err := e.startKwok(ctx, binDir, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -236,7 +244,7 @@ func requiredFiles(opts Options) []string {
 		files = append(files, binScheduler)
 	}
 	if opts.Kwok {
-		files = append(files, binKwok, fileKwokStages)
+		files = append(files, binKwok, kwokStages(opts))
 	}
 	if opts.Alertmanager {
 		files = append(files, AlertmanagerBinary)
@@ -322,23 +330,35 @@ func (e *Env) startScheduler(ctx context.Context, binDir string) error {
 	return waitHealthy(ctx, c, fmt.Sprintf("https://127.0.0.1:%d/healthz", port))
 }
 
-func (e *Env) startKwok(ctx context.Context, binDir string) error {
+// kwokStages is the stages file kwok runs with: the node heartbeat with or
+// without Leases (see Options.KwokNodeLeases).
+func kwokStages(opts Options) string {
+	if opts.KwokNodeLeases {
+		return fileKwokLeaseStages
+	}
+	return fileKwokStages
+}
+
+func (e *Env) startKwok(ctx context.Context, binDir string, opts Options) error {
 	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	c, err := startChild(e.Dir, binKwok, filepath.Join(binDir, binKwok),
-		"--kubeconfig="+e.KubeconfigPath,
-		"--config="+filepath.Join(binDir, fileKwokStages),
+	args := []string{
+		"--kubeconfig=" + e.KubeconfigPath,
+		"--config=" + filepath.Join(binDir, kwokStages(opts)),
 		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"="+KwokNodeValue,
+		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeValue,
+		fmt.Sprintf("--server-address=127.0.0.1:%d", port),
+	}
+	if opts.KwokNodeLeases {
 		// A kubelet's Lease, renewed every quarter of it (10 s), as an
 		// OpenShift kubelet does: kube-controller-manager's node lifecycle
 		// reads it, and the Node's status changes only when something does
 		// (and every 10 min), not on every heartbeat. See the stages file.
-		"--node-lease-duration-seconds=40",
-		fmt.Sprintf("--server-address=127.0.0.1:%d", port),
-	)
+		args = append(args, "--node-lease-duration-seconds=40")
+	}
+	c, err := startChild(e.Dir, binKwok, filepath.Join(binDir, binKwok), args...)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	}
 	graph := pairGraph(o.pairs)
 	cluster, m, id, err := startCluster(ctx, start, benchCluster{
-		controlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true},
+		controlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, KwokNodeLeases: true},
 		seed: ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers,
 			WorkerMaxUnavailable: o.maxUnavailable, Graph: graph},
 		sim:   ocpsim.Options{TimeScale: o.timeScale, Graph: graph},

@@ -101,7 +101,7 @@ func runSystem(ctx context.Context, o options) (err error) {
 		components = append(components, framework.ComponentOptions{Chart: c.chart, Release: c.release, Namespace: gateNamespace})
 	}
 	cluster, err := framework.StartCluster(ctx, framework.ClusterOptions{
-		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, Alertmanager: true, AuditLog: o.audit},
+		ControlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, KwokNodeLeases: true, Alertmanager: true, AuditLog: o.audit},
 		Seed: &ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers,
 			WorkerMaxUnavailable: o.maxUnavailable, Graph: graph},
 		Sim:        &ocpsim.Options{TimeScale: o.timeScale, Graph: graph},
@@ -272,7 +272,7 @@ func profileSystem(ctx context.Context, cfg *rest.Config, addrs map[string]strin
 	for name, addr := range addrs {
 		profile(name, http.DefaultClient, "http://"+addr)
 	}
-	profile("kube-apiserver", apiserver, cfg.Host)
+	profile("kube-apiserver", apiserver, strings.TrimSuffix(cfg.Host, "/"))
 	return &wg, nil
 }
 

@@ -51,6 +51,7 @@ import (
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/ownwrite"
 	"github.com/upshift-io/upshift/libs/requeue"
+	"github.com/upshift-io/upshift/libs/trim"
 	"github.com/upshift-io/upshift/services/nodegate/drain"
 	"github.com/upshift-io/upshift/services/nodegate/metrics"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
@@ -479,8 +480,12 @@ func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
 		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType,
 			map[string]any{"metadata": map[string]any{"labels": map[string]any{a.Label: a.Pool}}})
 	case plan.UnlabelNode:
-		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType,
-			map[string]any{"metadata": map[string]any{"labels": map[string]any{a.Label: nil}}})
+		meta := map[string]any{"labels": map[string]any{a.Label: nil}}
+		if a.ReleaseMark != "" {
+			// One patch: the release and its mark are never apart.
+			meta["annotations"] = map[string]any{plan.ReleasedAnnotation: a.ReleaseMark}
+		}
+		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType, map[string]any{"metadata": meta})
 	case plan.CreateJob:
 		err := r.Client.Create(ctx, a.Job.DeepCopy())
 		if apierrors.IsAlreadyExists(err) {
@@ -609,8 +614,16 @@ func (r *Reconciler) podsOn(ctx context.Context, node string) ([]corev1.Pod, []p
 	return pods, pdbs, nil
 }
 
+// nodeFields is what node-gate keeps of a Node: the MCO's node state
+// (mcostate.NodeFields) and node-gate's own release mark.
+var nodeFields = func() trim.Node {
+	f := mcostate.NodeFields
+	f.Annotations = func(key string) bool { return mcostate.IsAnnotation(key) || key == plan.ReleasedAnnotation }
+	return f
+}()
+
 // CacheByObject is the cache configuration node-gate's manager needs:
-// Nodes trimmed to mcostate.NodeFields, and only the Jobs node-gate made.
+// Nodes trimmed to nodeFields, and only the Jobs node-gate made.
 func CacheByObject() map[client.Object]cache.ByObject { return CacheByObjectIn(nil) }
 
 // CacheByObjectIn is CacheByObject with the hook Jobs watched only in
@@ -619,7 +632,7 @@ func CacheByObject() map[client.Object]cache.ByObject { return CacheByObjectIn(n
 func CacheByObjectIn(jobNamespaces map[string]cache.Config) map[client.Object]cache.ByObject {
 	hooks, _ := labels.NewRequirement(plan.RunLabel, "exists", nil)
 	return map[client.Object]cache.ByObject{
-		&corev1.Node{}: {Transform: mcostate.NodeFields.Transform()},
+		&corev1.Node{}: {Transform: nodeFields.Transform()},
 		&batchv1.Job{}: {Label: labels.NewSelector().Add(*hooks), Namespaces: jobNamespaces},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/nodes"
+	"github.com/upshift-io/upshift/services/nodegate/plan"
 )
 
 // Every pass reads all of a run's inputs, so a pass that reads nothing new
@@ -69,11 +70,12 @@ var clusterVersionChanged = updated(func(o, n *configv1.ClusterVersion) bool {
 		head(o) != head(n)
 })
 
-// nodeChanged: labels, the MCO's annotations, Ready and schedulability;
-// not heartbeats, images or other annotations.
+// nodeChanged: labels, the MCO's annotations, node-gate's release mark,
+// Ready and schedulability; not heartbeats, images or other annotations.
 var nodeChanged = updated(func(o, n *corev1.Node) bool {
 	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) || nodes.Ready(o) != nodes.Ready(n) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
-		!equality.Semantic.DeepEqual(mcostate.Annotations(o.Annotations), mcostate.Annotations(n.Annotations))
+		!equality.Semantic.DeepEqual(mcostate.Annotations(o.Annotations), mcostate.Annotations(n.Annotations)) ||
+		o.Annotations[plan.ReleasedAnnotation] != n.Annotations[plan.ReleasedAnnotation]
 })
 
 // jobEnded passes the updates that change a Job's Complete or Failed

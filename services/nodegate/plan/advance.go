@@ -195,6 +195,14 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 				p.rehold(r)
 				continue
 			}
+			if p.releasedUnrecorded(r) {
+				// Released already, by a pass whose status was lost: no
+				// gate or slot decides it again.
+				r.Phase = nodegatev1alpha1.NodeReleased
+				r.ReleasedTime = ptr.To(p.now)
+				p.event(OnNode, r.Name, corev1.EventTypeNormal, "ReleaseRecovered", "node %s was released for %s by a pass whose status was not written (node-gate restarted): its record continues from the release", r.Name, r.HooksTarget)
+				continue
+			}
 			if p.run.Spec.Paused || p.st.PausedGeneration != 0 || p.aborted {
 				return
 			}
@@ -318,8 +326,8 @@ func (p *planner) occupied(except string) map[string]bool {
 		}
 	}
 	for i := range p.st.Nodes {
-		if releasedPhase(&p.st.Nodes[i]) {
-			add(p.st.Nodes[i].Name)
+		if r := &p.st.Nodes[i]; releasedPhase(r) || p.releasedUnrecorded(r) {
+			add(r.Name)
 		}
 	}
 	for n := range p.unsettled() {

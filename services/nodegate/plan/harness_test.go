@@ -212,6 +212,9 @@ func (w *world) apply(a Action) {
 			w.t.Fatalf("UnlabelNode with label %q", a.Label)
 		}
 		delete(w.nodes[a.Node].Labels, a.Label)
+		if a.ReleaseMark != "" {
+			w.nodes[a.Node].Annotations[ReleasedAnnotation] = a.ReleaseMark
+		}
 	case CreateJob:
 		key := a.Job.Namespace + "/" + a.Job.Name
 		if _, ok := w.jobs[key]; !ok {

@@ -31,10 +31,35 @@ func (p *planner) mustHold(n *corev1.Node, s string, active, hold bool) bool {
 	if !active {
 		return hold
 	}
-	if r := p.record(n.Name); r != nil && releasedPhase(r) {
+	if r := p.record(n.Name); r != nil && (releasedPhase(r) || p.releasedUnrecorded(r)) {
 		return p.retargeted(r) && settled(n)
 	}
 	return !p.atSourceTarget(n, s)
+}
+
+// releaseMark is ReleasedAnnotation's value for a release in this round for
+// target.
+func (p *planner) releaseMark(target string) string { return p.st.RunID + "/" + target }
+
+// releasedUnrecorded: node-gate released r's node in a pass whose status
+// write was lost (a restart between the label patch and the status write).
+// The record still says Pending or PreHooks, but the node is out of the gate
+// pool and carries this round's release mark for the target its hooks ran
+// for (the pool's target when the record never got that far). It is not a
+// stray: its hooks ran, and its record continues from the release.
+func (p *planner) releasedUnrecorded(r *nodegatev1alpha1.NodeRecord) bool {
+	if !p.holdsInGatePool() || (r.Phase != nodegatev1alpha1.NodePending && r.Phase != nodegatev1alpha1.NodePreHooks) {
+		return false
+	}
+	n := p.nodes[r.Name]
+	if n == nil || n.Labels[HoldLabel] != "" {
+		return false
+	}
+	target := r.HooksTarget
+	if target == "" {
+		target = p.updateTarget(r.Pool)
+	}
+	return target != "" && p.st.RunID != "" && n.Annotations[ReleasedAnnotation] == p.releaseMark(target)
 }
 
 // holdNodes labels every node that must be held and removes the label from
@@ -63,7 +88,11 @@ func (p *planner) holdNodes(active, hold bool) (mustBeHeld map[string]bool) {
 					p.event(OnNode, name, corev1.EventTypeWarning, "StrayRelease", "node %s is not held while pool %s runs and its turn has not come (its %s label was removed by someone else, or node-gate's release of it was not recorded): holding it again", name, s, HoldLabel)
 				}
 			case !want && have != "":
-				p.act(Action{Kind: UnlabelNode, Label: HoldLabel, Node: name, Pool: s})
+				a := Action{Kind: UnlabelNode, Label: HoldLabel, Node: name, Pool: s}
+				if r := p.record(name); r != nil && releasedPhase(r) && r.HooksTarget != "" {
+					a.ReleaseMark = p.releaseMark(r.HooksTarget)
+				}
+				p.act(a)
 			}
 		}
 	}

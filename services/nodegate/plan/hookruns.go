@@ -37,8 +37,9 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 			if p.aborted || (p.st.PausedGeneration != 0) {
 				return false
 			}
-			p.createAttempt(r, hr, h)
-			return false
+			if !p.createAttempt(r, hr, h) {
+				return false
+			}
 		}
 		job := p.jobs[h.rule.Spec.JobNamespace+"/"+hr.JobName]
 		state, why := stateOf(job)
@@ -98,16 +99,23 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 	return true
 }
 
-func (p *planner) createAttempt(r *nodegatev1alpha1.NodeRecord, hr *nodegatev1alpha1.HookRecord, h hook) {
+func (p *planner) createAttempt(r *nodegatev1alpha1.NodeRecord, hr *nodegatev1alpha1.HookRecord, h hook) (exists bool) {
 	hr.Attempts++
 	hr.Phase = nodegatev1alpha1.HookRunning
-	hr.StartTime = ptr.To(p.now)
 	job := p.buildJob(r, h, hr.Attempts)
 	hr.JobName = job.Name
+	if made, ok := p.jobs[job.Namespace+"/"+job.Name]; ok {
+		// Made by a pass whose status was lost (a restart): the attempt
+		// is that Job, as old as it is, and the caller reads it now.
+		hr.StartTime = ptr.To(made.CreationTimestamp)
+		return true
+	}
+	hr.StartTime = ptr.To(p.now)
 	p.act(Action{Kind: CreateJob, Job: job})
 	if t := timeoutOf(h.spec); t > 0 {
 		p.wake(t)
 	}
+	return false
 }
 
 func (p *planner) buildJob(r *nodegatev1alpha1.NodeRecord, h hook, attempt int32) *batchv1.Job {

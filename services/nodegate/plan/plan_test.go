@@ -1522,6 +1522,85 @@ func TestStrayReleaseHeldAgain(t *testing.T) {
 	}
 }
 
+// TestLostReleaseOfAnUpdatedNode: node-gate releases a node and restarts
+// before writing the status, and the MCO updates the node meanwhile. The
+// status the restarted process reads still has the node waiting (Pending,
+// as if the releasing pass never ran), and the node is on its target
+// outside the gate pool: the release mark the label patch set says the
+// release was node-gate's own, so the record continues from it (hooks found
+// again by name, no Job made twice) to Completed, with no stray reported and
+// nothing skipped. Without the mark (someone else removed the label) the
+// node is skipped as updated past its hooks.
+func TestLostReleaseOfAnUpdatedNode(t *testing.T) {
+	const node = "w01"
+	for _, marked := range []bool{true, false} {
+		t.Run(map[bool]string{true: "marked", false: "unmarked"}[marked], func(t *testing.T) {
+			w := readyRound(t, 3, nil)
+			w.driveUntil(node, nodegatev1alpha1.NodeReleased)
+			if !w.released(node) {
+				t.Fatalf("setup: %s not released", node)
+			}
+			target := w.pools["worker"].Spec.Configuration.Name
+			if got := w.nodes[node].Annotations[ReleasedAnnotation]; got != w.run.Status.RunID+"/"+target {
+				t.Fatalf("the release did not mark %s with its round and target: %q", node, got)
+			}
+			if !marked {
+				delete(w.nodes[node].Annotations, ReleasedAnnotation)
+			}
+			preJobs := func() int {
+				n := 0
+				for _, j := range w.jobs {
+					if j.Labels[NodeLabel] == shortHash(node) && (j.Labels[HookLabel] == LegacyPreHook || j.Labels[HookLabel] == "fence") {
+						n++
+					}
+				}
+				return n
+			}
+			jobs := preJobs()
+			// Every status write since the node was admitted was lost: its
+			// record is Pending again. The MCO updates it meanwhile.
+			for i := range w.run.Status.Nodes {
+				if r := &w.run.Status.Nodes[i]; r.Name == node {
+					*r = nodegatev1alpha1.NodeRecord{Name: r.Name, Pool: r.Pool, Phase: nodegatev1alpha1.NodePending}
+				}
+			}
+			for w.nodes[node].Annotations[mcostate.CurrentConfig] != target {
+				w.mco()
+			}
+			r := w.reconcile()
+			if !marked {
+				if ph := w.rec(node).Phase; ph != nodegatev1alpha1.NodeSkipped || !hasEvent(r, "UpdatedPastHooks") {
+					t.Fatalf("unmarked: %s %s, events %+v: want skipped and reported", node, ph, r.Events)
+				}
+				return
+			}
+			results := []Result{r}
+			for i := 0; i < 20 && w.rec(node).Phase != nodegatev1alpha1.NodeCompleted; i++ {
+				w.completeAll()
+				results = append(results, w.reconcile())
+			}
+			if ph := w.rec(node).Phase; ph != nodegatev1alpha1.NodeCompleted {
+				t.Fatalf("%s %s (%s), want it to continue from its release to Completed", node, ph, w.rec(node).LastError)
+			}
+			recovered := false
+			for _, res := range results {
+				for _, reason := range []string{"StrayRelease", "UpdatedPastHooks"} {
+					if hasEvent(res, reason) {
+						t.Fatalf("%s's own release reported as %s: %+v", node, reason, res.Events)
+					}
+				}
+				recovered = recovered || hasEvent(res, "ReleaseRecovered")
+			}
+			if !recovered {
+				t.Fatalf("the recovered release was not told")
+			}
+			if got := preJobs(); jobs != 2 || got != jobs {
+				t.Fatalf("%s's pre-update hook Jobs: %d before the restart, %d after: want the same two", node, jobs, got)
+			}
+		})
+	}
+}
+
 // TestActionsFirst: a pass whose actions are hook Jobs and hold labels may
 // perform them before its status write (the release is the pass's first
 // write); one that changes a pool or records an original may not; nor may

@@ -192,6 +192,10 @@ func (p *planner) syncRecords(members map[string][]string) {
 			r.Phase = nodegatev1alpha1.NodeSkipped
 			r.LastError = "the node was removed from the cluster"
 			p.event(OnRun, "", corev1.EventTypeWarning, "NodeRemoved", "node %s left the cluster during the run", r.Name)
+		case r.Phase == nodegatev1alpha1.NodePending && p.releasedUnrecorded(r):
+			// Released by a pass whose status was lost: its hooks ran (their
+			// Jobs are found again by name) and the MCO may be updating it.
+			p.admit(r)
 		case r.Phase == nodegatev1alpha1.NodePending && inPool[r.Name] != r.Pool:
 			r.Phase = nodegatev1alpha1.NodeSkipped
 			r.LastError = "the node left pool " + r.Pool

@@ -58,6 +58,15 @@ const (
 	// ReleaseLabel on a node moves it into the canary pool of a run that
 	// names one (the mutex operator's model); its value is the source pool.
 	ReleaseLabel = "nodegate.upshift.io/released-from"
+	// ReleasedAnnotation on a node says which round released it, for which
+	// target: "<runID>/<rendered config>", set by the same patch that
+	// removes its hold label. It is how a pass knows its own release when
+	// the status write of the pass that made it was lost (a restart in
+	// between): the record still says the node waits, the node is out of
+	// the gate pool, and the MCO may have updated it already. Someone
+	// else's removal of the label leaves no such mark. It stays on the node
+	// (the next release overwrites it).
+	ReleasedAnnotation = "nodegate.upshift.io/released-for"
 	// GatePoolLabel marks a gate pool node-gate created, with the source pool's name.
 	GatePoolLabel = "nodegate.upshift.io/gate-for"
 	// RunLabel on hook Jobs holds RunKey of the run that created them.
@@ -186,7 +195,10 @@ type Action struct {
 	Paused bool
 	// Label is the label LabelNode sets and UnlabelNode removes: HoldLabel
 	// or ReleaseLabel.
-	Label        string
+	Label string
+	// ReleaseMark, on the UnlabelNode that releases a node from its gate
+	// pool, is the ReleasedAnnotation value the same patch sets.
+	ReleaseMark  string
 	NodeSelector *metav1.LabelSelector
 	// MaxUnavailable is for SetPoolMaxUnavailable.
 	MaxUnavailable *intstr.IntOrString
@@ -220,9 +232,10 @@ type Result struct {
 	// write the MCO or the Job controller acts on. It is set when the pass
 	// changes no pool and records no original: its actions are hook Jobs
 	// (deterministic names: a pass that decides again, its status lost,
-	// meets the same Job) and hold labels (a node out of the gate pool
-	// whose pre-update hooks are done is released by the next pass as this
-	// one decided; one whose hooks are not is held again).
+	// meets the same Job) and hold labels (a node this pass released
+	// carries ReleasedAnnotation, so the next pass continues its record
+	// from the release even after the MCO updated it; one held or
+	// unlabelled for another reason is decided again the same way).
 	ActionsFirst bool
 }
 
@@ -230,5 +243,5 @@ type Result struct {
 // reconciler's cache may drop the others.
 var NodeAnnotations = []string{
 	mcostate.CurrentConfig, mcostate.DesiredConfig, mcostate.State, mcostate.Reason,
-	mcostate.CurrentImage, mcostate.DesiredImage,
+	mcostate.CurrentImage, mcostate.DesiredImage, ReleasedAnnotation,
 }
