@@ -28,6 +28,11 @@ package main
 // initial fill. node-gate's share is the two hops it owns (Done -> Job
 // created, Job Complete -> release); the Job's run between them is the Job
 // controller's, the scheduler's and kwok's.
+//
+// A slot's cycle is a worker's own update (targeted -> Done) and the Done ->
+// next worker targeted that follows it; the bench reports both for each
+// update, and the CPU every process used over it, so that what the gated
+// rollout adds is attributed to node-gate, the MCO or the machine.
 
 import (
 	"context"
@@ -61,6 +66,7 @@ import (
 	"github.com/upshift-io/upshift/libs/testenv"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
 	"github.com/upshift-io/upshift/tools/ocpsim"
+	"github.com/upshift-io/upshift/tools/ocpsim/mco"
 )
 
 const (
@@ -184,6 +190,13 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	writes := writeRequests(after) - writeRequests(before)
 
 	limit := gated.initialStarts
+	// slots is the run's (and the pool's) maxUnavailable as a node count;
+	// with lookahead more nodes than that start at once.
+	mu := intstr.Parse(o.maxUnavailable)
+	slots, err := intstr.GetScaledValueFromIntOrPercent(&mu, o.workers, false)
+	if err != nil || slots < 1 {
+		slots = 1
+	}
 	fmt.Println()
 	fmt.Printf("nodes:                              %d (3 master, %d worker), maxUnavailable %s (pool and run), time scale %.0f, node-gate QPS %d\n",
 		o.workers+3, o.workers, o.maxUnavailable, o.timeScale, o.qps)
@@ -204,22 +217,48 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		ungated.whole.Round(time.Second), ungated.workers.Round(time.Second), ungated.firstMoved.Round(time.Second))
 	fmt.Printf("update wall time, gated:            %s  (workers %s, first worker targeted %s after the request; run Completed at %s)\n",
 		gated.whole.Round(time.Second), gated.workers.Round(time.Second), gated.firstMoved.Round(time.Second), gated.runCompleted.Round(time.Second))
+	fmt.Printf("a worker's update, targeted -> Done: ungated p50 %s p99 %s mean %s; gated p50 %s p99 %s mean %s\n",
+		ungated.perNode[0], ungated.perNode[1], ungated.perNode[3], gated.perNode[0], gated.perNode[1], gated.perNode[3])
+	fmt.Printf("a worker Done -> the next targeted (k-th with k-th): ungated p50 %s p99 %s mean %s; gated p50 %s p99 %s mean %s\n",
+		ungated.doneToNext[0], ungated.doneToNext[1], ungated.doneToNext[3], gated.doneToNext[0], gated.doneToNext[1], gated.doneToNext[3])
+	fmt.Printf("  of which, gated, released by node-gate -> targeted by the MCO: p50 %s p99 %s max %s mean %s\n",
+		gated.pickup[0], gated.pickup[1], gated.pickup[2], gated.pickup[3])
+	obs.mu.Lock()
+	unavail := append([]int(nil), obs.unavailAtRelease...)
+	obs.mu.Unlock()
+	sort.Ints(unavail)
+	atLimit := 0
+	for _, u := range unavail {
+		if u >= slots {
+			atLimit++
+		}
+	}
+	if len(unavail) > 0 {
+		fmt.Printf("  the worker pool's unavailable nodes at each release: p50 %d, max %d; %d of %d releases found the pool at its limit (%d), waiting for the MCO's capacity\n",
+			unavail[len(unavail)/2], unavail[len(unavail)-1], atLimit, len(unavail), slots)
+	}
 	fmt.Printf("gated / ungated:                    whole update %.3f (target <= 1.05: %s), worker rollout %.3f\n",
 		ratio(gated.whole, ungated.whole), verdict(ratio(gated.whole, ungated.whole) <= 1.05), ratio(gated.workers, ungated.workers))
 	extra := gated.whole - ungated.whole
 	cpWait := gated.firstMoved - ungated.firstMoved
 	tail := (gated.whole - gated.firstMoved - gated.workers) - (ungated.whole - ungated.firstMoved - ungated.workers)
 	cycles := 0.0
-	if limit > 0 {
-		cycles = float64(o.workers) / float64(limit)
+	if slots > 0 {
+		cycles = float64(o.workers) / float64(slots)
 	}
-	perCycle := r.meanJob + r.meanGate
+	// A slot's cycle is a worker's update and the Done -> next targeted
+	// after it; the gated cycle's excess, times the cycles per slot,
+	// accounts for the longer rollout.
+	slower := gated.perNode[3] - ungated.perNode[3]
+	later := gated.doneToNext[3] - ungated.doneToNext[3]
 	fmt.Printf("the gated update's extra %s:\n", extra.Round(time.Second))
 	fmt.Printf("  workers held until the control plane finished: %s\n", cpWait.Round(time.Second))
-	fmt.Printf("  worker rollout longer by:                      %s, of which ~%.0f cycles per slot x (hook Job %s + node-gate %s) = %s\n",
-		(gated.workers - ungated.workers).Round(time.Second), cycles, r.meanJob.Round(time.Millisecond), r.meanGate.Round(time.Millisecond),
-		time.Duration(cycles*float64(perCycle)).Round(time.Second))
+	fmt.Printf("  worker rollout longer by:                      %s; ~%.0f cycles per slot x (each worker's update %+v, Done -> next targeted %+v) = %s\n",
+		(gated.workers - ungated.workers).Round(time.Second), cycles, slower, later,
+		time.Duration(cycles*float64(slower+later)).Round(time.Second))
 	fmt.Printf("  after the last worker was Done:                %s longer (the run's restore: the pool's paused and maxUnavailable given back, the gate pool deleted)\n", tail.Round(time.Second))
+	fmt.Printf("the machine (\"without\": the ungated update, \"with\": the gated one):\n")
+	printCPUTable(ungated.cpu, gated.cpu, ungated.whole, gated.whole, runtime.NumCPU())
 	fmt.Printf("run status, largest seen:           %.1f KiB of JSON (each hop writes it whole)\n", float64(obs.largestStatus())/1024)
 	fmt.Printf("node-gate peak RSS (VmHWM):         %s\n", peakRSS(pid))
 	fmt.Printf("node-gate CPU (gated update):       %.1f s in %s of wall time (%.0f%% of one core; the machine has %d)\n",
@@ -373,6 +412,24 @@ type gateObserver struct {
 	// refSeen is when its answer to each node was seen.
 	reference func(node string)
 	refSeen   map[string]time.Time
+	// unavailAtRelease: at each release, how many of the worker pool's
+	// nodes (not held) the MCO counts unavailable.
+	unavailAtRelease []int
+}
+
+// poolUnavailable counts the not-held workers the MCO counts unavailable.
+func (g *gateObserver) poolUnavailable() int {
+	var nodes corev1.NodeList
+	if err := g.c.List(context.Background(), &nodes, client.HasLabels{workerRole}, client.UnsafeDisableDeepCopy); err != nil {
+		return -1
+	}
+	n := 0
+	for i := range nodes.Items {
+		if nodes.Items[i].Labels[plan.HoldLabel] == "" && mco.IsUnavailable(&nodes.Items[i]) {
+			n++
+		}
+	}
+	return n
 }
 
 func (g *gateObserver) setReference(f func(node string)) {
@@ -402,6 +459,7 @@ func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
 		if o.Labels[plan.HoldLabel] != "" && n.Labels[plan.HoldLabel] == "" {
 			if _, seen := g.released[n.Name]; !seen {
 				g.released[n.Name] = now
+				g.unavailAtRelease = append(g.unavailAtRelease, g.poolUnavailable())
 			}
 		}
 		desired := n.Annotations[mcostate.DesiredConfig]
@@ -556,6 +614,7 @@ func (g *gateObserver) begin(initial map[string]string) {
 	g.jobCreated, g.jobComplete = map[string]time.Time{}, map[string]time.Time{}
 	g.recordStarted, g.recordReleased = map[string]time.Time{}, map[string]time.Time{}
 	g.refSeen = map[string]time.Time{}
+	g.unavailAtRelease = nil
 	g.completedAt = time.Time{}
 	g.statusBytes = 0
 }
@@ -576,6 +635,16 @@ type updateTimes struct {
 	firstMoved, workers time.Duration
 	runCompleted        time.Duration
 	initialStarts       int
+	// perNode: each worker's update, targeted by the MCO -> Done (p50,
+	// p99, mean); pickup, gated only: released by node-gate -> targeted by
+	// the MCO; doneToNext: the k-th worker Done -> the k-th worker targeted
+	// after the first Done (each Done frees the slot the next target
+	// fills), ungated the MCO's own reaction, gated node-gate's and the
+	// MCO's. With a fixed number of slots a slot's cycle is perNode plus
+	// doneToNext.
+	perNode, pickup, doneToNext [4]time.Duration
+	// cpu: what every process the bench started used over the update.
+	cpu cpuUse
 }
 
 // update requests target and waits until it is done.
@@ -591,6 +660,10 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cac
 	}
 	g.begin(initial)
 	if err := requestUpdate(ctx, c, target); err != nil {
+		return r, err
+	}
+	cpuBefore, err := readCPU()
+	if err != nil {
 		return r, err
 	}
 	requested := time.Now()
@@ -611,6 +684,11 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cac
 		return r, err
 	}
 	r.whole = time.Since(requested)
+	cpuAfter, err := readCPU()
+	if err != nil {
+		return r, err
+	}
+	r.cpu = cpuAfter.since(cpuBefore)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var first, last time.Time
@@ -628,6 +706,34 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cac
 	if !g.completedAt.IsZero() {
 		r.runCompleted = g.completedAt.Sub(requested)
 	}
+	var perNode, pickup []time.Duration
+	for n, d := range g.done {
+		if m, ok := g.moved[n]; ok {
+			perNode = append(perNode, d.Sub(m))
+		}
+		if rel, ok := g.released[n]; ok {
+			if m, ok := g.moved[n]; ok {
+				pickup = append(pickup, m.Sub(rel))
+			}
+		}
+	}
+	r.perNode, r.pickup = withMean(perNode), withMean(pickup)
+	var dones, moves []time.Time
+	for _, t := range g.done {
+		dones = append(dones, t)
+	}
+	sort.Slice(dones, func(i, j int) bool { return dones[i].Before(dones[j]) })
+	for _, t := range g.moved {
+		if len(dones) > 0 && t.After(dones[0]) {
+			moves = append(moves, t)
+		}
+	}
+	sort.Slice(moves, func(i, j int) bool { return moves[i].Before(moves[j]) })
+	var next []time.Duration
+	for k := 0; k < len(dones) && k < len(moves); k++ {
+		next = append(next, moves[k].Sub(dones[k]))
+	}
+	r.doneToNext = withMean(next)
 	firstDone := last
 	for _, t := range g.done {
 		if t.Before(firstDone) {
@@ -641,6 +747,16 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cac
 	}
 	step(start, "%s update to %s done in %s", kind, target, r.whole.Round(time.Second))
 	return r, nil
+}
+
+// withMean is p50, p99, max and the mean.
+func withMean(ds []time.Duration) [4]time.Duration {
+	p := percentiles(ds)
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return [4]time.Duration{p[0], p[1], p[2], (sum / time.Duration(max(len(ds), 1))).Round(time.Millisecond)}
 }
 
 func (g *gateObserver) counts() (moved, done, released int) {
@@ -694,7 +810,6 @@ func updateSettled(ctx context.Context, c cache.Cache, target string, workers in
 type reactionStats struct {
 	n                                int
 	total, gate, start, release, job [3]time.Duration
-	meanGate, meanJob                time.Duration
 	// Each hop split at the status write that precedes its action: the
 	// trigger until the status showing the decision was seen, and from
 	// then until the Job or the label was seen.
@@ -793,15 +908,8 @@ func (g *gateObserver) reactions() reactionStats {
 			}
 		}
 	}
-	mean := func(s []time.Duration) time.Duration {
-		var sum time.Duration
-		for _, d := range s {
-			sum += d
-		}
-		return sum / time.Duration(max(len(s), 1))
-	}
 	return reactionStats{n: len(total), total: percentiles(total), gate: percentiles(gate), start: percentiles(hop1),
-		release: percentiles(hop2), job: percentiles(job), meanGate: mean(gate), meanJob: mean(job),
+		release: percentiles(hop2), job: percentiles(job),
 		startDecide: percentiles(decide1), startAct: percentiles(act1), releaseDecide: percentiles(decide2), releaseAct: percentiles(act2),
 		hops: hops, oneWrite: oneWrite}
 }
