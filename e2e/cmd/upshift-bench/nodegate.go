@@ -189,18 +189,14 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	passSeconds := after.Sum("controller_runtime_reconcile_time_seconds_sum", nodegate) - before.Sum("controller_runtime_reconcile_time_seconds_sum", nodegate)
 	writes := writeRequests(after) - writeRequests(before)
 
-	limit := gated.initialStarts
 	// slots is the run's (and the pool's) maxUnavailable as a node count;
 	// with lookahead more nodes than that start at once.
 	mu := intstr.Parse(o.maxUnavailable)
-	slots, err := intstr.GetScaledValueFromIntOrPercent(&mu, o.workers, false)
-	if err != nil || slots < 1 {
-		slots = 1
-	}
+	slots := mcostate.MaxUnavailable(&mcfgv1.MachineConfigPool{Spec: mcfgv1.MachineConfigPoolSpec{MaxUnavailable: &mu}}, o.workers)
 	fmt.Println()
 	fmt.Printf("nodes:                              %d (3 master, %d worker), maxUnavailable %s (pool and run), time scale %.0f, node-gate QPS %d\n",
 		o.workers+3, o.workers, o.maxUnavailable, o.timeScale, o.qps)
-	fmt.Printf("gated run:                          one rule, lookahead %d, one no-op pre-update hook Job per node; %d nodes started at once, %d reactions paired\n", o.lookahead, limit, r.n)
+	fmt.Printf("gated run:                          one rule, lookahead %d, one no-op pre-update hook Job per node; %d nodes started at once, %d reactions paired\n", o.lookahead, gated.initialStarts, r.n)
 	fmt.Printf("(the figures below are the last pair's; each pair's ratio and added reaction follow them)\n")
 	fmt.Printf("Done -> next release (end to end):  p50 %s  p99 %s  max %s\n", r.total[0], r.total[1], r.total[2])
 	fmt.Printf("  node-gate share (both hops):      p50 %s  p99 %s  max %s  (target p99 <= %s: %s)\n", r.gate[0], r.gate[1], r.gate[2], reactionTarget, verdict(r.gate[1] <= reactionTarget && r.n > 0))
@@ -242,10 +238,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	extra := gated.whole - ungated.whole
 	cpWait := gated.firstMoved - ungated.firstMoved
 	tail := (gated.whole - gated.firstMoved - gated.workers) - (ungated.whole - ungated.firstMoved - ungated.workers)
-	cycles := 0.0
-	if slots > 0 {
-		cycles = float64(o.workers) / float64(slots)
-	}
+	cycles := float64(o.workers) / float64(slots)
 	// A slot's cycle is a worker's update and the Done -> next targeted
 	// after it; the gated cycle's excess, times the cycles per slot,
 	// accounts for the longer rollout.
@@ -718,22 +711,14 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cac
 		}
 	}
 	r.perNode, r.pickup = withMean(perNode), withMean(pickup)
-	var dones, moves []time.Time
-	for _, t := range g.done {
-		dones = append(dones, t)
-	}
-	sort.Slice(dones, func(i, j int) bool { return dones[i].Before(dones[j]) })
-	for _, t := range g.moved {
-		if len(dones) > 0 && t.After(dones[0]) {
-			moves = append(moves, t)
+	if dones := inOrder(g.done, time.Time{}); len(dones) > 0 {
+		moves := inOrder(g.moved, dones[0].t)
+		var next []time.Duration
+		for k := 0; k < len(dones) && k < len(moves); k++ {
+			next = append(next, moves[k].t.Sub(dones[k].t))
 		}
+		r.doneToNext = withMean(next)
 	}
-	sort.Slice(moves, func(i, j int) bool { return moves[i].Before(moves[j]) })
-	var next []time.Duration
-	for k := 0; k < len(dones) && k < len(moves); k++ {
-		next = append(next, moves[k].Sub(dones[k]))
-	}
-	r.doneToNext = withMean(next)
 	firstDone := last
 	for _, t := range g.done {
 		if t.Before(firstDone) {
@@ -818,6 +803,25 @@ type reactionStats struct {
 	hops, oneWrite int
 }
 
+// nodeTime is when something was seen for a node.
+type nodeTime struct {
+	node string
+	t    time.Time
+}
+
+// inOrder is m's times from from on, earliest first: the pairings below
+// match the k-th of one kind with the k-th of another.
+func inOrder(m map[string]time.Time, from time.Time) []nodeTime {
+	var out []nodeTime
+	for n, t := range m {
+		if !t.Before(from) {
+			out = append(out, nodeTime{n, t})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].t.Before(out[j].t) })
+	return out
+}
+
 // addedReactions pairs the k-th worker Done with the k-th release after
 // the first Done (each Done frees one slot, which the next release fills)
 // and returns, per pair, the release seen minus the reference reactor's
@@ -826,25 +830,11 @@ type reactionStats struct {
 func (g *gateObserver) addedReactions() []time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	type at struct {
-		node string
-		t    time.Time
-	}
-	sorted := func(m map[string]time.Time, after time.Time) []at {
-		var out []at
-		for n, t := range m {
-			if !t.Before(after) {
-				out = append(out, at{n, t})
-			}
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i].t.Before(out[j].t) })
-		return out
-	}
-	dones := sorted(g.done, time.Time{})
+	dones := inOrder(g.done, time.Time{})
 	if len(dones) == 0 {
 		return nil
 	}
-	releases := sorted(g.released, dones[0].t)
+	releases := inOrder(g.released, dones[0].t)
 	var out []time.Duration
 	for k := 0; k < len(dones) && k < len(releases); k++ {
 		if ref, ok := g.refSeen[dones[k].node]; ok {
@@ -859,23 +849,11 @@ func (g *gateObserver) addedReactions() []time.Duration {
 func (g *gateObserver) reactions() reactionStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var dones []time.Time
-	for _, t := range g.done {
-		dones = append(dones, t)
+	dones := inOrder(g.done, time.Time{})
+	var starts []nodeTime
+	if len(dones) > 0 {
+		starts = inOrder(g.jobCreated, dones[0].t)
 	}
-	sort.Slice(dones, func(i, j int) bool { return dones[i].Before(dones[j]) })
-	type started struct {
-		node string
-		at   time.Time
-	}
-	var starts []started
-	for n, t := range g.jobCreated {
-		if len(dones) == 0 || t.Before(dones[0]) {
-			continue
-		}
-		starts = append(starts, started{n, t})
-	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i].at.Before(starts[j].at) })
 	var total, gate, hop1, hop2, job, decide1, act1, decide2, act2 []time.Duration
 	// hops counts the hops whose status write was seen; oneWrite those in
 	// which the Job or the label was seen before it: the hop's one write
@@ -888,15 +866,15 @@ func (g *gateObserver) reactions() reactionStats {
 		if !ok1 || !ok2 {
 			continue
 		}
-		h1, h2 := b.at.Sub(dones[k]), rel.Sub(done)
-		total = append(total, rel.Sub(dones[k]))
+		h1, h2 := b.t.Sub(dones[k].t), rel.Sub(done)
+		total = append(total, rel.Sub(dones[k].t))
 		hop1, hop2 = append(hop1, h1), append(hop2, h2)
 		gate = append(gate, h1+h2)
-		job = append(job, done.Sub(b.at))
+		job = append(job, done.Sub(b.t))
 		if st, ok := g.recordStarted[b.node]; ok {
-			decide1, act1 = append(decide1, st.Sub(dones[k])), append(act1, b.at.Sub(st))
+			decide1, act1 = append(decide1, st.Sub(dones[k].t)), append(act1, b.t.Sub(st))
 			hops++
-			if b.at.Before(st) {
+			if b.t.Before(st) {
 				oneWrite++
 			}
 		}
