@@ -36,6 +36,7 @@ import (
 	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/optionalkind"
+	"github.com/upshift-io/upshift/libs/pace"
 	"github.com/upshift-io/upshift/libs/trim"
 	"github.com/upshift-io/upshift/services/mcptracker/plan"
 	"github.com/upshift-io/upshift/services/mcptracker/track"
@@ -53,6 +54,12 @@ const (
 	DefaultStuckAfter       = time.Hour
 	DefaultRemovedRetention = 24 * time.Hour
 	DefaultMinWriteInterval = 5 * time.Second
+	// DefaultMinPassInterval: a rollout changes some Node many times a
+	// second, and on a few hundred nodes a pass takes milliseconds, so
+	// without a floor almost every change had a pass of its own. The
+	// status is written at most every MinWriteInterval anyway; the
+	// metrics and Events may be half a second late.
+	DefaultMinPassInterval = 500 * time.Millisecond
 )
 
 // key is the one work item: every pool is tracked in one pass, since a
@@ -77,9 +84,16 @@ type Reconciler struct {
 	// MinWriteInterval bounds the writes to one UpgradeConfig: changes within
 	// it are coalesced into one write at its end.
 	MinWriteInterval time.Duration
+	// MinPassInterval: the least time between the starts of two passes
+	// (libs/pace); changes meanwhile are coalesced into the next pass.
+	MinPassInterval time.Duration
 
 	// runs are node-gate's runs, watched once node-gate is installed.
 	runs *optionalkind.Kind
+
+	// pace spaces the passes, in wall time whatever Clock says: it paces
+	// real work.
+	pace *pace.Pacer
 
 	mu sync.Mutex
 	// state is what the previous pass remembered (nil before the first).
@@ -102,6 +116,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MinWriteInterval == 0 {
 		r.MinWriteInterval = DefaultMinWriteInterval
 	}
+	if r.MinPassInterval == 0 {
+		r.MinPassInterval = DefaultMinPassInterval
+	}
+	r.pace = pace.New(clock.RealClock{}, r.MinPassInterval)
 	r.lastWrite = map[types.NamespacedName]time.Time{}
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{key}
@@ -143,6 +161,10 @@ func (r *Reconciler) listRuns(ctx context.Context) ([]gating.Run, error) {
 
 // Reconcile runs one pass over every pool: read, plan, write, record.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if !r.pace.Begin(ctx) {
+		return reconcile.Result{}, nil // shutting down
+	}
+	defer r.pace.End()
 	logger := log.FromContext(ctx)
 	var (
 		pools mcfgv1.MachineConfigPoolList

@@ -102,7 +102,7 @@ func twoWriters() {
 		// The pool is worker, so that MUO's worker times are written during
 		// the race too.
 		nodes := manualPool(ctx, "worker", "rendered-worker-1", 4)
-		t := startTracker(ctx, &controller.Reconciler{Namespace: "race", MinWriteInterval: time.Millisecond})
+		t := startTracker(ctx, &controller.Reconciler{Namespace: "race", MinWriteInterval: time.Millisecond, MinPassInterval: time.Millisecond})
 		uc := newUpgradeConfig(ctx, env.Client, "race", "4.16.2", time.Now().Add(-time.Minute))
 		key := client.ObjectKeyFromObject(uc)
 		Eventually(func(g Gomega) { g.Expect(poolStatus(getUC(ctx, env.Client, key), "worker")).NotTo(BeNil()) }).Should(Succeed())

@@ -24,6 +24,7 @@ package assess
 
 import (
 	"errors"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -95,6 +96,15 @@ type Alert struct {
 	Annotations map[string]string
 	State       string
 	ActiveAt    time.Time
+}
+
+// Equal: the same alert in the same state since the same time. apimachinery's
+// semantic DeepEqual cannot compare a time.Time (it panics on its unexported
+// fields), and reflect.DeepEqual would tell apart one instant in two
+// locations.
+func (a Alert) Equal(b Alert) bool {
+	return a.State == b.State && a.ActiveAt.Equal(b.ActiveAt) &&
+		maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations)
 }
 
 // Previous is what the caller published last time; see the package doc.

@@ -460,3 +460,23 @@ func TestEstimateIsKeptWithinJitter(t *testing.T) {
 		})
 	}
 }
+
+func TestAlertEqual(t *testing.T) {
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	base := Alert{Labels: map[string]string{"alertname": "KubeNodeNotReady"}, Annotations: map[string]string{"summary": "s"}, State: "firing", ActiveAt: at}
+	for name, tc := range map[string]struct {
+		other Alert
+		want  bool
+	}{
+		"the same":                         {base, true},
+		"the same instant in another zone": {Alert{Labels: base.Labels, Annotations: base.Annotations, State: "firing", ActiveAt: at.In(time.FixedZone("CET", 3600))}, true},
+		"another state":                    {Alert{Labels: base.Labels, Annotations: base.Annotations, State: "pending", ActiveAt: at}, false},
+		"active since another time":        {Alert{Labels: base.Labels, Annotations: base.Annotations, State: "firing", ActiveAt: at.Add(time.Second)}, false},
+		"another label":                    {Alert{Labels: map[string]string{"alertname": "Other"}, Annotations: base.Annotations, State: "firing", ActiveAt: at}, false},
+		"another annotation":               {Alert{Labels: base.Labels, Annotations: map[string]string{"summary": "t"}, State: "firing", ActiveAt: at}, false},
+	} {
+		if got := base.Equal(tc.other); got != tc.want {
+			t.Errorf("%s: Equal = %v, want %v", name, got, tc.want)
+		}
+	}
+}

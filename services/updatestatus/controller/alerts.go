@@ -3,10 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -84,7 +84,7 @@ func (p *alertsPoller) poll(ctx context.Context) {
 		converted = assess.FromAlerts(got)
 	}
 	p.mu.Lock()
-	changed := !p.read || errText(err) != errText(p.err) || !equality.Semantic.DeepEqual(converted, p.last)
+	changed := !p.read || errText(err) != errText(p.err) || !slices.EqualFunc(converted, p.last, assess.Alert.Equal)
 	wasOK := p.read && p.err == nil
 	p.read, p.last, p.err = true, converted, err
 	p.mu.Unlock()

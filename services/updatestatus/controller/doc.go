@@ -16,7 +16,8 @@
 // write cannot lose an Event. Published objects (with the writes handed
 // over and not yet in the cache) are passed back to the assessment, so
 // insight identities and transition times survive restarts. Recomputations
-// are paced (pace.go) so that they take at most about half of the time.
+// are paced (libs/pace) so that they take at most about half of the time and
+// begin at least MinRecomputeInterval apart.
 //
 // Nothing is polled. The assessment says when its result would next change
 // with the same objects (an operator degraded long enough to report, an

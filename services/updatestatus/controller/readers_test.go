@@ -143,6 +143,13 @@ var _ = Describe("what the controller reads beside its informers", Ordered, func
 				HaveField("Scope.Type", updatev1alpha1.ScopeTypeCluster),
 			)))
 		}).WithTimeout(20 * time.Second).Should(Succeed())
+
+		// The same alert read again is no change. Comparing two reads of
+		// it once panicked on its time (the poller runs in this process:
+		// the suite would die here).
+		reads := prom.readCount()
+		Eventually(prom.readCount).WithTimeout(5 * time.Second).Should(BeNumerically(">=", reads+2))
+		Expect(status(ctx, Default).Status.Health).To(ContainElement(HaveField("Impact.Summary", "Alert is firing: Node is not ready.")))
 	})
 
 	It("reports an unreachable alerts API as a condition and leaves the alerts out", func(ctx SpecContext) {
@@ -221,6 +228,7 @@ type fakePrometheus struct {
 	mu     sync.Mutex
 	code   int
 	alerts []promv1.Alert
+	reads  int // alert reads answered
 }
 
 func newFakePrometheus() *fakePrometheus {
@@ -232,6 +240,7 @@ func newFakePrometheus() *fakePrometheus {
 		}
 		p.mu.Lock()
 		code, as := p.code, p.alerts
+		p.reads++
 		p.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
@@ -253,6 +262,12 @@ func newFakePrometheus() *fakePrometheus {
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"alerts": out}})
 	}))
 	return p
+}
+
+func (p *fakePrometheus) readCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reads
 }
 
 func (p *fakePrometheus) respond(code int, as ...promv1.Alert) {

@@ -241,6 +241,9 @@ func node(name string) corev1.Node {
 func (w *world) plan() Output {
 	w.t.Helper()
 	before, _ := json.Marshal(w.uc)
+	// The reconciler hands the planner the informer cache's own objects,
+	// uncopied: the planner must never write to its snapshot.
+	snapBefore, _ := json.Marshal(w.snap)
 	in := Input{UpgradeConfig: w.uc, Config: w.cfg, ConfigError: w.configErr, Snapshot: w.snap, Integrations: w.integrations, Now: w.now}
 	in.Snapshot.LeasesUnread = w.integrations.Silences
 	out := Plan(in)
@@ -277,6 +280,9 @@ func (w *world) plan() Output {
 	after, _ := json.Marshal(w.uc)
 	if string(before) != string(after) {
 		w.t.Fatal("Plan mutated its input")
+	}
+	if snapAfter, _ := json.Marshal(w.snap); string(snapBefore) != string(snapAfter) {
+		w.t.Fatal("Plan mutated its snapshot")
 	}
 	w.uc.Status = out.Status
 	if out.Leases != nil {
