@@ -53,6 +53,10 @@ type options struct {
 	lookahead int
 	// system
 	audit bool
+	// capacityLead is the scheduler's scale.leadTime in minutes: how long
+	// before upgradeAt the temporary machines are requested (0: in their
+	// step, after upgradeAt, as MUO).
+	capacityLead int
 }
 
 // subcommand is one component's bench.
@@ -95,6 +99,8 @@ var subcommands = []subcommand{
 			fs.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "Fail if an update has not finished by then.")
 			fs.IntVar(&o.pairs, "pairs", 2, "Updates without and with Upshift, alternating: how many of each.")
 			fs.IntVar(&o.lookahead, "lookahead", 1, "The node-gate run's rule's spec.lookahead.")
+			fs.IntVar(&o.capacityLead, "capacity-lead", 1, "The scheduler's scale.leadTime in minutes: the temporary machines are requested that long "+
+				"before upgradeAt, which is set that far ahead (0: requested in their step after upgradeAt, as MUO, which puts their provisioning in the measured time).")
 			fs.BoolVar(&o.audit, "audit", false, "Log every request to the apiserver and print the last pair's writes by client "+
 				"(the log loads the apiserver: such a run's times do not compare with others).")
 			fs.StringVar(&o.profileDir, "profile-dir", "",

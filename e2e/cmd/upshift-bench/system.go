@@ -74,6 +74,9 @@ type systemTimes struct {
 	workersStarted time.Duration
 	// steps are the UpgradeConfig's history conditions: each step's time.
 	steps []string
+	// capacityAsked: when the temporary machines were requested, from
+	// upgradeAt (negative: ahead of it, with --capacity-lead).
+	capacityAsked time.Duration
 	// cpu is what each program used over the update, api what the
 	// apiserver served.
 	cpu cpuUse
@@ -131,8 +134,9 @@ func runSystem(ctx context.Context, o options) (err error) {
 	if err := createGateRule(ctx, env.Client, o.lookahead); err != nil {
 		return err
 	}
+	// LocalConfig ends in its scale section: the lead time goes there.
 	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-operator-config", Namespace: gateNamespace},
-		Data: map[string]string{"config.yaml": framework.LocalConfig}}); err != nil {
+		Data: map[string]string{"config.yaml": framework.LocalConfig + fmt.Sprintf("  leadTime: %d\n", o.capacityLead)}}); err != nil {
 		return err
 	}
 	if err := framework.LabelMachinePools(ctx, env.Client); err != nil {
@@ -175,6 +179,12 @@ func runSystem(ctx context.Context, o options) (err error) {
 		lastNone.workersStarted.Round(time.Second), (last.workersStarted - last.requested).Round(time.Second),
 		(lastNone.settled - lastNone.workersStarted).Round(time.Second), (last.settled - last.workersStarted).Round(time.Second))
 	fmt.Printf("  the UpgradeConfig's steps: %s\n", strings.Join(last.steps, "; "))
+	when := fmt.Sprintf("%s after", last.capacityAsked.Round(time.Second))
+	if last.capacityAsked < 0 {
+		when = fmt.Sprintf("%s before", (-last.capacityAsked).Round(time.Second))
+	}
+	fmt.Printf("  the temporary machines were requested %s upgradeAt (scale.leadTime %d min; a request before upgradeAt is outside the measured time)\n",
+		when, o.capacityLead)
 	printCPUTable(lastNone.cpu, last.cpu, lastNone.whole, last.whole, runtime.NumCPU())
 	printAPITable(lastNone.api, last.api, 12)
 	if o.audit {
@@ -354,7 +364,9 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 	}); err != nil {
 		return systemTimes{}, fmt.Errorf("waiting for the run to be Idle: %w", err)
 	}
-	upgradeAt := time.Now().Add(10 * time.Second).Truncate(time.Second).Add(time.Second)
+	// Far enough ahead for the components' caches, and for the temporary
+	// machines requested scale.leadTime before it.
+	upgradeAt := time.Now().Add(max(10*time.Second, time.Duration(o.capacityLead)*time.Minute)).Truncate(time.Second).Add(time.Second)
 	uc := &upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: gateNamespace},
 		Spec: upgradev1alpha1.UpgradeConfigSpec{Desired: upgradev1alpha1.Update{Version: target, Channel: "stable-4.16"},
 			UpgradeAt: upgradeAt.UTC().Format(time.RFC3339), Type: upgradev1alpha1.OSD, PDBForceDrainTimeout: 60, CapacityReservation: true}}
@@ -431,6 +443,9 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 		return t, err
 	}
 	t.steps = framework.StepTimings(uc)
+	if cr := uc.Status.CapacityReservation; cr != nil && cr.StartTime != nil {
+		t.capacityAsked = cr.StartTime.Sub(upgradeAt)
+	}
 	step(start, "update to %s with Upshift done in %s", target, t.whole.Round(time.Second))
 
 	// Let the components clean up after themselves before they stop.

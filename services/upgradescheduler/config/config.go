@@ -95,7 +95,12 @@ type Config struct {
 	// control-plane upgrade.
 	ControlPlaneCriticals []string
 	ScaleTimeOut          time.Duration
-	ExtraMachinePools     []string
+	// ScaleLeadTime (Upshift) is how long before the scheduled start the
+	// temporary machines are requested, so that they are ready when the
+	// upgrade starts instead of holding it; 0 requests them in their step,
+	// as MUO does.
+	ScaleLeadTime     time.Duration
+	ExtraMachinePools []string
 	// UpgradeWindowTimeOut bounds the time from the scheduled start to
 	// commencement; 0 turns it off.
 	UpgradeWindowTimeOut time.Duration
@@ -158,6 +163,7 @@ type file struct {
 	} `json:"maintenance"`
 	Scale struct {
 		TimeOut           *int     `json:"timeOut"`
+		LeadTime          *int     `json:"leadTime"`
 		ExtraMachinePools []string `json:"extraMachinePools"`
 	} `json:"scale"`
 	UpgradeWindow struct {
@@ -292,6 +298,7 @@ func Parse(data []byte) (*Config, error) {
 	c.ControlPlaneCriticals = nonEmpty("maintenance.ignoredAlerts.controlPlaneCriticals", f.Maintenance.IgnoredAlerts.ControlPlaneCriticals, bad)
 
 	c.ScaleTimeOut = minutes("scale.timeOut", f.Scale.TimeOut, DefaultScaleTimeOut, 1)
+	c.ScaleLeadTime = minutes("scale.leadTime", f.Scale.LeadTime, 0, 0)
 	for i, g := range f.Scale.ExtraMachinePools {
 		if _, err := path.Match(g, ""); err != nil || g == "" {
 			bad(fmt.Sprintf("scale.extraMachinePools[%d]", i), "%q is not a valid glob", g)

@@ -79,6 +79,7 @@ func TestDefaults(t *testing.T) {
 		"watchInterval":         {c.WatchInterval, time.Minute},
 		"controlPlaneTime":      {c.ControlPlaneTime, 90 * time.Minute},
 		"scale.timeOut":         {c.ScaleTimeOut, 30 * time.Minute},
+		"scale.leadTime":        {c.ScaleLeadTime, 0},
 		"upgradeWindow.timeOut": {c.UpgradeWindowTimeOut, 120 * time.Minute},
 		"delayTrigger":          {c.DelayTrigger, 30 * time.Minute},
 		"nodeDrain.timeOut":     {c.NodeDrainTimeOut, 45 * time.Minute},
@@ -116,6 +117,7 @@ func TestInvalidValuesNameTheKey(t *testing.T) {
 	}{
 		{"maintenance:\n  controlPlaneTime: 0\n", []string{"maintenance.controlPlaneTime: must be at least 1 minute(s), got 0"}},
 		{"scale:\n  timeOut: -5\n", []string{"scale.timeOut: must be at least 1 minute(s), got -5"}},
+		{"scale:\n  leadTime: -1\n", []string{"scale.leadTime: must not be negative, got -1"}},
 		{"upgradeWindow:\n  timeOut: -1\n", []string{"upgradeWindow.timeOut: must not be negative, got -1"}},
 		{"nodeDrain:\n  timeOut: 0\n  expectedNodeDrainTime: 0\n", []string{"nodeDrain.timeOut: must be at least 1", "nodeDrain.expectedNodeDrainTime: must be at least 1"}},
 		{"nodeDrain:\n  ignoredNamespacePatterns: ['^openshift-(']\n", []string{"nodeDrain.ignoredNamespacePatterns[0]: \"^openshift-(\" is not a valid regular expression"}},
@@ -250,5 +252,17 @@ func TestKeysAreCaseSensitive(t *testing.T) {
 	joined := strings.Join(c.Warnings, "\n")
 	if len(c.Warnings) != 2 || !strings.Contains(joined, `"ConfigManager"`) || !strings.Contains(joined, `"upgradeWindow.TimeOut"`) {
 		t.Errorf("warnings %q", c.Warnings)
+	}
+}
+
+// TestScaleLeadTime: Upshift's own scale key, in minutes like MUO's, with no
+// warning (it is a key this scheduler knows).
+func TestScaleLeadTime(t *testing.T) {
+	c, err := Parse([]byte("scale:\n  timeOut: 20\n  leadTime: 15\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ScaleLeadTime != 15*time.Minute || c.ScaleTimeOut != 20*time.Minute || len(c.Warnings) != 0 {
+		t.Errorf("scale.leadTime 15: got lead %v, timeOut %v, warnings %v", c.ScaleLeadTime, c.ScaleTimeOut, c.Warnings)
 	}
 }

@@ -386,6 +386,57 @@ var _ = Describe("upgrade-scheduler controller", Ordered, func() {
 		}).Should(Succeed())
 	})
 
+	It("requests the temporary capacity scale.leadTime ahead of the start, once across a restart, and gives it back when the start moves away", func(ctx context.Context) {
+		const ns = "scheduler-lead"
+		_, uc := laterUpgrade(ctx, ns, "scale:\n  leadTime: 150\n")
+		cv := &configv1.ClusterVersion{}
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv)).To(Succeed())
+		cv.Status.AvailableUpdates = []configv1.Release{{Version: "4.16.3", Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + strings.Repeat("c", 64)}}
+		Expect(env.Client.Status().Update(ctx, cv)).To(Succeed())
+		uc.Spec.CapacityReservation = true
+		uc.Spec.UpgradeAt = time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
+		Expect(env.Client.Update(ctx, uc)).To(Succeed())
+		key := client.ObjectKeyFromObject(uc)
+		before := sideEffects()
+		progressing := func(g Gomega) string {
+			got := &upgradev1alpha1.UpgradeConfig{}
+			g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+			c := meta.FindStatusCondition(got.Status.Conditions, "Progressing")
+			g.Expect(c).NotTo(BeNil())
+			return c.Message
+		}
+
+		By("two hours before the start, inside the lead time: the copies are created while the attempt is Pending")
+		stop := startController(ctx, ns)
+		Eventually(surge(ctx)).Should(ConsistOf("c1-worker-a-upgrade", "c1-worker-b-upgrade"))
+		Eventually(progressing).Should(ContainSubstring("temporary capacity requested ahead of it: waiting for c1-worker-a-upgrade, c1-worker-b-upgrade"))
+		Expect(ucPhase(ctx, key)(Default)).To(Equal("Pending/"))
+		Eventually(func() []string { return sideEffects().since(before).msCreates }).Should(HaveLen(2))
+		stop()
+
+		By("a restarted scheduler creates nothing again")
+		restartedAt := reconciles()
+		stop = startController(ctx, ns)
+		defer stop()
+		Eventually(reconciles).Should(BeNumerically(">", restartedAt))
+		Expect(sideEffects().since(before).msCreates).To(HaveLen(2))
+
+		By("the start moves further away than the lead time: the copies go until it comes near again")
+		Expect(env.Client.Get(ctx, key, uc)).To(Succeed())
+		uc.Spec.UpgradeAt = time.Now().Add(10 * time.Hour).UTC().Format(time.RFC3339)
+		Expect(env.Client.Update(ctx, uc)).To(Succeed())
+		Eventually(surge(ctx)).Should(BeEmpty())
+		Eventually(func(g Gomega) {
+			got := &upgradev1alpha1.UpgradeConfig{}
+			g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+			g.Expect(got.Status.CapacityReservation).To(BeNil())
+		}).Should(Succeed())
+		Expect(sideEffects().since(before).msDeletes).To(HaveLen(2))
+		Expect(ucPhase(ctx, key)(Default)).To(Equal("Pending/"))
+		Expect(env.Client.Delete(ctx, uc)).To(Succeed())
+		Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, uc)) }).Should(BeTrue())
+	})
+
 	It("resumes after a restart at every stage without repeating a side effect", func(ctx context.Context) {
 		const ns = "scheduler-restart"
 		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())

@@ -5,6 +5,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -130,9 +131,9 @@ func hasName(list []string, name string) bool {
 
 // reserveCapacity creates one temporary MachineSet per worker MachineSet and
 // waits until each has a Ready node, or until scale.timeOut has passed since
-// the first was created, after which the upgrade continues without it. A copy
-// seen once is recorded and never created again, even if someone deletes it;
-// one not yet seen is created by name, so a repeat meets AlreadyExists.
+// the first was created (or since the upgrade started, when they were
+// requested ahead of it: capacityAhead), after which the upgrade continues
+// without it.
 func (p *planner) reserveCapacity() result {
 	if !p.spec.CapacityReservation {
 		return result{done: true, message: "capacity reservation not requested"}
@@ -142,6 +143,43 @@ func (p *planner) reserveCapacity() result {
 	case CapacityReady, CapacityTimedOut, CapacitySkipped:
 		return result{done: true, message: "capacity reservation " + strings.ToLower(cr.Outcome)}
 	}
+	present, create, sources := p.requestCopies(cr)
+	if sources == 0 && len(cr.MachineSets) == 0 {
+		cr.Outcome = CapacitySkipped
+		msg := "no worker MachineSet (label " + PoolLabel + "=worker) in " + MachineAPINamespace + ": continuing without extra capacity"
+		return result{done: true, message: msg, failure: msg, events: []Event{{Warning: true, Reason: "CapacityReservationSkipped", Message: msg}}}
+	}
+	if create != nil {
+		return result{message: "creating temporary MachineSet " + create.MachineSet.Name, action: create}
+	}
+	if cr.StartTime == nil {
+		t := p.nowT
+		cr.StartTime = &t
+	}
+	waiting, note := p.copiesWaiting(cr, present)
+	if len(waiting) == 0 {
+		cr.Outcome = CapacityReady
+		return result{done: true, message: fmt.Sprintf("%d temporary machines ready%s", len(cr.MachineSets)-len(p.copiesLost(cr, present)), note)}
+	}
+	from := cr.StartTime.Time
+	if h := p.history(); h.StartTime != nil && h.StartTime.After(from) {
+		from = h.StartTime.Time
+	}
+	due := from.Add(p.cfg.ScaleTimeOut)
+	if !p.now.Before(due) {
+		cr.Outcome = CapacityTimedOut
+		msg := fmt.Sprintf("temporary capacity not ready %s after it was requested (%s): continuing the upgrade without it%s", p.cfg.ScaleTimeOut, strings.Join(waiting, ", "), note)
+		return result{done: true, message: msg, failure: msg, events: []Event{{Warning: true, Reason: "CapacityReservationTimedOut", Message: msg}}}
+	}
+	return result{message: "waiting for temporary machines: " + strings.Join(waiting, ", ") + note, wakeAt: due}
+}
+
+// requestCopies records the temporary MachineSets present and returns the
+// creation of the first one missing, if any, with the copies present by name
+// and how many worker MachineSets there are to copy. A copy seen once is
+// recorded and never created again, even if someone deletes it; one not yet
+// seen is created by name, so a repeat meets AlreadyExists.
+func (p *planner) requestCopies(cr *upgradev1alpha1.CapacityReservationStatus) (map[string]*machinev1beta1.MachineSet, *Action, int) {
 	present := map[string]*machinev1beta1.MachineSet{}
 	for _, ms := range p.surgeMachineSets() {
 		present[ms.Name] = &ms
@@ -152,11 +190,6 @@ func (p *planner) reserveCapacity() result {
 			cr.MachineSets = addName(cr.MachineSets, name)
 		}
 	}
-	if len(sources) == 0 && len(cr.MachineSets) == 0 {
-		cr.Outcome = CapacitySkipped
-		msg := "no worker MachineSet (label " + PoolLabel + "=worker) in " + MachineAPINamespace + ": continuing without extra capacity"
-		return result{done: true, message: msg, failure: msg, events: []Event{{Warning: true, Reason: "CapacityReservationSkipped", Message: msg}}}
-	}
 	for _, src := range sources {
 		name := src.Name + SurgeSuffix
 		if present[name] == nil && !hasName(cr.MachineSets, name) {
@@ -164,40 +197,93 @@ func (p *planner) reserveCapacity() result {
 				t := p.nowT
 				cr.StartTime = &t
 			}
-			return result{message: "creating temporary MachineSet " + name,
-				action: &Action{Kind: CreateMachineSet, MachineSet: SurgeMachineSet(src)}}
+			return present, &Action{Kind: CreateMachineSet, MachineSet: SurgeMachineSet(src)}, len(sources)
 		}
 	}
-	if cr.StartTime == nil {
-		t := p.nowT
-		cr.StartTime = &t
-	}
-	var waiting, lost []string
+	return present, nil, len(sources)
+}
+
+// copiesLost are the recorded copies someone else deleted.
+func (p *planner) copiesLost(cr *upgradev1alpha1.CapacityReservationStatus, present map[string]*machinev1beta1.MachineSet) []string {
+	var lost []string
 	for _, name := range cr.MachineSets {
-		ms := present[name]
-		if ms == nil {
+		if present[name] == nil {
 			lost = append(lost, name)
-			continue
 		}
-		if !p.surgeReady(ms) {
+	}
+	return lost
+}
+
+// copiesWaiting are the recorded copies present without a Ready node, and a
+// note naming the lost ones.
+func (p *planner) copiesWaiting(cr *upgradev1alpha1.CapacityReservationStatus, present map[string]*machinev1beta1.MachineSet) ([]string, string) {
+	var waiting []string
+	for _, name := range cr.MachineSets {
+		if ms := present[name]; ms != nil && !p.surgeReady(ms) {
 			waiting = append(waiting, name)
 		}
 	}
 	note := ""
-	if len(lost) > 0 {
+	if lost := p.copiesLost(cr, present); len(lost) > 0 {
 		note = "; deleted by someone else and not recreated: " + strings.Join(lost, ", ")
 	}
-	if len(waiting) == 0 {
-		cr.Outcome = CapacityReady
-		return result{done: true, message: fmt.Sprintf("%d temporary machines ready%s", len(cr.MachineSets)-len(lost), note)}
+	return waiting, note
+}
+
+// capacityAhead keeps the temporary capacity in step with the scheduled
+// start while the attempt waits for it. From scale.leadTime before the start
+// the copies are requested, so that their machines provision while nothing
+// else happens and the upgrade does not wait for them in its window; the
+// ComputeCapacityReserved step then finds them (and waits only for what is
+// not ready yet). Earlier than that no temporary machine should exist: copies
+// left from an earlier schedule (the upgrade moved later, a window missed)
+// are deleted, so that extra machines never wait days for a start, unless a
+// node-gate run holds a worker pool (their removal never races a hold). It
+// returns what it is doing, for the Progressing condition ("" for nothing).
+func (p *planner) capacityAhead(start time.Time) string {
+	if !p.spec.CapacityReservation || p.action != nil {
+		return ""
 	}
-	due := cr.StartTime.Add(p.cfg.ScaleTimeOut)
-	if !p.now.Before(due) {
-		cr.Outcome = CapacityTimedOut
-		msg := fmt.Sprintf("temporary capacity not ready %s after it was requested (%s): continuing the upgrade without it%s", p.cfg.ScaleTimeOut, strings.Join(waiting, ", "), note)
-		return result{done: true, message: msg, failure: msg, events: []Event{{Warning: true, Reason: "CapacityReservationTimedOut", Message: msg}}}
+	from := start.Add(-p.cfg.ScaleLeadTime)
+	if p.cfg.ScaleLeadTime > 0 && !p.now.Before(from) {
+		cr := p.capacityStatus()
+		if cr.Outcome != "" {
+			return ""
+		}
+		present, create, _ := p.requestCopies(cr)
+		if create != nil {
+			create.Step = StepComputeCapacityReserved
+			p.action = create
+			if len(cr.MachineSets) == 0 {
+				p.event(false, "CapacityRequestedAhead", "requesting temporary capacity %s ahead of the start at %s (scale.leadTime)",
+					p.cfg.ScaleLeadTime, start.UTC().Format(time.RFC3339))
+			}
+			return "temporary capacity requested ahead of it: creating MachineSet " + create.MachineSet.Name
+		}
+		if waiting, note := p.copiesWaiting(cr, present); len(waiting) > 0 {
+			return "temporary capacity requested ahead of it: waiting for " + strings.Join(waiting, ", ") + note
+		}
+		return "temporary capacity ready ahead of it"
 	}
-	return result{message: "waiting for temporary machines: " + strings.Join(waiting, ", ") + note, wakeAt: due}
+	if p.cfg.ScaleLeadTime > 0 {
+		p.wake(from)
+	}
+	if len(p.surgeMachineSets()) == 0 {
+		// Requested again, or found missing again, when the start comes near.
+		p.st.CapacityReservation = nil
+		return ""
+	}
+	if holding, stopped, _ := p.gateHolds(); len(holding)+len(stopped) > 0 {
+		return "temporary capacity from an earlier schedule kept while node-gate holds worker pools"
+	}
+	if r, busy := p.deleteSurge(); busy {
+		r.action.Step = StepComputeCapacityReserved
+		p.action = r.action
+		p.event(false, "CapacityCleanup", "%s: the start (%s) is further away than scale.leadTime (%s)",
+			r.message, start.UTC().Format(time.RFC3339), p.cfg.ScaleLeadTime)
+		return "temporary capacity from an earlier schedule: " + r.message
+	}
+	return "temporary capacity from an earlier schedule going"
 }
 
 // surgeReady: every replica ready, and each Machine's Node Ready. A Machine

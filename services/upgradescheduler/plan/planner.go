@@ -354,11 +354,11 @@ func (p *planner) pending() bool {
 	}
 	if p.now.Before(start) {
 		p.wake(start)
-		p.setCondition("Progressing", metav1.ConditionFalse, "WaitingForStart",
-			"the upgrade starts at "+start.UTC().Format(time.RFC3339))
 		// Pre-flight checks ahead of time are advisory: they block nothing yet.
 		all, _ := p.runHealthChecks()
 		p.preHealthNotice(start, all)
+		p.setCondition("Progressing", metav1.ConditionFalse, "WaitingForStart",
+			withNote("the upgrade starts at "+start.UTC().Format(time.RFC3339), p.capacityAhead(start)))
 		return false
 	}
 	if !sched.Open(p.now) {
@@ -366,13 +366,26 @@ func (p *planner) pending() bool {
 		p.runHealthChecks()
 		next, _ := sched.NextOpen(p.now)
 		p.wake(next)
-		p.setCondition("Progressing", metav1.ConditionFalse, "WaitingForMaintenanceWindow",
-			"no maintenance window is open; the next opens at "+next.UTC().Format(time.RFC3339))
 		p.checkDeadline(DeadlineStart, "no maintenance window open")
+		note := ""
+		if p.history().Phase == upgradev1alpha1.UpgradePhasePending && p.st.PausedByDeadline == nil {
+			// Not for an attempt the start deadline just ended or paused.
+			note = p.capacityAhead(next)
+		}
+		p.setCondition("Progressing", metav1.ConditionFalse, "WaitingForMaintenanceWindow",
+			withNote("no maintenance window is open; the next opens at "+next.UTC().Format(time.RFC3339), note))
 		return false
 	}
 	p.setPhase(upgradev1alpha1.UpgradePhaseUpgrading)
 	return true
+}
+
+// withNote appends a note to a message, if there is one.
+func withNote(msg, note string) string {
+	if note == "" {
+		return msg
+	}
+	return msg + "; " + note
 }
 
 // scheduledStart is when the upgrade may start: upgradeAt, or when this spec
