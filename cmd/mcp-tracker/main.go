@@ -26,6 +26,7 @@ func main() {
 	namespace := os.Getenv("POD_NAMESPACE")
 	stuckAfter := controller.DefaultStuckAfter
 	writeInterval := controller.DefaultMinWriteInterval
+	passInterval := controller.DefaultMinPassInterval
 	runtime.MainProcess(runtime.Component{
 		Name: "mcp-tracker",
 		Flags: func(fs *flag.FlagSet) {
@@ -35,6 +36,8 @@ func main() {
 				"A node in one updating or degraded state for longer counts as stuck (metric, Event, condition). 0 turns it off.")
 			fs.DurationVar(&writeInterval, "min-write-interval", writeInterval,
 				"At most one status write per UpgradeConfig in this interval: changes within it are coalesced.")
+			fs.DurationVar(&passInterval, "min-pass-interval", passInterval,
+				"Least time between the starts of two passes over the pools: changes meanwhile are read by the next.")
 		},
 		Options: func() runtime.Options {
 			opts := controller.CacheOptions()
@@ -50,11 +53,15 @@ func main() {
 			if writeInterval <= 0 {
 				return errors.New("--min-write-interval must be positive: it bounds the writes to each UpgradeConfig")
 			}
+			if passInterval <= 0 {
+				return errors.New("--min-pass-interval must be positive: it bounds how often every pool is assessed")
+			}
 			st := stuckAfter
 			if st == 0 {
 				st = -1 // the Reconciler's "off"
 			}
-			log.Info("tracking pools", "namespace", namespace, "stuckAfter", stuckAfter.String(), "minWriteInterval", writeInterval.String())
+			log.Info("tracking pools", "namespace", namespace, "stuckAfter", stuckAfter.String(), "minWriteInterval", writeInterval.String(),
+				"minPassInterval", passInterval.String())
 			return (&controller.Reconciler{
 				Client:           mgr.GetClient(),
 				Recorder:         events.NewRecorder(mgr.GetEventRecorder("mcp-tracker")),
@@ -62,6 +69,7 @@ func main() {
 				Namespace:        namespace,
 				StuckAfter:       st,
 				MinWriteInterval: writeInterval,
+				MinPassInterval:  passInterval,
 			}).SetupWithManager(mgr)
 		},
 	})

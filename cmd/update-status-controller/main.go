@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -39,6 +40,7 @@ func main() {
 	var alertsCfg alerts.Config
 	var alertsAPI string
 	alertsInterval := controller.DefaultAlertsInterval
+	recomputeInterval := controller.DefaultMinRecomputeInterval
 	runtime.MainProcess(runtime.Component{
 		Name: "update-status-controller",
 		Flags: func(fs *flag.FlagSet) {
@@ -50,6 +52,8 @@ func main() {
 				`API at --alerts-url: "prometheus" (Prometheus or Thanos querier /api/v1/alerts) or "alertmanager" (/api/v2/alerts). Empty: "alertmanager" when the URL ends in /api/v2 or /api/v2/alerts, else "prometheus".`)
 			fs.DurationVar(&alertsCfg.Timeout, "alerts-timeout", alerts.DefaultTimeout, "Bound of one read of the alerts.")
 			fs.DurationVar(&alertsInterval, "alerts-interval", alertsInterval, "Time between two reads of the alerts.")
+			fs.DurationVar(&recomputeInterval, "min-recompute-interval", recomputeInterval,
+				"Least time between the starts of two recomputations: changes meanwhile are read by the next.")
 			fs.StringVar(&alertsCfg.BearerTokenFile, "alerts-bearer-token-file", "",
 				"File whose content is sent as a bearer token to the alerts API, read at every request (in a pod: /var/run/secrets/kubernetes.io/serviceaccount/token).")
 			fs.StringVar(&alertsCfg.CAFile, "alerts-ca-file", "",
@@ -60,11 +64,15 @@ func main() {
 			if namespace == "" {
 				log.Info("no --namespace and no $POD_NAMESPACE: the prototype ConfigMap is not kept")
 			}
+			if recomputeInterval <= 0 {
+				return errors.New("--min-recompute-interval must be positive: it bounds how often the whole cluster is assessed")
+			}
 			r := &controller.Reconciler{
-				Client:    mgr.GetClient(),
-				Recorder:  events.NewRecorder(mgr.GetEventRecorder("update-status-controller")),
-				Metrics:   controller.NewMetrics(ctrlmetrics.Registry),
-				Namespace: namespace,
+				Client:               mgr.GetClient(),
+				Recorder:             events.NewRecorder(mgr.GetEventRecorder("update-status-controller")),
+				Metrics:              controller.NewMetrics(ctrlmetrics.Registry),
+				Namespace:            namespace,
+				MinRecomputeInterval: recomputeInterval,
 			}
 			if alertsCfg.URL != "" {
 				alertsCfg.API = alerts.API(alertsAPI)

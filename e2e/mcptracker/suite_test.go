@@ -103,9 +103,13 @@ func start(name string, id *framework.Identity, stuckAfter ...string) *framework
 	GinkgoHelper()
 	var extra []string
 	if name == trackChart {
-		// The chart's defaults, but a short write interval: at 600× a
-		// simulated minute passes in 100 ms.
-		extra = []string{"--stuck-after=1h", "--min-write-interval=200ms"}
+		// The chart's defaults, but a short write interval (at 600× a
+		// simulated minute passes in 100 ms), and passes paced as on a real
+		// cluster: the default half second between them would be five
+		// simulated minutes here, longer than a node's whole update, and
+		// the tracker would time no node whose update fell between two.
+		extra = []string{"--stuck-after=1h", "--min-write-interval=200ms",
+			"--min-pass-interval=" + (500 * time.Millisecond / timeScale).String()}
 		if len(stuckAfter) > 0 {
 			extra[0] = "--stuck-after=" + stuckAfter[0]
 		}

@@ -65,7 +65,12 @@ var _ = BeforeSuite(func(ctx context.Context) {
 			Graph: []string{"4.16.1", "4.16.2", "4.16.3"}},
 		Sim: &ocpsim.Options{TimeScale: timeScale},
 		Components: []framework.ComponentOptions{{Chart: chartName, Release: release, Namespace: namespace,
-			Scraper: "prometheus", Binary: bins["update-status-controller"], LeaderElect: true}},
+			Scraper: "prometheus", Binary: bins["update-status-controller"], LeaderElect: true,
+			// Recomputations paced as on a real cluster: the default half
+			// second between them would be five simulated minutes here,
+			// longer than a node's whole update, and the insights would
+			// skip the phases that fell between two.
+			Args: []string{"--min-recompute-interval=" + (500 * time.Millisecond / timeScale).String()}}},
 		// The controller starts on a cluster without node-gate; a spec
 		// installs it later (nodegate_test.go).
 		Prepare: func(ctx context.Context, c *framework.Cluster) error {

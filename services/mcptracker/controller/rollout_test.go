@@ -130,7 +130,11 @@ func mcoRollout() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(func(context.Context) { Expect(sim.Stop()).To(Succeed()) }, NodeTimeout(20*time.Second))
 
-		t := startTracker(ctx, &controller.Reconciler{Namespace: "rollout", MinWriteInterval: 200 * time.Millisecond})
+		// Passes paced as on a real cluster: at 600× the default half second
+		// between them is five simulated minutes, longer than a node's whole
+		// update, and a node updated between two passes is never timed.
+		t := startTracker(ctx, &controller.Reconciler{Namespace: "rollout", MinWriteInterval: 200 * time.Millisecond,
+			MinPassInterval: controller.DefaultMinPassInterval / 600})
 
 		By("exporting metrics with no UpgradeConfig at all")
 		Eventually(func(g Gomega) {
@@ -266,7 +270,8 @@ func mcoRollout() {
 			return workerPool.Spec.Configuration.Name
 		}).ShouldNot(Equal(first.TargetConfig))
 
-		t2 := startTracker(ctx, &controller.Reconciler{Namespace: "rollout", MinWriteInterval: 200 * time.Millisecond})
+		t2 := startTracker(ctx, &controller.Reconciler{Namespace: "rollout", MinWriteInterval: 200 * time.Millisecond,
+			MinPassInterval: controller.DefaultMinPassInterval / 600})
 		Eventually(func(g Gomega) {
 			p := poolStatus(getUC(ctx, env.Client, key), "worker")
 			g.Expect(p.TargetConfig).To(Equal(workerPool.Spec.Configuration.Name))

@@ -38,14 +38,14 @@ const FieldManager = "update-status-controller"
 // clusterRequest is the single work item every event maps to.
 var clusterRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: updatev1alpha1.UpgradeStatusName}}
 
-// MinRecomputeInterval is the least time between the starts of two
-// recomputations. During a rollout some Node changes many times a second,
+// DefaultMinRecomputeInterval is the least time between the starts of two
+// recomputations, unless Reconciler.MinRecomputeInterval says otherwise. During a rollout some Node changes many times a second,
 // and on a small cluster a recomputation takes milliseconds, so the duty
 // cycle alone let almost every change have its own: in a 500-worker upgrade
 // that made the controller one of the largest users of CPU. The report is
 // for people, and half a second late is still current; the insight latency
 // the design targets is 2 s.
-const MinRecomputeInterval = 500 * time.Millisecond
+const DefaultMinRecomputeInterval = 500 * time.Millisecond
 
 // Reconciler publishes the update status of the cluster.
 type Reconciler struct {
@@ -57,6 +57,10 @@ type Reconciler struct {
 	Clock   clock.PassiveClock
 	// Namespace holds the prototype ConfigMap; empty disables it.
 	Namespace string
+	// MinRecomputeInterval: the least time between the starts of two
+	// recomputations (0: DefaultMinRecomputeInterval). A simulated cluster
+	// running many times faster than a real one scales it down the same way.
+	MinRecomputeInterval time.Duration
 
 	// APIReader reads what is not cached (the MCO Deployment); default: the
 	// manager's API reader.
@@ -117,7 +121,10 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, do reconcile.Reconciler)
 		return err
 	}
 	// Wall time, whatever clock the assessment uses: it paces real work.
-	r.pace = pace.New(clock.RealClock{}, MinRecomputeInterval)
+	if r.MinRecomputeInterval == 0 {
+		r.MinRecomputeInterval = DefaultMinRecomputeInterval
+	}
+	r.pace = pace.New(clock.RealClock{}, r.MinRecomputeInterval)
 	toCluster := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{clusterRequest}
 	})
