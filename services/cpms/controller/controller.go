@@ -82,6 +82,9 @@ type Reconciler struct {
 	// ARO: the cluster is Azure Red Hat OpenShift; its Cluster `cluster` is
 	// watched (the manager's cache must come from WithARO).
 	ARO bool
+	// APIReader reads past the cache, to confirm a machine's creation or
+	// deletion (confirm); default: the manager's API reader.
+	APIReader client.Reader
 
 	// expect holds the next plan until the cache shows this process's own
 	// last writes: the planner trusts its snapshot to include its own
@@ -111,6 +114,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		r.Recorder = events.NewRecorder(nil)
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	r.expect.Timeout = r.CacheTimeout
 	toSet := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -230,6 +236,16 @@ func (r *Reconciler) reconcile(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{}, err
 	}
 	out := plan.Plan(in)
+	if out.Action != nil {
+		ok, err := r.confirm(ctx, in, out.Action)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !ok {
+			logger.Info("the apiserver does not confirm the cached decision; planning again", "action", out.Action.Kind, "index", out.Action.Index)
+			return reconcile.Result{RequeueAfter: unconfirmedRetry}, nil
+		}
+	}
 	desired := int32(3)
 	if cpms.Spec.Replicas != nil {
 		desired = *cpms.Spec.Replicas
@@ -279,6 +295,40 @@ func (r *Reconciler) reconcile(ctx context.Context) (reconcile.Result, error) {
 	// After an action no requeue is needed: its object comes back through
 	// the watch, and the expectations hold the next plan until it has.
 	return reconcile.Result{RequeueAfter: out.RequeueAfter}, nil
+}
+
+// unconfirmedRetry is when a pass whose decision the apiserver did not
+// confirm plans again, should the watch events that bring the cache up to
+// date not come first.
+const unconfirmedRetry = time.Second
+
+// confirm re-plans a control-plane machine's creation or deletion with
+// ClusterVersion and the Nodes read from the apiserver itself: the informer
+// caches of different kinds lag independently (by seconds after a watch
+// breaks), and a ClusterVersion seen Completed before a master's reboot is
+// seen would start a replacement while the machine-config operator reboots a
+// master. The action goes ahead only when the live plan makes the same one.
+// Other actions (adoption, the set's own writes) go ahead as planned.
+func (r *Reconciler) confirm(ctx context.Context, in plan.Input, a *plan.Action) (bool, error) {
+	if a.Kind != plan.CreateMachine && a.Kind != plan.DeleteMachine {
+		return true, nil
+	}
+	var cvs configv1.ClusterVersionList
+	// By name: the chart grants ClusterVersion `version` only.
+	if err := r.APIReader.List(ctx, &cvs, client.MatchingFields{"metadata.name": clusterVersionName}); err != nil {
+		return false, err
+	}
+	var nodes corev1.NodeList
+	if err := r.APIReader.List(ctx, &nodes); err != nil {
+		return false, err
+	}
+	live := in
+	live.ClusterVersion, live.Nodes = nil, nodes.Items
+	if len(cvs.Items) > 0 {
+		live.ClusterVersion = &cvs.Items[0]
+	}
+	again := plan.Plan(live).Action
+	return again != nil && again.Kind == a.Kind && again.Index == a.Index, nil
 }
 
 // writeStatus writes the planned status when it changed. When the upstream

@@ -391,6 +391,17 @@ var _ = Describe("cpms-controller", Ordered, func() {
 		_, added, _, _ := w.report()
 		Expect(added).To(BeEmpty(), "a replacement started during a cluster update")
 
+		By("a cache that has not seen the update yet decides a replacement; the apiserver does not confirm it")
+		stale := cv.DeepCopy()
+		stale.Status.Conditions = nil
+		a, ok, err := controller.ConfirmWithStaleClusterVersion(ctx, env.Client, plan.DefaultConfig(), stale)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(a).NotTo(BeNil(), "the stale snapshot plans a replacement")
+		Expect(a.Kind).To(BeElementOf(plan.CreateMachine, plan.DeleteMachine))
+		Expect(ok).To(BeFalse(), "confirmed %s of index %d during a cluster update", a.Kind, a.Index)
+
+		// Confirmed decisions are every replacement the other specs make.
+
 		setProgressing(configv1.ConditionFalse)
 		Eventually(settled(ctx, "m6i.xlarge", gen), 2*time.Minute).Should(Succeed())
 		violations, added, _, _ := w.report()
