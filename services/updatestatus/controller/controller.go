@@ -39,8 +39,9 @@ const FieldManager = "update-status-controller"
 var clusterRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: updatev1alpha1.UpgradeStatusName}}
 
 // DefaultMinRecomputeInterval is the least time between the starts of two
-// recomputations, unless Reconciler.MinRecomputeInterval says otherwise. During a rollout some Node changes many times a second,
-// and on a small cluster a recomputation takes milliseconds, so the duty
+// recomputations, unless Reconciler.MinRecomputeInterval says otherwise.
+// During a rollout some Node changes many times a second, and on a small
+// cluster a recomputation takes milliseconds, so the duty
 // cycle alone let almost every change have its own: in a 500-worker upgrade
 // that made the controller one of the largest users of CPU. The report is
 // for people, and half a second late is still current; the insight latency

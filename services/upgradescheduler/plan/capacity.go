@@ -156,10 +156,10 @@ func (p *planner) reserveCapacity() result {
 		t := p.nowT
 		cr.StartTime = &t
 	}
-	waiting, note := p.copiesWaiting(cr, present)
+	waiting, lost, note := p.copiesWaiting(cr, present)
 	if len(waiting) == 0 {
 		cr.Outcome = CapacityReady
-		return result{done: true, message: fmt.Sprintf("%d temporary machines ready%s", len(cr.MachineSets)-len(p.copiesLost(cr, present)), note)}
+		return result{done: true, message: fmt.Sprintf("%d temporary machines ready%s", len(cr.MachineSets)-len(lost), note)}
 	}
 	from := cr.StartTime.Time
 	if h := p.history(); h.StartTime != nil && h.StartTime.After(from) {
@@ -203,31 +203,22 @@ func (p *planner) requestCopies(cr *upgradev1alpha1.CapacityReservationStatus) (
 	return present, nil, len(sources)
 }
 
-// copiesLost are the recorded copies someone else deleted.
-func (p *planner) copiesLost(cr *upgradev1alpha1.CapacityReservationStatus, present map[string]*machinev1beta1.MachineSet) []string {
-	var lost []string
+// copiesWaiting sorts the recorded copies that are not ready: waiting, present
+// without a Ready node, and lost, deleted by someone else; note names the
+// lost ones for a message.
+func (p *planner) copiesWaiting(cr *upgradev1alpha1.CapacityReservationStatus, present map[string]*machinev1beta1.MachineSet) (waiting, lost []string, note string) {
 	for _, name := range cr.MachineSets {
-		if present[name] == nil {
+		switch ms := present[name]; {
+		case ms == nil:
 			lost = append(lost, name)
-		}
-	}
-	return lost
-}
-
-// copiesWaiting are the recorded copies present without a Ready node, and a
-// note naming the lost ones.
-func (p *planner) copiesWaiting(cr *upgradev1alpha1.CapacityReservationStatus, present map[string]*machinev1beta1.MachineSet) ([]string, string) {
-	var waiting []string
-	for _, name := range cr.MachineSets {
-		if ms := present[name]; ms != nil && !p.surgeReady(ms) {
+		case !p.surgeReady(ms):
 			waiting = append(waiting, name)
 		}
 	}
-	note := ""
-	if lost := p.copiesLost(cr, present); len(lost) > 0 {
+	if len(lost) > 0 {
 		note = "; deleted by someone else and not recreated: " + strings.Join(lost, ", ")
 	}
-	return waiting, note
+	return waiting, lost, note
 }
 
 // capacityAhead keeps the temporary capacity in step with the scheduled
@@ -260,7 +251,7 @@ func (p *planner) capacityAhead(start time.Time) string {
 			}
 			return "temporary capacity requested ahead of it: creating MachineSet " + create.MachineSet.Name
 		}
-		if waiting, note := p.copiesWaiting(cr, present); len(waiting) > 0 {
+		if waiting, _, note := p.copiesWaiting(cr, present); len(waiting) > 0 {
 			return "temporary capacity requested ahead of it: waiting for " + strings.Join(waiting, ", ") + note
 		}
 		return "temporary capacity ready ahead of it"
@@ -273,8 +264,8 @@ func (p *planner) capacityAhead(start time.Time) string {
 		p.st.CapacityReservation = nil
 		return ""
 	}
-	if holding, stopped, _ := p.gateHolds(); len(holding)+len(stopped) > 0 {
-		return "temporary capacity from an earlier schedule kept while node-gate holds worker pools"
+	if runs := p.runsKeepingCapacity(); len(runs) > 0 {
+		return "temporary capacity from an earlier schedule kept while node-gate holds worker pools: run " + strings.Join(runs, ", run ")
 	}
 	if r, busy := p.deleteSurge(); busy {
 		r.action.Step = StepComputeCapacityReserved
@@ -322,12 +313,8 @@ func (p *planner) surgeReady(ms *machinev1beta1.MachineSet) bool {
 // deleted under a run's pre- or post-update hook would have the hook act on
 // a node that is going away.
 func (p *planner) removeCapacity() result {
-	if holding, stopped, _ := p.gateHolds(); len(holding)+len(stopped) > 0 && len(p.surgeMachineSets()) > 0 {
-		var names []string
-		for _, r := range append(holding, stopped...) {
-			names = append(names, r.Key())
-		}
-		return result{message: "temporary capacity kept while node-gate holds worker pools: run " + strings.Join(sorted(names), ", run ")}
+	if runs := p.runsKeepingCapacity(); len(runs) > 0 && len(p.surgeMachineSets()) > 0 {
+		return result{message: "temporary capacity kept while node-gate holds worker pools: run " + strings.Join(runs, ", run ")}
 	}
 	if r, busy := p.deleteSurge(); busy {
 		return r
@@ -346,6 +333,18 @@ func (p *planner) removeCapacity() result {
 		return result{done: true, message: "temporary capacity removed"}
 	}
 	return result{done: true, message: "no temporary capacity to remove"}
+}
+
+// runsKeepingCapacity names the node-gate runs that hold a worker pool,
+// stopped or not, sorted: while there are any, no temporary machine is
+// removed, so that a removal never races a hold.
+func (p *planner) runsKeepingCapacity() []string {
+	holding, stopped, _ := p.gateHolds()
+	var names []string
+	for _, r := range append(holding, stopped...) {
+		names = append(names, r.Key())
+	}
+	return sorted(names)
 }
 
 // deleteSurge issues the deletion of the first temporary MachineSet not

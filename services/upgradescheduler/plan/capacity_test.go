@@ -80,7 +80,7 @@ func TestCapacityAheadFollowsTheSchedule(t *testing.T) {
 	w.uc.Generation++
 	w.snap.NodeGateRuns = []gating.Run{{Namespace: "db", Name: "workers", Pools: []string{"worker"}, PausedPools: []string{"worker"}}}
 	w.settle()
-	if c := w.summary("Progressing"); w.surgeCount() != 2 || !strings.Contains(c.Message, "kept while node-gate holds worker pools") {
+	if c := w.summary("Progressing"); w.surgeCount() != 2 || !strings.Contains(c.Message, "kept while node-gate holds worker pools: run db/workers") {
 		t.Fatalf("rescheduled under a node-gate hold: %d copies, Progressing %q", w.surgeCount(), c.Message)
 	}
 	w.snap.NodeGateRuns = nil
