@@ -42,6 +42,8 @@ type options struct {
 	// pprofAddr is where the measured controller serves /debug/pprof when
 	// profileDir is set.
 	pprofAddr string
+	// profileFile: where node-gate's profile of the gated update goes.
+	profileFile string
 
 	// mcp-tracker
 	infra            int
@@ -93,6 +95,9 @@ var subcommands = []subcommand{
 			fs.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "Fail if an update has not finished by then.")
 			fs.IntVar(&o.pairs, "pairs", 2, "Ungated and gated updates, alternating: how many of each.")
 			fs.IntVar(&o.lookahead, "lookahead", 1, "The gated run's rule's spec.lookahead (0: strict, a node's hooks start only in its turn).")
+			fs.StringVar(&o.profileDir, "profile-dir", "",
+				"Write node-gate's CPU profile over "+gateProfileLength.String()+" from the first gated worker targeted, in each pair "+
+					"(<pair>-cpu.pprof; a shorter rollout waits for it), into this folder.")
 		}},
 	{name: "system", component: "system", workers: 500, timeScale: 30, qps: 0, run: runSystem,
 		flags: func(fs *flag.FlagSet, o *options) {

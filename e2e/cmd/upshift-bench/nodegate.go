@@ -112,8 +112,14 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	}
 	defer stopWatches()
 
-	gate, err := framework.StartAsIdentity(binary, id, gateNamespace, true, "--job-namespaces="+gateNamespace,
-		fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps))
+	args := []string{"--job-namespaces=" + gateNamespace, fmt.Sprintf("--kube-api-qps=%d", o.qps), fmt.Sprintf("--kube-api-burst=%d", 2*o.qps)}
+	if o.profileDir != "" {
+		if o.pprofAddr, err = testenv.FreeAddr(); err != nil {
+			return err
+		}
+		args = append(args, "--pprof-bind-address="+o.pprofAddr)
+	}
+	gate, err := framework.StartAsIdentity(binary, id, gateNamespace, true, args...)
 	if err != nil {
 		return err
 	}
@@ -134,6 +140,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		gatedWall      time.Duration
 		pairLines      []string
 		r              reactionStats // the last gated update's
+		split          addedSplit    // the last gated update's
 	)
 	for i := 0; i < o.pairs; i++ {
 		if i > 0 {
@@ -165,6 +172,10 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 			return err
 		}
 		obs.setReference(reference)
+		o.profileFile = ""
+		if o.profileDir != "" {
+			o.profileFile = filepath.Join(o.profileDir, fmt.Sprintf("%d-cpu.pprof", i+1))
+		}
 		gated, err = obs.update(ctx, env.Client, watchCache, o, start, graph[2+2*i], true, pid)
 		obs.setReference(nil)
 		if err != nil {
@@ -183,6 +194,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		pairLines = append(pairLines, fmt.Sprintf("pair %d: ungated %s, gated %s: %.3f; added reaction p50 %s p99 %s over %d releases",
 			i+1, ungated.whole.Round(time.Second), gated.whole.Round(time.Second), rt, p[0], p[1], len(pairAdded)))
 		r = obs.reactions()
+		split = obs.addedSplit()
 	}
 	nodegate := map[string]string{"controller": "nodegate"}
 	passes := after.Sum("controller_runtime_reconcile_total", nodegate) - before.Sum("controller_runtime_reconcile_total", nodegate)
@@ -207,6 +219,8 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("      Complete -> status shows it released: p50 %s  p99 %s  max %s\n", r.releaseDecide[0], r.releaseDecide[1], r.releaseDecide[2])
 	fmt.Printf("      that status -> label:                 p50 %s  p99 %s  max %s\n", r.releaseAct[0], r.releaseAct[1], r.releaseAct[2])
 	fmt.Printf("    hops whose Job or label was seen before the status that records it (one write on the critical path): %d of %d\n", r.oneWrite, r.hops)
+	fmt.Printf("added reaction, split: %d of %d over %s; %d released nodes' hook Jobs Complete only after the reference's answer (%d of them over); the others (hooks ready) p50 %s p99 %s max %s; the reference's own Done -> patch seen p50 %s p99 %s max %s\n",
+		split.overTarget, split.n, reactionTarget, split.hookLate, split.hookLateOver, split.own[0], split.own[1], split.own[2], split.reference[0], split.reference[1], split.reference[2])
 	fmt.Printf("  one API write meanwhile:          p50 %s  p99 %s  max %s  (a ConfigMap patch every 250ms: each hop is a status write, then a Job create or a label patch)\n", floor[0], floor[1], floor[2])
 	fmt.Printf("  hook Job, created -> Complete:    p50 %s  p99 %s  max %s  (Job controller, scheduler, kwok)\n", r.job[0], r.job[1], r.job[2])
 	fmt.Printf("update wall time, ungated:          %s  (workers %s, first worker targeted %s after the request)\n",
@@ -360,6 +374,9 @@ func deleteGateRun(ctx context.Context, c client.Client) error {
 		return apierrors.IsNotFound(c.Get(ctx, benchRun, &nodegatev1alpha1.MutexRunConfig{}))
 	})
 }
+
+// gateProfileLength is how much of a gated rollout --profile-dir profiles.
+const gateProfileLength = 2 * time.Minute
 
 // referenceConfigMap is what the reference reactor patches.
 const referenceConfigMap = "bench-reference"
@@ -666,11 +683,29 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cac
 	}
 	step(start, "%s update to %s requested", kind, target)
 	lastReport := time.Now()
+	// With --profile-dir, node-gate's CPU profile of the gated rollout.
+	var profiled chan struct{}
+	defer func() {
+		if profiled != nil {
+			<-profiled
+		}
+	}()
 	if err := framework.WaitFor(ctx, o.updateTimeout, func() bool {
 		if time.Since(lastReport) > 15*time.Second {
 			lastReport = time.Now()
 			moved, done, released := g.counts()
 			step(start, "%d workers targeted, %d Done, %d released by node-gate; node-gate RSS %s", moved, done, released, rss(pid))
+		}
+		if gated && o.profileFile != "" && profiled == nil {
+			if moved, _, _ := g.counts(); moved > 0 {
+				profiled = make(chan struct{})
+				go func() {
+					defer close(profiled)
+					if err := saveProfile(ctx, o.pprofAddr, fmt.Sprintf("profile?seconds=%d", int(gateProfileLength.Seconds())), o.profileFile); err != nil {
+						step(start, "CPU profile: %v", err)
+					}
+				}()
+			}
 		}
 		return updateSettled(ctx, cc, target, len(initial)) && (!gated || g.runPhase() == nodegatev1alpha1.RunCompleted)
 	}); err != nil {
@@ -842,6 +877,52 @@ func (g *gateObserver) addedReactions() []time.Duration {
 		}
 	}
 	return out
+}
+
+// addedSplit sorts the paired reactions of addedReactions by what the
+// release waited for: the released node's hook Job Complete seen after the
+// reference's answer (the Job pipeline held it) or before it (the release
+// waited for node-gate alone). own is the added reaction of the latter
+// only; reference is the reference reactor's own Done -> patch seen, whose
+// tail the added reaction subtracts.
+type addedSplit struct {
+	n, overTarget, hookLate, hookLateOver int
+	own, reference                        [3]time.Duration
+}
+
+func (g *gateObserver) addedSplit() addedSplit {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var s addedSplit
+	dones := inOrder(g.done, time.Time{})
+	if len(dones) == 0 {
+		return s
+	}
+	releases := inOrder(g.released, dones[0].t)
+	var own, reference []time.Duration
+	for k := 0; k < len(dones) && k < len(releases); k++ {
+		ref, ok := g.refSeen[dones[k].node]
+		if !ok {
+			continue
+		}
+		s.n++
+		added := releases[k].t.Sub(ref)
+		over := added > reactionTarget
+		if over {
+			s.overTarget++
+		}
+		reference = append(reference, ref.Sub(dones[k].t))
+		if c, ok := g.jobComplete[releases[k].node]; ok && c.After(ref) {
+			s.hookLate++
+			if over {
+				s.hookLateOver++
+			}
+			continue
+		}
+		own = append(own, added)
+	}
+	s.own, s.reference = percentiles(own), percentiles(reference)
+	return s
 }
 
 // reactions pairs the k-th Done with the k-th node started after the

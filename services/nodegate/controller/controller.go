@@ -99,6 +99,14 @@ type Reconciler struct {
 	// statuses writes the deferrable statuses (plan.Deferrable) in the
 	// background, and holds them for planning until written.
 	statuses *statusWriter
+	// planned holds the runs this process has taken a pass of to the end.
+	// A run's first pass reads the Nodes past the cache: a leader that
+	// takes over may find the last status of the one before lost (a release
+	// is its label first, the status after) while its own cache, warm from
+	// standing by, does not show that label removal yet; from that view it
+	// would release another node into the same slot. The apiserver's list
+	// is current, so the first decision sees the release it must count.
+	planned sync.Map
 }
 
 // SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
@@ -169,6 +177,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.written.Forget(req.NamespacedName)
 			r.statuses.Forget(req.NamespacedName)
+			r.planned.Delete(req.NamespacedName)
 			if r.Metrics != nil {
 				r.Metrics.Forget(runKey)
 			}
@@ -259,6 +268,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.Recorder.Record(res.Events...)
 	r.Recorder.Record(dr.Events...)
+	if len(errs) == 0 {
+		r.planned.Store(req.NamespacedName, true)
+	}
 	if len(errs) > 0 {
 		logger.Info("some actions failed; retrying", "errors", errors.Join(errs...).Error())
 		return reconcile.Result{}, errors.Join(errs...)
@@ -308,7 +320,11 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	// without a copy (the planner and the drain remediation never write to
 	// their inputs, and the cache's objects are replaced, not changed, by
 	// events).
-	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+	nodeReader := client.Reader(r.Client)
+	if _, ok := r.planned.Load(client.ObjectKeyFromObject(run)); !ok {
+		nodeReader = r.APIReader
+	}
+	if err := nodeReader.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return in, err
 	}
 	if err := r.Client.List(ctx, &jobs, client.UnsafeDisableDeepCopy, client.MatchingLabels{plan.RunLabel: plan.RunKey(run.Namespace, run.Name)}); err != nil {

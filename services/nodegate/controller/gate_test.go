@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -238,6 +239,20 @@ func gatedUpdate(ctx SpecContext) {
 	Expect(r.Status.Summary).To(Equal(nodegatev1alpha1.Summary{Total: 4, Succeeded: 3, Skipped: 1}))
 	Expect(r.Status.PlannedOrder).To(HaveLen(3))
 	Expect(findNode(r, added.Name)).To(HaveField("Phase", nodegatev1alpha1.NodeSkipped))
+
+	By("each node-gate process planned the run's first pass from Nodes listed past its cache, and only that pass")
+	evs, err := env.AuditEvents(gateUser)
+	Expect(err).NotTo(HaveOccurred())
+	live := 0
+	for _, ev := range evs {
+		// The informers list with a resourceVersion (or watch); a read
+		// past the cache names none.
+		if ev.Verb == "list" && ev.ObjectRef != nil && ev.ObjectRef.Resource == "nodes" &&
+			!strings.Contains(ev.RequestURI, "resourceVersion") && !strings.Contains(ev.RequestURI, "watch") {
+			live++
+		}
+	}
+	Expect(live).To(Equal(2), "two processes, one run")
 
 	By("every hook ran once per node: one attempt, three Jobs per node")
 	var jobs batchv1.JobList

@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -261,7 +262,7 @@ func (w *world) finishControlPlane() {
 func (w *world) primary(n *corev1.Node) string {
 	var sel []string
 	for _, k := range slices.Sorted(maps.Keys(w.pools)) {
-		if selects(w.pools[k].Spec.NodeSelector, n.Labels) {
+		if selects(w.pools[k].Spec.NodeSelector, labels.Set(n.Labels)) {
 			sel = append(sel, k)
 		}
 	}
@@ -459,7 +460,7 @@ func (w *world) isGated(n *corev1.Node) bool {
 		if w.pools[k].Labels[GatePoolLabel] != "" || (w.run.Spec.Canary != nil && k == w.run.Spec.Canary.Name) {
 			continue
 		}
-		if selects(w.pools[k].Spec.NodeSelector, withoutGateLabels(n.Labels)) {
+		if selects(w.pools[k].Spec.NodeSelector, labels.Set(withoutGateLabels(n.Labels))) {
 			sel = append(sel, k)
 		}
 	}

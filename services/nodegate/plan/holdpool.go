@@ -25,14 +25,17 @@ func (p *planner) holdsInGatePool() bool { return p.canary == "" }
 // on (the pools are about to render the update: parking them now keeps the
 // labels off the update's path), and none otherwise. In a round, every node
 // is held except those the MCO may update: released in this round for the
-// pool's current target, or already on it; a released node whose hooks ran
-// for an older target is held again unless the MCO started it (it finishes).
+// pool's current target, or already on it. A released node whose hooks ran
+// for an older target is held again, also when the MCO has started it: its
+// MCD finishes the update it started in the paused gate pool, where the MCO
+// cannot hand it the new target mid-update, past its hooks (in its running
+// source pool it could: the MCO retargets a node that is still updating).
 func (p *planner) mustHold(n *corev1.Node, s string, active, hold bool) bool {
 	if !active {
 		return hold
 	}
 	if r := p.record(n.Name); r != nil && (releasedPhase(r) || p.releasedUnrecorded(r)) {
-		return p.retargeted(r) && settled(n)
+		return p.retargeted(r)
 	}
 	return !p.atSourceTarget(n, s)
 }

@@ -43,6 +43,22 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 		}
 		job := p.jobs[h.rule.Spec.JobNamespace+"/"+hr.JobName]
 		state, why := stateOf(job)
+		if t := envOf(job, EnvTargetConfig); t != "" && t != p.hooksTarget(r) {
+			// A Job under this attempt's name made for other content: a
+			// pass whose status was lost made it before the pools
+			// rendered again (the record then started over, and the Job
+			// may not have been in the cache when the attempt was
+			// created again). It ran for a target the node will not get:
+			// it counts neither for this one nor against its retries.
+			// Once it has ended (two attempts of a hook never overlap),
+			// the next attempt runs.
+			if state == jobRunning {
+				return false
+			}
+			hr.AttemptsBefore++
+			p.createAttempt(r, hr, h)
+			return false
+		}
 		if state == jobRunning || state == jobMissing {
 			if t := timeoutOf(h.spec); t > 0 && hr.StartTime != nil {
 				left := hr.StartTime.Add(t).Sub(p.in.Now)
@@ -118,11 +134,36 @@ func (p *planner) createAttempt(r *nodegatev1alpha1.NodeRecord, hr *nodegatev1al
 	return false
 }
 
+// hooksTarget is the configuration r's hooks run for (their
+// TARGET_CONFIG): the pool's target when its pre-update hooks started.
+func (p *planner) hooksTarget(r *nodegatev1alpha1.NodeRecord) string {
+	if r.HooksTarget != "" {
+		return r.HooksTarget
+	}
+	return p.updateTarget(r.Pool)
+}
+
 func (p *planner) buildJob(r *nodegatev1alpha1.NodeRecord, h hook, attempt int32) *batchv1.Job {
-	target := p.updateTarget(r.Pool)
+	target := p.hooksTarget(r)
 	owner := metav1.NewControllerRef(p.run, nodegatev1alpha1.GroupVersion.WithKind("MutexRunConfig"))
 	return BuildJob(h.spec, h.rule, h.stage, JobParams{
 		Node: r.Name, Pool: r.Pool, TargetConfig: target, TargetVersion: targetVersion(p.in.ClusterVersion),
 		RunID: p.st.RunID, RunKey: p.runKey, Owner: owner, Attempt: attempt,
 	})
+}
+
+// envOf is the value of a hook Job's environment variable node-gate set
+// (on every container; the first is read), "" without it or the Job.
+func envOf(j *batchv1.Job, name string) string {
+	if j == nil {
+		return ""
+	}
+	if cs := j.Spec.Template.Spec.Containers; len(cs) > 0 {
+		for _, e := range cs[0].Env {
+			if e.Name == name {
+				return e.Value
+			}
+		}
+	}
+	return ""
 }

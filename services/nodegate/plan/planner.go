@@ -104,6 +104,10 @@ type planner struct {
 	unheld []string
 	// members are the gated nodes by source pool.
 	members map[string][]string
+	// unsettledNodes and clusterOccupied: see unsettled and
+	// occupiedByCluster (nil until first asked for, after members is set).
+	unsettledNodes, clusterOccupied map[string]bool
+	releaseMarked                   []string
 	// recIndex maps a node to its record's index in st.Nodes (record).
 	recIndex      map[string]int
 	recIndexLen   int
@@ -267,7 +271,12 @@ func (p *planner) decide() facts {
 		p.startRound()
 		active = true
 	}
-	armed := active || cvUpdating || len(pending) > 0 && p.newTargets()
+	// The update hold keeps the run armed after ClusterVersion completed too:
+	// a pool whose target the cache shows rendered for an older release (its
+	// object behind ClusterVersion's, as caches of different kinds lag apart
+	// after a broken watch) is about to show the new one, and restoring now
+	// would hand every node to the MCO ungated.
+	armed := active || cvUpdating || hold || len(pending) > 0 && p.newTargets()
 	if !armed {
 		restored := p.restore()
 		if len(pending) > 0 {

@@ -29,8 +29,8 @@ func poolSelector(sel *metav1.LabelSelector) labels.Selector {
 
 // selects: a pool's node selector selects the node (one-off; a pass matching
 // many nodes converts the selector once).
-func selects(sel *metav1.LabelSelector, nodeLabels map[string]string) bool {
-	return poolSelector(sel).Matches(labels.Set(nodeLabels))
+func selects(sel *metav1.LabelSelector, nodeLabels labels.Labels) bool {
+	return poolSelector(sel).Matches(nodeLabels)
 }
 
 func isCustom(pool string) bool {
@@ -101,10 +101,10 @@ func (p *planner) membership() (map[string]string, map[string]error) {
 	errs := map[string]error{}
 	for i := range p.in.Nodes {
 		n := &p.in.Nodes[i]
-		lbls := withoutGateLabels(n.Labels)
+		lbls := membershipView(n.Labels)
 		var selecting []string
 		for _, name := range names {
-			if sels[name].Matches(labels.Set(lbls)) {
+			if sels[name].Matches(lbls) {
 				selecting = append(selecting, name)
 			}
 		}
@@ -121,6 +121,32 @@ func (p *planner) membership() (map[string]string, map[string]error) {
 // MembershipLabels are a node's labels as pool membership reads them:
 // without node-gate's hold and release labels.
 func MembershipLabels(in map[string]string) map[string]string { return withoutGateLabels(in) }
+
+// membershipView is a node's labels as pool membership reads them (without
+// node-gate's hold and release labels), read in place: a selector matches
+// every node on every pass, and a copy of each held node's labels for it
+// was a tenth of node-gate's CPU during a 500-worker rollout.
+type membershipView map[string]string
+
+func isGateLabel(key string) bool { return key == ReleaseLabel || key == HoldLabel }
+
+func (l membershipView) Has(key string) bool {
+	_, ok := l.Lookup(key)
+	return ok
+}
+
+func (l membershipView) Get(key string) string {
+	v, _ := l.Lookup(key)
+	return v
+}
+
+func (l membershipView) Lookup(key string) (string, bool) {
+	if isGateLabel(key) {
+		return "", false
+	}
+	v, ok := l[key]
+	return v, ok
+}
 
 func withoutGateLabels(in map[string]string) map[string]string {
 	_, released := in[ReleaseLabel]
@@ -241,13 +267,13 @@ func PoolMembers(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, names []
 	}
 	var out []string
 	for i := range nodes {
-		lbls := withoutGateLabels(nodes[i].Labels)
+		lbls := membershipView(nodes[i].Labels)
 		var selecting []string
 		for j := range pools {
 			if pools[j].Labels[GatePoolLabel] != "" {
 				continue
 			}
-			if sels[j].Matches(labels.Set(lbls)) {
+			if sels[j].Matches(lbls) {
 				selecting = append(selecting, pools[j].Name)
 			}
 		}

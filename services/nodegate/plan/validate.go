@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/window"
@@ -141,7 +140,7 @@ func (p *planner) selectedBySource(n *corev1.Node) bool {
 		if rec := p.poolRecord(s); rec != nil && rec.OriginalNodeSelector != nil {
 			sel = rec.OriginalNodeSelector
 		}
-		if selects(sel, withoutGateLabels(n.Labels)) {
+		if selects(sel, membershipView(n.Labels)) {
 			return true
 		}
 	}
@@ -158,7 +157,7 @@ func (p *planner) mastersSelected() []string {
 	sel := poolSelector(master.Spec.NodeSelector)
 	var out []string
 	for _, n := range p.in.Nodes {
-		if !sel.Matches(labels.Set(withoutGateLabels(n.Labels))) {
+		if !sel.Matches(membershipView(n.Labels)) {
 			continue
 		}
 		if p.isSource(n.Labels[ReleaseLabel]) || p.isSource(n.Labels[HoldLabel]) || p.selectedBySource(&n) {

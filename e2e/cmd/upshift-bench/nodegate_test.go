@@ -1,0 +1,34 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// TestAddedSplit sorts paired reactions by whether the released node's
+// hook Job was still running when the reference answered.
+func TestAddedSplit(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	g := &gateObserver{
+		// Three Dones, answered by the reference 30 ms later.
+		done:    map[string]time.Time{"d1": at(0), "d2": at(1000), "d3": at(2000)},
+		refSeen: map[string]time.Time{"d1": at(30), "d2": at(1030), "d3": at(2030)},
+		// r1 is released 50 ms after the reference (hooks ready long
+		// before); r2 400 ms after it, its hooks ready (node-gate's own
+		// tail); r3 900 ms after it, its hook Job Complete 800 ms after the
+		// reference (the Job pipeline's).
+		released:    map[string]time.Time{"r1": at(80), "r2": at(1430), "r3": at(2930)},
+		jobComplete: map[string]time.Time{"r1": at(-5000), "r2": at(900), "r3": at(2830)},
+	}
+	s := g.addedSplit()
+	if s.n != 3 || s.overTarget != 2 || s.hookLate != 1 || s.hookLateOver != 1 {
+		t.Errorf("n %d, over %d, hook late %d (%d over); want 3, 2, 1 (1)", s.n, s.overTarget, s.hookLate, s.hookLateOver)
+	}
+	if s.own[2] != 400*time.Millisecond {
+		t.Errorf("own max = %s, want 400ms (r2; r3 waited for its hook)", s.own[2])
+	}
+	if s.reference[0] != 30*time.Millisecond {
+		t.Errorf("reference p50 = %s, want 30ms", s.reference[0])
+	}
+}
