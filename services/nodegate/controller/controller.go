@@ -99,8 +99,8 @@ type Reconciler struct {
 	// statuses writes the deferrable statuses (plan.Deferrable) in the
 	// background, and holds them for planning until written.
 	statuses *statusWriter
-	// planned holds the runs this process has taken a pass of to the end.
-	// A run's first pass reads the Nodes past the cache: a leader that
+	// planned holds the runs this process has taken a pass of as far as
+	// its status. A run's first pass reads the Nodes past the cache: a leader that
 	// takes over may find the last status of the one before lost (a release
 	// is its label first, the status after) while its own cache, warm from
 	// standing by, does not show that label removal yet; from that view it
@@ -268,9 +268,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.Recorder.Record(res.Events...)
 	r.Recorder.Record(dr.Events...)
-	if len(errs) == 0 {
-		r.planned.Store(req.NamespacedName, true)
-	}
+	// The pass's status is written or handed over: later passes plan from
+	// it, whatever the cache shows. (Failed actions do not change that,
+	// and must not make every later pass list the Nodes again.)
+	r.planned.Store(req.NamespacedName, true)
 	if len(errs) > 0 {
 		logger.Info("some actions failed; retrying", "errors", errors.Join(errs...).Error())
 		return reconcile.Result{}, errors.Join(errs...)
