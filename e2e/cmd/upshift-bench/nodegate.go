@@ -857,24 +857,40 @@ func inOrder(m map[string]time.Time, from time.Time) []nodeTime {
 	return out
 }
 
-// addedReactions pairs the k-th worker Done with the k-th release after
-// the first Done (each Done frees one slot, which the next release fills)
-// and returns, per pair, the release seen minus the reference reactor's
-// answer to that Done seen: what node-gate adds to the fastest reaction
-// this machine gives.
-func (g *gateObserver) addedReactions() []time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// releasePair is the k-th worker Done, when the reference reactor's answer
+// to it was seen, and the k-th release after the first Done (each Done
+// frees one slot, which the next release fills).
+type releasePair struct {
+	done, release nodeTime
+	ref           time.Time
+}
+
+// releasePairs pairs the Dones the reference answered with the releases;
+// g.mu is held.
+func (g *gateObserver) releasePairs() []releasePair {
 	dones := inOrder(g.done, time.Time{})
 	if len(dones) == 0 {
 		return nil
 	}
 	releases := inOrder(g.released, dones[0].t)
-	var out []time.Duration
+	var out []releasePair
 	for k := 0; k < len(dones) && k < len(releases); k++ {
 		if ref, ok := g.refSeen[dones[k].node]; ok {
-			out = append(out, releases[k].t.Sub(ref))
+			out = append(out, releasePair{done: dones[k], release: releases[k], ref: ref})
 		}
+	}
+	return out
+}
+
+// addedReactions returns, per paired release, the release seen minus the
+// reference reactor's answer to its Done seen: what node-gate adds to the
+// fastest reaction this machine gives.
+func (g *gateObserver) addedReactions() []time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []time.Duration
+	for _, p := range g.releasePairs() {
+		out = append(out, p.release.t.Sub(p.ref))
 	}
 	return out
 }
@@ -894,25 +910,16 @@ func (g *gateObserver) addedSplit() addedSplit {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var s addedSplit
-	dones := inOrder(g.done, time.Time{})
-	if len(dones) == 0 {
-		return s
-	}
-	releases := inOrder(g.released, dones[0].t)
 	var own, reference []time.Duration
-	for k := 0; k < len(dones) && k < len(releases); k++ {
-		ref, ok := g.refSeen[dones[k].node]
-		if !ok {
-			continue
-		}
+	for _, p := range g.releasePairs() {
 		s.n++
-		added := releases[k].t.Sub(ref)
+		added := p.release.t.Sub(p.ref)
 		over := added > reactionTarget
 		if over {
 			s.overTarget++
 		}
-		reference = append(reference, ref.Sub(dones[k].t))
-		if c, ok := g.jobComplete[releases[k].node]; ok && c.After(ref) {
+		reference = append(reference, p.ref.Sub(p.done.t))
+		if c, ok := g.jobComplete[p.release.node]; ok && c.After(p.ref) {
 			s.hookLate++
 			if over {
 				s.hookLateOver++

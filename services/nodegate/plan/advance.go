@@ -328,8 +328,8 @@ func (p *planner) occupied(except string) map[string]bool {
 		}
 	}
 	// releasedUnrecorded needs a node out of the gate pool with a release
-	// mark: only those are looked at, not every record.
-	p.occupiedByCluster()
+	// mark (releaseMarked, read with occupiedByCluster above): only those
+	// are looked at, not every record.
 	for _, name := range p.releaseMarked {
 		if r := p.record(name); r != nil && p.releasedUnrecorded(r) {
 			add(name)
@@ -347,10 +347,10 @@ func (p *planner) occupied(except string) map[string]bool {
 // shows it decides, and no decision of the pass changes: the nodes that
 // carry a source's release label and the unsettled ones (and, in
 // releaseMarked, the nodes out of the gate pool with a release mark, for
-// releasedUnrecorded). occupied runs for
-// every node waiting for a slot, so it is computed once a pass (with 500
-// workers and a hundred nodes waiting, walking every node each time was a
-// third of node-gate's CPU). Callers copy it before adding to it.
+// releasedUnrecorded). occupied runs for every node waiting for a slot, so
+// this is computed once a pass (with 500 workers and a hundred nodes
+// waiting, walking every node each time was a third of node-gate's CPU).
+// Callers copy it before adding to it.
 func (p *planner) occupiedByCluster() map[string]bool {
 	if p.clusterOccupied == nil {
 		out := maps.Clone(p.unsettled())
