@@ -4,8 +4,9 @@ package plan
 // their planned order, and when a new round starts.
 
 import (
-	"sort"
+	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -109,23 +110,37 @@ func (p *planner) startRound() {
 }
 
 // plannedOrder sorts nodes as the MCO picks candidates: by zone (nodes
-// without one last), then oldest first, then by name.
+// without one last), then oldest first, then by name. The keys are read
+// once per node, not once per comparison.
 func (p *planner) sortNodes(names []string) {
-	zone := func(n string) string { return p.nodes[n].Labels[corev1.LabelTopologyZone] }
-	sort.SliceStable(names, func(i, j int) bool {
-		a, b := p.nodes[names[i]], p.nodes[names[j]]
-		za, zb := zone(names[i]), zone(names[j])
-		if (za == "") != (zb == "") {
-			return za != ""
+	type key struct {
+		zone    string
+		created time.Time
+		name    string
+	}
+	keys := make([]key, len(names))
+	for i, name := range names {
+		n := p.nodes[name]
+		keys[i] = key{n.Labels[corev1.LabelTopologyZone], n.CreationTimestamp.Time, name}
+	}
+	slices.SortStableFunc(keys, func(a, b key) int {
+		if (a.zone == "") != (b.zone == "") {
+			if a.zone != "" {
+				return -1
+			}
+			return 1
 		}
-		if za != zb {
-			return za < zb
+		if c := strings.Compare(a.zone, b.zone); c != 0 {
+			return c
 		}
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
 		}
-		return a.Name < b.Name
+		return strings.Compare(a.name, b.name)
 	})
+	for i := range keys {
+		names[i] = keys[i].name
+	}
 }
 
 func (p *planner) record(name string) *nodegatev1alpha1.NodeRecord {
@@ -157,11 +172,18 @@ func (p *planner) syncRecords(members map[string][]string) {
 		recorded[r.Name] = true
 	}
 	for _, s := range p.sources {
-		names := append([]string(nil), members[s]...)
+		// Only the nodes without a record are sorted (once the round
+		// started, most passes find none): the records keep their order.
+		var names []string
+		for _, n := range members[s] {
+			if !recorded[n] {
+				names = append(names, n)
+			}
+		}
 		p.sortNodes(names)
 		for _, n := range names {
 			if recorded[n] {
-				continue
+				continue // in two sources' members
 			}
 			recorded[n] = true
 			rec := nodegatev1alpha1.NodeRecord{Name: n, Pool: s, Phase: nodegatev1alpha1.NodePending}
