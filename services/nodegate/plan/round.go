@@ -182,10 +182,6 @@ func (p *planner) syncRecords(members map[string][]string) {
 		}
 		p.sortNodes(names)
 		for _, n := range names {
-			if recorded[n] {
-				continue // in two sources' members
-			}
-			recorded[n] = true
 			rec := nodegatev1alpha1.NodeRecord{Name: n, Pool: s, Phase: nodegatev1alpha1.NodePending}
 			if p.atSourceTarget(p.nodes[n], s) && p.nodes[n].Labels[ReleaseLabel] == "" {
 				rec.Phase = nodegatev1alpha1.NodeSkipped
