@@ -6,7 +6,6 @@ package plan
 import (
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -109,37 +108,16 @@ func (p *planner) startRound() {
 	p.event(OnRun, "", corev1.EventTypeNormal, "RoundStarted", "gating the update of pools %s (run %s)", strings.Join(parts, ", "), p.st.RunID)
 }
 
-// plannedOrder sorts nodes as the MCO picks candidates: by zone (nodes
-// without one last), then oldest first, then by name. The keys are read
-// once per node, not once per comparison.
+// sortNodes sorts nodes as the MCO picks candidates (see
+// mcostate.UpdateOrderKey), reading each node's key once.
 func (p *planner) sortNodes(names []string) {
-	type key struct {
-		zone    string
-		created time.Time
-		name    string
-	}
-	keys := make([]key, len(names))
+	keys := make([]mcostate.UpdateOrderKey, len(names))
 	for i, name := range names {
-		n := p.nodes[name]
-		keys[i] = key{n.Labels[corev1.LabelTopologyZone], n.CreationTimestamp.Time, name}
+		keys[i] = mcostate.UpdateOrderKeyOf(p.nodes[name])
 	}
-	slices.SortStableFunc(keys, func(a, b key) int {
-		if (a.zone == "") != (b.zone == "") {
-			if a.zone != "" {
-				return -1
-			}
-			return 1
-		}
-		if c := strings.Compare(a.zone, b.zone); c != 0 {
-			return c
-		}
-		if c := a.created.Compare(b.created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
+	slices.SortFunc(keys, mcostate.CompareUpdateOrder)
 	for i := range keys {
-		names[i] = keys[i].name
+		names[i] = keys[i].Name
 	}
 }
 

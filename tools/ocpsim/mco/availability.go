@@ -13,9 +13,6 @@ import (
 	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
-// ZoneLabel orders candidate nodes.
-const ZoneLabel = "topology.kubernetes.io/zone"
-
 func conditionTrue(n *corev1.Node, t corev1.NodeConditionType) (bool, bool) {
 	for _, c := range n.Status.Conditions {
 		if c.Type == t {
@@ -116,31 +113,11 @@ func Candidates(pool *mcfgv1.MachineConfigPool, nodes []*corev1.Node) []*corev1.
 	if capacity <= 0 {
 		return nil
 	}
-	SortForUpdate(cands)
+	mcostate.SortForUpdate(cands)
 	if len(cands) > capacity {
 		cands = cands[:capacity]
 	}
 	return cands
-}
-
-// SortForUpdate orders nodes as the MCO does: zone label (lexically, nodes
-// without a zone last), then creation time, then name.
-func SortForUpdate(nodes []*corev1.Node) {
-	sort.SliceStable(nodes, func(i, j int) bool {
-		zi, oki := nodes[i].Labels[ZoneLabel]
-		zj, okj := nodes[j].Labels[ZoneLabel]
-		if oki != okj {
-			return oki
-		}
-		if zi != zj {
-			return zi < zj
-		}
-		ti, tj := nodes[i].CreationTimestamp, nodes[j].CreationTimestamp
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		return nodes[i].Name < nodes[j].Name
-	})
 }
 
 // IsCustomPool reports a pool other than master, worker and arbiter.

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -25,7 +27,7 @@ func node(name, zone string, ageMin int, cfg string, opts ...nodeOpt) *corev1.No
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
 	if zone != "" {
-		n.Labels[ZoneLabel] = zone
+		n.Labels[mcostate.ZoneLabel] = zone
 	}
 	for _, o := range opts {
 		o(n)

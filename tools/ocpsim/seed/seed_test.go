@@ -10,6 +10,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/upshift-io/upshift/libs/mcostate"
 	"github.com/upshift-io/upshift/tools/ocpsim/cvo"
 	"github.com/upshift-io/upshift/tools/ocpsim/mco"
 )
@@ -41,7 +42,7 @@ func TestBuild(t *testing.T) {
 	}
 	zones := map[string]int{}
 	for _, n := range byPool["worker"] {
-		zones[n.Labels[mco.ZoneLabel]]++
+		zones[n.Labels[mcostate.ZoneLabel]]++
 	}
 	if zones["us-east-1a"] != 3 || zones["us-east-1b"] != 2 || zones["us-east-1c"] != 2 {
 		t.Errorf("workers per zone: %v", zones)
