@@ -149,7 +149,23 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 			}
 			step(start, "MutexRunConfig deleted (pools restored)")
 		}
-		if ungated, err = obs.update(ctx, env.Client, watchCache, o, start, graph[1+2*i], false, pid); err != nil {
+		// The bench's own instruments, the write probe and the reference
+		// reactor, are API writes too (a Done's answer, four probes a
+		// second): they run through the ungated update as through the gated
+		// one, so that the ratio compares like with like.
+		reference, err := referenceReactor(ctx, env.Client)
+		if err != nil {
+			return err
+		}
+		probe, err := startWriteProbe(ctx, env.Client, gateNamespace, 250*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		obs.setReference(reference)
+		ungated, err = obs.update(ctx, env.Client, watchCache, o, start, graph[1+2*i], false, pid)
+		obs.setReference(nil)
+		probe.finish()
+		if err != nil {
 			return fmt.Errorf("ungated update %d: %w", i+1, err)
 		}
 		if err := createGateRun(ctx, env.Client, o.maxUnavailable); err != nil {
@@ -162,15 +178,10 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		if before, err = m.metrics(); err != nil {
 			return err
 		}
-		probe, err := startWriteProbe(ctx, env.Client, gateNamespace, 250*time.Millisecond)
-		if err != nil {
+		if probe, err = startWriteProbe(ctx, env.Client, gateNamespace, 250*time.Millisecond); err != nil {
 			return err
 		}
 		cpuBefore, gatedStart := cpuSeconds(pid), time.Now()
-		reference, err := referenceReactor(ctx, env.Client)
-		if err != nil {
-			return err
-		}
 		obs.setReference(reference)
 		o.profileFile = ""
 		if o.profileDir != "" {
