@@ -31,6 +31,7 @@ func main() {
 	var jobNamespaces, ruleJobNamespaces, gatedPools string
 	var alertsCfg alerts.Config
 	var alertsAPI string
+	statusInterval := controller.DefaultStatusWriteInterval
 	runtime.MainProcess(runtime.Component{
 		Name: "node-gate",
 		Flags: func(fs *flag.FlagSet) {
@@ -49,6 +50,8 @@ func main() {
 			fs.DurationVar(&alertsCfg.Timeout, "alerts-timeout", alerts.DefaultTimeout, "Bound of one read of the alerts.")
 			fs.StringVar(&alertsCfg.BearerTokenFile, "alerts-bearer-token-file", "", "File whose content is sent as a bearer token to the alerts API.")
 			fs.StringVar(&alertsCfg.CAFile, "alerts-ca-file", "", "PEM file of the CAs that sign the alerts API's certificate; empty: the system's.")
+			fs.DurationVar(&statusInterval, "status-write-interval", statusInterval,
+				"At most one write per run in this interval of the run statuses that only record progress (a node started, released or done); statuses that must be stored before node-gate acts (a new round, a pool's original) are written at once.")
 		},
 		Options: func() runtime.Options {
 			return runtime.Options{Cache: cacheOptions(jobNamespaces, namespace)}
@@ -62,6 +65,9 @@ func main() {
 			if err != nil {
 				return err
 			}
+			if statusInterval <= 0 {
+				return errors.New("--status-write-interval must be positive: it bounds the status writes of each run")
+			}
 			places := plan.JobPlaces{Namespaces: nss, ForRuleNamespace: others}
 			r := &controller.Reconciler{
 				Client:     mgr.GetClient(),
@@ -69,6 +75,8 @@ func main() {
 				Metrics:    metrics.New(ctrlmetrics.Registry),
 				JobPlaces:  places,
 				GatedPools: splitList(gatedPools),
+
+				StatusWriteInterval: statusInterval,
 			}
 			if alertsCfg.URL != "" {
 				alertsCfg.API = alerts.API(alertsAPI)
@@ -78,7 +86,8 @@ func main() {
 				}
 				r.Alerts = c
 			}
-			log.Info("gating nodes", "jobNamespaces", nss, "ruleJobNamespaces", others, "gatedPools", r.GatedPools, "alerts", alertsCfg.URL != "")
+			log.Info("gating nodes", "jobNamespaces", nss, "ruleJobNamespaces", others, "gatedPools", r.GatedPools, "alerts", alertsCfg.URL != "",
+				"statusWriteInterval", statusInterval.String())
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err
 			}

@@ -85,6 +85,10 @@ type Reconciler struct {
 	// empty GatedPools: any pool.
 	JobPlaces  plan.JobPlaces
 	GatedPools []string
+	// StatusWriteInterval is how long a status left to the background
+	// writer waits for newer ones of its run; 0:
+	// DefaultStatusWriteInterval.
+	StatusWriteInterval time.Duration
 
 	// written lets a pass plan from a run as this controller last wrote it
 	// while the cache lags behind that write.
@@ -121,7 +125,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		r.Recorder = events.NewRecorder(nil)
 	}
-	r.statuses = newStatusWriter(r.Client, &r.written)
+	if r.StatusWriteInterval == 0 {
+		r.StatusWriteInterval = DefaultStatusWriteInterval
+	}
+	r.statuses = newStatusWriter(r.Client, &r.written, r.StatusWriteInterval)
 	if err := mgr.Add(r.statuses); err != nil {
 		return err
 	}
@@ -141,8 +148,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *Reconciler) allRuns(ctx context.Context, _ client.Object) []reconcile.Request {
+	// Read without a copy: only the names are used, and every Node change
+	// the planner reads comes here (a run's status is 50 KB at 500 workers).
 	var runs nodegatev1alpha1.MutexRunConfigList
-	if err := r.Client.List(ctx, &runs); err != nil {
+	if err := r.Client.List(ctx, &runs, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(runs.Items))
@@ -331,7 +340,9 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	if err := r.Client.List(ctx, &jobs, client.UnsafeDisableDeepCopy, client.MatchingLabels{plan.RunLabel: plan.RunKey(run.Namespace, run.Name)}); err != nil {
 		return in, err
 	}
-	if err := r.Client.List(ctx, &runs); err != nil {
+	// Other runs are read for their spec and creation only: no copy of
+	// their statuses.
+	if err := r.Client.List(ctx, &runs, client.UnsafeDisableDeepCopy); err != nil {
 		return in, err
 	}
 	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes.Items, jobs.Items

@@ -32,7 +32,8 @@ type statusWriter struct {
 	written *ownwrite.Writes[*nodegatev1alpha1.MutexRunConfig]
 	queue   workqueue.TypedRateLimitingInterface[types.NamespacedName]
 	// coalesce is how long a handed-over status waits for newer ones of
-	// its run before it is written (statusCoalesce; tests set 0).
+	// its run before it is written (Reconciler.StatusWriteInterval; tests
+	// set 0).
 	coalesce time.Duration
 
 	mu      sync.Mutex
@@ -45,7 +46,7 @@ type statusWriter struct {
 	writeMu sync.Mutex
 }
 
-func newStatusWriter(c client.Client, written *ownwrite.Writes[*nodegatev1alpha1.MutexRunConfig]) *statusWriter {
+func newStatusWriter(c client.Client, written *ownwrite.Writes[*nodegatev1alpha1.MutexRunConfig], coalesce time.Duration) *statusWriter {
 	return &statusWriter{
 		client:  c,
 		written: written,
@@ -53,15 +54,21 @@ func newStatusWriter(c client.Client, written *ownwrite.Writes[*nodegatev1alpha1
 			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "nodegate_status"}),
 		pending:  map[types.NamespacedName]pendingStatus{},
-		coalesce: statusCoalesce,
+		coalesce: coalesce,
 	}
 }
 
-// statusCoalesce: a rollout's passes come several a second, each with a
-// status of about 50 KB at 500 workers; written at most every quarter of a
-// second, they load the API server the update shares a few times less,
-// and nothing waits for them (the next pass plans from the newest).
-const statusCoalesce = 250 * time.Millisecond
+// DefaultStatusWriteInterval is how long a status handed to the background
+// writer waits for newer ones of its run (--status-write-interval). A
+// rollout's passes come several a second, each with a status of 50 to 90 KB
+// at 500 workers, and every write of it is decoded, validated, stored and
+// sent to every watcher by the API server the update shares: written at most
+// once a second instead of four times, they cost it 13 s of CPU less over
+// the bench's gated 500-worker update, of the 30 s node-gate added there
+// (docs/benchmarks/node-gate.md). Nothing waits for them: the next pass
+// plans from the newest status decided, written or not, and the statuses
+// that must be stored before anything follows from them are written at once.
+const DefaultStatusWriteInterval = time.Second
 
 // pendingStatus is a status decided and not yet written; seq tells a newer
 // hand-over of the same run from the one being written.

@@ -36,9 +36,9 @@ func TestStatusWriterCoalesces(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := client.ObjectKeyFromObject(run)
-	w := newStatusWriter(env.Client, &ownwrite.Writes[*nodegatev1alpha1.MutexRunConfig]{})
+	// No wait: queued at once, so that Len below counts it.
+	w := newStatusWriter(env.Client, &ownwrite.Writes[*nodegatev1alpha1.MutexRunConfig]{}, 0)
 	defer w.queue.ShutDown()
-	w.coalesce = 0 // queued at once, so that Len below counts it
 
 	status := func(id string) nodegatev1alpha1.MutexRunConfigStatus {
 		return nodegatev1alpha1.MutexRunConfigStatus{Phase: nodegatev1alpha1.RunProgressing, RunID: id}
