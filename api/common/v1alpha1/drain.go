@@ -24,7 +24,10 @@ const (
 type DrainRecord struct {
 	// request is the desiredDrain annotation value this drain answers.
 	Request string `json:"request"`
-	// startTime is when the drain's owner first saw the request unacknowledged.
+	// startTime is when the drain's clock started: for the upgrade-scheduler
+	// the node's cordon (the cordon taint's timeAdded, MUO's clock; when the
+	// taint has no time, when the scheduler first saw it), for node-gate when
+	// the run first saw the request unacknowledged.
 	StartTime metav1.Time `json:"startTime"`
 	// completionTime is when the drain controller acknowledged it.
 	// +optional

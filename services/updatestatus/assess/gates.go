@@ -157,7 +157,9 @@ func (r *gateRun) nodeMessage(rec *nodegatev1alpha1.NodeRecord) string {
 		if h := currentHook(rec); h != nil {
 			return fmt.Sprintf("%s: pre-update hook %s of rule %s %s", prefix, h.Name, h.Rule, strings.ToLower(string(h.Phase)))
 		}
-		return prefix + ": running pre-update hooks"
+		// Every pre-update hook ran (a rule's lookahead runs them before
+		// the node's turn): it waits for a slot.
+		return prefix + ": pre-update hooks done, waiting for its turn"
 	case nodegatev1alpha1.NodeReleased:
 		return prefix + ": released, waiting for the machine-config operator"
 	case nodegatev1alpha1.NodeFailed:

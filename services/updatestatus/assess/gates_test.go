@@ -57,6 +57,20 @@ func gateRunObject(originalPaused bool) nodegatev1alpha1.MutexRunConfig {
 	return run
 }
 
+// A node whose pre-update hooks all ran ahead of its turn (a rule's
+// lookahead) waits for its turn, and says so.
+func TestGatedNodeWithHooksDoneWaitsForItsTurn(t *testing.T) {
+	s := gatedSnapshot(false)
+	s.NodeGateRuns[0].Status.Nodes[2].Hooks[1].Phase = nodegatev1alpha1.HookSucceeded
+	n := nodeInsight(mustAssess(t, s), "worker-2")
+	if n == nil {
+		t.Fatal("no insight for worker-2")
+	}
+	if want := "Gated by node-gate run db/workers: pre-update hooks done, waiting for its turn"; n.Message != want {
+		t.Errorf("message %q, want %q", n.Message, want)
+	}
+}
+
 func nodeInsight(r Result, name string) *updatev1alpha1.NodeStatusInsight {
 	for i := range r.Nodes {
 		if r.Nodes[i].Name == name {

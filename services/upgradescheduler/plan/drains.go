@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
@@ -96,12 +97,32 @@ func (p *planner) decideDrains() {
 			continue
 		}
 		if run, ok := gating.DrainOwner(p.in.Snapshot.NodeGateRuns, n.Name); ok && draining {
-			next = append(next, upgradev1alpha1.NodeDrain{Node: n.Name, Owner: DrainOwnerRun(run)})
+			owner := DrainOwnerRun(run)
+			if c := cordonClock(n); c.start != nil && !(had && e.Owner == owner) && p.now.Sub(c.start.Time) < recordAfter(policy) {
+				// Listed, as the scheduler's own, once it has lasted.
+				p.wake(c.start.Add(recordAfter(policy)))
+				continue
+			}
+			next = append(next, upgradev1alpha1.NodeDrain{Node: n.Name, Owner: owner})
 			continue
 		}
 		in := drain.Input{Now: p.now, Node: n, PDBs: p.in.Snapshot.PDBs, Policy: policy, Related: p.uc}
 		if e.Owner == upgradev1alpha1.DrainOwnerScheduler {
 			in.Prev = e.Record
+		}
+		clock := drainClock{}
+		if draining && !recordedOpen(in.Prev, n) {
+			if clock = cordonClock(n); !clock.cordoned {
+				// MUO's clock starts with the cordon, and the drain
+				// controller cordons before it evicts: nothing to time yet.
+				if had && keepDrain(e) {
+					next = append(next, e)
+				}
+				continue
+			}
+			if clock.start != nil {
+				in.Prev = &commonv1alpha1.DrainRecord{Request: n.Annotations[mcostate.DesiredDrain], StartTime: *clock.start}
+			}
 		}
 		// The pods are read only once a timeout may have passed: before, the
 		// record needs the clock alone, and a read per plan of every
@@ -139,6 +160,16 @@ func (p *planner) decideDrains() {
 		if in.Pods != nil && d.Recheck > 0 {
 			p.wake(p.now.Add(d.Recheck))
 		}
+		if clock.start != nil && len(d.Actions) == 0 && unwritten(ne, *clock.start, p.now, policy) {
+			// Its record is the Node's cordon time alone: the next plan
+			// reads it there again, and a drain that ends before
+			// recordAfter costs no status write.
+			p.wake(clock.start.Add(recordAfter(policy)))
+			if had && keepDrain(e) {
+				next = append(next, e)
+			}
+			continue
+		}
 		if d.Record != nil && (d.Record.CompletionTime == nil || keepDrain(ne)) {
 			next = append(next, ne)
 		}
@@ -147,6 +178,65 @@ func (p *planner) decideDrains() {
 		p.needsDrainPods = needPods
 	}
 	p.st.Drains = next
+}
+
+// A drain's clock is MUO's: it starts when the node is cordoned, at the
+// time kube-controller-manager stamps on the cordon's taint
+// (node.kubernetes.io/unschedulable). That time is on the Node, so a young
+// drain needs no record: the scheduler reads the clock there on every plan,
+// and a restart finds it again. Its record is written once the drain holds
+// more than its clock (pods read, a step taken, a timeout) or has lasted
+// recordAfter: from then on the record's clock is the drain's, and a cordon
+// flap (uncordoned and cordoned again, which stamps a new time) does not
+// reset it. Before, a flap restarts the clock, as it does for MUO, by less
+// than recordAfter. Most drains end well within it: on a 500-worker update
+// that is a thousand status writes (the entry added, then removed) saved.
+//
+// A cordon taint without a time (added by hand) starts the clock when the
+// scheduler first sees it, recorded at once, as the drains of nodes without
+// the taint's time always were.
+
+// drainClock is where a drain's clock comes from.
+type drainClock struct {
+	// cordoned: the node is cordoned (spec.unschedulable and the cordon's
+	// taint), MUO's condition for timing a drain.
+	cordoned bool
+	// start is the cordon taint's time; nil when it has none.
+	start *metav1.Time
+}
+
+// cordonClock reads n's drain clock.
+func cordonClock(n *corev1.Node) drainClock {
+	if !n.Spec.Unschedulable {
+		return drainClock{}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeUnschedulable && t.Effect == corev1.TaintEffectNoSchedule {
+			return drainClock{cordoned: true, start: t.TimeAdded}
+		}
+	}
+	return drainClock{}
+}
+
+// recordedOpen: rec is the written record of n's drain request under way.
+func recordedOpen(rec *commonv1alpha1.DrainRecord, n *corev1.Node) bool {
+	return rec != nil && rec.CompletionTime == nil && rec.Request == n.Annotations[mcostate.DesiredDrain]
+}
+
+// recordAfter is how long a drain goes unrecorded while its record is its
+// clock alone: a tenth of its first timeout (4.5 minutes with MUO's
+// defaults), the most a cordon flap can delay it.
+func recordAfter(policy drain.Policy) time.Duration { return policy.FirstTimeout() / 10 }
+
+// unwritten: the drain ne, timed from the cordon at start, holds nothing the
+// Node cannot give back and is younger than recordAfter.
+func unwritten(ne upgradev1alpha1.NodeDrain, start metav1.Time, now time.Time, policy drain.Policy) bool {
+	r := ne.Record
+	if r == nil || r.CompletionTime != nil || !r.StartTime.Equal(&start) || len(r.BlockingPods) > 0 || r.ForcedPods > 0 ||
+		ne.TimedOutTime != nil || ne.ForcedGuardedPods > 0 {
+		return false
+	}
+	return now.Sub(start.Time) < recordAfter(policy)
 }
 
 // podsDue: the drain of n (rec, nil when new) has been blocked for at least

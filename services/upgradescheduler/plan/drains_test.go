@@ -37,6 +37,9 @@ func workersDraining(t *testing.T, integrations Integrations) *world {
 			w.snap.Nodes[i].Annotations[mcostate.LastAppliedDrain] = "drain-rendered-worker-2"
 		}
 	}
+	// The drain controller cordoned worker-0 as it asked for the drain:
+	// kube-controller-manager stamped the cordon's taint, MUO's clock.
+	cordonAt(nodeNamed(w, "worker-0"), w.now)
 	running := func(ns, name string, lbls map[string]string, finalizers ...string) corev1.Pod {
 		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("u-" + name), Labels: lbls, Finalizers: finalizers},
 			Spec: corev1.PodSpec{NodeName: "worker-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
@@ -56,6 +59,29 @@ func workersDraining(t *testing.T, integrations Integrations) *world {
 	return w
 }
 
+// cordonAt cordons n as the drain controller and kube-controller-manager
+// do: spec.unschedulable, and the cordon's taint stamped at.
+func cordonAt(n *corev1.Node, at time.Time) {
+	cordon(n)
+	stamp := metav1.NewTime(at)
+	n.Spec.Taints[len(n.Spec.Taints)-1].TimeAdded = &stamp
+}
+
+func uncordon(n *corev1.Node) {
+	n.Spec.Unschedulable = false
+	n.Spec.Taints = nil
+}
+
+func nodeNamed(w *world, name string) *corev1.Node {
+	for i := range w.snap.Nodes {
+		if w.snap.Nodes[i].Name == name {
+			return &w.snap.Nodes[i]
+		}
+	}
+	w.t.Fatalf("no node %s", name)
+	return nil
+}
+
 func drainOf(w *world, node string) *upgradev1alpha1.NodeDrain {
 	for i := range w.uc.Status.Drains {
 		if w.uc.Status.Drains[i].Node == node {
@@ -72,13 +98,22 @@ func drainOf(w *world, node string) *upgradev1alpha1.NodeDrain {
 // and the record keeps it after the drain ends, until the attempt does.
 func TestDrainsForcedAsMUO(t *testing.T) {
 	w := workersDraining(t, Integrations{})
-	if len(w.uc.Status.Drains) != 1 || drainOf(w, "worker-0") == nil || drainOf(w, "worker-0").Owner != upgradev1alpha1.DrainOwnerScheduler {
-		t.Fatalf("drains %+v, want worker-0's only (masters are the MCO's, the others are not draining)", w.uc.Status.Drains)
+	if len(w.uc.Status.Drains) != 0 {
+		t.Fatalf("drains %+v: a young drain's record is its cordon time, on the Node", w.uc.Status.Drains)
+	}
+	if got := w.last.RequeueAfter; got != 4*time.Minute+30*time.Second {
+		t.Fatalf("wakes after %v, want a tenth of the 45-minute timeout, to record the drain", got)
+	}
+	w.now = t0.Add(4*time.Minute + 30*time.Second)
+	w.settle()
+	d := drainOf(w, "worker-0")
+	if len(w.uc.Status.Drains) != 1 || d == nil || d.Owner != upgradev1alpha1.DrainOwnerScheduler || !d.Record.StartTime.Time.Equal(t0) {
+		t.Fatalf("drains %+v, want worker-0's only, timed from its cordon (masters are the MCO's, the others are not draining)", w.uc.Status.Drains)
 	}
 	if w.podReads != 0 || len(w.forced) != 0 {
 		t.Fatalf("before the timeout: %d pod reads, forced %v", w.podReads, w.forced)
 	}
-	if got := w.last.RequeueAfter; got != 45*time.Minute {
+	if got := w.last.RequeueAfter; got != 45*time.Minute-4*time.Minute-30*time.Second {
 		t.Fatalf("wakes after %v, want the timeout", got)
 	}
 
@@ -104,7 +139,7 @@ func TestDrainsForcedAsMUO(t *testing.T) {
 	}
 	w.now = t0.Add(76 * time.Minute)
 	w.settle()
-	d := drainOf(w, "worker-0")
+	d = drainOf(w, "worker-0")
 	if d.TimedOutTime == nil || !d.TimedOutTime.Time.Equal(w.now) || w.eventCount("NodeDrainTimedOut") != 1 {
 		t.Fatalf("at 68+8 minutes: %+v, %d events", d, w.eventCount("NodeDrainTimedOut"))
 	}
@@ -131,6 +166,10 @@ func TestDrainsForcedAsMUO(t *testing.T) {
 func TestDrainOwnedByNodeGateRun(t *testing.T) {
 	w := workersDraining(t, Integrations{})
 	w.snap.NodeGateRuns = []gating.Run{{Namespace: "db", Name: "workers", Drains: []string{"worker-0"}}}
+	w.settle()
+	if d := drainOf(w, "worker-0"); d != nil {
+		t.Fatalf("a young drain is listed: %+v", d)
+	}
 	w.now = t0.Add(2 * time.Hour)
 	w.settle()
 	d := drainOf(w, "worker-0")
@@ -181,6 +220,7 @@ func TestDrainDelayedNotice(t *testing.T) {
 	}
 	// A second node's guarded pod: the notice went out already.
 	w.snap.Nodes[3].Annotations[mcostate.LastAppliedDrain] = "uncordon-rendered-worker-1"
+	cordonAt(nodeNamed(w, "worker-1"), w.now)
 	w.pods["worker-1"] = []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "db-1", UID: "u-db-1", Labels: map[string]string{"app": "db"}},
 		Spec: corev1.PodSpec{NodeName: "worker-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}
 	w.settle()
@@ -189,4 +229,87 @@ func TestDrainDelayedNotice(t *testing.T) {
 	if !slices.Contains(w.forced, "ForceDelete db/db-1") || len(sent()) != 1 {
 		t.Fatalf("forced %v, notices %v", w.forced, sent())
 	}
+}
+
+// A drain's clock is the node's cordon (MUO's): a young drain is not
+// written, since the next plan (or the next leader) reads the clock on the
+// Node again; a cordon flap restarts it only until the drain is recorded, a
+// tenth of its first timeout in; a node the drain controller has not
+// cordoned is not timed at all; a cordon taint without a time is timed from
+// when it is first seen, recorded at once.
+func TestDrainClockIsTheCordon(t *testing.T) {
+	recorded := func(w *world) *time.Time {
+		t.Helper()
+		d := drainOf(w, "worker-0")
+		if d == nil {
+			return nil
+		}
+		return &d.Record.StartTime.Time
+	}
+
+	t.Run("a drain that ends young is never written", func(t *testing.T) {
+		w := workersDraining(t, Integrations{})
+		w.now = t0.Add(4 * time.Minute)
+		w.settle()
+		if recorded(w) != nil {
+			t.Fatalf("drains %+v at 4 minutes", w.uc.Status.Drains)
+		}
+		nodeNamed(w, "worker-0").Annotations[mcostate.LastAppliedDrain] = "drain-rendered-worker-2"
+		uncordon(nodeNamed(w, "worker-0"))
+		w.settle()
+		if len(w.uc.Status.Drains) != 0 || w.podReads != 0 {
+			t.Fatalf("drains %+v, %d pod reads", w.uc.Status.Drains, w.podReads)
+		}
+	})
+
+	t.Run("a flap restarts the clock until it is recorded", func(t *testing.T) {
+		w := workersDraining(t, Integrations{})
+		w.now = t0.Add(2 * time.Minute)
+		uncordon(nodeNamed(w, "worker-0"))
+		cordonAt(nodeNamed(w, "worker-0"), w.now)
+		w.settle()
+		w.now = t0.Add(5 * time.Minute)
+		w.settle()
+		if recorded(w) != nil {
+			t.Fatalf("recorded at 5 minutes, 3 after the second cordon: %+v", w.uc.Status.Drains)
+		}
+		w.now = t0.Add(6*time.Minute + 30*time.Second)
+		w.settle()
+		if got := recorded(w); got == nil || !got.Equal(t0.Add(2*time.Minute)) {
+			t.Fatalf("recorded %v, want the second cordon's time", got)
+		}
+		// Recorded: another flap no longer moves the clock.
+		w.now = t0.Add(10 * time.Minute)
+		uncordon(nodeNamed(w, "worker-0"))
+		w.settle()
+		cordonAt(nodeNamed(w, "worker-0"), w.now)
+		w.settle()
+		w.now = t0.Add(47 * time.Minute)
+		w.settle()
+		if got := recorded(w); got == nil || !got.Equal(t0.Add(2*time.Minute)) || !slices.Equal(w.forced, []string{"ForceDelete web/web-0"}) {
+			t.Fatalf("recorded %v, forced %v: want the clock of the second cordon and the pod without a budget forced 45 minutes after it", got, w.forced)
+		}
+	})
+
+	t.Run("not cordoned: not timed", func(t *testing.T) {
+		w := workersDraining(t, Integrations{})
+		uncordon(nodeNamed(w, "worker-0"))
+		w.now = t0.Add(2 * time.Hour)
+		w.settle()
+		if len(w.uc.Status.Drains) != 0 || w.podReads != 0 || len(w.forced) != 0 {
+			t.Fatalf("drains %+v, %d pod reads, forced %v", w.uc.Status.Drains, w.podReads, w.forced)
+		}
+	})
+
+	t.Run("a cordon taint without a time is timed from its first sight", func(t *testing.T) {
+		w := workersDraining(t, Integrations{})
+		uncordon(nodeNamed(w, "worker-0"))
+		w.settle()
+		w.now = t0.Add(time.Minute)
+		cordon(nodeNamed(w, "worker-0"))
+		w.settle()
+		if got := recorded(w); got == nil || !got.Equal(w.now) {
+			t.Fatalf("recorded %v, want %v at once", got, w.now)
+		}
+	})
 }

@@ -56,9 +56,12 @@ type UpgradeConfigStatusApplyConfiguration struct {
 	// runs during the upgrade, one entry per node: who forces the drain once
 	// it is blocked (the scheduler, as MUO's NodeKeeper does, or the
 	// node-gate run that released the node), and for the scheduler's own
-	// the drain's record. An entry is kept while its drain is open, and
-	// after it when pods were forced or it timed out, until the attempt
-	// ends. (Upshift)
+	// the drain's record. The scheduler times a drain from the node's
+	// cordon, as MUO does (the cordon taint's timeAdded), and lists it once
+	// it has lasted a tenth of its first timeout or pods of it were read:
+	// a shorter drain's clock is on the Node, and it is not listed. An entry
+	// is kept while its drain is open, and after it when pods were forced or
+	// it timed out, until the attempt ends. (Upshift)
 	Drains []NodeDrainApplyConfiguration `json:"drains,omitempty"`
 	// conditions summarise the upgrade for Kubernetes tooling: Validated,
 	// Progressing, Paused, Cancelled, DeadlineExceeded, HealthChecksPassing,
