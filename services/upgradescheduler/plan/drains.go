@@ -189,8 +189,9 @@ func (p *planner) decideDrains() {
 // recordAfter: from then on the record's clock is the drain's, and a cordon
 // flap (uncordoned and cordoned again, which stamps a new time) does not
 // reset it. Before, a flap restarts the clock, as it does for MUO, by less
-// than recordAfter. Most drains end well within it: on a 500-worker update
-// that is a thousand status writes (the entry added, then removed) saved.
+// than recordAfter. Most drains end well within it: on a 500-worker update at
+// the bench's time scale that is about 600 status writes (each entry added,
+// then removed) saved.
 //
 // A cordon taint without a time (added by hand) starts the clock when the
 // scheduler first sees it, recorded at once, as the drains of nodes without
