@@ -98,9 +98,8 @@ func (p *planner) decideDrains() {
 		}
 		if run, ok := gating.DrainOwner(p.in.Snapshot.NodeGateRuns, n.Name); ok && draining {
 			owner := DrainOwnerRun(run)
-			if c := cordonClock(n); c.start != nil && !(had && e.Owner == owner) && p.now.Sub(c.start.Time) < recordAfter(policy) {
+			if c := cordonClock(n); c.start != nil && !(had && e.Owner == owner) && p.youngDrain(*c.start, policy) {
 				// Listed, as the scheduler's own, once it has lasted.
-				p.wake(c.start.Add(recordAfter(policy)))
 				continue
 			}
 			next = append(next, upgradev1alpha1.NodeDrain{Node: n.Name, Owner: owner})
@@ -160,11 +159,10 @@ func (p *planner) decideDrains() {
 		if in.Pods != nil && d.Recheck > 0 {
 			p.wake(p.now.Add(d.Recheck))
 		}
-		if clock.start != nil && len(d.Actions) == 0 && unwritten(ne, *clock.start, p.now, policy) {
+		if clock.start != nil && len(d.Actions) == 0 && clockOnly(ne, *clock.start) && p.youngDrain(*clock.start, policy) {
 			// Its record is the Node's cordon time alone: the next plan
 			// reads it there again, and a drain that ends before
 			// recordAfter costs no status write.
-			p.wake(clock.start.Add(recordAfter(policy)))
 			if had && keepDrain(e) {
 				next = append(next, e)
 			}
@@ -208,15 +206,10 @@ type drainClock struct {
 
 // cordonClock reads n's drain clock.
 func cordonClock(n *corev1.Node) drainClock {
-	if !n.Spec.Unschedulable {
+	if !cordoned(n) {
 		return drainClock{}
 	}
-	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeUnschedulable && t.Effect == corev1.TaintEffectNoSchedule {
-			return drainClock{cordoned: true, start: t.TimeAdded}
-		}
-	}
-	return drainClock{}
+	return drainClock{cordoned: true, start: noScheduleTaint(n, corev1.TaintNodeUnschedulable).TimeAdded}
 }
 
 // recordedOpen: rec is the written record of n's drain request under way.
@@ -229,24 +222,29 @@ func recordedOpen(rec *commonv1alpha1.DrainRecord, n *corev1.Node) bool {
 // defaults), the most a cordon flap can delay it.
 func recordAfter(policy drain.Policy) time.Duration { return policy.FirstTimeout() / 10 }
 
-// unwritten: the drain ne, timed from the cordon at start, holds nothing the
-// Node cannot give back and is younger than recordAfter.
-func unwritten(ne upgradev1alpha1.NodeDrain, start metav1.Time, now time.Time, policy drain.Policy) bool {
-	r := ne.Record
-	if r == nil || r.CompletionTime != nil || !r.StartTime.Equal(&start) || len(r.BlockingPods) > 0 || r.ForcedPods > 0 ||
-		ne.TimedOutTime != nil || ne.ForcedGuardedPods > 0 {
+// youngDrain: a drain timed from start is younger than recordAfter; the
+// plan then wakes when it no longer is, to record it.
+func (p *planner) youngDrain(start metav1.Time, policy drain.Policy) bool {
+	due := start.Add(recordAfter(policy))
+	if !p.now.Before(due) {
 		return false
 	}
-	return now.Sub(start.Time) < recordAfter(policy)
+	p.wake(due)
+	return true
+}
+
+// clockOnly: the open drain ne, timed from the cordon at start, holds
+// nothing the Node cannot give back.
+func clockOnly(ne upgradev1alpha1.NodeDrain, start metav1.Time) bool {
+	r := ne.Record
+	return r != nil && r.CompletionTime == nil && r.StartTime.Equal(&start) && len(r.BlockingPods) == 0 && r.ForcedPods == 0 &&
+		ne.TimedOutTime == nil && ne.ForcedGuardedPods == 0
 }
 
 // podsDue: the drain of n (rec, nil when new) has been blocked for at least
 // the shorter of its timeouts, so that a pod may be forced or a class judged.
 func (p *planner) podsDue(rec *commonv1alpha1.DrainRecord, n *corev1.Node, policy drain.Policy) bool {
-	if rec == nil || rec.CompletionTime != nil || rec.Request != n.Annotations[mcostate.DesiredDrain] {
-		return false
-	}
-	return !p.now.Before(rec.StartTime.Add(policy.FirstTimeout()))
+	return recordedOpen(rec, n) && !p.now.Before(rec.StartTime.Add(policy.FirstTimeout()))
 }
 
 // firstStepOnGuarded: a is the first step on a pod a PodDisruptionBudget

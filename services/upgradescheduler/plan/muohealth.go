@@ -138,13 +138,16 @@ func cordoned(n *corev1.Node) bool {
 	return n.Spec.Unschedulable && hasNoScheduleTaint(n, corev1.TaintNodeUnschedulable)
 }
 
-func hasNoScheduleTaint(n *corev1.Node, key string) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == key && t.Effect == corev1.TaintEffectNoSchedule {
-			return true
+func hasNoScheduleTaint(n *corev1.Node, key string) bool { return noScheduleTaint(n, key) != nil }
+
+// noScheduleTaint is n's NoSchedule taint of key; nil when it has none.
+func noScheduleTaint(n *corev1.Node, key string) *corev1.Taint {
+	for i := range n.Spec.Taints {
+		if t := &n.Spec.Taints[i]; t.Key == key && t.Effect == corev1.TaintEffectNoSchedule {
+			return t
 		}
 	}
-	return false
+	return nil
 }
 
 // allowsNoDisruption is MUO's reading of a budget's spec.
