@@ -59,6 +59,9 @@ type options struct {
 	// before upgradeAt the temporary machines are requested (0: in their
 	// step, after upgradeAt, as MUO).
 	capacityLead int
+	// leaveOut are components the system bench does not start with Upshift
+	// (chart names), to measure what each of the others adds.
+	leaveOut string
 }
 
 // subcommand is one component's bench.
@@ -106,6 +109,8 @@ var subcommands = []subcommand{
 			fs.IntVar(&o.lookahead, "lookahead", 1, "The node-gate run's rule's spec.lookahead.")
 			fs.IntVar(&o.capacityLead, "capacity-lead", 1, "The scheduler's scale.leadTime in minutes: the temporary machines are requested that long "+
 				"before upgradeAt, which is set that far ahead (0: requested in their step after upgradeAt, as MUO, which puts their provisioning in the measured time).")
+			fs.StringVar(&o.leaveOut, "leave-out", "", "Components not started with Upshift, comma-separated: node-gate, mcp-tracker, "+
+				"update-status-controller (the difference to a run with all of them is what they add).")
 			fs.BoolVar(&o.audit, "audit", false, "Log every request to the apiserver and print the last pair's writes by client "+
 				"(the log loads the apiserver: such a run's times do not compare with others).")
 			fs.StringVar(&o.profileDir, "profile-dir", "",

@@ -37,3 +37,32 @@ func TestPick(t *testing.T) {
 		}
 	}
 }
+
+// --leave-out takes the observers and node-gate, never the scheduler (it
+// requests the update) or a name it does not know.
+func TestLeaveOut(t *testing.T) {
+	for flag, want := range map[string][]string{
+		"":                                     {},
+		"node-gate":                            {"node-gate"},
+		"mcp-tracker,update-status-controller": {"mcp-tracker", "update-status-controller"},
+	} {
+		got, err := leftOut(flag)
+		if err != nil {
+			t.Errorf("%q: %v", flag, err)
+			continue
+		}
+		if len(got) != len(want) {
+			t.Errorf("%q: %v, want %v", flag, got, want)
+		}
+		for _, w := range want {
+			if !got[w] {
+				t.Errorf("%q: %s not left out", flag, w)
+			}
+		}
+	}
+	for _, flag := range []string{"upgrade-scheduler", "node-gate,cpms-controller", "nodegate", "node-gate,"} {
+		if _, err := leftOut(flag); err == nil {
+			t.Errorf("%q: accepted", flag)
+		}
+	}
+}

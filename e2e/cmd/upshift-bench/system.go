@@ -60,6 +60,26 @@ var systemComponents = []struct{ chart, binary, release string }{
 	{"update-status-controller", "update-status-controller", "usc"},
 }
 
+// leftOut parses --leave-out: the charts of the components not started.
+// The upgrade-scheduler cannot be left out: it requests the update.
+func leftOut(flag string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if flag == "" {
+		return out, nil
+	}
+	for _, name := range strings.Split(flag, ",") {
+		known := false
+		for _, sc := range systemComponents {
+			known = known || sc.chart == name && name != "upgrade-scheduler"
+		}
+		if !known {
+			return nil, fmt.Errorf("--leave-out: %q is not one of node-gate, mcp-tracker, update-status-controller", name)
+		}
+		out[name] = true
+	}
+	return out, nil
+}
+
 // systemTimes is one update, from its start (the request without
 // Upshift, upgradeAt with it).
 type systemTimes struct {
@@ -90,6 +110,9 @@ func runSystem(ctx context.Context, o options) (err error) {
 	ctrl.SetLogger(logr.Discard())
 	if o.pairs < 1 {
 		return fmt.Errorf("--pairs must be at least 1")
+	}
+	if _, err := leftOut(o.leaveOut); err != nil {
+		return err
 	}
 	bins := map[string]string{}
 	for _, c := range append(systemComponents, struct{ chart, binary, release string }{"cpms-controller", "cpms-controller", "cpms"}) {
@@ -165,6 +188,9 @@ func runSystem(ctx context.Context, o options) (err error) {
 	fmt.Printf("nodes:                 %d (3 master, %d worker), maxUnavailable %s (pool and run), time scale %.0f\n",
 		o.workers+3, o.workers, o.maxUnavailable, o.timeScale)
 	fmt.Printf("with Upshift:          upgrade-scheduler (OSD, capacity reservation), node-gate (one no-op hook, lookahead %d), mcp-tracker, update-status-controller; cpms-controller idle in both\n", o.lookahead)
+	if o.leaveOut != "" {
+		fmt.Printf("left out:              %s\n", o.leaveOut)
+	}
 	fmt.Printf("(the attribution is the last pair's)\n")
 	row := func(name string, without, with time.Duration, what string) {
 		fmt.Printf("  %-26s %8s %8s %+7.0fs  %s\n", name, without.Round(time.Second), with.Round(time.Second), (with - without).Seconds(), what)
@@ -328,7 +354,17 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 	}()
 	// With --profile-dir, where each component serves /debug/pprof.
 	pprofAddrs := map[string]string{}
+	skip, err := leftOut(o.leaveOut)
+	if err != nil {
+		return systemTimes{}, err
+	}
+	gated := !skip["node-gate"]
+	var started []string
 	for _, sc := range systemComponents {
+		if skip[sc.chart] {
+			continue
+		}
+		started = append(started, sc.chart)
 		var extra []string
 		switch sc.release {
 		case "sched":
@@ -352,17 +388,19 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 	}
 	for i, r := range running {
 		if err := framework.WaitReady(ctx, r, 2*time.Minute); err != nil {
-			return systemTimes{}, fmt.Errorf("%s not ready: %w\n%s", systemComponents[i].chart, err, r.Logs())
+			return systemTimes{}, fmt.Errorf("%s not ready: %w\n%s", started[i], err, r.Logs())
 		}
 	}
-	if err := createGateRun(ctx, c, o.maxUnavailable); err != nil {
-		return systemTimes{}, err
-	}
-	if err := framework.WaitFor(ctx, 5*time.Minute, func() bool {
-		run := &nodegatev1alpha1.MutexRunConfig{}
-		return c.Get(ctx, benchRun, run) == nil && run.Status.Phase == nodegatev1alpha1.RunIdle
-	}); err != nil {
-		return systemTimes{}, fmt.Errorf("waiting for the run to be Idle: %w", err)
+	if gated {
+		if err := createGateRun(ctx, c, o.maxUnavailable); err != nil {
+			return systemTimes{}, err
+		}
+		if err := framework.WaitFor(ctx, 5*time.Minute, func() bool {
+			run := &nodegatev1alpha1.MutexRunConfig{}
+			return c.Get(ctx, benchRun, run) == nil && run.Status.Phase == nodegatev1alpha1.RunIdle
+		}); err != nil {
+			return systemTimes{}, fmt.Errorf("waiting for the run to be Idle: %w", err)
+		}
 	}
 	// Far enough ahead for the components' caches, and for the temporary
 	// machines requested scale.leadTime before it.
@@ -416,12 +454,12 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 		}
 		run := &nodegatev1alpha1.MutexRunConfig{}
 		return t.settled > 0 && ucPhase(ctx, cc) == string(upgradev1alpha1.UpgradePhaseUpgraded) &&
-			cc.Get(ctx, benchRun, run) == nil && run.Status.Phase == nodegatev1alpha1.RunCompleted
+			(!gated || cc.Get(ctx, benchRun, run) == nil && run.Status.Phase == nodegatev1alpha1.RunCompleted)
 	})
 	if err != nil {
 		logs := ""
 		for i, r := range running {
-			logs += fmt.Sprintf("--- %s\n%s", systemComponents[i].chart, tail(r.Logs(), 30))
+			logs += fmt.Sprintf("--- %s\n%s", started[i], tail(r.Logs(), 30))
 		}
 		return t, fmt.Errorf("%w (%s)\n%s", err, ucPhase(ctx, cc), logs)
 	}
@@ -457,8 +495,10 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 	}); err != nil {
 		return t, fmt.Errorf("waiting for the UpgradeConfig to go: %w", err)
 	}
-	if err := deleteGateRun(ctx, c); err != nil {
-		return t, err
+	if gated {
+		if err := deleteGateRun(ctx, c); err != nil {
+			return t, err
+		}
 	}
 	return t, nil
 }

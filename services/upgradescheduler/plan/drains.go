@@ -79,9 +79,7 @@ func (p *planner) decideDrains() {
 	}
 	var next []upgradev1alpha1.NodeDrain
 	var needPods []string
-	nodes := p.nodesByName()
-	for i := range nodes {
-		n := &nodes[i]
+	for _, n := range p.nodesByName() {
 		if libnodes.ControlPlane(n) {
 			// MUO's NodeKeeper ignores the masters; the control plane's
 			// drains are the machine-config operator's alone.

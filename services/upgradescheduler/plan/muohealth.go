@@ -90,8 +90,7 @@ func (p *planner) findMUO() muoFindings {
 	var f muoFindings
 	f.noCapacity = p.spec.CapacityReservation && len(p.workerMachineSets()) == 0
 	nodes := p.nodesByName()
-	for i := range nodes {
-		n := &nodes[i]
+	for _, n := range nodes {
 		_, worker := n.Labels[workerRoleLabel]
 		_, infra := n.Labels[infraRoleLabel]
 		if worker && !infra && cordoned(n) && n.Annotations[mcostate.State] != mcostate.StateWorking {
@@ -99,9 +98,9 @@ func (p *planner) findMUO() muoFindings {
 		}
 	}
 	for _, key := range []string{corev1.TaintNodeMemoryPressure, corev1.TaintNodeDiskPressure, corev1.TaintNodePIDPressure} {
-		for i := range nodes {
-			if hasNoScheduleTaint(&nodes[i], key) {
-				f.tainted = append(f.tainted, nodes[i].Name)
+		for _, n := range nodes {
+			if hasNoScheduleTaint(n, key) {
+				f.tainted = append(f.tainted, n.Name)
 			}
 		}
 	}

@@ -3,7 +3,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,15 +46,21 @@ type planner struct {
 	needsPDBNodes []string
 	// sortedNodes and gateFindings are computed once per plan from the
 	// snapshot (nodesByName, muoFindings).
-	sortedNodes  []corev1.Node
+	sortedNodes  []*corev1.Node
 	gateFindings *muoFindings
 }
 
 // nodesByName are the snapshot's nodes in name order (a copy, made once).
-func (p *planner) nodesByName() []corev1.Node {
+func (p *planner) nodesByName() []*corev1.Node {
 	if p.sortedNodes == nil {
-		p.sortedNodes = append([]corev1.Node{}, p.in.Snapshot.Nodes...)
-		sort.Slice(p.sortedNodes, func(i, j int) bool { return p.sortedNodes[i].Name < p.sortedNodes[j].Name })
+		// Pointers: sorting the Nodes themselves moved every one of them
+		// (a kilobyte each) on every swap.
+		nodes := p.in.Snapshot.Nodes
+		p.sortedNodes = make([]*corev1.Node, len(nodes))
+		for i := range nodes {
+			p.sortedNodes[i] = &nodes[i]
+		}
+		slices.SortFunc(p.sortedNodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return p.sortedNodes
 }
