@@ -111,7 +111,8 @@ func runSystem(ctx context.Context, o options) (err error) {
 	if o.pairs < 1 {
 		return fmt.Errorf("--pairs must be at least 1")
 	}
-	if _, err := leftOut(o.leaveOut); err != nil {
+	skip, err := leftOut(o.leaveOut)
+	if err != nil {
 		return err
 	}
 	bins := map[string]string{}
@@ -174,7 +175,7 @@ func runSystem(ctx context.Context, o options) (err error) {
 		if err != nil {
 			return fmt.Errorf("update %d without Upshift: %w", i+1, err)
 		}
-		with, err := updateWith(ctx, cluster, watchCache, bins, o, start, graph[2+2*i])
+		with, err := updateWith(ctx, cluster, watchCache, bins, skip, o, start, graph[2+2*i])
 		if err != nil {
 			return fmt.Errorf("update %d with Upshift: %w", i+1, err)
 		}
@@ -339,12 +340,12 @@ func cvCompleted(ctx context.Context, cc cache.Cache, target string) bool {
 		cv.Status.History[0].Version == target && cv.Status.History[0].State == configv1.CompletedUpdate
 }
 
-// updateWith starts the components, schedules the update in an
-// UpgradeConfig a little ahead (the components' caches must be synced and
-// the run Idle by then), waits until everything is done, then removes the
-// UpgradeConfig and the run (the components restore what they changed)
-// and stops the components.
-func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache, bins map[string]string, o options, start time.Time, target string) (_ systemTimes, err error) {
+// updateWith starts the components (those not in skip), schedules the
+// update in an UpgradeConfig a little ahead (the components' caches must be
+// synced and the run Idle by then), waits until everything is done, then
+// removes the UpgradeConfig and the run (the components restore what they
+// changed) and stops the components.
+func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache, bins map[string]string, skip map[string]bool, o options, start time.Time, target string) (_ systemTimes, err error) {
 	c := cluster.Client
 	var running []*framework.Running
 	defer func() {
@@ -354,10 +355,6 @@ func updateWith(ctx context.Context, cluster *framework.Cluster, cc cache.Cache,
 	}()
 	// With --profile-dir, where each component serves /debug/pprof.
 	pprofAddrs := map[string]string{}
-	skip, err := leftOut(o.leaveOut)
-	if err != nil {
-		return systemTimes{}, err
-	}
 	gated := !skip["node-gate"]
 	var started []string
 	for _, sc := range systemComponents {
