@@ -83,7 +83,10 @@ func desiredStatus(uc *upgradev1alpha1.UpgradeConfig, pools []track.PoolStatus, 
 			if w.WorkerStartTime == nil {
 				w.WorkerStartTime = start
 			}
-			if w.WorkerCompleteTime == nil && start != nil && w.WorkerStartTime.Equal(start) {
+			// The completion of the worker update recorded as the start,
+			// or of a later one (the pool's target changed again during
+			// the upgrade): never of one that began before it.
+			if w.WorkerCompleteTime == nil && start != nil && !start.Before(w.WorkerStartTime) {
 				w.WorkerCompleteTime = complete
 			}
 		}

@@ -79,4 +79,13 @@ func TestDesiredStatusWorkerTimes(t *testing.T) {
 	if s := desiredStatus(uc, pools, time.Unix(3600, 0)); len(s.History) != 1 || s.History[0].Version != "4.16.1" {
 		t.Fatalf("older worker update attributed: %+v", s.History)
 	}
+	// The worker pool's target changed again mid-update (a MachineConfig
+	// added during the upgrade): the workers are done when the later update
+	// is, and their start stays the first one's.
+	uc.Status.History[0].StartTime, uc.Status.History[0].WorkerStartTime = at(10), at(20)
+	rerendered := []track.PoolStatus{{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: "worker", StartTime: at(35), CompleteTime: at(60)}, Settled: true}}
+	s = desiredStatus(uc, rerendered, time.Unix(3600, 0))
+	if h := s.History[0]; !h.WorkerStartTime.Equal(at(20)) || !h.WorkerCompleteTime.Equal(at(60)) {
+		t.Fatalf("re-rendered: %+v", h)
+	}
 }

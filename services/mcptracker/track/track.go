@@ -233,13 +233,13 @@ func Track(in Input) Output {
 		st := PoolStatus{PoolUpdate: upgradev1alpha1.PoolUpdate{Name: p.Name, TargetConfig: p.Target, MachineCount: int32(len(nodes))}}
 
 		var (
-			started, allDone = "", true
-			slowest          *NodeMemory
-			slowestName      string
-			slowestReason    string
-			firstDegraded    string
-			startedGate      string
-			gateDegraded     string
+			targeted, started, allDone = "", "", true
+			slowest                    *NodeMemory
+			slowestName                string
+			slowestReason              string
+			firstDegraded              string
+			startedGate                string
+			gateDegraded               string
 		)
 		for _, n := range nodes {
 			phase := mcostate.PhaseOf(mcostate.NodeInfo{Annotations: n.Annotations, Ready: n.Ready}, n.target)
@@ -267,8 +267,20 @@ func Track(in Input) Output {
 				mem.Since, mem.Stuck = now, false
 			}
 			mem.Cordoned = cordoned
-			if n.Annotations[mcostate.DesiredConfig] == n.target && n.target != "" && started == "" {
-				started, startedGate = n.Name, n.gate
+			if n.Annotations[mcostate.DesiredConfig] == n.target && n.target != "" {
+				if targeted == "" {
+					targeted = n.Name
+				}
+				// The start is a node told to move to the target from
+				// another config, or one seen pending for it at the last
+				// pass. A node that merely runs the target already (one
+				// that joined the pool, or any node of a pool whose record
+				// came back from the status) moved nothing.
+				moved := n.Annotations[mcostate.CurrentConfig] != n.target ||
+					(seen && prev.Pool == p.Name && prev.Target == n.target && prev.Phase == mcostate.PhasePending)
+				if moved && started == "" {
+					started, startedGate = n.Name, n.gate
+				}
 			}
 			counted := phase
 			if n.gate != "" {
@@ -329,7 +341,7 @@ func Track(in Input) Output {
 			// Observed: watched before any node moved, so the start about
 			// to be seen is the real one. A pool first seen mid-update gets
 			// no start (and so no completion time): unknown, not invented.
-			rec = PoolRecord{Name: p.Name, Target: p.Target, SawChange: sawChange, Observed: sawChange || started == ""}
+			rec = PoolRecord{Name: p.Name, Target: p.Target, SawChange: sawChange, Observed: sawChange || targeted == ""}
 			if known {
 				rec.LastDuration = prev.LastDuration
 			}

@@ -492,3 +492,60 @@ func TestGatePoolCountedInSource(t *testing.T) {
 		t.Fatalf("events: %+v", out.Events)
 	}
 }
+
+// node-gate holds the waiting workers in its paused gate pool before the
+// update, and new nodes join the pool (the scheduler's extra capacity) on
+// the config it runs. Neither is the pool starting an update, whether the
+// tracker watched the pool settle, came back from a status written then
+// (which has no start and no completion), or first sees the pool that way.
+// The start is the first node the MCO tells to move to the next target.
+func TestHeldAndJoiningNodesAreNoStart(t *testing.T) {
+	const cfgGA = "rendered-worker-gate-a"
+	held := func(n Node) Node {
+		n.Labels = map[string]string{roleWorker: "", "nodegate.upshift.io/held-from": "worker"}
+		return n
+	}
+	gate := Pool{Name: "worker-gate", Target: cfgGA, GateOf: "worker",
+		Selector: labels.SelectorFromSet(labels.Set{"nodegate.upshift.io/held-from": "worker"})}
+	// w1 and w2 held in the gate; then w9 joins the worker pool on A.
+	holding := workers(held(node("w1", w, cfgA, cfgA, "Done")), held(node("w2", w, cfgA, cfgA, "Done")), node("w9", w, cfgA, cfgA, "Done"))
+
+	watched := run(State{}, 0, []Pool{pool("worker", cfgA, roleWorker, true)}, workers(node("w1", w, cfgA, cfgA, "Done"), node("w2", w, cfgA, cfgA, "Done"))).State
+	for _, tc := range []struct {
+		name string
+		prev State
+	}{
+		{"watched settling", watched},
+		{"restarted from the status", Seed([]upgradev1alpha1.PoolUpdate{{Name: "worker", TargetConfig: cfgA}})},
+		{"first seen holding", State{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := run(tc.prev, time.Minute, []Pool{pool("worker", cfgA, roleWorker, true), gate}, holding[:2])
+			out = run(out.State, 2*time.Minute, []Pool{pool("worker", cfgA, roleWorker, true), gate}, holding)
+			if ps := find(out, "worker"); ps.StartTime != nil || ps.CompleteTime != nil || ps.Nodes.Pending != 2 || ps.Nodes.Done != 1 {
+				t.Fatalf("holding: %+v", ps)
+			}
+			if len(out.Events) != 0 {
+				t.Fatalf("events: %+v", out.Events)
+			}
+
+			// The pool renders B; w1 is released and told to move.
+			out = run(out.State, 3*time.Minute, []Pool{pool("worker", cfgB, roleWorker, false), gate},
+				workers(node("w1", w, cfgA, cfgA, "Done"), held(node("w2", w, cfgA, cfgA, "Done")), node("w9", w, cfgA, cfgA, "Done")))
+			out = run(out.State, 4*time.Minute, []Pool{pool("worker", cfgB, roleWorker, false), gate},
+				workers(node("w1", w, cfgA, cfgB, "Working"), held(node("w2", w, cfgA, cfgA, "Done")), node("w9", w, cfgA, cfgA, "Done")))
+			ps := find(out, "worker")
+			if ps.StartTime == nil || !ps.StartTime.Time.Equal(t0.Add(4*time.Minute)) {
+				t.Fatalf("start: %+v", ps)
+			}
+			if !slices.Equal(reasons(out.Events), []string{ReasonPoolStarted}) || !strings.Contains(out.Events[0].Message, "node w1 was told to move") {
+				t.Fatalf("events: %+v", out.Events)
+			}
+			out = run(out.State, 9*time.Minute, []Pool{pool("worker", cfgB, roleWorker, true)},
+				workers(node("w1", w, cfgB, cfgB, "Done"), node("w2", w, cfgB, cfgB, "Done"), node("w9", w, cfgB, cfgB, "Done")))
+			if ps = find(out, "worker"); !ps.StartTime.Time.Equal(t0.Add(4*time.Minute)) || ps.CompleteTime == nil || !ps.CompleteTime.Time.Equal(t0.Add(9*time.Minute)) {
+				t.Fatalf("completion: %+v", ps)
+			}
+		})
+	}
+}
