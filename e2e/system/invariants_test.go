@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -214,7 +215,8 @@ func replay(revs []revision, gaps int, start int64) *report {
 			if rev.obj != nil && prev != nil && held(prev) && !held(rev.obj) {
 				rep.checked["released after its hook"]++
 				if round := currentRound(w); !hookCompleted(w, rev.obj.GetName(), round) {
-					rep.violate(rev.rv, "node %s released with no completed hook Job of round %q", rev.obj.GetName(), round)
+					rep.violate(rev.rv, "node %s released with no completed hook Job of round %q (run as of this revision: %s; the node's hook Jobs: %s; the node's writers: %s)",
+						rev.obj.GetName(), round, runState(w), hookJobsOf(w, rev.obj.GetName()), writersOf(rev.obj))
 				}
 			}
 		case "Job":
@@ -386,6 +388,47 @@ func currentRound(w world) string {
 		return o.(*nodegatev1alpha1.MutexRunConfig).Status.RunID
 	}
 	return ""
+}
+
+// runState is the node-gate run as of this revision, for a violation's
+// message.
+func runState(w world) string {
+	for _, o := range w["MutexRunConfig"] {
+		r := o.(*nodegatev1alpha1.MutexRunConfig)
+		return fmt.Sprintf("resourceVersion %s, round %q, phase %q, %d node records", r.ResourceVersion, r.Status.RunID, r.Status.Phase, len(r.Status.Nodes))
+	}
+	return "none"
+}
+
+// hookJobsOf lists node's hook Jobs as of this revision, for a violation's
+// message.
+func hookJobsOf(w world, node string) string {
+	var out []string
+	for _, o := range w["Job"] {
+		j := o.(*batchv1.Job)
+		if n, r := hookOf(j); n == node {
+			out = append(out, fmt.Sprintf("%s (round %q, resourceVersion %s, succeeded %d)", j.Name, r, j.ResourceVersion, j.Status.Succeeded))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// writersOf lists the field managers of o with their last write, for a
+// violation's message.
+func writersOf(o client.Object) string {
+	var out []string
+	for _, m := range o.GetManagedFields() {
+		at := ""
+		if m.Time != nil {
+			at = m.Time.UTC().Format(time.RFC3339)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s %s", m.Manager, m.Operation, m.Subresource, at))
+	}
+	return strings.Join(out, ", ")
 }
 
 // hookCompleted: a hook Job for node and round has completed, as of this

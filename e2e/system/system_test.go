@@ -119,8 +119,8 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 			checked = append(checked, fmt.Sprintf("%s at %d revisions", k, v))
 		}
 		sort.Strings(checked)
-		fmt.Fprintf(GinkgoWriter, "invariants: %d revisions replayed (%d deletions seen without their revision); %s\n",
-			rep.revisions, rep.gaps, strings.Join(checked, "; "))
+		fmt.Fprintf(GinkgoWriter, "invariants: %d revisions replayed from resourceVersion %d on (%d deletions seen without their revision); %s\n",
+			rep.revisions, start, rep.gaps, strings.Join(checked, "; "))
 		AddReportEntry("invariants", strings.Join(checked, "\n"))
 		Expect(rep.violations).To(BeEmpty())
 		for _, inv := range []string{"etcd quorum", "workers unavailable", "released after its hook", "update-status never Stalled"} {
@@ -324,6 +324,11 @@ func workersDoneEverywhere(ctx context.Context, g Gomega) {
 	g.Expect(worker).NotTo(BeNil(), "status.pools has the worker pool")
 	g.Expect(worker.CompleteTime).NotTo(BeNil(), "the mcp-tracker's worker pool completion")
 	g.Expect(worker.Nodes.Done).To(Equal(worker.MachineCount))
+	// MUO's worker times are the worker pool's update (its target changes
+	// once in this run): neither node-gate holding the workers nor the
+	// extra capacity joining starts it.
+	g.Expect(uc.Status.History[0].WorkerStartTime).To(Equal(worker.StartTime), "workerStartTime is the worker pool's start")
+	g.Expect(uc.Status.History[0].WorkerCompleteTime).To(Equal(worker.CompleteTime), "workerCompleteTime is the worker pool's completion")
 	us := &updatev1alpha1.UpgradeStatus{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: updatev1alpha1.UpgradeStatusName}, us)).To(Succeed())
 	pools := map[string]updatev1alpha1.PoolAssessment{}
