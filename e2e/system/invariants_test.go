@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,7 +16,11 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -37,9 +43,13 @@ import (
 // released" is a comparison of two revisions, not of two moments a poller
 // happened to look. A watch that breaks (the apiserver restarts) resumes,
 // and one whose resourceVersion expired (410 Gone) lists again; the list's
-// objects carry their own revisions, so they slot in where they belong.
-// Only a deletion that happened while a watch was down is seen without its
-// revision (gaps counts those).
+// objects carry their own revisions, so they slot in where they belong. What
+// a list cannot give is the revisions an object went through between the
+// watch's last event and the list: for that stretch (a blind window, one
+// per kind and relist) the replay's view of the kind may be behind the
+// cluster's, and a check that needs it there is counted as undecided, not
+// passed or failed. A deletion that happened while a watch was down is seen
+// without its revision (gaps counts those).
 
 // revision is one state of one object.
 type revision struct {
@@ -48,12 +58,32 @@ type revision struct {
 	obj       client.Object // nil when deleted
 }
 
+// blind is a stretch of revisions (from, to] in which the recorder may have
+// missed revisions of kind: its watch had ended, and the list that followed
+// gave each object's last revision only.
+type blind struct {
+	kind     string
+	from, to int64
+}
+
 // recorder collects every revision of the kinds the invariants read.
 type recorder struct {
 	mu   sync.Mutex
 	seen map[string]bool
 	revs []revision
 	gaps int
+	// blinds are the relists' blind windows; listed says which kinds were
+	// listed once already, last the highest revision recorded by kind.
+	blinds []blind
+	listed map[string]bool
+	last   map[string]int64
+}
+
+// recording is what the recorder saw, in resourceVersion order.
+type recording struct {
+	revs   []revision
+	gaps   int
+	blinds []blind
 }
 
 // recordedKinds are the kinds the invariants read.
@@ -71,11 +101,15 @@ var recordedKinds = map[string]client.Object{
 // startRecorder watches the recorded kinds as the cluster admin until ctx
 // ends.
 func startRecorder(ctx context.Context, cfg *rest.Config) (*recorder, error) {
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New()})
+	r := &recorder{seen: map[string]bool{}, listed: map[string]bool{}, last: map[string]int64{}}
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New(),
+		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+			kind := reflect.TypeOf(obj).Elem().Name()
+			return toolscache.NewSharedIndexInformer(&listWatcher{ListerWatcher: lw, kind: kind, rec: r}, obj, resync, idx)
+		}})
 	if err != nil {
 		return nil, err
 	}
-	r := &recorder{seen: map[string]bool{}}
 	for kind, obj := range recordedKinds {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
@@ -119,6 +153,7 @@ func (r *recorder) record(kind string, o any, deleted bool) {
 		return // a relist delivers what the watch already had
 	}
 	r.seen[id] = true
+	r.last[kind] = max(r.last[kind], rv)
 	rev := revision{kind: kind, key: keyOf(obj), rv: rv}
 	if !deleted {
 		rev.obj = obj.DeepCopyObject().(client.Object)
@@ -126,15 +161,72 @@ func (r *recorder) record(kind string, o any, deleted bool) {
 	r.revs = append(r.revs, rev)
 }
 
+// listWatcher is the recorder's informers' ListerWatcher: it tells the
+// recorder of every list, so that a list after the first (a relist, after a
+// watch expired) opens no gap unseen. It says it cannot stream lists (the
+// watch-list protocol), so that the reflector lists with List, whose
+// result carries the list's resourceVersion.
+type listWatcher struct {
+	toolscache.ListerWatcher
+	kind string
+	rec  *recorder
+}
+
+func (l *listWatcher) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (l *listWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), opts)
+}
+
+func (l *listWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	list, err := toolscache.ToListerWatcherWithContext(l.ListerWatcher).ListWithContext(ctx, opts)
+	if err != nil || opts.Continue != "" {
+		return list, err // a later page of the same list
+	}
+	if lm, err := meta.ListAccessor(list); err == nil {
+		l.rec.listedAt(l.kind, opts.ResourceVersion, lm.GetResourceVersion())
+	}
+	return list, nil
+}
+
+func (l *listWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return toolscache.ToListerWatcherWithContext(l.ListerWatcher).WatchWithContext(ctx, opts)
+}
+
+// listedAt records a list of kind at resourceVersion to. After the first,
+// a list is a relist: what kind went through since the reflector's last
+// synced revision (from, which it lists from), or else since the last one
+// recorded, is a blind window.
+func (r *recorder) listedAt(kind, from, to string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.listed[kind] {
+		r.listed[kind] = true
+		return
+	}
+	end, err := strconv.ParseInt(to, 10, 64)
+	if err != nil {
+		return
+	}
+	begin, err := strconv.ParseInt(from, 10, 64)
+	if err != nil || begin == 0 {
+		begin = r.last[kind]
+	}
+	if end > begin {
+		r.blinds = append(r.blinds, blind{kind: kind, from: begin, to: end})
+	}
+}
+
 func keyOf(o client.Object) string {
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()
 }
 
-// ordered returns the revisions in resourceVersion order; those without one
-// (gaps) come last.
-func (r *recorder) ordered() ([]revision, int) {
+// ordered returns what was recorded, the revisions in resourceVersion
+// order; those without one (gaps) come last.
+func (r *recorder) ordered() recording {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	blinds := append([]blind(nil), r.blinds...)
 	out := append([]revision(nil), r.revs...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i].rv, out[j].rv
@@ -143,7 +235,18 @@ func (r *recorder) ordered() ([]revision, int) {
 		}
 		return a < b
 	})
-	return out, r.gaps
+	return recording{revs: out, gaps: r.gaps, blinds: blinds}
+}
+
+// blindAt is the first blind window of one of kinds that holds rv: the
+// recorded state of that kind at rv may be behind the cluster's.
+func (rec recording) blindAt(rv int64, kinds ...string) *blind {
+	for i, b := range rec.blinds {
+		if rv > b.from && rv <= b.to && slices.Contains(kinds, b.kind) {
+			return &rec.blinds[i]
+		}
+	}
+	return nil
 }
 
 // world is the cluster as of one revision during the replay.
@@ -165,10 +268,12 @@ func (w world) apply(rev revision) (prev client.Object) {
 }
 
 // report is what the replay found: violations, and how many revisions each
-// invariant was checked at (a check that never ran proves nothing).
+// invariant was checked at (a check that never ran proves nothing), or could
+// not be decided at (the state it needs fell in a blind window).
 type report struct {
 	violations []string
 	checked    map[string]int
+	undecided  map[string]int
 	// Side effects counted for the duplicate checks.
 	hookJobs        map[string][]types.UID // by node and round
 	masterMachines  map[string]types.UID   // created during the run, by name
@@ -185,12 +290,12 @@ func (rep *report) violate(rv int64, format string, args ...any) {
 
 // replay checks every invariant at every revision, from the state before
 // the run (the revisions up to start) on.
-func replay(revs []revision, gaps int, start int64) *report {
-	rep := &report{checked: map[string]int{}, hookJobs: map[string][]types.UID{}, masterMachines: map[string]types.UID{},
-		surgeSets: map[string][]types.UID{}, revisions: len(revs), gaps: gaps}
+func replay(rec recording, start int64) *report {
+	rep := &report{checked: map[string]int{}, undecided: map[string]int{}, hookJobs: map[string][]types.UID{}, masterMachines: map[string]types.UID{},
+		surgeSets: map[string][]types.UID{}, revisions: len(rec.revs), gaps: rec.gaps}
 	w := world{}
 	lastDesired := ""
-	for _, rev := range revs {
+	for _, rev := range rec.revs {
 		prev := w.apply(rev)
 		if rev.rv >= 0 && rev.rv <= start {
 			// The cluster as it was before the run.
@@ -213,8 +318,16 @@ func replay(revs []revision, gaps int, start int64) *report {
 				rep.violate(rev.rv, "%d workers unavailable, more than %d: %s", len(names), maxUnavailable, strings.Join(names, ", "))
 			}
 			if rev.obj != nil && prev != nil && held(prev) && !held(rev.obj) {
-				rep.checked["released after its hook"]++
-				if round := currentRound(w); !hookCompleted(w, rev.obj.GetName(), round) {
+				round := currentRound(w)
+				switch {
+				case hookCompleted(w, rev.obj.GetName(), round):
+					rep.checked["released after its hook"]++
+				case rec.blindAt(rev.rv, "MutexRunConfig", "Job") != nil:
+					// The run's round or the hook's completion may be in
+					// revisions the recorder did not see.
+					rep.undecided["released after its hook"]++
+				default:
+					rep.checked["released after its hook"]++
 					rep.violate(rev.rv, "node %s released with no completed hook Job of round %q (run as of this revision: %s; the node's hook Jobs: %s; the node's writers: %s)",
 						rev.obj.GetName(), round, runState(w), hookJobsOf(w, rev.obj.GetName()), writersOf(rev.obj))
 				}

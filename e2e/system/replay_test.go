@@ -81,12 +81,12 @@ func TestReplayWorkersUnavailable(t *testing.T) {
 		name := "w" + string(rune('a'+i))
 		revs = append(revs, rev("Node", int64(100+i), node(name, false, true, "c2", "c1", "Working", nil)))
 	}
-	if rep := replay(revs, 0, 50); len(rep.violations) != 0 {
+	if rep := replay(recording{revs: revs}, 50); len(rep.violations) != 0 {
 		t.Fatalf("within the limit, got %v", rep.violations)
 	}
 	name := "w" + string(rune('a'+maxUnavailable))
 	revs = append(revs, rev("Node", 200, node(name, false, true, "c2", "c1", "Working", nil)))
-	rep := replay(revs, 0, 50)
+	rep := replay(recording{revs: revs}, 50)
 	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "workers unavailable") {
 		t.Fatalf("one over the limit, got %v", rep.violations)
 	}
@@ -133,12 +133,38 @@ func TestReplayReleasedAfterItsHook(t *testing.T) {
 				revs = append(revs, tc.revs[i])
 			}
 			rec := &recorder{revs: revs}
-			ordered, gaps := rec.ordered()
-			rep := replay(ordered, gaps, 50)
+			rep := replay(rec.ordered(), 50)
 			if got := len(rep.violations) > 0; got != tc.violation {
 				t.Fatalf("violation %t, want %t: %v", got, tc.violation, rep.violations)
 			}
 		})
+	}
+}
+
+// A release whose run or hook Job may be in revisions the recorder missed
+// (a relist after an expired watch) is undecided; once the window closes,
+// the check applies again.
+func TestReplayBlindWindow(t *testing.T) {
+	revs := append(masters(),
+		rev("Node", 10, node("w1", false, true, "c1", "c1", "Done", map[string]string{plan.HoldLabel: "worker"})),
+		rev("Node", 11, node("w2", false, true, "c1", "c1", "Done", map[string]string{plan.HoldLabel: "worker"})),
+		// The run as the relist brought it, at its last revision.
+		rev("MutexRunConfig", 70, runInRound("round-1")),
+		rev("Job", 71, hookJob("j1", "w1", true)),
+		rev("Job", 72, hookJob("j2", "w2", true)),
+		// Released inside the window, before the run's recorded revision.
+		rev("Node", 65, node("w1", false, true, "c1", "c1", "Done", nil)),
+		// Released after it, with its hook done.
+		rev("Node", 80, node("w2", false, true, "c1", "c1", "Done", nil)))
+	rec := &recorder{revs: revs, blinds: []blind{{kind: "MutexRunConfig", from: 60, to: 70}}}
+	rep := replay(rec.ordered(), 50)
+	if len(rep.violations) != 0 || rep.undecided["released after its hook"] != 1 || rep.checked["released after its hook"] != 1 {
+		t.Fatalf("violations %v, undecided %v, checked %v", rep.violations, rep.undecided, rep.checked)
+	}
+	// Without the window, the first release is a violation.
+	rep = replay(recording{revs: rec.ordered().revs}, 50)
+	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "node w1 released") {
+		t.Fatalf("want w1's release reported, got %v", rep.violations)
 	}
 }
 
@@ -160,12 +186,12 @@ func TestReplayEtcdQuorum(t *testing.T) {
 		rev("Node", 60, node("m1", true, false, "c2", "c1", "Rebooting", nil)),
 		// A deletion still held by the etcd hook keeps its member.
 		rev("Machine", 61, machine("mm0", "m0", true, true)))
-	if rep := replay(revs, 0, 50); len(rep.violations) != 0 {
+	if rep := replay(recording{revs: revs}, 50); len(rep.violations) != 0 {
 		t.Fatalf("two members, got %v", rep.violations)
 	}
 	// The hook released while another master reboots: one member left.
 	revs = append(revs, rev("Machine", 62, machine("mm0", "m0", true, false)))
-	rep := replay(revs, 0, 50)
+	rep := replay(recording{revs: revs}, 50)
 	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "1 etcd members") {
 		t.Fatalf("want a quorum violation, got %v", rep.violations)
 	}
@@ -178,7 +204,7 @@ func TestReplayStalledAndDuplicates(t *testing.T) {
 		rev("UpgradeStatus", 60, us),
 		rev("Job", 61, hookJob("first", "w1", true)),
 		rev("Job", 62, hookJob("second", "w1", true)))
-	rep := replay(revs, 0, 50)
+	rep := replay(recording{revs: revs}, 50)
 	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "Update Stalled") {
 		t.Fatalf("want the Stalled report, got %v", rep.violations)
 	}
@@ -196,13 +222,13 @@ func TestReplayControlPlaneWaitsForTheUpdate(t *testing.T) {
 	master := &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "new-master", Namespace: cpmsNamespace,
 		Labels: map[string]string{machineapi.RoleLabel: "master"}}}
 	during := append(masters(), rev("ClusterVersion", 5, cv(configv1.PartialUpdate)), rev("Machine", 60, master))
-	rep := replay(during, 0, 50)
+	rep := replay(recording{revs: during}, 50)
 	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "not Completed") {
 		t.Fatalf("a replacement during the update, got %v", rep.violations)
 	}
 	after := append(masters(), rev("ClusterVersion", 5, cv(configv1.PartialUpdate)),
 		rev("ClusterVersion", 59, cv(configv1.CompletedUpdate)), rev("Machine", 60, master))
-	if rep := replay(after, 0, 50); len(rep.violations) != 0 {
+	if rep := replay(recording{revs: after}, 50); len(rep.violations) != 0 {
 		t.Fatalf("a replacement after the update, got %v", rep.violations)
 	}
 }
@@ -210,7 +236,7 @@ func TestReplayControlPlaneWaitsForTheUpdate(t *testing.T) {
 func TestReplayGatePoolNeverAPool(t *testing.T) {
 	uc := &upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Name: "managed-upgrade-config", Namespace: namespace}}
 	uc.Status.Pools = []upgradev1alpha1.PoolUpdate{{Name: "worker"}, {Name: "worker" + plan.GatePoolSuffix}}
-	rep := replay(append(masters(), rev("UpgradeConfig", 60, uc)), 0, 50)
+	rep := replay(recording{revs: append(masters(), rev("UpgradeConfig", 60, uc))}, 50)
 	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "worker-gate") {
 		t.Fatalf("want the gate pool reported, got %v", rep.violations)
 	}
