@@ -493,12 +493,21 @@ func hookOf(j *batchv1.Job) (node, round string) {
 	return node, round
 }
 
+// runOf is the node-gate run as of this revision (the suite has one); nil
+// before it exists.
+func runOf(w world) *nodegatev1alpha1.MutexRunConfig {
+	for _, o := range w["MutexRunConfig"] {
+		return o.(*nodegatev1alpha1.MutexRunConfig)
+	}
+	return nil
+}
+
 // currentRound is the node-gate run's round (its status.runID) as of this
 // revision; node-gate records it before it creates the round's Jobs or
 // labels.
 func currentRound(w world) string {
-	for _, o := range w["MutexRunConfig"] {
-		return o.(*nodegatev1alpha1.MutexRunConfig).Status.RunID
+	if r := runOf(w); r != nil {
+		return r.Status.RunID
 	}
 	return ""
 }
@@ -506,22 +515,32 @@ func currentRound(w world) string {
 // runState is the node-gate run as of this revision, for a violation's
 // message.
 func runState(w world) string {
-	for _, o := range w["MutexRunConfig"] {
-		r := o.(*nodegatev1alpha1.MutexRunConfig)
-		return fmt.Sprintf("resourceVersion %s, round %q, phase %q, %d node records", r.ResourceVersion, r.Status.RunID, r.Status.Phase, len(r.Status.Nodes))
+	r := runOf(w)
+	if r == nil {
+		return "none"
 	}
-	return "none"
+	return fmt.Sprintf("resourceVersion %s, round %q, phase %q, %d node records", r.ResourceVersion, r.Status.RunID, r.Status.Phase, len(r.Status.Nodes))
+}
+
+// hookJobsFor are node's hook Jobs as of this revision, by the round each
+// ran for.
+func hookJobsFor(w world, node string) map[*batchv1.Job]string {
+	out := map[*batchv1.Job]string{}
+	for _, o := range w["Job"] {
+		j := o.(*batchv1.Job)
+		if n, r := hookOf(j); n == node {
+			out[j] = r
+		}
+	}
+	return out
 }
 
 // hookJobsOf lists node's hook Jobs as of this revision, for a violation's
 // message.
 func hookJobsOf(w world, node string) string {
 	var out []string
-	for _, o := range w["Job"] {
-		j := o.(*batchv1.Job)
-		if n, r := hookOf(j); n == node {
-			out = append(out, fmt.Sprintf("%s (round %q, resourceVersion %s, succeeded %d)", j.Name, r, j.ResourceVersion, j.Status.Succeeded))
-		}
+	for j, r := range hookJobsFor(w, node) {
+		out = append(out, fmt.Sprintf("%s (round %q, resourceVersion %s, succeeded %d)", j.Name, r, j.ResourceVersion, j.Status.Succeeded))
 	}
 	if len(out) == 0 {
 		return "none"
@@ -547,9 +566,8 @@ func writersOf(o client.Object) string {
 // hookCompleted: a hook Job for node and round has completed, as of this
 // revision.
 func hookCompleted(w world, node, round string) bool {
-	for _, o := range w["Job"] {
-		j := o.(*batchv1.Job)
-		if n, r := hookOf(j); n != node || r != round {
+	for j, r := range hookJobsFor(w, node) {
+		if r != round {
 			continue
 		}
 		for _, c := range j.Status.Conditions {
