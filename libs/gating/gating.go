@@ -8,13 +8,17 @@
 // Only the run's own record of what it changed is read (status.pools: the
 // original `paused` value it recorded before pausing a pool, the gate pools
 // it created), never names or labels: a pool that was paused before the run
-// stays its administrator's, since the run gives it back paused.
+// stays its administrator's, since the run gives it back paused. The one
+// exception is a release: node-gate's status follows its node changes, and
+// the mark it leaves on a node it releases (ReleasedAnnotation) is its own
+// record of the release until the status catches up (Run.ReleasedAhead).
 package gating
 
 import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -63,8 +67,13 @@ type Run struct {
 	Stopped *Stop
 	// Waiting is why a run waits rather than releases (a window, the health
 	// gate, the control plane, a refusal): "<reason>: <message>"; empty
-	// when it does not wait.
-	Waiting string
+	// when it does not wait. WaitingReason is its reason alone, which
+	// changes less often than the message (the control plane's progress,
+	// a window's next opening).
+	Waiting, WaitingReason string
+	// RunID identifies the run's current round (status.runID), as its
+	// release marks name it (ReleaseMark).
+	RunID string
 	// Done and Total count the round's nodes as the run's progress column:
 	// completed, and gated (skipped nodes needed no gate).
 	Done, Total int
@@ -146,11 +155,12 @@ func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 			r.Stopped.Message = d.Message
 		}
 	}
+	r.RunID = st.RunID
 	switch st.Phase {
 	case nodegatev1alpha1.RunWaiting:
-		r.Waiting = reasonMessage(meta.FindStatusCondition(st.Conditions, condProgressing))
+		r.Waiting, r.WaitingReason = reasonMessage(meta.FindStatusCondition(st.Conditions, condProgressing))
 	case nodegatev1alpha1.RunBlocked:
-		r.Waiting = reasonMessage(meta.FindStatusCondition(st.Conditions, condBlocked))
+		r.Waiting, r.WaitingReason = reasonMessage(meta.FindStatusCondition(st.Conditions, condBlocked))
 	case nodegatev1alpha1.RunCompleted:
 		if c := meta.FindStatusCondition(st.Conditions, condReady); c != nil && c.Status == metav1.ConditionTrue {
 			r.Finished = c.LastTransitionTime.Time
@@ -163,14 +173,50 @@ func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 // pausing it, so the pause is the run's until it gives the value back.
 func pausedByRun(original *bool) bool { return original != nil && !*original }
 
-func reasonMessage(c *metav1.Condition) string {
+// reasonMessage is "<reason>: <message>" of c, and its reason alone.
+func reasonMessage(c *metav1.Condition) (string, string) {
 	switch {
 	case c == nil:
-		return ""
+		return "", ""
 	case c.Message == "":
-		return c.Reason
+		return c.Reason, c.Reason
 	case c.Reason == "":
-		return c.Message
+		return c.Message, ""
 	}
-	return c.Reason + ": " + c.Message
+	return c.Reason + ": " + c.Message, c.Reason
+}
+
+// What node-gate puts on the nodes it gates. A run's status is written
+// after the node changes it records, and coalesced (at most once a second
+// while nothing but progress changes), so a reader that must not be behind
+// a release reads the node as well.
+const (
+	// HoldLabel on a node holds it in its source pool's paused gate pool,
+	// which selects it by this label (the value is the source pool's
+	// name), until node-gate releases it by removing the label.
+	HoldLabel = "nodegate.upshift.io/held-from"
+	// ReleasedAnnotation marks a node node-gate released, in the same
+	// patch that removes its hold label, with ReleaseMark of the round and
+	// the target the node's pre-update hooks ran for. Someone else's
+	// removal of the label leaves no such mark. It stays on the node (the
+	// next release overwrites it).
+	ReleasedAnnotation = "nodegate.upshift.io/released-for"
+)
+
+// ReleaseMark is ReleasedAnnotation's value for a release in round runID
+// of a node whose pre-update hooks ran for target.
+func ReleaseMark(runID, target string) string { return runID + "/" + target }
+
+// ReleasedAhead says whether the run released the node of rec although
+// rec, still waiting for its turn or in its pre-update hooks, does not say
+// so yet: the node is out of the gate pool (no hold label) and carries this
+// round's release mark for the target rec's hooks ran for.
+func (r Run) ReleasedAhead(rec *nodegatev1alpha1.NodeRecord, node *corev1.Node) bool {
+	if rec.Phase != nodegatev1alpha1.NodePending && rec.Phase != nodegatev1alpha1.NodePreHooks {
+		return false
+	}
+	if node == nil || node.Labels[HoldLabel] != "" || r.RunID == "" || rec.HooksTarget == "" {
+		return false
+	}
+	return node.Annotations[ReleasedAnnotation] == ReleaseMark(r.RunID, rec.HooksTarget)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
@@ -43,10 +44,11 @@ func TestRead(t *testing.T) {
 			Stopped: &Stop{Reason: "HookFailed", Message: "node w-1: hook r/backup failed"}}},
 		{"waiting for the control plane", nodegatev1alpha1.MutexRunConfigStatus{
 			Phase:      nodegatev1alpha1.RunWaiting,
+			RunID:      "r-2",
 			Pools:      []nodegatev1alpha1.PoolRecord{{Name: "worker", OriginalPaused: &f}},
 			Conditions: []metav1.Condition{cond("Progressing", "False", "ControlPlaneUpdating", "the control plane is updating")},
-		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{},
-			Waiting: "ControlPlaneUpdating: the control plane is updating"}},
+		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{}, RunID: "r-2",
+			Waiting: "ControlPlaneUpdating: the control plane is updating", WaitingReason: "ControlPlaneUpdating"}},
 		{"finished: nothing held, the end known", nodegatev1alpha1.MutexRunConfigStatus{
 			Phase:      nodegatev1alpha1.RunCompleted,
 			Pools:      []nodegatev1alpha1.PoolRecord{{Name: "worker"}},
@@ -98,5 +100,39 @@ func TestDrainOwner(t *testing.T) {
 		if got := map[bool]string{true: r.Key()}[ok]; got != want {
 			t.Errorf("owner of %s: %q, want %q", node, got, want)
 		}
+	}
+}
+
+func TestReleasedAhead(t *testing.T) {
+	run := Run{RunID: "r-2"}
+	rec := func(phase nodegatev1alpha1.NodePhase, target string) *nodegatev1alpha1.NodeRecord {
+		return &nodegatev1alpha1.NodeRecord{Name: "w-1", Phase: phase, HooksTarget: target}
+	}
+	node := func(labels, annotations map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w-1", Labels: labels, Annotations: annotations}}
+	}
+	marked := map[string]string{ReleasedAnnotation: ReleaseMark("r-2", "rendered-new")}
+	for _, tc := range []struct {
+		name string
+		run  Run
+		rec  *nodegatev1alpha1.NodeRecord
+		node *corev1.Node
+		want bool
+	}{
+		{"hooks done, out of the gate pool, marked", run, rec(nodegatev1alpha1.NodePreHooks, "rendered-new"), node(nil, marked), true},
+		{"still pending, marked", run, rec(nodegatev1alpha1.NodePending, "rendered-new"), node(nil, marked), true},
+		{"the status says released already", run, rec(nodegatev1alpha1.NodeReleased, "rendered-new"), node(nil, marked), false},
+		{"held again", run, rec(nodegatev1alpha1.NodePreHooks, "rendered-new"), node(map[string]string{HoldLabel: "worker"}, marked), false},
+		{"no mark", run, rec(nodegatev1alpha1.NodePreHooks, "rendered-new"), node(nil, nil), false},
+		{"another round's mark", Run{RunID: "r-3"}, rec(nodegatev1alpha1.NodePreHooks, "rendered-new"), node(nil, marked), false},
+		{"hooks for another target", run, rec(nodegatev1alpha1.NodePreHooks, "rendered-newer"), node(nil, marked), false},
+		{"no target recorded", run, rec(nodegatev1alpha1.NodePreHooks, ""), node(nil, marked), false},
+		{"no node", run, rec(nodegatev1alpha1.NodePreHooks, "rendered-new"), nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.run.ReleasedAhead(tc.rec, tc.node); got != tc.want {
+				t.Errorf("ReleasedAhead = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

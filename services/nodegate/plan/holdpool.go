@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
 )
 
 // holdsInGatePool: the run parks its nodes in paused gate pools (no canary).
@@ -42,7 +43,7 @@ func (p *planner) mustHold(n *corev1.Node, s string, active, hold bool) bool {
 
 // releaseMark is ReleasedAnnotation's value for a release in this round for
 // target.
-func (p *planner) releaseMark(target string) string { return p.st.RunID + "/" + target }
+func (p *planner) releaseMark(target string) string { return gating.ReleaseMark(p.st.RunID, target) }
 
 // releasedUnrecorded: node-gate released r's node in a pass whose status
 // write was lost (a restart between the label patch and the status write).

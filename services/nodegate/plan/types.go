@@ -46,6 +46,7 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
 	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
@@ -53,20 +54,23 @@ import (
 const (
 	// HoldLabel on a node keeps it in the (paused) gate pool of the source
 	// pool named by its value until node-gate releases it, by removing the
-	// label, back into its source pool, which the MCO updates.
-	HoldLabel = "nodegate.upshift.io/held-from"
+	// label, back into its source pool, which the MCO updates. (Defined in
+	// libs/gating, with ReleasedAnnotation: other components read both.)
+	HoldLabel = gating.HoldLabel
 	// ReleaseLabel on a node moves it into the canary pool of a run that
 	// names one (the mutex operator's model); its value is the source pool.
 	ReleaseLabel = "nodegate.upshift.io/released-from"
 	// ReleasedAnnotation on a node says which round released it, for which
-	// target: "<runID>/<rendered config>", set by the same patch that
-	// removes its hold label. It is how a pass knows its own release when
-	// the status write of the pass that made it was lost (a restart in
-	// between): the record still says the node waits, the node is out of
-	// the gate pool, and the MCO may have updated it already. Someone
-	// else's removal of the label leaves no such mark. It stays on the node
-	// (the next release overwrites it).
-	ReleasedAnnotation = "nodegate.upshift.io/released-for"
+	// target: "<runID>/<rendered config>" (gating.ReleaseMark), set by the
+	// same patch that removes its hold label. It is how a pass knows its
+	// own release when the status write of the pass that made it was lost
+	// (a restart in between): the record still says the node waits, the
+	// node is out of the gate pool, and the MCO may have updated it
+	// already. Someone else's removal of the label leaves no such mark. It
+	// stays on the node (the next release overwrites it). The
+	// update-status-controller reads it too, so as not to report a released
+	// node as waiting while the run's status is behind.
+	ReleasedAnnotation = gating.ReleasedAnnotation
 	// GatePoolLabel marks a gate pool node-gate created, with the source pool's name.
 	GatePoolLabel = "nodegate.upshift.io/gate-for"
 	// RunLabel on hook Jobs holds RunKey of the run that created them.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/gating"
@@ -129,30 +131,47 @@ func (r *gateRun) progress() string {
 
 // nodeMessage says what a run holds a node (not updated, not updating) of
 // pool for; empty when no run holds it.
-func (g gateSet) nodeMessage(node, pool string) string {
-	if n, ok := g.nodes[node]; ok {
-		return n.run.nodeMessage(n.rec)
+func (g gateSet) nodeMessage(node *corev1.Node, pool string) string {
+	if n, ok := g.nodes[node.Name]; ok {
+		return n.run.nodeMessage(n.rec, node)
 	}
-	if r := g.heldBy(pool); r != nil && !g.recorded[node] {
-		return r.nodeMessage(nil)
+	if r := g.heldBy(pool); r != nil && !g.recorded[node.Name] {
+		return r.nodeMessage(nil, node)
 	}
 	return ""
 }
 
 // nodeMessage says what a held node waits for. rec is nil for a node of a
 // held pool that the run has no record of yet (it is added on its next pass).
-func (r *gateRun) nodeMessage(rec *nodegatev1alpha1.NodeRecord) string {
+//
+// While the run waits, its nodes say for what by the reason alone: the
+// message, in the run's health insight, changes as the control plane
+// progresses, and every change would rewrite the insight of every node
+// the run holds.
+func (r *gateRun) nodeMessage(rec *nodegatev1alpha1.NodeRecord, node *corev1.Node) string {
 	prefix := fmt.Sprintf("Gated by node-gate run %s", r.key)
 	if r.Stopped != nil {
 		return fmt.Sprintf("%s, which is paused (%s): %s", prefix, r.Stopped.Reason, r.Stopped.Message)
 	}
+	waiting := r.WaitingReason
+	if waiting == "" {
+		waiting = r.Waiting
+	}
 	if rec == nil {
-		if r.Waiting != "" {
-			return fmt.Sprintf("%s: waiting: %s", prefix, r.Waiting)
+		if waiting != "" {
+			return fmt.Sprintf("%s: waiting: %s", prefix, waiting)
 		}
 		return prefix + ": not yet planned"
 	}
-	switch rec.Phase {
+	phase := rec.Phase
+	if r.ReleasedAhead(rec, node) {
+		// The run's status, written after the release, does not say so
+		// yet. Reporting the record would show the node waiting for a
+		// hook it passed, then rewrite its insight once the status caught
+		// up.
+		phase = nodegatev1alpha1.NodeReleased
+	}
+	switch phase {
 	case nodegatev1alpha1.NodePreHooks:
 		if h := currentHook(rec); h != nil {
 			return fmt.Sprintf("%s: pre-update hook %s of rule %s %s", prefix, h.Name, h.Rule, strings.ToLower(string(h.Phase)))
@@ -165,8 +184,8 @@ func (r *gateRun) nodeMessage(rec *nodegatev1alpha1.NodeRecord) string {
 	case nodegatev1alpha1.NodeFailed:
 		return fmt.Sprintf("%s: a hook failed: %s", prefix, rec.LastError)
 	}
-	if r.Waiting != "" {
-		return fmt.Sprintf("%s: waiting: %s", prefix, r.Waiting)
+	if waiting != "" {
+		return fmt.Sprintf("%s: waiting: %s", prefix, waiting)
 	}
 	// Not the run's progress: a message that changed with every node the
 	// run completes would rewrite every waiting node's insight each time

@@ -9,6 +9,7 @@ import (
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
 )
 
 // gatedSnapshot is baseSnapshot during a node-gate run that paused the
@@ -198,8 +199,100 @@ func TestWaitingRunSaysWhy(t *testing.T) {
 		h.Impact.Summary != "Pools 'worker' are gated by node-gate run db/workers; waiting: ControlPlaneUpdating: the control plane is updating to 4.18.1" {
 		t.Errorf("gating insight = %+v", h)
 	}
-	if n := nodeInsight(r, "worker-3"); n.Message != "Gated by node-gate run db/workers: waiting: ControlPlaneUpdating: the control plane is updating to 4.18.1" {
+	// A node says why by the reason alone: the message is the health
+	// insight's, and its changes must not rewrite every held node.
+	if n := nodeInsight(r, "worker-3"); n.Message != "Gated by node-gate run db/workers: waiting: ControlPlaneUpdating" {
 		t.Errorf("worker-3 message = %q", n.Message)
+	}
+	st.Conditions[0].Message = "an update to 4.18.1 is requested and the control plane has not finished it"
+	if n := nodeInsight(mustAssess(t, s), "worker-3"); n.Message != "Gated by node-gate run db/workers: waiting: ControlPlaneUpdating" {
+		t.Errorf("worker-3 message after the run's message changed = %q", n.Message)
+	}
+}
+
+// heldSnapshot is baseSnapshot during a node-gate run that holds the
+// worker pool's nodes in its paused gate pool worker-gate (the hold label)
+// while worker runs: worker-2's pre-update hooks ran for w-new, and
+// node-gate has just released it (label removed, release mark set), but
+// the run's status, written after the release, still says PreHooks.
+func heldSnapshot() Snapshot {
+	s := baseSnapshot()
+	gate := pool("worker-gate", "worker", "w-old", true)
+	gate.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{gating.HoldLabel: "worker"}}
+	s.MachineConfigPools = append(s.MachineConfigPools, gate)
+	held := func(n *corev1.Node) { n.Labels[gating.HoldLabel] = "worker" }
+	s.Nodes = []*corev1.Node{
+		node("master-0", "master", "m-new", "m-new", "Done"),
+		node("worker-0", "worker", "w-new", "w-new", "Done"),
+		node("worker-2", "worker", "w-old", "w-old", "Done", annotate(gating.ReleasedAnnotation, "round-2/w-new")),
+		node("worker-3", "worker", "w-old", "w-old", "Done", held),
+	}
+	truth, falsity := true, false
+	run := nodegatev1alpha1.MutexRunConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "workers"}}
+	run.Status = nodegatev1alpha1.MutexRunConfigStatus{
+		Phase: nodegatev1alpha1.RunProgressing,
+		RunID: "round-2",
+		Pools: []nodegatev1alpha1.PoolRecord{{Name: "worker", GatePool: "worker-gate", GatePoolCreated: true,
+			TargetConfig: "w-new", OriginalPaused: &falsity, OriginalGatePaused: &truth}},
+		Summary: nodegatev1alpha1.Summary{Total: 3, Succeeded: 1, InProgress: 1, Pending: 1},
+		Nodes: []nodegatev1alpha1.NodeRecord{
+			{Name: "worker-0", Pool: "worker", Phase: nodegatev1alpha1.NodeCompleted},
+			{Name: "worker-2", Pool: "worker", Phase: nodegatev1alpha1.NodePreHooks, HooksTarget: "w-new", Hooks: []nodegatev1alpha1.HookRecord{
+				{Rule: "db-rule", Name: "job", Stage: nodegatev1alpha1.StagePre, Phase: nodegatev1alpha1.HookSucceeded},
+			}},
+			{Name: "worker-3", Pool: "worker", Phase: nodegatev1alpha1.NodePending},
+		},
+	}
+	s.NodeGateRuns = []nodegatev1alpha1.MutexRunConfig{run}
+	return s
+}
+
+// A node node-gate released is reported released as soon as the node shows
+// it (no hold label, this round's release mark for the target its hooks ran
+// for), not as waiting for its hooks until the run's status catches up,
+// which would also rewrite its insight twice. A node without the mark was
+// released by someone else, and says what its record says.
+func TestReleasedNodeIsReportedBeforeTheRunStatusSaysSo(t *testing.T) {
+	const released = "Gated by node-gate run db/workers: released, waiting for the machine-config operator"
+	const hooksDone = "Gated by node-gate run db/workers: pre-update hooks done, waiting for its turn"
+	for _, tc := range []struct {
+		name   string
+		change func(s *Snapshot)
+		want   string
+	}{
+		{"marked by this round", func(*Snapshot) {}, released},
+		{"the status caught up", func(s *Snapshot) {
+			s.NodeGateRuns[0].Status.Nodes[1].Phase = nodegatev1alpha1.NodeReleased
+		}, released},
+		{"no mark: someone else removed the label", func(s *Snapshot) {
+			delete(s.Nodes[2].Annotations, gating.ReleasedAnnotation)
+		}, hooksDone},
+		{"the mark of an earlier round", func(s *Snapshot) {
+			s.Nodes[2].Annotations[gating.ReleasedAnnotation] = "round-1/w-new"
+		}, hooksDone},
+		{"the mark of another target: hooks ran again since", func(s *Snapshot) {
+			s.NodeGateRuns[0].Status.Nodes[1].HooksTarget = "w-newer"
+		}, hooksDone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := heldSnapshot()
+			tc.change(&s)
+			r := mustAssess(t, s)
+			n := nodeInsight(r, "worker-2")
+			if n == nil {
+				t.Fatal("no insight for worker-2")
+			}
+			if n.Message != tc.want {
+				t.Errorf("message = %q, want %q", n.Message, tc.want)
+			}
+			// Out of the gate pool, the node waits in its running pool.
+			if got := cond(n.Conditions, "Updating"); got.Reason != "Pending" || n.PoolResource.Name != "worker" {
+				t.Errorf("Updating reason %s in pool %s, want Pending in worker", got.Reason, n.PoolResource.Name)
+			}
+			if h := nodeInsight(r, "worker-3"); h == nil || cond(h.Conditions, "Updating").Reason != "Gated" {
+				t.Errorf("worker-3, held, = %+v, want Gated", h)
+			}
+		})
 	}
 }
 

@@ -149,7 +149,7 @@ func assessNode(node *corev1.Node, pool *mcfgv1.MachineConfigPool, versions map[
 	}
 
 	if !st.updated && !st.updating {
-		st.gate = gates.nodeMessage(node.Name, pool.Name)
+		st.gate = gates.nodeMessage(node, pool.Name)
 	}
 
 	st.estimate = phaseEstimate(st.phase)
