@@ -70,6 +70,11 @@ type Alert struct {
 // Name is the alert's alertname label.
 func (a Alert) Name() string { return a.Labels["alertname"] }
 
+// Recheck is how soon a reader whose decision the alerts block reads them
+// again. Alerts change without any Kubernetes event to wake a controller,
+// and Prometheus evaluates the platform's alerting rules every 30 seconds.
+const Recheck = 30 * time.Second
+
 // DefaultTimeout bounds a read when Config.Timeout is zero.
 const DefaultTimeout = 5 * time.Second
 

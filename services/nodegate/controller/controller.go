@@ -81,6 +81,9 @@ type Reconciler struct {
 	// Alerts serves runs with a health gate; nil makes such runs wait
 	// (fail closed) with the reason in status.
 	Alerts alerts.Client
+	// health keeps the last read of the alerts (and the maintenance
+	// silences) for the passes that follow: every Node event makes a pass.
+	health alerts.Reads[healthRead]
 	// JobPlaces and GatedPools bound what runs may use (see plan.Input);
 	// empty GatedPools: any pool.
 	JobPlaces  plan.JobPlaces
@@ -380,11 +383,26 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 		if r.Alerts == nil {
 			in.AlertsErr = errors.New("node-gate runs without an alert source (--alerts-url)")
 		} else {
-			in.Alerts, in.AlertsErr = r.Alerts.Alerts(ctx)
-			in.MaintenanceSilences, in.AlertsErr = r.maintenanceSilences(ctx, in.Alerts, in.AlertsErr)
+			h, err := r.health.Get(ctx, r.Clock, nil, r.readHealth)
+			in.Alerts, in.MaintenanceSilences, in.AlertsErr = h.alerts, h.maintenance, err
 		}
 	}
 	return in, nil
+}
+
+// healthRead is what a health gate decides on, as read at one time.
+type healthRead struct {
+	alerts      []alerts.Alert
+	maintenance map[string]bool
+}
+
+// readHealth reads the alerts and, when one is suppressed, the
+// upgrade-scheduler's silences. The passes share it (Reconciler.health):
+// the planner reads its inputs, never writes them.
+func (r *Reconciler) readHealth(ctx context.Context) (healthRead, error) {
+	as, err := r.Alerts.Alerts(ctx)
+	ms, err := r.maintenanceSilences(ctx, as, err)
+	return healthRead{alerts: as, maintenance: ms}, err
 }
 
 // maintenanceSilences reads the upgrade-scheduler's silences when an alert

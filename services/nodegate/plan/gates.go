@@ -46,13 +46,21 @@ func (p *planner) gates(cvUpdating, hold bool, holdMsg string) {
 	if g := p.run.Spec.HealthGate; g != nil {
 		if p.in.AlertsErr != nil {
 			p.waitReason, p.waitMessage = ReasonAlertsUnavailable, "cannot read alerts: "+p.in.AlertsErr.Error()
+			p.wake(alertsRecheck)
 			return
 		}
 		if names := blockingAlerts(g, p.in.Alerts, p.in.MaintenanceSilences); len(names) > 0 {
 			p.waitReason, p.waitMessage = ReasonAlertsFiring, "alerts active: "+strings.Join(names, ", ")
+			p.wake(alertsRecheck)
 		}
 	}
 }
+
+// alertsRecheck is how soon a run whose health gate is closed reads the
+// alerts again (libs/alerts.Recheck). Alerts have no watch: without it the
+// run would look again only when something it watches changes, and a gated
+// cluster whose updating nodes have finished may not change for hours.
+const alertsRecheck = alerts.Recheck
 
 // blockingAlerts are the names of the alerts that close the health gate:
 // firing (or pending, when the gate says so), named by the gate and not

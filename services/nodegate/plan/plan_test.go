@@ -696,6 +696,11 @@ func TestStartGates(t *testing.T) {
 			if c.Reason != tc.reason {
 				t.Fatalf("Progressing %+v", c)
 			}
+			// Alerts have no watch: a gate they close is read again
+			// in its time, not only when something else changes.
+			if alertsGate := tc.reason == ReasonAlertsFiring || tc.reason == ReasonAlertsUnavailable; alertsGate && w.last.RequeueAfter != alertsRecheck {
+				t.Fatalf("requeue %v, want %v", w.last.RequeueAfter, alertsRecheck)
+			}
 		})
 	}
 	// The window gives a requeue at its opening: Saturday 22:00.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -21,34 +22,25 @@ const alertReads = 3
 // criticalAlerts reads the firing alerts, a few times if the source does not
 // answer, and selects the critical ones. Unreachable: the result carries the
 // error, and the health check fails closed with "metrics unavailable".
+//
+// Every reconcile plans, and reconciles come in bursts (node events): one
+// read serves them for alerts.FreshRead, and callers during a read wait for
+// it (alerts.Reads). A failed read is kept for the whole recheck interval:
+// each one costs up to alertReads × timeout with the source down, and
+// repeating it every alerts.FreshRead would slow every reconcile by that
+// much. The check fails closed ("metrics unavailable") meanwhile, and the
+// failing health step looks again after AlertsRecheck. A read serves the
+// configuration it selected for only.
 func (r *Reconciler) criticalAlerts(ctx context.Context, cfg *config.Config) *plan.AlertsResult {
-	// Every reconcile plans, and reconciles come in bursts (node events):
-	// one read serves them for alertsFresh.
-	// The lock is held through the read so that a burst waits for one read
-	// instead of sending one each.
-	r.alertsMu.Lock()
-	defer r.alertsMu.Unlock()
-	if r.alertsRead != nil && r.alertsCfg == cfg {
-		// A failed read is kept for the whole recheck interval: each one
-		// costs up to alertReads × timeout with the source down, and
-		// repeating it every alertsFresh would slow every reconcile by that
-		// much. The check fails closed ("metrics unavailable") meanwhile,
-		// and the failing health step looks again after AlertsRecheck.
-		keep := alertsFresh
-		if r.alertsRead.Err != "" {
-			keep = plan.AlertsRecheck
+	res, _ := r.alertsReads.Get(ctx, r.Clock, cfg, func(ctx context.Context) (*plan.AlertsResult, error) {
+		res := r.readCriticalAlerts(ctx, cfg)
+		if res.Err != "" {
+			return res, errors.New(res.Err)
 		}
-		if r.Clock.Since(r.alertsAt) < keep {
-			return r.alertsRead
-		}
-	}
-	res := r.readCriticalAlerts(ctx, cfg)
-	r.alertsRead, r.alertsAt, r.alertsCfg = res, r.Clock.Now(), cfg
+		return res, nil
+	})
 	return res
 }
-
-// alertsFresh is how long one successful alerts read serves the plans.
-const alertsFresh = 5 * time.Second
 
 func (r *Reconciler) readCriticalAlerts(ctx context.Context, cfg *config.Config) *plan.AlertsResult {
 	var err error

@@ -50,9 +50,9 @@ func TestCriticalAlertsKeepsAFailedReadForTheRecheckInterval(t *testing.T) {
 	if _, n := read(0); n != alertReads {
 		t.Fatalf("first read sent %d requests, want %d (the bounded retries)", n, alertReads)
 	}
-	// Reconciles within the recheck interval: past alertsFresh (the
+	// Reconciles within the recheck interval: past alerts.FreshRead (the
 	// lifetime of a good read) and up to just before the interval ends.
-	for _, at := range []time.Duration{time.Second, alertsFresh, 2 * alertsFresh, plan.AlertsRecheck - time.Millisecond} {
+	for _, at := range []time.Duration{time.Second, alerts.FreshRead, 2 * alerts.FreshRead, plan.AlertsRecheck - time.Millisecond} {
 		clk.SetTime(start.Add(at))
 		if res, n := read(at); n != 0 {
 			t.Fatalf("at +%v: %d requests to an Alertmanager known down (%s)", at, n, res.Err)
@@ -64,7 +64,7 @@ func TestCriticalAlertsKeepsAFailedReadForTheRecheckInterval(t *testing.T) {
 	}
 }
 
-// A good read still serves for alertsFresh only: firing alerts must show up
+// A good read still serves for alerts.FreshRead only: firing alerts must show up
 // within seconds.
 func TestCriticalAlertsKeepsAGoodReadBriefly(t *testing.T) {
 	var requests atomic.Int32
@@ -92,7 +92,7 @@ func TestCriticalAlertsKeepsAGoodReadBriefly(t *testing.T) {
 	for i, step := range []struct {
 		advance time.Duration
 		want    int32
-	}{{0, 1}, {alertsFresh - time.Millisecond, 1}, {time.Millisecond, 2}} {
+	}{{0, 1}, {alerts.FreshRead - time.Millisecond, 1}, {time.Millisecond, 2}} {
 		clk.Step(step.advance)
 		if res := r.criticalAlerts(ctx, cfg); res == nil || res.Err != "" {
 			t.Fatalf("read %d: %+v", i, res)

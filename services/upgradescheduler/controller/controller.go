@@ -89,10 +89,8 @@ type Reconciler struct {
 	// would decide (and apply) again what the last one did.
 	expect ownwrite.Expectations
 
-	alertsMu   sync.Mutex
-	alertsRead *plan.AlertsResult
-	alertsAt   time.Time
-	alertsCfg  *config.Config
+	// alertsReads keeps the last critical-alerts read (criticalAlerts).
+	alertsReads alerts.Reads[*plan.AlertsResult]
 
 	// pdbNodes are the nodes of the pods of the blocking budgets.
 	pdbNodes pdbNodes

@@ -32,11 +32,11 @@ type Silences struct {
 	Wanted []silence.Want
 }
 
-// AlertsRecheck is how soon a failing critical-alerts check looks again:
-// alerts change without any Kubernetes event. The reconciler keeps a failed
-// alerts read for as long, so that an unreachable source costs one read per
-// recheck rather than one per reconcile.
-const AlertsRecheck = 30 * time.Second
+// AlertsRecheck is how soon a failing critical-alerts check looks again
+// (libs/alerts.Recheck: alerts change without any Kubernetes event). The
+// reconciler keeps a failed alerts read for as long, so that an unreachable
+// source costs one read per recheck rather than one per reconcile.
+const AlertsRecheck = alerts.Recheck
 
 // purposesOf are the leases each silence step creates and removes.
 func purposesOf(scope string) []silence.Purpose {
