@@ -207,16 +207,23 @@ const (
 // of a node whose pre-update hooks ran for target.
 func ReleaseMark(runID, target string) string { return runID + "/" + target }
 
+// MarkedReleased says whether node-gate released node in round runID for
+// target: the node is out of the gate pool (no hold label) and carries that
+// release's mark. Someone else's removal of the label leaves no mark.
+func MarkedReleased(node *corev1.Node, runID, target string) bool {
+	if node == nil || node.Labels[HoldLabel] != "" || runID == "" || target == "" {
+		return false
+	}
+	return node.Annotations[ReleasedAnnotation] == ReleaseMark(runID, target)
+}
+
 // ReleasedAhead says whether the run released the node of rec although
 // rec, still waiting for its turn or in its pre-update hooks, does not say
-// so yet: the node is out of the gate pool (no hold label) and carries this
-// round's release mark for the target rec's hooks ran for.
+// so yet: the node is marked released this round for the target rec's
+// hooks ran for.
 func (r Run) ReleasedAhead(rec *nodegatev1alpha1.NodeRecord, node *corev1.Node) bool {
 	if rec.Phase != nodegatev1alpha1.NodePending && rec.Phase != nodegatev1alpha1.NodePreHooks {
 		return false
 	}
-	if node == nil || node.Labels[HoldLabel] != "" || r.RunID == "" || rec.HooksTarget == "" {
-		return false
-	}
-	return node.Annotations[ReleasedAnnotation] == ReleaseMark(r.RunID, rec.HooksTarget)
+	return MarkedReleased(node, r.RunID, rec.HooksTarget)
 }

@@ -55,15 +55,11 @@ func (p *planner) releasedUnrecorded(r *nodegatev1alpha1.NodeRecord) bool {
 	if !p.holdsInGatePool() || (r.Phase != nodegatev1alpha1.NodePending && r.Phase != nodegatev1alpha1.NodePreHooks) {
 		return false
 	}
-	n := p.nodes[r.Name]
-	if n == nil || n.Labels[HoldLabel] != "" {
-		return false
-	}
 	target := r.HooksTarget
 	if target == "" {
 		target = p.updateTarget(r.Pool)
 	}
-	return target != "" && p.st.RunID != "" && n.Annotations[ReleasedAnnotation] == p.releaseMark(target)
+	return gating.MarkedReleased(p.nodes[r.Name], p.st.RunID, target)
 }
 
 // holdNodes labels every node that must be held and removes the label from
