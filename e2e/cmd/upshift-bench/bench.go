@@ -147,6 +147,17 @@ func percentiles(ds []time.Duration) [3]time.Duration {
 	return [3]time.Duration{at(0.50), at(0.99), s[len(s)-1].Round(time.Millisecond)}
 }
 
+// countOver counts the durations longer than limit.
+func countOver(ds []time.Duration, limit time.Duration) int {
+	n := 0
+	for _, d := range ds {
+		if d > limit {
+			n++
+		}
+	}
+	return n
+}
+
 // writeProbe times one small write (a merge patch of a ConfigMap), then
 // pauses for an interval, until stopped: the floor under any write a
 // controller makes on this cluster at that moment. Every node-gate hop

@@ -53,6 +53,8 @@ type options struct {
 	// node-gate
 	pairs     int
 	lookahead int
+	// nodeReference: the reference reactor also annotates each Done node.
+	nodeReference bool
 	// system
 	audit bool
 	// capacityLead is the scheduler's scale.leadTime in minutes: how long
@@ -98,6 +100,8 @@ var subcommands = []subcommand{
 			fs.DurationVar(&o.updateTimeout, "update-timeout", 40*time.Minute, "Fail if an update has not finished by then.")
 			fs.IntVar(&o.pairs, "pairs", 2, "Ungated and gated updates, alternating: how many of each.")
 			fs.IntVar(&o.lookahead, "lookahead", 1, "The gated run's rule's spec.lookahead (0: strict, a node's hooks start only in its turn).")
+			fs.BoolVar(&o.nodeReference, "node-reference", false,
+				"The reference reactor also annotates each Done node (a Node write beside its ConfigMap patch), and the bench reports node-gate's added reaction over that write too.")
 			fs.StringVar(&o.profileDir, "profile-dir", "",
 				"Write node-gate's CPU profile over "+gateProfileLength.String()+" from the first gated worker targeted, in each pair "+
 					"(<pair>-cpu.pprof; a shorter rollout waits for it), into this folder.")

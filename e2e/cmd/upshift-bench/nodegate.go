@@ -16,7 +16,11 @@ package main
 // machine: on every worker Done the bench itself patches a ConfigMap, and
 // records when its informer sees the patch. node-gate's added reaction is,
 // per Done after the initial fill, the release it answers with (the k-th
-// release after the first Done) seen minus the reference seen.
+// release after the first Done) seen minus the reference seen. A release is
+// a Node write, which the API server handles and fans out on a busier path
+// than a ConfigMap's; with --node-reference the reactor also annotates the
+// Done node at the same instant, and the bench reports the added reaction
+// over that write too: what node-gate adds to the fastest Node write.
 //
 // Every time is when the bench's own informers saw the write. The reaction
 // is measured slot by slot: a gated node turning Done (MCD state Done,
@@ -153,7 +157,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		// reactor, are API writes too (a Done's answer, four probes a
 		// second): they run through the ungated update as through the gated
 		// one, so that the ratio compares like with like.
-		reference, err := referenceReactor(ctx, env.Client)
+		reference, err := referenceReactor(ctx, env.Client, o.nodeReference)
 		if err != nil {
 			return err
 		}
@@ -199,11 +203,15 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		}
 		rt := ratio(gated.whole, ungated.whole)
 		ratios = append(ratios, rt)
-		pairAdded := obs.addedReactions()
+		pairAdded, overNode := obs.addedReactions(), obs.addedOverNodeWrites()
 		added = append(added, pairAdded...)
-		p := percentiles(pairAdded)
-		pairLines = append(pairLines, fmt.Sprintf("pair %d: ungated %s, gated %s: %.3f; added reaction p50 %s p99 %s over %d releases",
-			i+1, ungated.whole.Round(time.Second), gated.whole.Round(time.Second), rt, p[0], p[1], len(pairAdded)))
+		p, pn := percentiles(pairAdded), percentiles(overNode)
+		line := fmt.Sprintf("pair %d: ungated %s, gated %s: %.3f; added reaction p50 %s p99 %s over %d releases",
+			i+1, ungated.whole.Round(time.Second), gated.whole.Round(time.Second), rt, p[0], p[1], len(pairAdded))
+		if o.nodeReference {
+			line += fmt.Sprintf("; over the reference's Node write p50 %s p99 %s (%d over %s) over %d", pn[0], pn[1], countOver(overNode, reactionTarget), reactionTarget, len(overNode))
+		}
+		pairLines = append(pairLines, line)
 		r = obs.reactions()
 		split = obs.addedSplit()
 	}
@@ -232,6 +240,12 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("    hops whose Job or label was seen before the status that records it (one write on the critical path): %d of %d\n", r.oneWrite, r.hops)
 	fmt.Printf("added reaction, split: %d of %d over %s; %d released nodes' hook Jobs Complete only after the reference's answer (%d of them over); the others (hooks ready) p50 %s p99 %s max %s; the reference's own Done -> patch seen p50 %s p99 %s max %s\n",
 		split.overTarget, split.n, reactionTarget, split.hookLate, split.hookLateOver, split.own[0], split.own[1], split.own[2], split.reference[0], split.reference[1], split.reference[2])
+	if len(split.over) > 0 {
+		fmt.Printf("  those over %s, at (from the first paired Done): %s\n", reactionTarget, strings.Join(split.over, ", "))
+	}
+	if o.nodeReference {
+		fmt.Printf("  the reference's own Done -> its Node annotation seen: p50 %s p99 %s max %s\n", split.nodeReference[0], split.nodeReference[1], split.nodeReference[2])
+	}
 	fmt.Printf("  one API write meanwhile:          p50 %s  p99 %s  max %s  (a ConfigMap patch every 250ms: each hop is a status write, then a Job create or a label patch)\n", floor[0], floor[1], floor[2])
 	fmt.Printf("  hook Job, created -> Complete:    p50 %s  p99 %s  max %s  (Job controller, scheduler, kwok)\n", r.job[0], r.job[1], r.job[2])
 	fmt.Printf("update wall time, ungated:          %s  (workers %s, first worker targeted %s after the request)\n",
@@ -392,17 +406,31 @@ const gateProfileLength = 2 * time.Minute
 // referenceConfigMap is what the reference reactor patches.
 const referenceConfigMap = "bench-reference"
 
+// referenceAnnotation is the annotation the reference reactor writes on a
+// Done node (no component reads it).
+const referenceAnnotation = "bench.upshift.io/reference"
+
 // referenceReactor returns the bench's own reaction to a worker's Done: a
-// merge patch of one ConfigMap key named for the node, sent at once.
-func referenceReactor(ctx context.Context, c client.Client) (func(node string), error) {
+// merge patch of one ConfigMap key named for the node and, with onNode, at
+// the same instant a merge patch of referenceAnnotation on the node, sent
+// at once.
+func referenceReactor(ctx context.Context, c client.Client, onNode bool) (func(node string), error) {
 	cm, err := ensureConfigMap(ctx, c, gateNamespace, referenceConfigMap)
 	if err != nil {
 		return nil, err
 	}
 	return func(node string) {
+		now := time.Now().Format(time.RFC3339Nano)
 		go func() {
-			patch := []byte(fmt.Sprintf(`{"data":{%q:%q}}`, node, time.Now().Format(time.RFC3339Nano)))
+			patch := []byte(fmt.Sprintf(`{"data":{%q:%q}}`, node, now))
 			_ = c.Patch(ctx, cm.DeepCopy(), client.RawPatch(types.MergePatchType, patch))
+		}()
+		if !onNode {
+			return
+		}
+		go func() {
+			patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, referenceAnnotation, now))
+			_ = c.Patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, patch))
 		}()
 	}, nil
 }
@@ -430,9 +458,10 @@ type gateObserver struct {
 	// write carries it whole.
 	statusBytes int
 	// reference is called on every worker Done (the reference reactor);
-	// refSeen is when its answer to each node was seen.
-	reference func(node string)
-	refSeen   map[string]time.Time
+	// refSeen is when its ConfigMap answer to each node was seen,
+	// nodeRefSeen its Node answer.
+	reference            func(node string)
+	refSeen, nodeRefSeen map[string]time.Time
 	// unavailAtRelease: at each release, how many of the worker pool's
 	// nodes (not held) the MCO counts unavailable.
 	unavailAtRelease []int
@@ -476,6 +505,11 @@ func (g *gateObserver) watch(ctx context.Context, c cache.Cache) error {
 		defer g.mu.Unlock()
 		if g.initialDesired == nil {
 			return
+		}
+		if v := n.Annotations[referenceAnnotation]; v != "" && v != o.Annotations[referenceAnnotation] {
+			if _, seen := g.nodeRefSeen[n.Name]; !seen {
+				g.nodeRefSeen[n.Name] = now
+			}
 		}
 		if o.Labels[plan.HoldLabel] != "" && n.Labels[plan.HoldLabel] == "" {
 			if _, seen := g.released[n.Name]; !seen {
@@ -634,7 +668,7 @@ func (g *gateObserver) begin(initial map[string]string) {
 	g.moved, g.done, g.released = map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 	g.jobCreated, g.jobComplete = map[string]time.Time{}, map[string]time.Time{}
 	g.recordStarted, g.recordReleased = map[string]time.Time{}, map[string]time.Time{}
-	g.refSeen = map[string]time.Time{}
+	g.refSeen, g.nodeRefSeen = map[string]time.Time{}, map[string]time.Time{}
 	g.unavailAtRelease = nil
 	g.completedAt = time.Time{}
 	g.statusBytes = 0
@@ -873,7 +907,9 @@ func inOrder(m map[string]time.Time, from time.Time) []nodeTime {
 // frees one slot, which the next release fills).
 type releasePair struct {
 	done, release nodeTime
-	ref           time.Time
+	// ref and nodeRef: when the reference's ConfigMap and Node answers
+	// were seen (nodeRef zero when not seen).
+	ref, nodeRef time.Time
 }
 
 // releasePairs pairs the Dones the reference answered with the releases;
@@ -887,7 +923,7 @@ func (g *gateObserver) releasePairs() []releasePair {
 	var out []releasePair
 	for k := 0; k < len(dones) && k < len(releases); k++ {
 		if ref, ok := g.refSeen[dones[k].node]; ok {
-			out = append(out, releasePair{done: dones[k], release: releases[k], ref: ref})
+			out = append(out, releasePair{done: dones[k], release: releases[k], ref: ref, nodeRef: g.nodeRefSeen[dones[k].node]})
 		}
 	}
 	return out
@@ -906,28 +942,52 @@ func (g *gateObserver) addedReactions() []time.Duration {
 	return out
 }
 
+// addedOverNodeWrites returns, per paired release whose Done the reference
+// also answered with a Node write, the release seen minus that write seen:
+// what node-gate adds to the fastest Node write.
+func (g *gateObserver) addedOverNodeWrites() []time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []time.Duration
+	for _, p := range g.releasePairs() {
+		if !p.nodeRef.IsZero() {
+			out = append(out, p.release.t.Sub(p.nodeRef))
+		}
+	}
+	return out
+}
+
 // addedSplit sorts the paired reactions of addedReactions by what the
 // release waited for: the released node's hook Job Complete seen after the
 // reference's answer (the Job pipeline held it) or before it (the release
 // waited for node-gate alone). own is the added reaction of the latter
 // only; reference is the reference reactor's own Done -> patch seen, whose
-// tail the added reaction subtracts.
+// tail the added reaction subtracts, and nodeReference its Done -> Node
+// annotation seen.
 type addedSplit struct {
 	n, overTarget, hookLate, hookLateOver int
-	own, reference                        [3]time.Duration
+	own, reference, nodeReference         [3]time.Duration
+	// over lists the reactions over the target: when their Done was seen,
+	// from the first Done, and the added reaction.
+	over []string
 }
 
 func (g *gateObserver) addedSplit() addedSplit {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var s addedSplit
-	var own, reference []time.Duration
-	for _, p := range g.releasePairs() {
+	var own, reference, nodeReference []time.Duration
+	pairs := g.releasePairs()
+	for _, p := range pairs {
 		s.n++
+		if !p.nodeRef.IsZero() {
+			nodeReference = append(nodeReference, p.nodeRef.Sub(p.done.t))
+		}
 		added := p.release.t.Sub(p.ref)
 		over := added > reactionTarget
 		if over {
 			s.overTarget++
+			s.over = append(s.over, fmt.Sprintf("%s: +%s", p.done.t.Sub(pairs[0].done.t).Round(100*time.Millisecond), added.Round(time.Millisecond)))
 		}
 		reference = append(reference, p.ref.Sub(p.done.t))
 		if c, ok := g.jobComplete[p.release.node]; ok && c.After(p.ref) {
@@ -939,7 +999,7 @@ func (g *gateObserver) addedSplit() addedSplit {
 		}
 		own = append(own, added)
 	}
-	s.own, s.reference = percentiles(own), percentiles(reference)
+	s.own, s.reference, s.nodeReference = percentiles(own), percentiles(reference), percentiles(nodeReference)
 	return s
 }
 
