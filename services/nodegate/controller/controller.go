@@ -5,10 +5,11 @@
 // the drain remediation's decision for released nodes the MCO is draining,
 // writes the status first — so originals and drain clocks are recorded
 // before anything changes — and then executes the actions and records the
-// Events. A pass whose actions are only hook Jobs and hold labels acts first
-// and, when its status only records progress within a round already stored
-// (plan.Deferrable), leaves that status to a background writer
-// (statusWriter), so the update's critical path carries one write per hop.
+// Events. A pass whose actions are only hook Jobs and hold labels hands them
+// to a background runner (actionRunner) and, when its status only records
+// progress within a round already stored (plan.Deferrable), leaves that
+// status to a background writer (statusWriter): the update's critical path
+// carries one write per hop, and no pass waits for another's writes.
 // A finalizer keeps the run until the planner has restored every pool,
 // selector and label it changed.
 package controller
@@ -42,6 +43,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
@@ -106,6 +108,9 @@ type Reconciler struct {
 	// statuses writes the deferrable statuses (plan.Deferrable) in the
 	// background, and holds them for planning until written.
 	statuses *statusWriter
+	// actions carries out the actions of the passes that act first, in
+	// the background.
+	actions *actionRunner
 	// planned holds the runs this process has taken a pass of as far as
 	// its status. A run's first pass reads the Nodes past the cache: a leader that
 	// takes over may find the last status of the one before lost (a release
@@ -135,6 +140,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r.statuses); err != nil {
 		return err
 	}
+	r.actions = newActionRunner(r.execute)
+	if err := mgr.Add(r.actions); err != nil {
+		return err
+	}
 	all := handler.EnqueueRequestsFromMapFunc(r.allRuns)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -147,6 +156,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&configv1.ClusterVersion{}, all, builder.WithPredicates(clusterVersionChanged)).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.runOfJob), builder.WithPredicates(jobEnded)).
+		// A run whose background action failed passes again.
+		WatchesRawSource(source.Channel(r.actions.wakes, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
@@ -235,12 +246,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// The planner's actions go before the status when it says they may (a
 	// hook Job, a hold label: the write the Job controller or the MCO acts
 	// on is then the pass's only write on the update's path; the status
-	// follows in the background); otherwise the status is written first,
-	// so that the originals of what the actions change are recorded before
-	// they change.
-	var errs []error
+	// follows in the background), and the pass does not wait for them;
+	// otherwise the status is written first, so that the originals of what
+	// the actions change are recorded before they change, and nothing
+	// handed to the runner is still in flight when they do.
 	if res.ActionsFirst {
-		errs = r.executeAll(ctx, res.Actions)
+		r.actions.Go(req.NamespacedName, res.Actions)
+	} else if len(res.Actions) > 0 || len(dr.Actions) > 0 || res.Finalized {
+		if err := r.actions.Idle(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	old := planned.Status.DeepCopy()
 	if published, write := plan.Publish(planned.Status, res.Status, in); write {
@@ -265,9 +280,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Metrics.Observe(runKey, old, &res.Status, blockedReason(&res.Status), dr.Blocked, dr.Stuck)
 	}
 
+	var errs []error
 	if !res.ActionsFirst {
 		errs = r.executeAll(ctx, res.Actions)
 	}
+	// What failed in the background since the run's last pass is this
+	// pass's failure: the planner has asked for it again, and the retry
+	// backs off.
+	errs = append(errs, r.actions.Failures(req.NamespacedName)...)
 	for _, a := range dr.Actions {
 		if err := libdrain.Force(ctx, r.Client, a.Action); err != nil {
 			errs = append(errs, fmt.Errorf("%s pod %s/%s: %w", a.Step, a.Namespace, a.Name, err))
@@ -444,8 +464,9 @@ func (r *Reconciler) renderedReleases(ctx context.Context, pools []mcfgv1.Machin
 	return out, nil
 }
 
-// parallelWrites bounds the node labels and Job creations of one pass that
-// are in flight at once.
+// parallelWrites bounds the node labels and Job creations in flight at
+// once: those of one pass that waits for them (executeAll), and those the
+// actionRunner carries for the passes that do not.
 const parallelWrites = 8
 
 // executeAll carries out the planner's actions in its order, except that
@@ -463,7 +484,7 @@ func (r *Reconciler) executeAll(ctx context.Context, actions []plan.Action) []er
 	do := func(a plan.Action) {
 		if err := r.execute(ctx, a); err != nil {
 			mu.Lock()
-			errs = append(errs, fmt.Errorf("%s %s%s: %w", a.Kind, a.Pool, a.Node, err))
+			errs = append(errs, actionError(a, err))
 			mu.Unlock()
 		}
 	}
@@ -489,6 +510,17 @@ func (r *Reconciler) executeAll(ctx context.Context, actions []plan.Action) []er
 		i = j
 	}
 	return errs
+}
+
+// actionError says which action failed, on what.
+func actionError(a plan.Action, err error) error {
+	switch {
+	case a.Job != nil:
+		return fmt.Errorf("%s %s/%s: %w", a.Kind, a.Job.Namespace, a.Job.Name, err)
+	case a.Node != "":
+		return fmt.Errorf("%s node %s: %w", a.Kind, a.Node, err)
+	}
+	return fmt.Errorf("%s pool %s: %w", a.Kind, a.Pool, err)
 }
 
 // execute carries out one planner action. Creating what exists and

@@ -1,0 +1,215 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/upshift-io/upshift/services/nodegate/plan"
+)
+
+// gatedDo is an action executor whose every call blocks until the test
+// lets it end, recording the order in which calls began.
+type gatedDo struct {
+	mu      sync.Mutex
+	started []plan.Action
+	begun   chan plan.Action
+	release map[string]chan error // by objectOf
+	// running counts the calls in progress per object; overlaps records a
+	// call that began while another on its object was in progress.
+	running  map[string]int
+	overlaps []string
+}
+
+func newGatedDo() *gatedDo {
+	return &gatedDo{begun: make(chan plan.Action, 100), release: map[string]chan error{}, running: map[string]int{}}
+}
+
+func (g *gatedDo) gate(obj string) chan error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.release[obj] == nil {
+		g.release[obj] = make(chan error, 10)
+	}
+	return g.release[obj]
+}
+
+func (g *gatedDo) do(_ context.Context, a plan.Action) error {
+	obj := objectOf(a)
+	g.mu.Lock()
+	g.started = append(g.started, a)
+	if g.running[obj] > 0 {
+		g.overlaps = append(g.overlaps, string(a.Kind)+" "+obj)
+	}
+	g.running[obj]++
+	g.mu.Unlock()
+	g.begun <- a
+	err := <-g.gate(obj)
+	g.mu.Lock()
+	g.running[obj]--
+	g.mu.Unlock()
+	return err
+}
+
+func (g *gatedDo) calls() []plan.Action {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]plan.Action(nil), g.started...)
+}
+
+func waitBegun(t *testing.T, g *gatedDo) plan.Action {
+	t.Helper()
+	select {
+	case a := <-g.begun:
+		return a
+	case <-time.After(10 * time.Second):
+		t.Fatal("no action began")
+		return plan.Action{}
+	}
+}
+
+var runKey = types.NamespacedName{Namespace: "ns", Name: "run"}
+
+func release(node, mark string) plan.Action {
+	return plan.Action{Kind: plan.UnlabelNode, Label: plan.HoldLabel, Node: node, Pool: "worker", ReleaseMark: mark}
+}
+
+func hold(node string) plan.Action {
+	return plan.Action{Kind: plan.LabelNode, Label: plan.HoldLabel, Node: node, Pool: "worker"}
+}
+
+func hookJob(name string) plan.Action {
+	return plan.Action{Kind: plan.CreateJob, Job: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "hooks", Name: name}}}
+}
+
+func TestActionRunnerGoesOutAtOnceAndIdleWaitsForIt(t *testing.T) {
+	g := newGatedDo()
+	r := newActionRunner(g.do)
+	r.Go(runKey, []plan.Action{release("a", "m"), hookJob("j")})
+	// Both are in flight although neither has ended: the pass that handed
+	// them over is not held by them.
+	got := map[string]bool{objectOf(waitBegun(t, g)): true, objectOf(waitBegun(t, g)): true}
+	if !got["node/a"] || !got["job/hooks/j"] {
+		t.Fatalf("in flight: %v, want node/a and job/hooks/j", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := r.Idle(ctx); err == nil {
+		t.Fatal("Idle returned while two actions were in flight")
+	}
+	g.gate("node/a") <- nil
+	g.gate("job/hooks/j") <- nil
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if errs := r.Failures(runKey); len(errs) != 0 {
+		t.Fatalf("failures %v, want none", errs)
+	}
+}
+
+func TestActionRunnerSendsAnActionInFlightOnce(t *testing.T) {
+	g := newGatedDo()
+	r := newActionRunner(g.do)
+	r.Go(runKey, []plan.Action{release("a", "m")})
+	waitBegun(t, g)
+	// The next passes, planned before the cache shows the release, ask for
+	// it again, and for the same Job twice.
+	r.Go(runKey, []plan.Action{release("a", "m"), hookJob("j")})
+	r.Go(runKey, []plan.Action{release("a", "m"), hookJob("j")})
+	waitBegun(t, g)
+	g.gate("node/a") <- nil
+	g.gate("job/hooks/j") <- nil
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.calls()); n != 2 {
+		t.Fatalf("%d calls, want 2 (one release, one Job create): %+v", n, g.calls())
+	}
+	// Once ended, asking again sends again (the cache may still lag, and
+	// the write may have been undone since).
+	r.Go(runKey, []plan.Action{release("a", "m")})
+	waitBegun(t, g)
+	g.gate("node/a") <- nil
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.calls()); n != 3 {
+		t.Fatalf("%d calls, want 3", n)
+	}
+}
+
+func TestActionRunnerKeepsTheOrderOfOneObjectsActions(t *testing.T) {
+	g := newGatedDo()
+	r := newActionRunner(g.do)
+	r.Go(runKey, []plan.Action{release("a", "m")})
+	if a := waitBegun(t, g); a.Kind != plan.UnlabelNode {
+		t.Fatalf("began %s, want the release", a.Kind)
+	}
+	// A hold decided after the release, then another node's release.
+	r.Go(runKey, []plan.Action{hold("a"), release("b", "m")})
+	if a := waitBegun(t, g); a.Node != "b" {
+		t.Fatalf("began %s of %s, want b's release (a's hold waits for a's release)", a.Kind, a.Node)
+	}
+	if n := r.queued("node/a"); n != 1 {
+		t.Fatalf("%d actions queued behind a's release, want its hold", n)
+	}
+	// Asked again while queued: still one hold.
+	r.Go(runKey, []plan.Action{hold("a")})
+	if n := r.queued("node/a"); n != 1 {
+		t.Fatalf("%d actions queued behind a's release, want one hold", n)
+	}
+	g.gate("node/a") <- nil
+	if a := waitBegun(t, g); a.Kind != plan.LabelNode || a.Node != "a" {
+		t.Fatalf("began %s of %s, want a's hold after its release ended", a.Kind, a.Node)
+	}
+	g.gate("node/a") <- nil
+	g.gate("node/b") <- nil
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.overlaps) > 0 {
+		t.Fatalf("began while an earlier action on the same object was in progress: %v", g.overlaps)
+	}
+}
+
+func TestActionRunnerWakesARunWhoseActionFailed(t *testing.T) {
+	g := newGatedDo()
+	r := newActionRunner(g.do)
+	other := types.NamespacedName{Namespace: "ns", Name: "other"}
+	r.Go(runKey, []plan.Action{release("a", "m")})
+	r.Go(other, []plan.Action{release("b", "m")})
+	waitBegun(t, g)
+	waitBegun(t, g)
+	g.gate("node/a") <- errors.New("the API server is away")
+	g.gate("node/b") <- nil
+	select {
+	case ev := <-r.wakes:
+		if ev.Object.GetName() != "run" || ev.Object.GetNamespace() != "ns" {
+			t.Fatalf("woke %s/%s, want ns/run", ev.Object.GetNamespace(), ev.Object.GetName())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run whose action failed was not woken")
+	}
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if errs := r.Failures(other); len(errs) != 0 {
+		t.Fatalf("the other run's failures: %v, want none", errs)
+	}
+	errs := r.Failures(runKey)
+	if len(errs) != 1 {
+		t.Fatalf("failures %v, want one", errs)
+	}
+	if want := "UnlabelNode node a: the API server is away"; errs[0].Error() != want {
+		t.Fatalf("failure %q, want %q", errs[0], want)
+	}
+	if errs := r.Failures(runKey); len(errs) != 0 {
+		t.Fatalf("failures returned twice: %v", errs)
+	}
+}
