@@ -16,8 +16,8 @@ import (
 // actionRunner, and the pass ends without waiting for them. In a rollout the
 // Dones come in bunches, and passes run one at a time: a pass that waited
 // for its own writes held the next Done's pass for a write's round trip
-// (hundreds of milliseconds at the p99 of a loaded API server), which was
-// the tail of node-gate's added reaction (docs/benchmarks/node-gate.md).
+// (hundreds of milliseconds at the p99 of a loaded API server): most of
+// node-gate's slow reactions (docs/benchmarks/node-gate.md).
 //
 // Such actions may be in flight while the next pass plans because the
 // planner is level-based: a release it recorded and the cache does not show
@@ -26,8 +26,8 @@ import (
 // that has completed (and, the status being the pass's, as when a crash
 // lost it). The runner keeps that cheap and ordered:
 //
-//   - an action the same as the last one in flight for its object is not
-//     sent again;
+//   - an action the same as the last one decided for its object, and not
+//     yet ended, is not sent again;
 //   - the actions on one object go out in the order they were decided (a
 //     hold decided after a release lands after it);
 //   - a pass that acts otherwise (pools, a canary, a restore, a forced drain
