@@ -7,8 +7,22 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// createRetries: a create the API server gave up on (its 34 s create
+// timeout, on a machine running several test clusters at once) is sent
+// again, a second later, then two: it may have been stored meanwhile, and
+// AlreadyExists counts as created. Any other error fails the seed at once.
+var createRetries = wait.Backoff{Steps: 3, Duration: time.Second, Factor: 2}
+
+// serverGaveUp: the API server timed out or shed the request; trying again
+// is safe for a create.
+func serverGaveUp(err error) bool {
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)
+}
 
 // Seed builds the topology and creates it through c. Objects that already
 // exist are left as they are, so Seed can be re-run.
@@ -27,7 +41,8 @@ func Apply(ctx context.Context, c client.Client, o *Objects) error {
 		if withStatus {
 			status = obj.DeepCopyObject().(client.Object)
 		}
-		if err := c.Create(ctx, obj); err != nil {
+		err := retry.OnError(createRetries, serverGaveUp, func() error { return c.Create(ctx, obj) })
+		if err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return nil
 			}
