@@ -43,6 +43,8 @@ type AuditEvent struct {
 	// StageTimestamp is when the apiserver finished the request (RFC 3339,
 	// microseconds): a test's failure message can order events with it.
 	StageTimestamp string `json:"stageTimestamp"`
+	// RequestReceivedTimestamp is when the apiserver received it.
+	RequestReceivedTimestamp string `json:"requestReceivedTimestamp"`
 	// RequestObject and ResponseObject are logged for SubjectAccessReviews only.
 	RequestObject  json.RawMessage `json:"requestObject,omitempty"`
 	ResponseObject json.RawMessage `json:"responseObject,omitempty"`
@@ -74,6 +76,11 @@ func (e *Env) configureAudit() error {
 	args.Set("audit-log-format", "json")
 	// Write each event as it happens, so a test sees it at once.
 	args.Set("audit-log-mode", "blocking")
+	// Never rotate: readers read this one file, and the apiserver's log
+	// writer rotates at 100 MB when no size is given (a benchmark's
+	// update logs gigabytes), leaving the older events in backups no
+	// reader opens.
+	args.Set("audit-log-maxsize", "1000000")
 	return nil
 }
 

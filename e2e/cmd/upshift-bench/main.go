@@ -55,8 +55,9 @@ type options struct {
 	lookahead int
 	// nodeReference: the reference reactor also annotates each Done node.
 	nodeReference bool
-	// system
+	// audit: the apiserver logs every request (node-gate, system).
 	audit bool
+	// system
 	// capacityLead is the scheduler's scale.leadTime in minutes: how long
 	// before upgradeAt the temporary machines are requested (0: in their
 	// step, after upgradeAt, as MUO).
@@ -102,6 +103,8 @@ var subcommands = []subcommand{
 			fs.IntVar(&o.lookahead, "lookahead", 1, "The gated run's rule's spec.lookahead (0: strict, a node's hooks start only in its turn).")
 			fs.BoolVar(&o.nodeReference, "node-reference", false,
 				"The reference reactor also annotates each Done node (a Node write beside its ConfigMap patch), and the bench reports node-gate's added reaction over that write too.")
+			fs.BoolVar(&o.audit, "audit", false, "Log every request to the apiserver and split the added reactions at node-gate's release patch as the log records it: "+
+				"node-gate's time to send it, the apiserver's to answer it, the watch's to show it (the log loads the apiserver: such a run's times do not compare with others).")
 			fs.StringVar(&o.profileDir, "profile-dir", "",
 				"Write node-gate's CPU profile over "+gateProfileLength.String()+" from the first gated worker targeted, in each pair "+
 					"(<pair>-cpu.pprof; a shorter rollout waits for it), into this folder.")

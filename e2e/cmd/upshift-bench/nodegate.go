@@ -93,7 +93,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	}
 	graph := pairGraph(o.pairs)
 	cluster, m, id, err := startCluster(ctx, start, benchCluster{
-		controlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, KwokNodeLeases: true},
+		controlPlane: testenv.Options{ControllerManager: true, Scheduler: true, Kwok: true, KwokNodeLeases: true, AuditLog: o.audit},
 		seed: ocpsim.Topology{Version: "4.16.1", Channel: "stable-4.16", Masters: 3, Workers: o.workers,
 			WorkerMaxUnavailable: o.maxUnavailable, Graph: graph},
 		sim:   ocpsim.Options{TimeScale: o.timeScale, Graph: graph},
@@ -243,6 +243,11 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	if len(split.over) > 0 {
 		fmt.Printf("  those over %s, at (from the first paired Done): %s\n", reactionTarget, strings.Join(split.over, ", "))
 	}
+	if o.audit {
+		if err := printReleaseRequests(env, obs, "system:serviceaccount:"+gateNamespace+":"+id.ServiceAccount); err != nil {
+			return err
+		}
+	}
 	if o.nodeReference {
 		fmt.Printf("  the reference's own Done -> its Node annotation seen: p50 %s p99 %s max %s\n", split.nodeReference[0], split.nodeReference[1], split.nodeReference[2])
 	}
@@ -298,6 +303,8 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("node-gate passes (gated update):    %.0f, mean %s each; %.0f write requests\n", passes,
 		(time.Duration(passSeconds / max(passes, 1) * float64(time.Second))).Round(100*time.Microsecond), writes)
 	fmt.Printf("  passes longer than 25/50/100 ms:  %s\n", slowPasses(before, after, "0.025", "0.05", "0.1"))
+	fmt.Printf("  passes queued longer than 10/100 ms before they started: %s\n",
+		overBounds(before, after, "workqueue_queue_duration_seconds_bucket", map[string]string{"name": "nodegate"}, "0.01", "0.1"))
 	var results []string
 	for _, res := range []string{"success", "requeue", "requeue_after", "error"} {
 		k := map[string]string{"controller": "nodegate", "result": res}
@@ -327,9 +334,18 @@ func median(xs []float64) float64 {
 // slowPasses counts node-gate's passes longer than each bound, from its
 // reconcile time histogram (the bounds must be bucket bounds).
 func slowPasses(before, after framework.Metrics, bounds ...string) string {
-	const hist = "controller_runtime_reconcile_time_seconds_bucket"
+	return overBounds(before, after, "controller_runtime_reconcile_time_seconds_bucket", map[string]string{"controller": "nodegate"}, bounds...)
+}
+
+// overBounds counts, per bound, the observations of histogram hist (the
+// series with labels) over it between before and after.
+func overBounds(before, after framework.Metrics, hist string, labels map[string]string, bounds ...string) string {
 	bucket := func(ms framework.Metrics, le string) float64 {
-		return ms.Sum(hist, map[string]string{"controller": "nodegate", "le": le})
+		l := map[string]string{"le": le}
+		for k, v := range labels {
+			l[k] = v
+		}
+		return ms.Sum(hist, l)
 	}
 	total := bucket(after, "+Inf") - bucket(before, "+Inf")
 	var out []string

@@ -32,3 +32,25 @@ func TestAddedSplit(t *testing.T) {
 		t.Errorf("reference p50 = %s, want 30ms", s.reference[0])
 	}
 }
+
+func TestSplitReleasesTakesTheLastPatchReceivedBeforeTheReleaseWasSeen(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	pairs := []releasePair{
+		{done: nodeTime{node: "a", t: at(0)}, release: nodeTime{node: "b", t: at(300)}, ref: at(50)},
+		{done: nodeTime{node: "c", t: at(1000)}, release: nodeTime{node: "d", t: at(1100)}, ref: at(1040)},
+	}
+	requests := map[string][]nodeRequest{
+		// b: its hold, then its release (whose answer the API server logged
+		// after the bench saw it), then a later patch.
+		"b": {{received: at(-5000), answered: at(-4990)}, {received: at(200), answered: at(320)}, {received: at(400), answered: at(410)}},
+	}
+	got, missing := splitReleases(pairs, requests)
+	if missing != 1 || len(got) != 1 {
+		t.Fatalf("got %d split, %d missing; want 1, 1", len(got), missing)
+	}
+	want := releaseTimes{node: "b", at: 0, added: 250 * time.Millisecond, send: 200 * time.Millisecond, serve: 120 * time.Millisecond, deliver: -20 * time.Millisecond}
+	if got[0] != want {
+		t.Errorf("got %+v, want %+v", got[0], want)
+	}
+}

@@ -34,7 +34,9 @@ import (
 //     step) first waits until nothing is in flight (Idle), so the orders the
 //     planner relies on between nodes and pools hold;
 //   - an action that fails wakes its run, whose next pass decides again and
-//     returns the failure, so retries back off as a failed pass's do.
+//     returns the failure, so retries back off as a failed pass's do;
+//   - a release waiting for a write slot gets the next one before any other
+//     action, and two slots are kept for releases (writeSlots).
 type actionRunner struct {
 	// do carries out one action (Reconciler.execute).
 	do func(context.Context, plan.Action) error
@@ -42,7 +44,7 @@ type actionRunner struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	// slots bounds the writes in flight at once.
-	slots chan struct{}
+	slots *writeSlots
 	// wakes enqueues a run whose action failed (a source of the controller).
 	wakes chan event.GenericEvent
 
@@ -86,7 +88,7 @@ func newActionRunner(do func(context.Context, plan.Action) error) *actionRunner 
 	close(idle)
 	return &actionRunner{
 		do: do, ctx: ctx, cancel: cancel,
-		slots:   make(chan struct{}, parallelWrites),
+		slots:   newWriteSlots(parallelWrites),
 		wakes:   make(chan event.GenericEvent, 64),
 		objects: map[string]*objectActions{},
 		idle:    idle,
@@ -153,9 +155,10 @@ func (r *actionRunner) queued(obj string) int {
 func (r *actionRunner) fly(obj string, ra runAction) {
 	defer r.wg.Done()
 	for {
-		r.slots <- struct{}{}
+		u := urgent(ra.action)
+		r.slots.take(u)
 		err := r.do(r.ctx, ra.action)
-		<-r.slots
+		r.slots.give(u)
 		failed := err != nil && r.ctx.Err() == nil
 		r.mu.Lock()
 		if failed {
@@ -181,6 +184,84 @@ func (r *actionRunner) fly(obj string, ra runAction) {
 			return
 		}
 		ra = next
+	}
+}
+
+// urgent: the action is a release, which the MCO waits for to fill the
+// slot a Done node freed. The hook Jobs the same Dones start are for nodes
+// whose turn is later (lookahead), or, without lookahead, whose release
+// waits for them anyway.
+func urgent(a plan.Action) bool {
+	return a.Kind == plan.UnlabelNode && a.ReleaseMark != ""
+}
+
+// writeSlots bounds the actions in flight, and keeps releases ahead of the
+// rest: a slot given back goes to the release waiting longest, else to the
+// other action waiting longest, and the other actions never hold the last
+// releaseSlots slots. When the Dones of a wave come together, each brings
+// a release and the next node's hook Job: served in arrival order, a
+// release waited behind the Jobs decided before it, and with every slot
+// taken by Jobs, for the first of them to end (docs/benchmarks/node-gate.md,
+// 2026-12-05).
+type writeSlots struct {
+	mu sync.Mutex
+	// n slots; inFlight of them taken, others of those by other actions.
+	n, inFlight, others int
+	// waiting holds the waiters' wake-up channels: [0] releases, [1] the
+	// others, each in the order they asked.
+	waiting [2][]chan struct{}
+}
+
+// releaseSlots is how many slots only releases may take.
+const releaseSlots = 2
+
+func newWriteSlots(n int) *writeSlots { return &writeSlots{n: n} }
+
+// mayTake: a slot is free for an action of that class.
+func (s *writeSlots) mayTake(urgent bool) bool {
+	return s.inFlight < s.n && (urgent || s.others < s.n-releaseSlots)
+}
+
+func (s *writeSlots) taken(urgent bool) {
+	s.inFlight++
+	if !urgent {
+		s.others++
+	}
+}
+
+// take waits for a slot.
+func (s *writeSlots) take(urgent bool) {
+	s.mu.Lock()
+	if s.mayTake(urgent) {
+		s.taken(urgent)
+		s.mu.Unlock()
+		return
+	}
+	class := 1
+	if urgent {
+		class = 0
+	}
+	ch := make(chan struct{})
+	s.waiting[class] = append(s.waiting[class], ch)
+	s.mu.Unlock()
+	<-ch // the slot was taken for it by give
+}
+
+// give hands a slot back, and takes it for the first waiter it may go to.
+func (s *writeSlots) give(urgent bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+	if !urgent {
+		s.others--
+	}
+	for class, u := range []bool{true, false} {
+		if q := s.waiting[class]; len(q) > 0 && s.mayTake(u) {
+			s.taken(u)
+			s.waiting[class] = q[1:]
+			close(q[0])
+			return
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -211,5 +212,95 @@ func TestActionRunnerWakesARunWhoseActionFailed(t *testing.T) {
 	}
 	if errs := r.Failures(runKey); len(errs) != 0 {
 		t.Fatalf("failures returned twice: %v", errs)
+	}
+}
+
+func TestActionRunnerKeepsSlotsForReleasesAndGivesThemAFreedSlotFirst(t *testing.T) {
+	g := newGatedDo()
+	r := newActionRunner(g.do)
+	var jobs []plan.Action
+	for i := 0; i < parallelWrites; i++ {
+		jobs = append(jobs, hookJob(fmt.Sprintf("busy-%d", i)))
+	}
+	r.Go(runKey, jobs)
+	// The Jobs' goroutines ask in any order: running are those that got
+	// the others' share of the slots, the rest wait.
+	others := parallelWrites - releaseSlots
+	var running []string
+	for i := 0; i < others; i++ {
+		running = append(running, objectOf(waitBegun(t, g)))
+	}
+	waitQueued(t, r, releaseSlots)
+	// Releases take the kept slots.
+	r.Go(runKey, []plan.Action{release("a", "m"), release("b", "m")})
+	got := map[string]bool{objectOf(waitBegun(t, g)): true, objectOf(waitBegun(t, g)): true}
+	if !got["node/a"] || !got["node/b"] {
+		t.Fatalf("the kept slots went to %v, want the releases of nodes a and b", got)
+	}
+	// Every slot is taken: a third release waits behind the two Jobs, and
+	// the first slot given back is its.
+	r.Go(runKey, []plan.Action{release("c", "m")})
+	waitQueued(t, r, releaseSlots+1)
+	g.gate(running[0]) <- nil
+	if a := waitBegun(t, g); objectOf(a) != "node/c" {
+		t.Fatalf("the freed slot went to %s, want the release of node/c", objectOf(a))
+	}
+	// A release's slot given back goes to a waiting Job while the others
+	// are below their share (one of them ended), and not once they hold it.
+	g.gate("node/a") <- nil
+	if a := waitBegun(t, g); a.Kind != plan.CreateJob {
+		t.Fatalf("began %s, want a waiting Job", objectOf(a))
+	}
+	g.gate("node/b") <- nil
+	waitInFlight(t, r, parallelWrites-1)
+	waitQueued(t, r, 1)
+	g.gate(running[1]) <- nil
+	if a := waitBegun(t, g); a.Kind != plan.CreateJob {
+		t.Fatalf("began %s, want the last waiting Job", objectOf(a))
+	}
+	g.gate("node/c") <- nil
+	for _, a := range jobs {
+		if obj := objectOf(a); obj != running[0] && obj != running[1] {
+			g.gate(obj) <- nil
+		}
+	}
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitInFlight waits until n actions hold a write slot.
+func waitInFlight(t *testing.T, r *actionRunner, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.slots.mu.Lock()
+		got := r.slots.inFlight
+		r.slots.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d actions hold a slot, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitQueued waits until n actions wait for a write slot.
+func waitQueued(t *testing.T, r *actionRunner, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.slots.mu.Lock()
+		got := len(r.slots.waiting[0]) + len(r.slots.waiting[1])
+		r.slots.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d actions wait for a slot, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
