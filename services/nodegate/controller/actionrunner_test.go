@@ -272,34 +272,28 @@ func TestActionRunnerKeepsSlotsForReleasesAndGivesThemAFreedSlotFirst(t *testing
 // waitInFlight waits until n actions hold a write slot.
 func waitInFlight(t *testing.T, r *actionRunner, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r.slots.mu.Lock()
-		got := r.slots.inFlight
-		r.slots.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d actions hold a slot, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitSlots(t, r, "hold a slot", n, func(s *writeSlots) int { return s.inFlight })
 }
 
 // waitQueued waits until n actions wait for a write slot.
 func waitQueued(t *testing.T, r *actionRunner, n int) {
 	t.Helper()
+	waitSlots(t, r, "wait for a slot", n, func(s *writeSlots) int { return len(s.waiting[0]) + len(s.waiting[1]) })
+}
+
+// waitSlots waits until count of r's slots is n.
+func waitSlots(t *testing.T, r *actionRunner, what string, n int, count func(*writeSlots) int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r.slots.mu.Lock()
-		got := len(r.slots.waiting[0]) + len(r.slots.waiting[1])
+		got := count(r.slots)
 		r.slots.mu.Unlock()
 		if got == n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d actions wait for a slot, want %d", got, n)
+			t.Fatalf("%d actions %s, want %d", got, what, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
