@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -284,17 +285,9 @@ func waitQueued(t *testing.T, r *actionRunner, n int) {
 // waitSlots waits until count of r's slots is n.
 func waitSlots(t *testing.T, r *actionRunner, what string, n int, count func(*writeSlots) int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	NewWithT(t).Eventually(func() int {
 		r.slots.mu.Lock()
-		got := count(r.slots)
-		r.slots.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d actions %s, want %d", got, what, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer r.slots.mu.Unlock()
+		return count(r.slots)
+	}).WithTimeout(10*time.Second).WithPolling(time.Millisecond).Should(Equal(n), "actions that %s", what)
 }
