@@ -34,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -119,6 +120,9 @@ type Reconciler struct {
 	// would release another node into the same slot. The apiserver's list
 	// is current, so the first decision sees the release it must count.
 	planned sync.Map
+	// nodes is the Node informer's store: the passes read the cached Nodes
+	// themselves (see plan.Input.Nodes), not a list of copies.
+	nodes toolscache.Store
 }
 
 // SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
@@ -144,6 +148,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r.actions); err != nil {
 		return err
 	}
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Node{})
+	if err != nil {
+		return err
+	}
+	store, ok := inf.(interface{ GetStore() toolscache.Store })
+	if !ok {
+		return fmt.Errorf("the cache's Node informer (%T) has no store", inf)
+	}
+	r.nodes = store.GetStore()
 	all := handler.EnqueueRequestsFromMapFunc(r.allRuns)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -336,7 +349,6 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 		rules   nodegatev1alpha1.MutexRuleList
 		targets nodegatev1alpha1.MutexTargetList
 		pools   mcfgv1.MachineConfigPoolList
-		nodes   corev1.NodeList
 		jobs    batchv1.JobList
 		runs    nodegatev1alpha1.MutexRunConfigList
 	)
@@ -349,15 +361,13 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	if err := r.Client.List(ctx, &pools); err != nil {
 		return in, err
 	}
-	// Nodes and Jobs are the large lists, read on every pass: they are read
-	// without a copy (the planner and the drain remediation never write to
-	// their inputs, and the cache's objects are replaced, not changed, by
-	// events).
-	nodeReader := client.Reader(r.Client)
-	if _, ok := r.planned.Load(client.ObjectKeyFromObject(run)); !ok {
-		nodeReader = r.APIReader
-	}
-	if err := nodeReader.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+	// Nodes and Jobs are the large lists, read on every pass: the Nodes are
+	// the cache's objects themselves and the Jobs are listed without a deep
+	// copy (the planner and the drain remediation never write to their
+	// inputs, and the cache's objects are replaced, not changed, by events).
+	_, planned := r.planned.Load(client.ObjectKeyFromObject(run))
+	nodes, err := r.listNodes(ctx, !planned)
+	if err != nil {
 		return in, err
 	}
 	if err := r.Client.List(ctx, &jobs, client.UnsafeDisableDeepCopy, client.MatchingLabels{plan.RunLabel: plan.RunKey(run.Namespace, run.Name)}); err != nil {
@@ -368,7 +378,7 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	if err := r.Client.List(ctx, &runs, client.UnsafeDisableDeepCopy); err != nil {
 		return in, err
 	}
-	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes.Items, jobs.Items
+	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes, jobs.Items
 	cv := &configv1.ClusterVersion{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); {
 	case err == nil:
@@ -408,6 +418,31 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 		}
 	}
 	return in, nil
+}
+
+// listNodes reads every Node: from the API server when fresh (a run's first
+// pass, see planned), else the cached objects themselves from the
+// informer's store.
+func (r *Reconciler) listNodes(ctx context.Context, fresh bool) ([]*corev1.Node, error) {
+	if fresh {
+		var list corev1.NodeList
+		if err := r.APIReader.List(ctx, &list); err != nil {
+			return nil, err
+		}
+		out := make([]*corev1.Node, len(list.Items))
+		for i := range list.Items {
+			out[i] = &list.Items[i]
+		}
+		return out, nil
+	}
+	objs := r.nodes.List()
+	out := make([]*corev1.Node, 0, len(objs))
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // healthRead is what a health gate decides on, as read at one time.
@@ -627,8 +662,8 @@ func (r *Reconciler) drains(ctx context.Context, run *nodegatev1alpha1.MutexRunC
 	}
 	din := drain.RunInput{Now: in.Now, Run: run, Timeout: timeout, Ignored: ignored, Nodes: map[string]*corev1.Node{},
 		Pods: map[string][]corev1.Pod{}, PDBs: map[string][]policyv1.PodDisruptionBudget{}}
-	for i := range in.Nodes {
-		din.Nodes[in.Nodes[i].Name] = &in.Nodes[i]
+	for _, n := range in.Nodes {
+		din.Nodes[n.Name] = n
 	}
 	for i := range st.Nodes {
 		n := din.Nodes[st.Nodes[i].Name]

@@ -94,11 +94,16 @@ func (r *ObjectStatus) reconcileTarget(ctx context.Context, req reconcile.Reques
 	if err := r.Client.List(ctx, &pools); err != nil {
 		return reconcile.Result{}, err
 	}
+	// Membership is read from the nodes' labels only: no copy.
 	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
-	st := plan.TargetStatus(target, pools.Items, nodes.Items, r.Clock.Now())
+	members := make([]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		members[i] = &nodes.Items[i]
+	}
+	st := plan.TargetStatus(target, pools.Items, members, r.Clock.Now())
 	if equality.Semantic.DeepEqual(target.Status, st) {
 		return reconcile.Result{}, nil
 	}

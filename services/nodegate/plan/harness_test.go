@@ -131,7 +131,7 @@ func (w *world) input() Input {
 	}
 	in.RenderedReleases = releasesOf(in.Pools)
 	for _, k := range slices.Sorted(maps.Keys(w.nodes)) {
-		in.Nodes = append(in.Nodes, *w.nodes[k].DeepCopy())
+		in.Nodes = append(in.Nodes, w.nodes[k].DeepCopy())
 	}
 	for _, k := range slices.Sorted(maps.Keys(w.jobs)) {
 		in.Jobs = append(in.Jobs, *w.jobs[k].DeepCopy())

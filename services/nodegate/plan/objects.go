@@ -80,7 +80,7 @@ func RuleStatus(rule *nodegatev1alpha1.MutexRule, jobs JobPlaces, now time.Time)
 // ones. (The mutex operator wrote NodeListGathered True on that path; a
 // list gathered without a pool is not complete, so node-gate says False.)
 // The nodes of the pools that exist are listed either way.
-func TargetStatus(target *nodegatev1alpha1.MutexTarget, pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, now time.Time) nodegatev1alpha1.MutexTargetStatus {
+func TargetStatus(target *nodegatev1alpha1.MutexTarget, pools []mcfgv1.MachineConfigPool, nodes []*corev1.Node, now time.Time) nodegatev1alpha1.MutexTargetStatus {
 	st := *target.Status.DeepCopy()
 	st.ObservedGeneration = target.Generation
 	st.Nodes = PoolMembers(pools, nodes, target.Spec.MachineConfigPools)

@@ -1313,7 +1313,7 @@ func TestPublishDoesNotWriteToCompactAlone(t *testing.T) {
 		return nodegatev1alpha1.MutexRunConfigStatus{RunID: "r1", Nodes: rs}
 	}
 	// a's release label is gone: its record compacts.
-	in := Input{Now: done.Time, Nodes: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}}}
+	in := Input{Now: done.Time, Nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}}}
 	for _, c := range []struct {
 		name             string
 		current, decided nodegatev1alpha1.MutexRunConfigStatus
@@ -1392,9 +1392,9 @@ func TestCompact(t *testing.T) {
 				in := Input{Now: now}
 				switch c.node {
 				case labelled:
-					in.Nodes = []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{ReleaseLabel: "worker"}}}}
+					in.Nodes = []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{ReleaseLabel: "worker"}}}}
 				case unlabelled:
-					in.Nodes = []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}
+					in.Nodes = []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}
 				}
 				return in
 			}

@@ -99,8 +99,7 @@ func (p *planner) membership() (map[string]string, map[string]error) {
 	sort.Strings(names)
 	member := map[string]string{}
 	errs := map[string]error{}
-	for i := range p.in.Nodes {
-		n := &p.in.Nodes[i]
+	for _, n := range p.in.Nodes {
 		lbls := membershipView(n.Labels)
 		var selecting []string
 		for _, name := range names {
@@ -242,10 +241,10 @@ func sameSelector(a, b *metav1.LabelSelector) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-func nodeByName(nodes []corev1.Node) map[string]*corev1.Node {
+func nodeByName(nodes []*corev1.Node) map[string]*corev1.Node {
 	out := make(map[string]*corev1.Node, len(nodes))
-	for i := range nodes {
-		out[nodes[i].Name] = &nodes[i]
+	for _, n := range nodes {
+		out[n.Name] = n
 	}
 	return out
 }
@@ -256,7 +255,7 @@ func nodeByName(nodes []corev1.Node) map[string]*corev1.Node {
 // a MutexTarget reports in status.nodes. node-gate's labels are ignored, so
 // a node it holds in a gate pool (or released into a canary) still counts in
 // its source pool.
-func PoolMembers(pools []mcfgv1.MachineConfigPool, nodes []corev1.Node, names []string) []string {
+func PoolMembers(pools []mcfgv1.MachineConfigPool, nodes []*corev1.Node, names []string) []string {
 	want := map[string]bool{}
 	for _, n := range names {
 		want[n] = true

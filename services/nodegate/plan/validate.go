@@ -160,7 +160,7 @@ func (p *planner) mastersSelected() []string {
 		if !sel.Matches(membershipView(n.Labels)) {
 			continue
 		}
-		if p.isSource(n.Labels[ReleaseLabel]) || p.isSource(n.Labels[HoldLabel]) || p.selectedBySource(&n) {
+		if p.isSource(n.Labels[ReleaseLabel]) || p.isSource(n.Labels[HoldLabel]) || p.selectedBySource(n) {
 			out = append(out, n.Name)
 		}
 	}
