@@ -13,6 +13,15 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
 
+// changeOf returns a function that gives a copy of st changed by f.
+func changeOf(st nodegatev1alpha1.MutexRunConfigStatus) func(f func(*nodegatev1alpha1.MutexRunConfigStatus)) nodegatev1alpha1.MutexRunConfigStatus {
+	return func(f func(*nodegatev1alpha1.MutexRunConfigStatus)) nodegatev1alpha1.MutexRunConfigStatus {
+		s := *st.DeepCopy()
+		f(&s)
+		return s
+	}
+}
+
 // Only progress within a round the API server already stores may be written
 // in the background.
 func TestDeferrable(t *testing.T) {
@@ -21,11 +30,7 @@ func TestDeferrable(t *testing.T) {
 		Pools: []nodegatev1alpha1.PoolRecord{{Name: "worker", GatePool: "worker-gate", TargetConfig: "rendered-worker-a", OriginalPaused: ptr.To(false)}},
 		Nodes: []nodegatev1alpha1.NodeRecord{{Name: "n1", Pool: "worker", Phase: nodegatev1alpha1.NodePending}},
 	}
-	change := func(f func(*nodegatev1alpha1.MutexRunConfigStatus)) nodegatev1alpha1.MutexRunConfigStatus {
-		st := *stored.DeepCopy()
-		f(&st)
-		return st
-	}
+	change := changeOf(stored)
 	for _, tc := range []struct {
 		name    string
 		stored  nodegatev1alpha1.MutexRunConfigStatus
@@ -113,11 +118,7 @@ func TestSameStatus(t *testing.T) {
 		{Name: "b", Pool: "worker", Phase: nodegatev1alpha1.NodeReleased, StartTime: &metav1.Time{Time: time.Unix(10, 0)}},
 		{Name: "c", Pool: "worker", Phase: nodegatev1alpha1.NodePending},
 	}}
-	change := func(f func(*nodegatev1alpha1.MutexRunConfigStatus)) nodegatev1alpha1.MutexRunConfigStatus {
-		s := *st.DeepCopy()
-		f(&s)
-		return s
-	}
+	change := changeOf(st)
 	for _, tc := range []struct {
 		name  string
 		other nodegatev1alpha1.MutexRunConfigStatus
