@@ -49,6 +49,7 @@ import (
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/cachestore"
 	libdrain "github.com/upshift-io/upshift/libs/drain"
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/mcostate"
@@ -148,15 +149,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r.actions); err != nil {
 		return err
 	}
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Node{})
-	if err != nil {
+	var err error
+	if r.nodes, err = cachestore.Of(mgr.GetCache(), &corev1.Node{}); err != nil {
 		return err
 	}
-	store, ok := inf.(interface{ GetStore() toolscache.Store })
-	if !ok {
-		return fmt.Errorf("the cache's Node informer (%T) has no store", inf)
-	}
-	r.nodes = store.GetStore()
 	all := handler.EnqueueRequestsFromMapFunc(r.allRuns)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -435,14 +431,7 @@ func (r *Reconciler) listNodes(ctx context.Context, fresh bool) ([]*corev1.Node,
 		}
 		return out, nil
 	}
-	objs := r.nodes.List()
-	out := make([]*corev1.Node, 0, len(objs))
-	for _, o := range objs {
-		if n, ok := o.(*corev1.Node); ok {
-			out = append(out, n)
-		}
-	}
-	return out, nil
+	return cachestore.Items[*corev1.Node](r.nodes), nil
 }
 
 // healthRead is what a health gate decides on, as read at one time.

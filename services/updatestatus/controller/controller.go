@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
+	"github.com/upshift-io/upshift/libs/cachestore"
 	"github.com/upshift-io/upshift/libs/events"
 	"github.com/upshift-io/upshift/libs/optionalkind"
 	"github.com/upshift-io/upshift/libs/pace"
@@ -107,10 +108,10 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, do reconcile.Reconciler)
 		r.APIReader = mgr.GetAPIReader()
 	}
 	var err error
-	if r.nodeStore, err = informerStore(mgr.GetCache(), &corev1.Node{}); err != nil {
+	if r.nodeStore, err = cachestore.Of(mgr.GetCache(), &corev1.Node{}); err != nil {
 		return err
 	}
-	if r.insightStore, err = informerStore(mgr.GetCache(), &updatev1alpha1.NodeProgressInsight{}); err != nil {
+	if r.insightStore, err = cachestore.Of(mgr.GetCache(), &updatev1alpha1.NodeProgressInsight{}); err != nil {
 		return err
 	}
 	r.insights = newInsightPublisher(r.Client, r.Metrics)
