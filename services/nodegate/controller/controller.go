@@ -124,6 +124,8 @@ type Reconciler struct {
 	// nodes is the Node informer's store: the passes read the cached Nodes
 	// themselves (see plan.Input.Nodes), not a list of copies.
 	nodes toolscache.Store
+	// jobs are the hook Jobs by run, the cache's objects (see jobIndex).
+	jobs *jobIndex
 }
 
 // SetupWithManager watches runs, rules, targets, pools, nodes, hook Jobs
@@ -149,6 +151,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r.actions); err != nil {
 		return err
 	}
+	r.jobs = newJobIndex()
 	var err error
 	if r.nodes, err = cachestore.Of(mgr.GetCache(), &corev1.Node{}); err != nil {
 		return err
@@ -164,7 +167,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&mcfgv1.MachineConfigPool{}, all, builder.WithPredicates(poolChanged)).
 		Watches(&configv1.ClusterVersion{}, all, builder.WithPredicates(clusterVersionChanged)).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.runOfJob), builder.WithPredicates(jobEnded)).
+		WatchesRawSource(source.Kind(mgr.GetCache(), &batchv1.Job{}, r.jobs.handler(
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, j *batchv1.Job) []reconcile.Request { return r.runOfJob(ctx, j) })))).
 		// A run whose background action failed passes again.
 		WatchesRawSource(source.Channel(r.actions.wakes, &handler.EnqueueRequestForObject{})).
 		Complete(r)
@@ -345,7 +349,6 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 		rules   nodegatev1alpha1.MutexRuleList
 		targets nodegatev1alpha1.MutexTargetList
 		pools   mcfgv1.MachineConfigPoolList
-		jobs    batchv1.JobList
 		runs    nodegatev1alpha1.MutexRunConfigList
 	)
 	if err := r.Client.List(ctx, &rules); err != nil {
@@ -357,16 +360,13 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	if err := r.Client.List(ctx, &pools); err != nil {
 		return in, err
 	}
-	// Nodes and Jobs are the large lists, read on every pass: the Nodes are
-	// the cache's objects themselves and the Jobs are listed without a deep
-	// copy (the planner and the drain remediation never write to their
-	// inputs, and the cache's objects are replaced, not changed, by events).
+	// Nodes and Jobs are the large lists, read on every pass: both are the
+	// cache's objects themselves (the planner and the drain remediation
+	// never write to their inputs, and the cache's objects are replaced, not
+	// changed, by events).
 	_, planned := r.planned.Load(client.ObjectKeyFromObject(run))
 	nodes, err := r.listNodes(ctx, !planned)
 	if err != nil {
-		return in, err
-	}
-	if err := r.Client.List(ctx, &jobs, client.UnsafeDisableDeepCopy, client.MatchingLabels{plan.RunLabel: plan.RunKey(run.Namespace, run.Name)}); err != nil {
 		return in, err
 	}
 	// Other runs are read for their spec and creation only: no copy of
@@ -374,7 +374,7 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	if err := r.Client.List(ctx, &runs, client.UnsafeDisableDeepCopy); err != nil {
 		return in, err
 	}
-	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes, jobs.Items
+	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes, r.jobs.of(plan.RunKey(run.Namespace, run.Name))
 	cv := &configv1.ClusterVersion{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); {
 	case err == nil:

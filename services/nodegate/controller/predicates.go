@@ -78,10 +78,11 @@ var nodeChanged = updated(func(o, n *corev1.Node) bool {
 		o.Annotations[plan.ReleasedAnnotation] != n.Annotations[plan.ReleasedAnnotation]
 })
 
-// jobEnded passes the updates that change a Job's Complete or Failed
+// jobEndChanged passes the updates that change a Job's Complete or Failed
 // condition: that is all the planner reads of it (not SuccessCriteriaMet or
-// FailureTarget, which come while pods still terminate).
-var jobEnded = updated(func(o, n *batchv1.Job) bool { return jobEnd(o) != jobEnd(n) })
+// FailureTarget, which come while pods still terminate). It is applied
+// by the Job index's handler (jobIndex.handler), which sees every update.
+func jobEndChanged(o, n *batchv1.Job) bool { return jobEnd(o) != jobEnd(n) }
 
 func jobEnd(j *batchv1.Job) string {
 	for _, c := range j.Status.Conditions {

@@ -134,7 +134,7 @@ func (w *world) input() Input {
 		in.Nodes = append(in.Nodes, w.nodes[k].DeepCopy())
 	}
 	for _, k := range slices.Sorted(maps.Keys(w.jobs)) {
-		in.Jobs = append(in.Jobs, *w.jobs[k].DeepCopy())
+		in.Jobs = append(in.Jobs, w.jobs[k].DeepCopy())
 	}
 	return in
 }

@@ -138,8 +138,7 @@ func newPlanner(in Input) *planner {
 	for i := range in.Pools {
 		p.pools[in.Pools[i].Name] = &in.Pools[i]
 	}
-	for i := range in.Jobs {
-		j := &in.Jobs[i]
+	for _, j := range in.Jobs {
 		p.jobs[j.Namespace+"/"+j.Name] = j
 	}
 	return p

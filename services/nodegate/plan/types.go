@@ -121,8 +121,9 @@ type Input struct {
 	// node-gate's CPU in a rollout.
 	Pools []mcfgv1.MachineConfigPool
 	Nodes []*corev1.Node
-	// Jobs are the hook Jobs (labelled RunLabel) in the rules' namespaces.
-	Jobs []batchv1.Job
+	// Jobs are the run's hook Jobs (labelled RunLabel), pointers into the
+	// informer's cache like Nodes, never written.
+	Jobs []*batchv1.Job
 	// ClusterVersion is the cluster's "version" object; nil if absent.
 	ClusterVersion *configv1.ClusterVersion
 	// RenderedReleases maps the rendered MachineConfigs the pools target to
