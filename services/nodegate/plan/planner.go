@@ -82,9 +82,12 @@ type planner struct {
 
 	rules   []*nodegatev1alpha1.MutexRule
 	sources []string
-	pools   map[string]*mcfgv1.MachineConfigPool
-	nodes   map[string]*corev1.Node
-	jobs    map[string]*batchv1.Job
+	// poolOf is each node's pool by the user's pool selectors (membership),
+	// set by validate: computed once a pass, it walks every node.
+	poolOf map[string]string
+	pools  map[string]*mcfgv1.MachineConfigPool
+	nodes  map[string]*corev1.Node
+	jobs   map[string]*batchv1.Job
 
 	// waitReason/waitMessage say why no new node starts (empty: none).
 	waitReason, waitMessage string
@@ -235,10 +238,9 @@ func (p *planner) decide() facts {
 		return facts{blocked: true}
 	}
 
-	member, _ := p.membership()
 	members := map[string][]string{} // source pool -> nodes
 	for _, n := range p.in.Nodes {
-		src := member[n.Name]
+		src := p.poolOf[n.Name]
 		if v := n.Labels[ReleaseLabel]; v != "" && p.isSource(v) {
 			src = v
 		}

@@ -116,7 +116,8 @@ func (p *planner) validate() bool {
 			}
 		}
 	}
-	_, errs := p.membership()
+	var errs map[string]error
+	p.poolOf, errs = p.membership()
 	var two []string
 	for n, err := range errs {
 		if p.selectedBySource(p.nodes[n]) {
