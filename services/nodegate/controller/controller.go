@@ -168,7 +168,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&configv1.ClusterVersion{}, all, builder.WithPredicates(clusterVersionChanged)).
 		Watches(&corev1.Node{}, all, builder.WithPredicates(nodeChanged)).
 		WatchesRawSource(source.Kind(mgr.GetCache(), &batchv1.Job{}, r.jobs.handler(
-			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, j *batchv1.Job) []reconcile.Request { return r.runOfJob(ctx, j) })))).
+			handler.TypedEnqueueRequestsFromMapFunc(r.runOfJob)))).
 		// A run whose background action failed passes again.
 		WatchesRawSource(source.Channel(r.actions.wakes, &handler.EnqueueRequestForObject{})).
 		Complete(r)
@@ -190,13 +190,13 @@ func (r *Reconciler) allRuns(ctx context.Context, _ client.Object) []reconcile.R
 
 // runOfJob maps a hook Job to its run through the run label (owner
 // references cannot cross namespaces, and rules put Jobs anywhere).
-func (r *Reconciler) runOfJob(ctx context.Context, o client.Object) []reconcile.Request {
-	key := o.GetLabels()[plan.RunLabel]
+func (r *Reconciler) runOfJob(ctx context.Context, j *batchv1.Job) []reconcile.Request {
+	key := j.Labels[plan.RunLabel]
 	if key == "" {
 		return nil
 	}
 	var out []reconcile.Request
-	for _, req := range r.allRuns(ctx, o) {
+	for _, req := range r.allRuns(ctx, j) {
 		if plan.RunKey(req.Namespace, req.Name) == key {
 			out = append(out, req)
 		}
