@@ -58,7 +58,12 @@ type actionRunner struct {
 	idle    chan struct{}
 	// failed are the failures not yet returned by a pass of their run.
 	failed map[types.NamespacedName][]error
-	wg     sync.WaitGroup
+	// stopped: the manager is stopping (Start). Actions handed over after
+	// that are dropped, not started: Start waits on wg for those already
+	// flying, and a WaitGroup must not be added to from zero while it is
+	// being waited on. The next leader decides them again.
+	stopped bool
+	wg      sync.WaitGroup
 }
 
 // runAction is an action and the run it is for.
@@ -120,6 +125,9 @@ func sameAction(a, b plan.Action) bool {
 func (r *actionRunner) Go(run types.NamespacedName, actions []plan.Action) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stopped {
+		return
+	}
 	for _, a := range actions {
 		obj := objectOf(a)
 		o := r.objects[obj]
@@ -297,10 +305,14 @@ func (r *actionRunner) Failures(run types.NamespacedName) []error {
 	return errs
 }
 
-// Start waits for the manager to stop, then ends what is in flight: the
-// next leader decides it again from the Jobs and labels, as after a crash.
+// Start waits for the manager to stop, then ends what is in flight and
+// takes nothing more (a pass may still be running): the next leader
+// decides it again from the Jobs and labels, as after a crash.
 func (r *actionRunner) Start(ctx context.Context) error {
 	<-ctx.Done()
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
 	r.cancel()
 	r.wg.Wait()
 	return nil

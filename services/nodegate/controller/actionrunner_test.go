@@ -291,3 +291,64 @@ func waitSlots(t *testing.T, r *actionRunner, what string, n int, count func(*wr
 		return count(r.slots)
 	}).WithTimeout(10*time.Second).WithPolling(time.Millisecond).Should(Equal(n), "actions that %s", what)
 }
+
+// A pass may still be running while the manager stops. What it hands over
+// then is dropped: Start is waiting for the actions in flight, and the
+// next leader decides the rest again.
+func TestActionRunnerTakesNothingOnceStopping(t *testing.T) {
+	g := newGatedDo()
+	r := newActionRunner(g.do)
+	ctx, stop := context.WithCancel(context.Background())
+	started := make(chan error)
+	go func() { started <- r.Start(ctx) }()
+	r.Go(runKey, []plan.Action{release("a", "m")})
+	waitBegun(t, g)
+	stop()
+	// Start waits for node/a's write, which the test holds; a pass hands
+	// over another action meanwhile.
+	NewWithT(t).Eventually(r.ctx.Err).WithTimeout(10 * time.Second).WithPolling(time.Millisecond).Should(MatchError(context.Canceled))
+	r.Go(runKey, []plan.Action{release("b", "m"), hookJob("j")})
+	g.gate("node/a") <- nil
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return: it waits for an action handed over while it stopped")
+	}
+	r.Go(runKey, []plan.Action{release("c", "m")})
+	r.mu.Lock()
+	pending, objects := r.pending, len(r.objects)
+	r.mu.Unlock()
+	if pending != 0 || objects != 0 {
+		t.Fatalf("after Start returned: %d actions pending on %d objects, want none", pending, objects)
+	}
+	if calls := g.calls(); len(calls) != 1 {
+		t.Fatalf("calls %v, want node/a's only", calls)
+	}
+}
+
+// Passes handing over actions while the manager stops: under the race
+// detector this fails if Go adds to the WaitGroup Start waits on.
+func TestActionRunnerStopsWhilePassesHandOver(t *testing.T) {
+	for range 20 {
+		r := newActionRunner(func(ctx context.Context, _ plan.Action) error { return nil })
+		ctx, stop := context.WithCancel(context.Background())
+		started := make(chan error)
+		go func() { started <- r.Start(ctx) }()
+		var passes sync.WaitGroup
+		passes.Add(1)
+		go func() {
+			defer passes.Done()
+			for i := range 200 {
+				r.Go(runKey, []plan.Action{release(fmt.Sprintf("n%d", i), "m")})
+			}
+		}()
+		stop()
+		if err := <-started; err != nil {
+			t.Fatal(err)
+		}
+		passes.Wait()
+	}
+}
