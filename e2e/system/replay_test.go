@@ -231,6 +231,18 @@ func TestReplayControlPlaneWaitsForTheUpdate(t *testing.T) {
 	if rep := replay(recording{revs: after}, 50); len(rep.violations) != 0 {
 		t.Fatalf("a replacement after the update, got %v", rep.violations)
 	}
+	// A master the recorder last saw moving, its Done missed in a blind
+	// window after a relist: the replacement is undecided, not a violation.
+	moving := append(masters(), rev("Node", 40, node("m2", true, true, "c2", "c1", "Working", nil)), rev("Machine", 60, master))
+	rep = replay(recording{revs: moving, blinds: []blind{{kind: "Node", from: 50, to: 70}}}, 30)
+	if len(rep.violations) != 0 || rep.undecided["no control-plane replacement during the cluster update"] != 1 {
+		t.Fatalf("a replacement in a blind window: violations %v, undecided %v", rep.violations, rep.undecided)
+	}
+	// Seen moving with no blind window, it is a violation.
+	rep = replay(recording{revs: moving}, 30)
+	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "updates master m2") {
+		t.Fatalf("a replacement while a master updates, got %v", rep.violations)
+	}
 }
 
 func TestReplayGatePoolNeverAPool(t *testing.T) {
