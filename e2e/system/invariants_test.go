@@ -282,6 +282,19 @@ type report struct {
 	revisions, gaps int
 }
 
+// decided counts a check whose state looks violated at rv: undecided when
+// one of the kinds it reads was in a blind window there (the replay's view
+// of it may be behind the cluster's), else checked, and then it is a
+// violation.
+func (rep *report) decided(rec recording, rv int64, inv string, kinds ...string) bool {
+	if rec.blindAt(rv, kinds...) != nil {
+		rep.undecided[inv]++
+		return false
+	}
+	rep.checked[inv]++
+	return true
+}
+
 func (rep *report) violate(rv int64, format string, args ...any) {
 	if len(rep.violations) < 50 {
 		rep.violations = append(rep.violations, fmt.Sprintf("at resourceVersion %d: ", rv)+fmt.Sprintf(format, args...))
@@ -306,28 +319,23 @@ func replay(rec recording, start int64) *report {
 		}
 		switch rev.kind {
 		case "Node", "Machine":
-			rep.checked["etcd quorum"]++
-			if n := etcdMembers(w); n < 2 {
+			if n := etcdMembers(w); n >= 2 {
+				rep.checked["etcd quorum"]++
+			} else if rep.decided(rec, rev.rv, "etcd quorum", "Node", "Machine") {
 				rep.violate(rev.rv, "%d etcd members, fewer than quorum (2 of 3), after %s %s changed", n, rev.kind, rev.key)
 			}
 		}
 		switch rev.kind {
 		case "Node":
-			rep.checked["workers unavailable"]++
-			if names := unavailableWorkers(w); len(names) > maxUnavailable {
+			if names := unavailableWorkers(w); len(names) <= maxUnavailable {
+				rep.checked["workers unavailable"]++
+			} else if rep.decided(rec, rev.rv, "workers unavailable", "Node") {
 				rep.violate(rev.rv, "%d workers unavailable, more than %d: %s", len(names), maxUnavailable, strings.Join(names, ", "))
 			}
 			if rev.obj != nil && prev != nil && held(prev) && !held(rev.obj) {
-				round := currentRound(w)
-				switch {
-				case hookCompleted(w, rev.obj.GetName(), round):
+				if round := currentRound(w); hookCompleted(w, rev.obj.GetName(), round) {
 					rep.checked["released after its hook"]++
-				case rec.blindAt(rev.rv, "MutexRunConfig", "Job") != nil:
-					// The run's round or the hook's completion may be in
-					// revisions the recorder did not see.
-					rep.undecided["released after its hook"]++
-				default:
-					rep.checked["released after its hook"]++
+				} else if rep.decided(rec, rev.rv, "released after its hook", "MutexRunConfig", "Job") {
 					rep.violate(rev.rv, "node %s released with no completed hook Job of round %q (run as of this revision: %s; the node's hook Jobs: %s; the node's writers: %s)",
 						rev.obj.GetName(), round, runState(w), hookJobsOf(w, rev.obj.GetName()), writersOf(rev.obj))
 				}
@@ -350,16 +358,9 @@ func replay(rec recording, start int64) *report {
 			// old one's deletion, whichever the controller does first.
 			if prev == nil || (m.DeletionTimestamp != nil && prev.GetDeletionTimestamp() == nil) {
 				const inv = "no control-plane replacement during the cluster update"
-				why := clusterUpdating(w)
-				switch {
-				case why == "":
+				if why := clusterUpdating(w); why == "" {
 					rep.checked[inv]++
-				case rec.blindAt(rev.rv, "ClusterVersion", "Node") != nil:
-					// The update's end or the master's Done may be in
-					// revisions the recorder did not see.
-					rep.undecided[inv]++
-				default:
-					rep.checked[inv]++
+				} else if rep.decided(rec, rev.rv, inv, "ClusterVersion", "Node") {
 					rep.violate(rev.rv, "control-plane machine %s %s while %s", m.Name,
 						map[bool]string{true: "created", false: "deleted"}[prev == nil], why)
 				}
