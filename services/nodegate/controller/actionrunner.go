@@ -58,12 +58,7 @@ type actionRunner struct {
 	idle    chan struct{}
 	// failed are the failures not yet returned by a pass of their run.
 	failed map[types.NamespacedName][]error
-	// stopped: the manager is stopping (Start). Actions handed over after
-	// that are dropped, not started: Start waits on wg for those already
-	// flying, and a WaitGroup must not be added to from zero while it is
-	// being waited on. The next leader decides them again.
-	stopped bool
-	wg      sync.WaitGroup
+	wg     sync.WaitGroup
 }
 
 // runAction is an action and the run it is for.
@@ -125,8 +120,8 @@ func sameAction(a, b plan.Action) bool {
 func (r *actionRunner) Go(run types.NamespacedName, actions []plan.Action) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stopped {
-		return
+	if r.ctx.Err() != nil {
+		return // stopping: see Start
 	}
 	for _, a := range actions {
 		obj := objectOf(a)
@@ -310,10 +305,12 @@ func (r *actionRunner) Failures(run types.NamespacedName) []error {
 // decides it again from the Jobs and labels, as after a crash.
 func (r *actionRunner) Start(ctx context.Context) error {
 	<-ctx.Done()
+	// Cancelled under the lock Go holds, so that no Go adds to wg once
+	// Wait may have begun (a WaitGroup must not be added to from zero
+	// while it is waited on): Go drops what it is handed after this.
 	r.mu.Lock()
-	r.stopped = true
-	r.mu.Unlock()
 	r.cancel()
+	r.mu.Unlock()
 	r.wg.Wait()
 	return nil
 }
