@@ -59,6 +59,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -166,7 +167,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 			return err
 		}
 		obs.setReference(reference)
-		ungated, err = obs.update(ctx, env.Client, watchCache, o, start, graph[1+2*i], false, pid)
+		ungated, err = obs.update(ctx, env.Client, env.Config, watchCache, o, start, graph[1+2*i], false, pid)
 		obs.setReference(nil)
 		probe.finish()
 		if err != nil {
@@ -191,7 +192,7 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		if o.profileDir != "" {
 			o.profileFile = filepath.Join(o.profileDir, fmt.Sprintf("%d-cpu.pprof", i+1))
 		}
-		gated, err = obs.update(ctx, env.Client, watchCache, o, start, graph[2+2*i], true, pid)
+		gated, err = obs.update(ctx, env.Client, env.Config, watchCache, o, start, graph[2+2*i], true, pid)
 		obs.setReference(nil)
 		if err != nil {
 			return fmt.Errorf("gated update %d: %w", i+1, err)
@@ -296,6 +297,8 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 	fmt.Printf("  after the last worker was Done:                %s longer (the run's restore: the pool's paused and maxUnavailable given back, the gate pool deleted)\n", tail.Round(time.Second))
 	fmt.Printf("the machine (\"without\": the ungated update, \"with\": the gated one):\n")
 	printCPUTable(ungated.cpu, gated.cpu, ungated.whole, gated.whole, runtime.NumCPU())
+	printQueueTable(ungated.queues, gated.queues)
+	printAPITable(ungated.api, gated.api, 10)
 	fmt.Printf("run status, largest seen:           %.1f KiB of JSON (each hop writes it whole)\n", float64(obs.largestStatus())/1024)
 	fmt.Printf("node-gate peak RSS (VmHWM):         %s\n", peakRSS(pid))
 	fmt.Printf("node-gate CPU (gated update):       %.1f s in %s of wall time (%.0f%% of one core; the machine has %d)\n",
@@ -716,10 +719,14 @@ type updateTimes struct {
 	perNode, pickup, doneToNext [4]time.Duration
 	// cpu: what every process the bench started used over the update.
 	cpu cpuUse
+	// queues is the simulator's controller queues' use during the update.
+	queues queueUse
+	// api is what the apiserver served during the update.
+	api apiTraffic
 }
 
 // update requests target and waits until it is done.
-func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cache, o options, start time.Time, target string, gated bool, pid int) (updateTimes, error) {
+func (g *gateObserver) update(ctx context.Context, c client.Client, cfg *rest.Config, cc cache.Cache, o options, start time.Time, target string, gated bool, pid int) (updateTimes, error) {
 	var r updateTimes
 	var nodes corev1.NodeList
 	if err := cc.List(ctx, &nodes, client.HasLabels{workerRole}); err != nil {
@@ -734,6 +741,14 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cac
 		return r, err
 	}
 	cpuBefore, err := readCPU()
+	if err != nil {
+		return r, err
+	}
+	queuesBefore, err := readQueues()
+	if err != nil {
+		return r, err
+	}
+	apiBefore, err := readAPITraffic(ctx, cfg)
 	if err != nil {
 		return r, err
 	}
@@ -778,6 +793,16 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cc cache.Cac
 		return r, err
 	}
 	r.cpu = cpuAfter.since(cpuBefore)
+	queuesAfter, err := readQueues()
+	if err != nil {
+		return r, err
+	}
+	r.queues = queuesAfter.since(queuesBefore)
+	apiAfter, err := readAPITraffic(ctx, cfg)
+	if err != nil {
+		return r, err
+	}
+	r.api = apiAfter.since(apiBefore)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var first, last time.Time

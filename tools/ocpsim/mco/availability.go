@@ -2,11 +2,13 @@ package mco
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -172,4 +174,33 @@ func NodesByPool(nodes []*corev1.Node, pools []*mcfgv1.MachineConfigPool) map[st
 		}
 	}
 	return out
+}
+
+// PoolsOfNodes is the pools a node event concerns, as the MCO's node
+// controller finds them: each given node's pool (the node before and after an
+// update, which differ when its labels move it), in order, once. A node whose
+// pool cannot be told (several custom pools match) concerns every pool, so
+// that each reports the error in its status.
+func PoolsOfNodes(pools []*mcfgv1.MachineConfigPool, nodes ...*corev1.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		name, err := PoolFor(n, pools)
+		if err != nil {
+			out = out[:0]
+			for _, p := range pools {
+				out = append(out, p.Name)
+			}
+			return out
+		}
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// SelectorChanged tells whether a pool update can move nodes between pools
+// without any node changing: its node selector changed.
+func SelectorChanged(old, cur *mcfgv1.MachineConfigPool) bool {
+	return !equality.Semantic.DeepEqual(old.Spec.NodeSelector, cur.Spec.NodeSelector)
 }

@@ -1,6 +1,7 @@
 package mco
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,46 @@ func TestPoolFor(t *testing.T) {
 	n.Labels = map[string]string{}
 	if got, _ := PoolFor(n, pools); got != "" {
 		t.Errorf("unlabelled node in pool %q", got)
+	}
+}
+
+func TestPoolsOfNodes(t *testing.T) {
+	pools := []*mcfgv1.MachineConfigPool{pool("master", "", nil), pool("worker", "", nil), pool("infra", "", nil), pool("gpu", "", nil)}
+	infra := node("n", "", 0, "x", withLabels("node-role.kubernetes.io/infra", ""))
+	worker := node("n", "", 0, "x")
+	master := node("n", "", 0, "x", withLabels("node-role.kubernetes.io/master", ""))
+	twoCustom := node("n", "", 0, "x", withLabels("node-role.kubernetes.io/gpu", "", "node-role.kubernetes.io/infra", ""))
+	none := node("n", "", 0, "x")
+	none.Labels = map[string]string{}
+	cases := []struct {
+		name  string
+		nodes []*corev1.Node
+		want  []string
+	}{
+		{"a change within the worker pool syncs it alone", []*corev1.Node{worker, worker}, []string{"worker"}},
+		{"a node moved by its labels syncs the pool it left and the one it joined", []*corev1.Node{infra, worker}, []string{"infra", "worker"}},
+		{"a master syncs the master pool only", []*corev1.Node{master}, []string{"master"}},
+		{"a node in no pool syncs none", []*corev1.Node{none, none}, nil},
+		{"a node of two custom pools syncs every pool", []*corev1.Node{worker, twoCustom}, []string{"master", "worker", "infra", "gpu"}},
+	}
+	for _, c := range cases {
+		if got := PoolsOfNodes(pools, c.nodes...); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestSelectorChanged(t *testing.T) {
+	a := pool("infra", "", nil)
+	b := a.DeepCopy()
+	b.Status.MachineCount = 3
+	b.Spec.Paused = true
+	if SelectorChanged(a, b) {
+		t.Error("a status or pause change reported as a selector change")
+	}
+	b.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"example.com/x": ""}}
+	if !SelectorChanged(a, b) {
+		t.Error("a new node selector not reported")
 	}
 }
 
