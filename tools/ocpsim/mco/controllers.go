@@ -3,6 +3,7 @@ package mco
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -274,10 +275,16 @@ func (s *sim) render(ctx context.Context, req reconcile.Request) (reconcile.Resu
 			rendered.Annotations[faults.Annotation] = string(faults.Unreconcilable)
 		}
 	}
-	if err := s.c.Create(ctx, rendered); err == nil {
-		s.log.Info(fmt.Sprintf("machine-config-controller: generated %s for pool %s from %d MachineConfigs", rendered.Name, pool.Name, len(sources)))
-	} else if !apierrors.IsAlreadyExists(err) {
-		return reconcile.Result{}, err
+	// As the MCO's render controller, create the rendered config only when
+	// the cache does not hold it: a pool's every status change syncs it here,
+	// and a create refused as AlreadyExists still costs the API server a write.
+	exists := slices.ContainsFunc(all, func(mc *mcfgv1.MachineConfig) bool { return mc.Name == rendered.Name })
+	if !exists {
+		if err := s.c.Create(ctx, rendered); err == nil {
+			s.log.Info(fmt.Sprintf("machine-config-controller: generated %s for pool %s from %d MachineConfigs", rendered.Name, pool.Name, len(sources)))
+		} else if !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, err
+		}
 	}
 	if pool.Spec.Configuration.Name == rendered.Name {
 		return reconcile.Result{}, nil
