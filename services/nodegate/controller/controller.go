@@ -374,7 +374,7 @@ func (r *Reconciler) input(ctx context.Context, run *nodegatev1alpha1.MutexRunCo
 	if err := r.Client.List(ctx, &runs, client.UnsafeDisableDeepCopy); err != nil {
 		return in, err
 	}
-	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes, r.jobs.of(plan.RunKey(run.Namespace, run.Name))
+	in.Rules, in.Targets, in.Pools, in.Nodes, in.Jobs = rules.Items, targets.Items, pools.Items, nodes, r.jobs.of(plan.RunKey(run.Namespace, run.Name), r.Clock.Now())
 	cv := &configv1.ClusterVersion{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: "version"}, cv); {
 	case err == nil:
@@ -589,11 +589,19 @@ func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
 		}
 		return r.patch(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: a.Node}}, types.MergePatchType, map[string]any{"metadata": meta})
 	case plan.CreateJob:
-		err := r.Client.Create(ctx, a.Job.DeepCopy())
-		if apierrors.IsAlreadyExists(err) {
-			return nil
+		if r.jobs.has(a.Job, r.Clock.Now()) {
+			return nil // created since the pass read the index
 		}
-		return err
+		job := a.Job.DeepCopy()
+		err := r.Client.Create(ctx, job)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return nil
+		case err != nil:
+			return err
+		}
+		r.jobs.expect(job, r.Clock.Now())
+		return nil
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -20,27 +21,79 @@ import (
 // copies. The Job informer has no single store to read when the chart
 // confines hook Jobs to namespaces (one informer per namespace), so the
 // index is fed by the informer's events instead, through handler.
+//
+// It also holds the Jobs node-gate created and the informer has not shown
+// yet (expect): a pass in between would otherwise decide the create again,
+// a write the API server refuses as AlreadyExists (a third of the creates
+// in a 500-worker rollout).
 type jobIndex struct {
 	mu    sync.RWMutex
 	byRun map[string]map[string]*batchv1.Job // run key → namespace/name → Job
+	// expected holds when each Job that expect added was created, until an
+	// event of the informer replaces or removes it.
+	expected map[string]time.Time // namespace/name → created
 }
 
+// expectFor is how long a created Job the informer has not shown counts as
+// there. Past it the Job is left out again, so a pass decides its create
+// anew: were it deleted while the watch was down, the informer, which
+// never had it, would send no deletion.
+const expectFor = 30 * time.Second
+
 func newJobIndex() *jobIndex {
-	return &jobIndex{byRun: map[string]map[string]*batchv1.Job{}}
+	return &jobIndex{byRun: map[string]map[string]*batchv1.Job{}, expected: map[string]time.Time{}}
 }
 
 // of is the run's hook Jobs, in no particular order: the cache's objects
 // themselves, which the reader must never modify (the cache replaces
-// them on every event, it does not change them).
-func (x *jobIndex) of(runKey string) []*batchv1.Job {
+// them on every event, it does not change them), and those created since
+// now-expectFor that the cache has yet to show.
+func (x *jobIndex) of(runKey string, now time.Time) []*batchv1.Job {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	jobs := x.byRun[runKey]
 	out := make([]*batchv1.Job, 0, len(jobs))
-	for _, j := range jobs {
+	for k, j := range jobs {
+		if at, ok := x.expected[k]; ok && now.Sub(at) >= expectFor {
+			continue
+		}
 		out = append(out, j)
 	}
 	return out
+}
+
+// has tells whether the index holds j (by namespace and name) as of now:
+// shown by the informer, or created by node-gate and not yet lapsed. A
+// pass that read the index before a create finished may hand the same
+// create over again; this stops it short of the API server.
+func (x *jobIndex) has(j *batchv1.Job, now time.Time) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	name := j.Namespace + "/" + j.Name
+	if _, ok := x.byRun[j.Labels[plan.RunLabel]][name]; !ok {
+		return false
+	}
+	at, unconfirmed := x.expected[name]
+	return !unconfirmed || now.Sub(at) < expectFor
+}
+
+// expect records j, just created at now, unless the informer has shown
+// it already: its object is as new as j or newer. An earlier expectation
+// of the same Job (created again after it lapsed) is renewed.
+func (x *jobIndex) expect(j *batchv1.Job, now time.Time) {
+	key := j.Labels[plan.RunLabel]
+	if key == "" {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	name := j.Namespace + "/" + j.Name
+	_, known := x.byRun[key][name]
+	if _, unconfirmed := x.expected[name]; known && !unconfirmed {
+		return
+	}
+	x.put(key, name, j)
+	x.expected[name] = now
 }
 
 // set records j in place of old (nil when j is new); a Job whose run
@@ -51,14 +104,18 @@ func (x *jobIndex) set(old, j *batchv1.Job) {
 	if old != nil {
 		x.drop(old)
 	}
-	key := j.Labels[plan.RunLabel]
-	if key == "" {
-		return
+	name := j.Namespace + "/" + j.Name
+	delete(x.expected, name)
+	if key := j.Labels[plan.RunLabel]; key != "" {
+		x.put(key, name, j)
 	}
+}
+
+func (x *jobIndex) put(key, name string, j *batchv1.Job) {
 	if x.byRun[key] == nil {
 		x.byRun[key] = map[string]*batchv1.Job{}
 	}
-	x.byRun[key][j.Namespace+"/"+j.Name] = j
+	x.byRun[key][name] = j
 }
 
 func (x *jobIndex) remove(j *batchv1.Job) {
@@ -68,8 +125,9 @@ func (x *jobIndex) remove(j *batchv1.Job) {
 }
 
 func (x *jobIndex) drop(j *batchv1.Job) {
-	key := j.Labels[plan.RunLabel]
-	delete(x.byRun[key], j.Namespace+"/"+j.Name)
+	key, name := j.Labels[plan.RunLabel], j.Namespace+"/"+j.Name
+	delete(x.expected, name)
+	delete(x.byRun[key], name)
 	if len(x.byRun[key]) == 0 {
 		delete(x.byRun, key)
 	}
