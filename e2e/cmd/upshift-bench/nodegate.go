@@ -296,9 +296,9 @@ func runNodeGate(ctx context.Context, o options) (err error) {
 		time.Duration(cycles*float64(slower+later)).Round(time.Second))
 	fmt.Printf("  after the last worker was Done:                %s longer (the run's restore: the pool's paused and maxUnavailable given back, the gate pool deleted)\n", tail.Round(time.Second))
 	fmt.Printf("the machine (\"without\": the ungated update, \"with\": the gated one):\n")
-	printCPUTable(ungated.cpu, gated.cpu, ungated.whole, gated.whole, runtime.NumCPU())
-	printQueueTable(ungated.queues, gated.queues)
-	printAPITable(ungated.api, gated.api, 10)
+	printCPUTable(ungated.use.cpu, gated.use.cpu, ungated.whole, gated.whole, runtime.NumCPU())
+	printQueueTable(ungated.use.queues, gated.use.queues)
+	printAPITable(ungated.use.api, gated.use.api, 10)
 	fmt.Printf("run status, largest seen:           %.1f KiB of JSON (each hop writes it whole)\n", float64(obs.largestStatus())/1024)
 	fmt.Printf("node-gate peak RSS (VmHWM):         %s\n", peakRSS(pid))
 	fmt.Printf("node-gate CPU (gated update):       %.1f s in %s of wall time (%.0f%% of one core; the machine has %d)\n",
@@ -718,11 +718,8 @@ type updateTimes struct {
 	// doneToNext.
 	perNode, pickup, doneToNext [4]time.Duration
 	// cpu: what every process the bench started used over the update.
-	cpu cpuUse
-	// queues is the simulator's controller queues' use during the update.
-	queues queueUse
-	// api is what the apiserver served during the update.
-	api apiTraffic
+	// use is what the machine spent on the update.
+	use machineUse
 }
 
 // update requests target and waits until it is done.
@@ -740,15 +737,7 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cfg *rest.Co
 	if err := requestUpdate(ctx, c, target); err != nil {
 		return r, err
 	}
-	cpuBefore, err := readCPU()
-	if err != nil {
-		return r, err
-	}
-	queuesBefore, err := readQueues()
-	if err != nil {
-		return r, err
-	}
-	apiBefore, err := readAPITraffic(ctx, cfg)
+	before, err := readMachineUse(ctx, cfg)
 	if err != nil {
 		return r, err
 	}
@@ -788,21 +777,11 @@ func (g *gateObserver) update(ctx context.Context, c client.Client, cfg *rest.Co
 		return r, err
 	}
 	r.whole = time.Since(requested)
-	cpuAfter, err := readCPU()
+	after, err := readMachineUse(ctx, cfg)
 	if err != nil {
 		return r, err
 	}
-	r.cpu = cpuAfter.since(cpuBefore)
-	queuesAfter, err := readQueues()
-	if err != nil {
-		return r, err
-	}
-	r.queues = queuesAfter.since(queuesBefore)
-	apiAfter, err := readAPITraffic(ctx, cfg)
-	if err != nil {
-		return r, err
-	}
-	r.api = apiAfter.since(apiBefore)
+	r.use = after.since(before)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var first, last time.Time

@@ -237,11 +237,7 @@ func runSystem(ctx context.Context, o options) (err error) {
 // cluster is done.
 func updateWithout(ctx context.Context, c client.Client, cfg *rest.Config, cc cache.Cache, o options, start time.Time, target string) (systemTimes, error) {
 	var t systemTimes
-	cpuBefore, err := readCPU()
-	if err != nil {
-		return t, err
-	}
-	apiBefore, err := readAPITraffic(ctx, cfg)
+	before, err := readMachineUse(ctx, cfg)
 	if err != nil {
 		return t, err
 	}
@@ -265,16 +261,12 @@ func updateWithout(ctx context.Context, c client.Client, cfg *rest.Config, cc ca
 	t.whole = time.Since(requested)
 	t.settled = t.whole
 	t.to = time.Now()
-	cpuAfter, err := readCPU()
+	after, err := readMachineUse(ctx, cfg)
 	if err != nil {
 		return t, err
 	}
-	t.cpu = cpuAfter.since(cpuBefore)
-	apiAfter, err := readAPITraffic(ctx, cfg)
-	if err != nil {
-		return t, err
-	}
-	t.api = apiAfter.since(apiBefore)
+	used := after.since(before)
+	t.cpu, t.api = used.cpu, used.api
 	step(start, "update to %s without Upshift done in %s", target, t.whole.Round(time.Second))
 	return t, nil
 }
