@@ -717,8 +717,8 @@ type updateTimes struct {
 	// MCO's. With a fixed number of slots a slot's cycle is perNode plus
 	// doneToNext.
 	perNode, pickup, doneToNext [4]time.Duration
-	// cpu: what every process the bench started used over the update.
-	// use is what the machine spent on the update.
+	// use: what the machine spent on the update (every process the bench
+	// started, the simulator's queues, the API server).
 	use machineUse
 }
 

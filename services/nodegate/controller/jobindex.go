@@ -54,13 +54,21 @@ func (x *jobIndex) of(runKey string, now time.Time) []*batchv1.Job {
 	jobs := x.byRun[runKey]
 	out := make([]*batchv1.Job, 0, len(jobs))
 	for k, j := range jobs {
-		if at, ok := x.expected[k]; ok && now.Sub(at) >= expectFor {
-			continue
+		if !x.lapsed(k, now) {
+			out = append(out, j)
 		}
-		out = append(out, j)
 	}
 	return out
 }
+
+// lapsed: the Job named is an expectation older than expectFor.
+func (x *jobIndex) lapsed(name string, now time.Time) bool {
+	at, unconfirmed := x.expected[name]
+	return unconfirmed && now.Sub(at) >= expectFor
+}
+
+// jobName is the Job's key in the index: namespace/name.
+func jobName(j *batchv1.Job) string { return j.Namespace + "/" + j.Name }
 
 // has tells whether the index holds j (by namespace and name) as of now:
 // shown by the informer, or created by node-gate and not yet lapsed. A
@@ -69,12 +77,9 @@ func (x *jobIndex) of(runKey string, now time.Time) []*batchv1.Job {
 func (x *jobIndex) has(j *batchv1.Job, now time.Time) bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	name := j.Namespace + "/" + j.Name
-	if _, ok := x.byRun[j.Labels[plan.RunLabel]][name]; !ok {
-		return false
-	}
-	at, unconfirmed := x.expected[name]
-	return !unconfirmed || now.Sub(at) < expectFor
+	name := jobName(j)
+	_, ok := x.byRun[j.Labels[plan.RunLabel]][name]
+	return ok && !x.lapsed(name, now)
 }
 
 // expect records j, just created at now, unless the informer has shown
@@ -87,7 +92,7 @@ func (x *jobIndex) expect(j *batchv1.Job, now time.Time) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	name := j.Namespace + "/" + j.Name
+	name := jobName(j)
 	_, known := x.byRun[key][name]
 	if _, unconfirmed := x.expected[name]; known && !unconfirmed {
 		return
@@ -104,7 +109,7 @@ func (x *jobIndex) set(old, j *batchv1.Job) {
 	if old != nil {
 		x.drop(old)
 	}
-	name := j.Namespace + "/" + j.Name
+	name := jobName(j)
 	delete(x.expected, name)
 	if key := j.Labels[plan.RunLabel]; key != "" {
 		x.put(key, name, j)
@@ -125,7 +130,7 @@ func (x *jobIndex) remove(j *batchv1.Job) {
 }
 
 func (x *jobIndex) drop(j *batchv1.Job) {
-	key, name := j.Labels[plan.RunLabel], j.Namespace+"/"+j.Name
+	key, name := j.Labels[plan.RunLabel], jobName(j)
 	delete(x.expected, name)
 	delete(x.byRun[key], name)
 	if len(x.byRun[key]) == 0 {
