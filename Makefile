@@ -236,7 +236,8 @@ chaos: testbin ## Run the whole-system suite's long profile: 150 workers, 60 lea
 # <package>:<Fuzz function>; their seeds also run with every `go test`.
 FUZZ_TARGETS := ./libs/window:FuzzSchedule ./libs/mcostate:FuzzPhaseOf ./services/upgradescheduler/config:FuzzParse \
 	./services/upgradescheduler/ocm:FuzzAccessToken ./services/upgradescheduler/ocm:FuzzUpgradePolicies \
-	./services/cpms/platform:FuzzProviderSpec ./libs/alerts:FuzzAlertmanagerPayloads
+	./services/cpms/platform:FuzzProviderSpec ./libs/alerts:FuzzAlertmanagerPayloads ./libs/alerts:FuzzPrometheusAlerts \
+	./services/upgradescheduler/ocm:FuzzAgentBodies ./services/updatestatus/snapshot:FuzzBlockYAML
 # A count of executions, not a duration: with a duration, Go 1.26's fuzzing
 # coordinator can fail a target with "context deadline exceeded" and no
 # failing input at the very end of the window (golang/go#75804, fixed in Go

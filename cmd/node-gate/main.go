@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -28,6 +29,7 @@ import (
 
 func main() {
 	namespace := os.Getenv("POD_NAMESPACE")
+	serviceAccount := os.Getenv("POD_SERVICE_ACCOUNT")
 	var jobNamespaces, ruleJobNamespaces, gatedPools string
 	var alertsCfg alerts.Config
 	var alertsAPI string
@@ -37,6 +39,8 @@ func main() {
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&namespace, "namespace", namespace,
 				"Namespace node-gate runs in (default $POD_NAMESPACE); hook Jobs may run there unless --job-namespaces says otherwise.")
+			fs.StringVar(&serviceAccount, "service-account", serviceAccount,
+				"node-gate's own ServiceAccount in --namespace (default $POD_SERVICE_ACCOUNT): a MutexRule whose hook Jobs would run as it there is refused (ServiceAccountNotAllowed), behind the chart's admission policy. Empty: only the policy refuses them.")
 			fs.StringVar(&jobNamespaces, "job-namespaces", "",
 				"Comma-separated namespaces where MutexRules may run hook Jobs (the chart grants Jobs only there). Empty: --namespace.")
 			fs.StringVar(&ruleJobNamespaces, "rule-job-namespaces", "",
@@ -69,6 +73,11 @@ func main() {
 				return errors.New("--status-write-interval must be positive: it bounds the status writes of each run")
 			}
 			places := plan.JobPlaces{Namespaces: nss, ForRuleNamespace: others}
+			if serviceAccount != "" {
+				places.Own = types.NamespacedName{Namespace: namespace, Name: serviceAccount}
+			} else {
+				log.Info("own ServiceAccount not known (no --service-account, no $POD_SERVICE_ACCOUNT): only the admission policy refuses hooks that would run as it")
+			}
 			r := &controller.Reconciler{
 				Client:     mgr.GetClient(),
 				Recorder:   events.NewRecorder(mgr.GetEventRecorder("node-gate")),
@@ -86,7 +95,7 @@ func main() {
 				}
 				r.Alerts = c
 			}
-			log.Info("gating nodes", "jobNamespaces", nss, "ruleJobNamespaces", others, "gatedPools", r.GatedPools, "alerts", alertsCfg.URL != "",
+			log.Info("gating nodes", "jobNamespaces", nss, "ruleJobNamespaces", others, "serviceAccount", places.Own.String(), "gatedPools", r.GatedPools, "alerts", alertsCfg.URL != "",
 				"statusWriteInterval", statusInterval.String())
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err

@@ -160,11 +160,12 @@ func StartAsIdentity(binary string, id *Identity, namespace string, leaderElect 
 
 // StartPodAsIdentity is StartAsIdentity as pod: POD_NAME is set as the
 // chart's Deployment sets it, so the process's requests say which replica
-// made them (the user agent, in the audit log).
+// made them (the user agent, in the audit log). POD_SERVICE_ACCOUNT is
+// set as node-gate's Deployment sets it.
 func StartPodAsIdentity(pod, binary string, id *Identity, namespace string, leaderElect bool, extra ...string) (*Running, error) {
-	var env []string
+	env := []string{"POD_SERVICE_ACCOUNT=" + id.ServiceAccount}
 	if pod != "" {
-		env = []string{"POD_NAME=" + pod}
+		env = append(env, "POD_NAME="+pod)
 	}
 	// The addresses are free when chosen, not when the process binds them:
 	// in between, any process on the machine may get the port (as the

@@ -2,9 +2,12 @@ package nodegate
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -103,4 +106,51 @@ func admission(ctx SpecContext) {
 		g.Expect(c).NotTo(BeNil())
 		return string(c.Status) + "/" + c.Reason + "/" + c.Message
 	}).Should(HavePrefix(`False/InvalidConfig/spec.jobNamespace "team-a" is not one of node-gate's job namespaces`))
+
+	By("a rule naming node-gate's ServiceAccount made while the policy was unbound: node-gate reports it, naming the field")
+	withoutPolicy(ctx, func() error {
+		return env.Client.Create(ctx, hookRule("before-policy", namespace, namespace, id.ServiceAccount))
+	})
+	Eventually(func(g Gomega) string {
+		got := &nodegatev1alpha1.MutexRule{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "before-policy"}, got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, plan.ConditionValidConfig)
+		g.Expect(c).NotTo(BeNil())
+		return string(c.Status) + "/" + c.Reason + "/" + c.Message
+	}).Should(Equal("False/InvalidConfig/spec.jobSpec.template.spec.serviceAccountName: a hook cannot run as node-gate's own ServiceAccount " +
+		namespace + "/" + id.ServiceAccount))
+	Expect(env.Client.Delete(ctx, &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "before-policy"}})).To(Succeed())
+}
+
+// withoutPolicy runs create while the chart's hook-identity policy is
+// unbound (as on a cluster where it was removed, or before it was
+// installed), then binds it again and waits until the API server enforces
+// it once more.
+func withoutPolicy(ctx context.Context, create func() error) {
+	GinkgoHelper()
+	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+	Expect(env.Client.List(ctx, &bindings)).To(Succeed())
+	var binding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for i := range bindings.Items {
+		if strings.HasSuffix(bindings.Items[i].Name, "-hook-identity") {
+			binding = bindings.Items[i].DeepCopy()
+		}
+	}
+	Expect(binding).NotTo(BeNil(), "the chart's hook-identity binding")
+	Expect(env.Client.Delete(ctx, binding)).To(Succeed())
+	// The API server drops the binding from its policies asynchronously:
+	// until it has, create is refused.
+	Eventually(create).Should(Succeed())
+	binding.ResourceVersion, binding.UID = "", ""
+	Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	probe := hookRule("", namespace, namespace, id.ServiceAccount)
+	probe.GenerateName, probe.Spec.JobName = "policy-probe-", "policy-probe"
+	Eventually(func() error {
+		p := probe.DeepCopy()
+		if err := env.Client.Create(ctx, p); err != nil {
+			return err
+		}
+		Expect(env.Client.Delete(ctx, p)).To(Succeed())
+		return errors.New("the policy is not enforced yet")
+	}).Should(MatchError(ContainSubstring("a hook cannot run as node-gate's own ServiceAccount")))
 }

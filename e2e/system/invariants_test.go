@@ -276,7 +276,7 @@ type report struct {
 	undecided  map[string]int
 	// Side effects counted for the duplicate checks.
 	hookJobs        map[string][]types.UID // by node and round
-	masterMachines  map[string]types.UID   // created during the run, by name
+	masterMachines  map[string][]types.UID // created during the run, by name
 	surgeSets       map[string][]types.UID
 	desiredVersions []string // each change of ClusterVersion's spec.desiredUpdate
 	revisions, gaps int
@@ -304,7 +304,7 @@ func (rep *report) violate(rv int64, format string, args ...any) {
 // replay checks every invariant at every revision, from the state before
 // the run (the revisions up to start) on.
 func replay(rec recording, start int64) *report {
-	rep := &report{checked: map[string]int{}, undecided: map[string]int{}, hookJobs: map[string][]types.UID{}, masterMachines: map[string]types.UID{},
+	rep := &report{checked: map[string]int{}, undecided: map[string]int{}, hookJobs: map[string][]types.UID{}, masterMachines: map[string][]types.UID{},
 		surgeSets: map[string][]types.UID{}, revisions: len(rec.revs), gaps: rec.gaps}
 	w := world{}
 	lastDesired := ""
@@ -352,7 +352,9 @@ func replay(rec recording, start int64) *report {
 				break
 			}
 			if prev == nil {
-				rep.masterMachines[m.Name] = m.UID
+				// A name created again (CPMS names are deterministic) is
+				// a second creation, not the same Machine.
+				rep.masterMachines[m.Name] = append(rep.masterMachines[m.Name], m.UID)
 			}
 			// A replacement starts with the new machine's creation or the
 			// old one's deletion, whichever the controller does first.

@@ -219,6 +219,20 @@ func TestReplayStalledAndDuplicates(t *testing.T) {
 	}
 }
 
+// A control-plane Machine deleted and created again under its name (the
+// CPMS's names are deterministic) is two creations to the duplicate check.
+func TestReplayCountsAMachineCreatedAgain(t *testing.T) {
+	m := func(uid types.UID) *machinev1beta1.Machine {
+		return &machinev1beta1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "cp-0", Namespace: cpmsNamespace, UID: uid,
+			Labels: map[string]string{machineapi.RoleLabel: "master"}}}
+	}
+	first := rev("Machine", 60, m("a"))
+	revs := append(masters(), first, revision{kind: "Machine", key: first.key, rv: 61}, rev("Machine", 62, m("b")))
+	if got := replay(recording{revs: revs}, 50).masterMachines["cp-0"]; len(got) != 2 {
+		t.Fatalf("want both creations of cp-0 counted, got %v", got)
+	}
+}
+
 func TestReplayControlPlaneWaitsForTheUpdate(t *testing.T) {
 	cv := func(state configv1.UpdateState) *configv1.ClusterVersion {
 		v := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}}

@@ -130,7 +130,8 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 			rep.revisions, start, rep.gaps, strings.Join(blinds, ", "), strings.Join(checked, "; "))
 		AddReportEntry("invariants", strings.Join(checked, "\n"))
 		Expect(rep.violations).To(BeEmpty())
-		for _, inv := range []string{"etcd quorum", "workers unavailable", "released after its hook", "update-status never Stalled"} {
+		for _, inv := range []string{"etcd quorum", "workers unavailable", "released after its hook", "update-status never Stalled",
+			"no control-plane replacement during the cluster update"} {
 			Expect(rep.checked[inv]).To(BeNumerically(">", 0), "invariant %q was never checked", inv)
 		}
 		// A blind window is the few seconds after an apiserver restart: most
@@ -145,6 +146,9 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 		}
 		Expect(len(rep.hookJobs)).To(BeNumerically(">=", len(workers)), "every gated worker's hook ran")
 		Expect(rep.masterMachines).To(HaveLen(3), "one replacement per control-plane machine")
+		for name, uids := range rep.masterMachines {
+			Expect(uids).To(HaveLen(1), "control-plane Machine %s created once", name)
+		}
 		Expect(rep.surgeSets).NotTo(BeEmpty(), "capacity was reserved")
 		for name, uids := range rep.surgeSets {
 			Expect(uids).To(HaveLen(1), "temporary MachineSet %s", name)
@@ -363,7 +367,10 @@ func endState(ctx context.Context, g Gomega) {
 	g.Expect(env.Client.List(ctx, &nodeList)).To(Succeed())
 	for _, n := range nodeList.Items {
 		g.Expect(n.Spec.Unschedulable).To(BeFalse(), "node %s cordoned", n.Name)
-		g.Expect(n.Labels).NotTo(HaveKey(plan.HoldLabel), "node %s labelled", n.Name)
+		for k := range n.Labels {
+			// node-gate's hold and canary labels, and any other of Upshift's.
+			g.Expect(k).NotTo(ContainSubstring("upshift.io/"), "node %s labelled", n.Name)
+		}
 	}
 	var sets machinev1beta1.MachineSetList
 	g.Expect(env.Client.List(ctx, &sets, client.InNamespace(cpmsNamespace))).To(Succeed())

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/alertmanager/api/v2/models"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
 // FuzzAlertmanagerPayloads feeds any bytes as the bodies of Alertmanager's
@@ -76,4 +77,37 @@ func duplicateID(sil models.GettableSilences, id string) bool {
 		}
 	}
 	return n > 1
+}
+
+// FuzzPrometheusAlerts feeds any bytes as the body of Prometheus's (or the
+// Thanos querier's) GET /api/v1/alerts and checks what the health gates
+// rely on: no panic; one Alert per alert, with its labels, annotations and
+// state as sent.
+func FuzzPrometheusAlerts(f *testing.F) {
+	f.Add([]byte(`{"status":"success","data":{"alerts":[{"labels":{"alertname":"KubeNodeNotReady","severity":"critical"},"annotations":{"summary":"s"},"state":"firing","activeAt":"2026-11-29T04:00:00Z","value":"1e+00"}]}}`))
+	f.Add([]byte(`{"status":"success","data":{"alerts":[{"labels":{},"state":"pending"},{"labels":{"a":""},"annotations":null}]}}`))
+	f.Add([]byte(`{"status":"success","data":{"alerts":null}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var resp struct {
+			Data promv1.AlertsResult `json:"data"`
+		}
+		if json.Unmarshal(body, &resp) != nil {
+			return
+		}
+		in := resp.Data.Alerts
+		out := FromPrometheus(in)
+		if len(out) != len(in) {
+			t.Fatalf("%d alerts in, %d out", len(in), len(out))
+		}
+		for i, a := range out {
+			if len(a.Labels) != len(in[i].Labels) || len(a.Annotations) != len(in[i].Annotations) || a.State != string(in[i].State) {
+				t.Fatalf("alert %d: %+v from %+v", i, a, in[i])
+			}
+			for k, v := range in[i].Labels {
+				if a.Labels[string(k)] != string(v) {
+					t.Fatalf("alert %d: label %s = %q, sent %q", i, k, a.Labels[string(k)], v)
+				}
+			}
+		}
+	})
 }

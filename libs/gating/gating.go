@@ -62,8 +62,10 @@ type Run struct {
 	// GatePools maps each gate pool the run created to its source pool.
 	GatePools map[string]string
 	// Stopped is set when the run stopped releasing nodes until a person
-	// acts: its Paused condition (a failed hook, spec.paused). Its reason,
-	// and the failure (the Degraded condition's message) or the pause's.
+	// acts: its Paused condition (a failed hook, spec.paused), or its
+	// Blocked condition (a refusal of its configuration). Its reason, and
+	// the failure (the Degraded condition's message), the pause's or the
+	// refusal's.
 	Stopped *Stop
 	// Waiting is why a run waits rather than releases (a window, the health
 	// gate, the control plane, a refusal): "<reason>: <message>"; empty
@@ -87,7 +89,13 @@ type Run struct {
 }
 
 // Stop is why a run stopped.
-type Stop struct{ Reason, Message string }
+type Stop struct {
+	Reason, Message string
+	// Blocked: the run refuses its configuration (condition Blocked) and
+	// goes on by itself once it is fixed; otherwise it is paused and goes
+	// on once its spec changes.
+	Blocked bool
+}
 
 // Key is "<namespace>/<name>".
 func (r Run) Key() string { return r.Namespace + "/" + r.Name }
@@ -160,7 +168,14 @@ func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 	case nodegatev1alpha1.RunWaiting:
 		r.Waiting, r.WaitingReason = reasonMessage(meta.FindStatusCondition(st.Conditions, condProgressing))
 	case nodegatev1alpha1.RunBlocked:
-		r.Waiting, r.WaitingReason = reasonMessage(meta.FindStatusCondition(st.Conditions, condBlocked))
+		c := meta.FindStatusCondition(st.Conditions, condBlocked)
+		r.Waiting, r.WaitingReason = reasonMessage(c)
+		if r.Stopped == nil && c != nil && c.Status == metav1.ConditionTrue {
+			// A refusal of the run's configuration (its rule deleted, its
+			// pool claimed by another run...) releases no node until a
+			// person fixes it: stuck, not holding as designed.
+			r.Stopped = &Stop{Reason: c.Reason, Message: c.Message, Blocked: true}
+		}
 	case nodegatev1alpha1.RunCompleted:
 		if c := meta.FindStatusCondition(st.Conditions, condReady); c != nil && c.Status == metav1.ConditionTrue {
 			r.Finished = c.LastTransitionTime.Time

@@ -42,6 +42,13 @@ func TestRead(t *testing.T) {
 				cond("Degraded", "True", "HookFailed", "node w-1: hook r/backup failed")},
 		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{},
 			Stopped: &Stop{Reason: "HookFailed", Message: "node w-1: hook r/backup failed"}}},
+		{"blocked mid-run, its rule deleted: stopped, named by Blocked", nodegatev1alpha1.MutexRunConfigStatus{
+			Phase:      nodegatev1alpha1.RunBlocked,
+			Pools:      []nodegatev1alpha1.PoolRecord{{Name: "worker", OriginalPaused: &f}},
+			Conditions: []metav1.Condition{cond("Blocked", "True", "MissingRule", "MutexRule ops/r does not exist")},
+		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{},
+			Waiting: "MissingRule: MutexRule ops/r does not exist", WaitingReason: "MissingRule",
+			Stopped: &Stop{Reason: "MissingRule", Message: "MutexRule ops/r does not exist", Blocked: true}}},
 		{"waiting for the control plane", nodegatev1alpha1.MutexRunConfigStatus{
 			Phase:      nodegatev1alpha1.RunWaiting,
 			RunID:      "r-2",

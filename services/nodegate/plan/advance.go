@@ -188,13 +188,17 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 		before := r.Phase
 		switch r.Phase {
 		case nodegatev1alpha1.NodePreHooks:
-			if !p.runHooks(r, nodegatev1alpha1.StagePre) {
-				return
-			}
-			if p.retargeted(r) {
-				// Its pool rendered new content while the hooks ran.
+			done := p.runHooks(r, nodegatev1alpha1.StagePre)
+			if p.retargeted(r) && !p.hookInFlight(r, nodegatev1alpha1.StagePre) {
+				// Its pool rendered new content while the hooks ran: every
+				// hook runs again for it, those not started yet included
+				// (runHooks starts none for the old content). A hook in
+				// flight finishes first: two attempts never overlap.
 				p.rehold(r)
 				continue
+			}
+			if !done {
+				return
 			}
 			if p.releasedUnrecorded(r) {
 				// Released already, by a pass whose status was lost: no

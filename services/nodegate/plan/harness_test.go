@@ -42,9 +42,10 @@ type world struct {
 	// maintenance are the IDs of the upgrade-scheduler's silences.
 	maintenance map[string]bool
 	others      []RunClaim
-	jobNS       []string // Input.JobPlaces.Namespaces
-	gated       []string // Input.GatedPools
-	version     string   // the release the pools render
+	jobNS       []string             // Input.JobPlaces.Namespaces
+	own         types.NamespacedName // Input.JobPlaces.Own
+	gated       []string             // Input.GatedPools
+	version     string               // the release the pools render
 	last        Result
 	// history of what happened, for assertions: the nodes a pass released.
 	labelled map[string]bool
@@ -125,7 +126,7 @@ func newWorld(t testing.TB, workers int) *world {
 
 func (w *world) input() Input {
 	in := Input{Now: w.now, Run: w.run.DeepCopy(), Rules: w.rules, Targets: w.targets, ClusterVersion: w.cv.DeepCopy(),
-		Alerts: w.alerts, AlertsErr: w.alertsErr, MaintenanceSilences: w.maintenance, OtherRuns: w.others, JobPlaces: JobPlaces{Namespaces: w.jobNS}, GatedPools: w.gated}
+		Alerts: w.alerts, AlertsErr: w.alertsErr, MaintenanceSilences: w.maintenance, OtherRuns: w.others, JobPlaces: JobPlaces{Namespaces: w.jobNS, Own: w.own}, GatedPools: w.gated}
 	for _, k := range slices.Sorted(maps.Keys(w.pools)) {
 		in.Pools = append(in.Pools, *w.pools[k].DeepCopy())
 	}

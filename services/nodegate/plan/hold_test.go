@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/mcostate"
 )
@@ -190,15 +192,40 @@ func TestRerenderReholdsAdmittedNodes(t *testing.T) {
 				started = append(started, a.Job.Labels[HookLabel])
 			}
 		}
-		// job, fence for the old target (job already started), then job
-		// and fence again for the new one.
-		if strings.Join(started, ",") != "fence,job,fence" {
-			t.Fatalf("hooks started %v, want fence,job,fence", started)
+		// job ran on for the old target (started before the render); no
+		// fence for it: job and fence for the new one only.
+		if strings.Join(started, ",") != "job,fence" {
+			t.Fatalf("hooks started %v, want job,fence", started)
 		}
 		if rec := w.rec("w00"); rec.Phase != nodegatev1alpha1.NodeReleased || rec.HooksTarget != rendered("worker", next) {
 			t.Fatalf("w00 %+v", rec)
 		}
 	})
+}
+
+// A pre-update hook that fails after its pool rendered new content ran
+// for content the node will not get: it neither pauses the run nor is
+// tried again for it; every hook runs again for the new content.
+func TestStaleHookFailureRunsTheHooksAgain(t *testing.T) {
+	const next = "4.16.0-mc2"
+	w := readyRound(t, 2, nil)
+	running := w.runningJobs()
+	if w.rec("w00").Phase != nodegatev1alpha1.NodePreHooks || len(running) != 1 {
+		t.Fatalf("setup: w00 %s, jobs %v", w.rec("w00").Phase, running)
+	}
+	w.renderRelease(next)
+	w.setJob(running[0], batchv1.JobFailed)
+	r := w.reconcile()
+	if w.run.Status.PausedGeneration != 0 || hasEvent(r, ReasonHookFailed) || hasEvent(r, "HookRetried") {
+		t.Fatalf("a stale hook's failure paused or retried: paused generation %d, events %+v", w.run.Status.PausedGeneration, r.Events)
+	}
+	rec := w.rec("w00")
+	jobs := actionsOf(r, CreateJob)
+	if rec.Phase != nodegatev1alpha1.NodePreHooks || rec.HooksTarget != rendered("worker", next) || !hasEvent(r, "GateRetargeted") ||
+		len(jobs) != 1 || jobs[0].Job.Labels[HookLabel] != "job" || envOf(jobs[0].Job, EnvTargetConfig) != rendered("worker", next) {
+		t.Fatalf("want w00's first hook again for %s: %+v, actions %+v", rendered("worker", next), rec, r.Actions)
+	}
+	w.driveToEnd()
 }
 
 // An older status (no hooksTarget) is never taken as retargeted.

@@ -5,6 +5,7 @@ package plan
 
 import (
 	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +34,12 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 			hr.LastError = "the hook was removed from its rule"
 			continue
 		}
+		// A pre-update hook is not started, nor tried again, for content
+		// the node will no longer get: its pool rendered new content, and
+		// the caller holds it again for that (see step).
+		stale := stage == nodegatev1alpha1.StagePre && p.retargeted(r)
 		if hr.Phase == nodegatev1alpha1.HookPending {
-			if p.aborted || (p.st.PausedGeneration != 0) {
+			if p.aborted || (p.st.PausedGeneration != 0) || stale {
 				return false
 			}
 			if !p.createAttempt(r, hr, h) {
@@ -71,6 +76,10 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 		}
 		switch state {
 		case jobMissing:
+			if stale {
+				// Gone, or not seen yet: not made again for old content.
+				return false
+			}
 			// Not in the cache yet, or deleted: creating it again under the
 			// same name is idempotent.
 			p.act(Action{Kind: CreateJob, Job: p.buildJob(r, h, hr.Attempts)})
@@ -84,6 +93,9 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 		case jobFailed:
 			hr.LastError = why
 			r.LastError = fmt.Sprintf("hook %s/%s attempt %d: %s", hr.Rule, hr.Name, hr.Attempts, why)
+			if stale {
+				return false
+			}
 			if hr.Attempts-hr.AttemptsBefore <= h.spec.Retries {
 				p.event(OnNode, r.Name, corev1.EventTypeWarning, "HookRetried", "hook %s/%s for node %s failed (%s); retrying", hr.Rule, hr.Name, r.Name, why)
 				p.createAttempt(r, hr, h)
@@ -113,6 +125,35 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 		}
 	}
 	return true
+}
+
+// jobSeenWithin is how long after its attempt started a hook's Job missing
+// from the cache is taken as created and not seen yet, rather than gone.
+const jobSeenWithin = 30 * time.Second
+
+// hookInFlight says whether one of r's hooks of stage has a Job that may
+// still run: running, or created so recently that the cache may not show
+// it yet (then a pass looks again once that time is over).
+func (p *planner) hookInFlight(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha1.HookStage) bool {
+	for _, hr := range r.Hooks {
+		if hr.Stage != stage || hr.Phase != nodegatev1alpha1.HookRunning {
+			continue
+		}
+		h, ok := p.findHook(hr)
+		if !ok {
+			continue
+		}
+		switch state, _ := stateOf(p.jobs[h.rule.Spec.JobNamespace+"/"+hr.JobName]); {
+		case state == jobRunning:
+			return true
+		case state == jobMissing && hr.StartTime != nil:
+			if left := hr.StartTime.Add(jobSeenWithin).Sub(p.in.Now); left > 0 {
+				p.wake(left)
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (p *planner) createAttempt(r *nodegatev1alpha1.NodeRecord, hr *nodegatev1alpha1.HookRecord, h hook) (exists bool) {

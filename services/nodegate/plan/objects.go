@@ -7,9 +7,11 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
@@ -46,7 +48,44 @@ func ruleProblem(rule *nodegatev1alpha1.MutexRule, jobs JobPlaces) (reason, mess
 		return ReasonJobNamespace, fmt.Sprintf("spec.jobNamespace %q: the rules of namespace %s may run hook Jobs only in %s%s (the chart's ruleJobNamespaces)",
 			ns, rule.Namespace, rule.Namespace, listedOthers(other))
 	}
+	if field := runsAs(rule, jobs.Own); field != "" {
+		// The admission policy refuses this whoever asks; here it is
+		// refused for a rule from before the policy or with it removed.
+		return ReasonServiceAccount, fmt.Sprintf("%s: a hook cannot run as node-gate's own ServiceAccount %s", field, jobs.Own)
+	}
 	return "", ""
+}
+
+// runsAs names the first of rule's Job templates whose pod could run as
+// ServiceAccount sa ("" when none does, or sa is not known): one in sa's
+// namespace naming sa by serviceAccountName or by its deprecated spelling
+// serviceAccount (which the API server still honours), as the admission
+// policy judges them.
+func runsAs(rule *nodegatev1alpha1.MutexRule, sa types.NamespacedName) string {
+	if sa.Name == "" || rule.Spec.JobNamespace != sa.Namespace {
+		return ""
+	}
+	named := func(js *batchv1.JobSpec) bool {
+		return js != nil && (js.Template.Spec.ServiceAccountName == sa.Name || js.Template.Spec.DeprecatedServiceAccount == sa.Name)
+	}
+	const field = ".template.spec.serviceAccountName"
+	switch {
+	case named(rule.Spec.JobSpec):
+		return "spec.jobSpec" + field
+	case named(rule.Spec.CleanUpJobSpec):
+		return "spec.cleanUpJobSpec" + field
+	}
+	for _, stage := range []struct {
+		name  string
+		hooks []nodegatev1alpha1.Hook
+	}{{"preHooks", rule.Spec.PreHooks}, {"postHooks", rule.Spec.PostHooks}} {
+		for i := range stage.hooks {
+			if named(&stage.hooks[i].JobSpec) {
+				return fmt.Sprintf("spec.%s[%d].jobSpec%s", stage.name, i, field)
+			}
+		}
+	}
+	return ""
 }
 
 // listedOthers is " or in a, b" for the other namespaces listed, else "".

@@ -5,8 +5,11 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
@@ -86,5 +89,58 @@ func TestTargetStatus(t *testing.T) {
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonPoolFetchFailed || !strings.Contains(c.Message, "gpu") {
 			t.Fatalf("%s with a missing pool: %+v", typ, c)
 		}
+	}
+}
+
+// A rule whose Jobs could run as node-gate's own ServiceAccount is refused
+// behind the admission policy, naming the field, whichever template and
+// spelling names it; the same name in another namespace is another account.
+func TestRuleNamingNodeGatesAccount(t *testing.T) {
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	own := types.NamespacedName{Namespace: "upshift", Name: "upshift-node-gate"}
+	as := func(name string) *batchv1.JobSpec {
+		return &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{ServiceAccountName: name}}}
+	}
+	deprecated := func(name string) *batchv1.JobSpec {
+		return &batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{ServiceAccountName: "hooks", DeprecatedServiceAccount: name}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		jobNS string
+		own   types.NamespacedName
+		spec  func(*nodegatev1alpha1.MutexRuleSpec)
+		want  string // the message's field; "" for valid
+	}{
+		{"jobSpec", "upshift", own, func(s *nodegatev1alpha1.MutexRuleSpec) { s.JobSpec = as(own.Name) }, "spec.jobSpec.template.spec.serviceAccountName"},
+		{"cleanUpJobSpec, old spelling", "upshift", own, func(s *nodegatev1alpha1.MutexRuleSpec) { s.CleanUpJobSpec = deprecated(own.Name) },
+			"spec.cleanUpJobSpec.template.spec.serviceAccountName"},
+		{"the second pre-hook", "upshift", own, func(s *nodegatev1alpha1.MutexRuleSpec) {
+			s.PreHooks = []nodegatev1alpha1.Hook{{Name: "a", JobSpec: *as("hooks")}, {Name: "b", JobSpec: *as(own.Name)}}
+		}, "spec.preHooks[1].jobSpec.template.spec.serviceAccountName"},
+		{"a post-hook", "upshift", own, func(s *nodegatev1alpha1.MutexRuleSpec) {
+			s.PostHooks = []nodegatev1alpha1.Hook{{Name: "a", JobSpec: *deprecated(own.Name)}}
+		}, "spec.postHooks[0].jobSpec.template.spec.serviceAccountName"},
+		{"another account", "upshift", own, func(s *nodegatev1alpha1.MutexRuleSpec) { s.JobSpec = as("hooks") }, ""},
+		{"the same name in another namespace", "team-a", own, func(s *nodegatev1alpha1.MutexRuleSpec) { s.JobSpec = as(own.Name) }, ""},
+		{"node-gate's account not known", "upshift", types.NamespacedName{Namespace: "upshift"}, func(s *nodegatev1alpha1.MutexRuleSpec) { s.JobSpec = as(own.Name) }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: tc.jobNS},
+				Spec: nodegatev1alpha1.MutexRuleSpec{JobNamespace: tc.jobNS}}
+			tc.spec(&r.Spec)
+			reason, msg := ruleProblem(r, JobPlaces{Own: tc.own})
+			if tc.want == "" {
+				if reason != "" {
+					t.Fatalf("refused: %s %s", reason, msg)
+				}
+				return
+			}
+			if want := tc.want + ": a hook cannot run as node-gate's own ServiceAccount upshift/upshift-node-gate"; reason != ReasonServiceAccount || msg != want {
+				t.Fatalf("got %s %q, want %s %q", reason, msg, ReasonServiceAccount, want)
+			}
+			if c := RuleStatus(r, JobPlaces{Own: tc.own}, now).Conditions[0]; c.Status != metav1.ConditionFalse || c.Message != msg {
+				t.Fatalf("rule status %+v", c)
+			}
+		})
 	}
 }

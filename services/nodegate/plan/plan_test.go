@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -480,6 +481,10 @@ func TestRefusesToStart(t *testing.T) {
 		{"rule's Jobs outside its own namespace, not listed for it", func(w *world) { w.rules[0].Spec.JobNamespace = "hooks" }, ReasonJobNamespace,
 			`MutexRule gate-ns/drain-db: spec.jobNamespace "hooks": the rules of namespace gate-ns may run hook Jobs only in gate-ns (the chart's ruleJobNamespaces)`},
 		{"pool not gated", func(w *world) { w.gated = []string{"infra"} }, ReasonPoolNotGated, "MachineConfigPool worker is not one of the pools node-gate may gate [infra]"},
+		{"a hook runs as node-gate's own ServiceAccount", func(w *world) {
+			w.own = types.NamespacedName{Namespace: ns, Name: "node-gate"}
+			w.rules[0].Spec.CleanUpJobSpec.Template.Spec.ServiceAccountName = "node-gate"
+		}, ReasonServiceAccount, "MutexRule gate-ns/drain-db: spec.cleanUpJobSpec.template.spec.serviceAccountName: a hook cannot run as node-gate's own ServiceAccount gate-ns/node-gate"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -54,6 +54,7 @@ const (
 	ReasonAborted            = "Aborted"
 	ReasonWaitingForGatePool = "WaitingForGatePool"
 	ReasonJobNamespace       = "JobNamespaceNotAllowed"
+	ReasonServiceAccount     = "ServiceAccountNotAllowed"
 	ReasonPoolNotGated       = "PoolNotGated"
 	ReasonStrayReleaseLabel  = "StrayReleaseLabel"
 	ReasonNodesUnavailable   = "NodesUnavailable"

@@ -41,6 +41,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
@@ -163,6 +164,10 @@ type JobPlaces struct {
 	// namespaces its Jobs may run in (--rule-job-namespaces, the chart's
 	// ruleJobNamespaces). A rule's own namespace needs no entry.
 	ForRuleNamespace map[string][]string
+	// Own is node-gate's own ServiceAccount (--service-account in
+	// --namespace; empty Name: not known). No hook Job runs as it: a pod
+	// running as node-gate would hand its author node-gate's token.
+	Own types.NamespacedName
 }
 
 // RunClaim is another run and the pools it targets.

@@ -151,7 +151,7 @@ func (g gateSet) nodeMessage(node *corev1.Node, pool string) string {
 func (r *gateRun) nodeMessage(rec *nodegatev1alpha1.NodeRecord, node *corev1.Node) string {
 	prefix := fmt.Sprintf("Gated by node-gate run %s", r.key)
 	if r.Stopped != nil {
-		return fmt.Sprintf("%s, which is paused (%s): %s", prefix, r.Stopped.Reason, r.Stopped.Message)
+		return fmt.Sprintf("%s, which is %s (%s): %s", prefix, stoppedAs(r.Stopped), r.Stopped.Reason, r.Stopped.Message)
 	}
 	waiting := r.WaitingReason
 	if waiting == "" {
@@ -227,14 +227,18 @@ func gateHealth(g gateSet, started time.Time) []updatev1alpha1.HealthInsight {
 		}
 		pools := "'" + strings.Join(r.Pools, "', '") + "'"
 		if r.Stopped != nil {
+			act := "Find the cause in the run's status and Events (kubectl -n %[1]s describe mutexrunconfig %[2]s) and in the failed " +
+				"hook's Job; the run resumes, with the hook's retries given back, on any change of its spec (set and clear spec.paused)."
+			if r.Stopped.Blocked {
+				act = "Fix what the run's Blocked condition names (kubectl -n %[1]s describe mutexrunconfig %[2]s): its rule, its " +
+					"target or its pools; the run goes on by itself once its configuration is valid."
+			}
 			out = append(out, newHealth(makeUID("nodegate", r.Namespace, r.Name, "paused"), time.Time{},
 				updatev1alpha1.ScopeTypeWorkerPool, res, updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,
-				fmt.Sprintf("node-gate run %s is paused (%s): nodes of %s wait for it", r.key, r.Stopped.Reason, pools),
-				fmt.Sprintf("The run stopped releasing nodes: %s. %s so far. Find the cause in the run's status and Events "+
-					"(kubectl -n %s describe mutexrunconfig %s) and in the failed hook's Job; the run resumes, with the hook's "+
-					"retries given back, on any change of its spec (set and clear spec.paused). Do not unpause the pools: "+
-					"the run paused them so that no node updates before its hooks have run.",
-					r.Stopped.Message, capitalize(r.progress()), r.Namespace, r.Name),
+				fmt.Sprintf("node-gate run %s is %s (%s): nodes of %s wait for it", r.key, stoppedAs(r.Stopped), r.Stopped.Reason, pools),
+				fmt.Sprintf("The run stopped releasing nodes: %s. %s so far. ", r.Stopped.Message, capitalize(r.progress()))+
+					fmt.Sprintf(act, r.Namespace, r.Name)+
+					" Do not unpause the pools: the run paused them so that no node updates before its hooks have run.",
 				refNodeGate))
 			continue
 		}
@@ -254,6 +258,15 @@ func gateHealth(g gateSet, started time.Time) []updatev1alpha1.HealthInsight {
 			refNodeGate))
 	}
 	return out
+}
+
+// stoppedAs is how a stopped run is said to be: paused, or blocked by a
+// refusal of its configuration.
+func stoppedAs(s *gating.Stop) string {
+	if s.Blocked {
+		return "blocked"
+	}
+	return "paused"
 }
 
 func capitalize(s string) string {

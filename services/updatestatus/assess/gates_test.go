@@ -169,6 +169,33 @@ func TestPausedRunStallsTheUpdateAndSaysWhoActs(t *testing.T) {
 	}
 }
 
+// A run whose configuration is refused while it holds the pools (its rule
+// deleted mid-run) is stuck as well: blocked, and the advice is to fix
+// the configuration, not to touch the run's spec or the pools.
+func TestBlockedRunStallsTheUpdateAndSaysWhatToFix(t *testing.T) {
+	s := gatedSnapshot(false)
+	st := &s.NodeGateRuns[0].Status
+	st.Phase = nodegatev1alpha1.RunBlocked
+	st.Conditions = []metav1.Condition{{Type: "Blocked", Status: metav1.ConditionTrue, Reason: "MissingRule", Message: "MutexRule db/db-rule does not exist"}}
+	r := mustAssess(t, s)
+	h := healthByUID(r, "nodegate-db-workers-paused")
+	if h == nil || h.Impact.Type != updatev1alpha1.UpdateStalledImpactType ||
+		h.Impact.Summary != "node-gate run db/workers is blocked (MissingRule): nodes of 'worker' wait for it" {
+		t.Fatalf("blocked run insight = %+v", h)
+	}
+	for _, want := range []string{"MutexRule db/db-rule does not exist", "Fix what the run's Blocked condition names", "Do not unpause the pools"} {
+		if !strings.Contains(h.Impact.Description, want) {
+			t.Errorf("description %q lacks %q", h.Impact.Description, want)
+		}
+	}
+	if strings.Contains(h.Impact.Description, "spec.paused") {
+		t.Errorf("a blocked run is not resumed through its spec: %q", h.Impact.Description)
+	}
+	if n := nodeInsight(r, "worker-3"); n == nil || n.Message != "Gated by node-gate run db/workers, which is blocked (MissingRule): MutexRule db/db-rule does not exist" {
+		t.Errorf("worker-3 message = %q", n.Message)
+	}
+}
+
 // A pool the administrator had paused before the run stays the
 // administrator's: the run will give it back paused, and oc's words apply.
 func TestPoolPausedBeforeTheRunKeepsOcWording(t *testing.T) {

@@ -238,6 +238,13 @@ func (c *Client) agentCluster(ctx context.Context, externalID string) (Cluster, 
 	if err != nil {
 		return Cluster{}, err
 	}
+	return agentClusterFrom(body, externalID)
+}
+
+// agentClusterFrom reads the body of the ocm-agent's cluster: the cluster
+// when it has an ID and is externalID (or does not say), else
+// ErrClusterNotFound.
+func agentClusterFrom(body []byte, externalID string) (Cluster, error) {
 	cl, err := cmv1.UnmarshalCluster(body)
 	if err != nil {
 		return Cluster{}, fmt.Errorf("reading the ocm-agent's cluster: %w", err)
@@ -326,11 +333,7 @@ func (c *Client) PolicyState(ctx context.Context, clusterID, policyID string) (s
 		if err != nil {
 			return "", "", err
 		}
-		st, err := cmv1.UnmarshalUpgradePolicyState(body)
-		if err != nil {
-			return "", "", fmt.Errorf("reading the ocm-agent's policy state: %w", err)
-		}
-		return string(st.Value()), st.Description(), nil
+		return agentPolicyStateFrom(body)
 	}
 	resp, err := send(ctx, c, OpGetPolicyState, readAgain, func(ctx context.Context) (*cmv1.UpgradePolicyStateGetResponse, error) {
 		return c.stateResource(clusterID, policyID).Get().SendContext(ctx)
@@ -339,6 +342,16 @@ func (c *Client) PolicyState(ctx context.Context, clusterID, policyID string) (s
 		return "", "", err
 	}
 	return string(resp.Body().Value()), resp.Body().Description(), nil
+}
+
+// agentPolicyStateFrom reads the body of a policy's state from the
+// ocm-agent: its value and description.
+func agentPolicyStateFrom(body []byte) (string, string, error) {
+	st, err := cmv1.UnmarshalUpgradePolicyState(body)
+	if err != nil {
+		return "", "", fmt.Errorf("reading the ocm-agent's policy state: %w", err)
+	}
+	return string(st.Value()), st.Description(), nil
 }
 
 // SetPolicyState patches a policy's state.

@@ -106,3 +106,31 @@ func FuzzUpgradePolicies(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAgentBodies feeds any bytes as the ocm-agent's answers for the
+// cluster and a policy's state and checks what the scheduler relies on: no
+// panic; a cluster only with an ID and, when the body names an external ID,
+// only when it is this cluster's.
+func FuzzAgentBodies(f *testing.F) {
+	f.Add([]byte(`{"kind":"Cluster","id":"c1","external_id":"ext-1","version":{"channel_group":"stable"},"node_drain_grace_period":{"value":60,"unit":"minutes"}}`), "ext-1")
+	f.Add([]byte(`{"kind":"Cluster","id":"c1","external_id":"other"}`), "ext-1")
+	f.Add([]byte(`{"kind":"Cluster","id":""}`), "ext-1")
+	f.Add([]byte(`{"kind":"UpgradePolicyState","value":"scheduled","description":"Upgrade scheduled."}`), "")
+	f.Add([]byte(`null`), "")
+	f.Fuzz(func(t *testing.T, body []byte, externalID string) {
+		if cl, err := agentClusterFrom(body, externalID); err == nil {
+			if cl.ID == "" || cl.ExternalID != externalID {
+				t.Fatalf("cluster %+v accepted for external ID %q", cl, externalID)
+			}
+			var sent struct {
+				ExternalID *string `json:"external_id"`
+			}
+			if json.Unmarshal(body, &sent) == nil && sent.ExternalID != nil && *sent.ExternalID != externalID {
+				t.Fatalf("the agent's cluster %q accepted as %q", *sent.ExternalID, externalID)
+			}
+		}
+		if value, desc, err := agentPolicyStateFrom(body); err != nil && (value != "" || desc != "") {
+			t.Fatalf("a state with an error: %q %q %v", value, desc, err)
+		}
+	})
+}

@@ -18,7 +18,8 @@ import (
 // lapse in the middle of a gated rollout that is going as designed. So,
 // while a run holds worker pools and is not stopped, the worker deadline is
 // deferred and the silence's window runs from now; a run that is stopped (a
-// failed hook, spec.paused) is no reason to wait, so the deadline then runs
+// failed hook, spec.paused, a refusal of its configuration) is no reason
+// to wait, so the deadline then runs
 // as usual and the step's message names the run. After a run finishes the
 // deadline runs again from that moment, so the last pass the run leaves to
 // the MCO gets its own allowance rather than an allowance long spent.
