@@ -84,13 +84,7 @@ func admission(ctx SpecContext) {
 	By("the same from the namespace the chart lists node-gate's namespace for: accepted, and valid for node-gate")
 	Expect(env.CreateNamespace(ctx, listedTeam)).To(Succeed())
 	Expect(env.Client.Create(ctx, hookRule("listed", listedTeam, namespace, ""))).To(Succeed())
-	Eventually(func(g Gomega) string {
-		got := &nodegatev1alpha1.MutexRule{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: listedTeam, Name: "listed"}, got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, plan.ConditionValidConfig)
-		g.Expect(c).NotTo(BeNil())
-		return string(c.Status) + "/" + c.Reason
-	}).Should(Equal("True/ValidConfig"))
+	Eventually(validConfig(ctx, listedTeam, "listed")).Should(HavePrefix("True/ValidConfig/"))
 
 	By("a rule accepted before it changed hands is judged again when its spec changes")
 	accepted := &nodegatev1alpha1.MutexRule{}
@@ -99,27 +93,27 @@ func admission(ctx SpecContext) {
 	Expect(author.Update(ctx, accepted)).To(MatchError(ContainSubstring("spec.jobNamespace:")))
 
 	By("node-gate reports the accepted rule's ValidConfig: False, its Jobs outside node-gate's job namespaces")
-	Eventually(func(g Gomega) string {
-		got := &nodegatev1alpha1.MutexRule{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: team, Name: "own"}, got)).To(Succeed())
-		c := meta.FindStatusCondition(got.Status.Conditions, plan.ConditionValidConfig)
-		g.Expect(c).NotTo(BeNil())
-		return string(c.Status) + "/" + c.Reason + "/" + c.Message
-	}).Should(HavePrefix(`False/InvalidConfig/spec.jobNamespace "team-a" is not one of node-gate's job namespaces`))
+	Eventually(validConfig(ctx, team, "own")).Should(HavePrefix(`False/InvalidConfig/spec.jobNamespace "team-a" is not one of node-gate's job namespaces`))
 
 	By("a rule naming node-gate's ServiceAccount made while the policy was unbound: node-gate reports it, naming the field")
 	withoutPolicy(ctx, func() error {
 		return env.Client.Create(ctx, hookRule("before-policy", namespace, namespace, id.ServiceAccount))
 	})
-	Eventually(func(g Gomega) string {
+	Eventually(validConfig(ctx, namespace, "before-policy")).Should(Equal("False/InvalidConfig/spec.jobSpec.template.spec.serviceAccountName: a hook cannot run as node-gate's own ServiceAccount " +
+		namespace + "/" + id.ServiceAccount))
+	Expect(env.Client.Delete(ctx, &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "before-policy"}})).To(Succeed())
+}
+
+// validConfig reads rule ns/name's ValidConfig condition as
+// "<status>/<reason>/<message>".
+func validConfig(ctx context.Context, ns, name string) func(Gomega) string {
+	return func(g Gomega) string {
 		got := &nodegatev1alpha1.MutexRule{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "before-policy"}, got)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got)).To(Succeed())
 		c := meta.FindStatusCondition(got.Status.Conditions, plan.ConditionValidConfig)
 		g.Expect(c).NotTo(BeNil())
 		return string(c.Status) + "/" + c.Reason + "/" + c.Message
-	}).Should(Equal("False/InvalidConfig/spec.jobSpec.template.spec.serviceAccountName: a hook cannot run as node-gate's own ServiceAccount " +
-		namespace + "/" + id.ServiceAccount))
-	Expect(env.Client.Delete(ctx, &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "before-policy"}})).To(Succeed())
+	}
 }
 
 // withoutPolicy runs create while the chart's hook-identity policy is
