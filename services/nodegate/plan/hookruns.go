@@ -5,7 +5,6 @@ package plan
 
 import (
 	"fmt"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +45,7 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 				return false
 			}
 		}
-		job := p.jobs[h.rule.Spec.JobNamespace+"/"+hr.JobName]
+		job := p.jobOf(h, *hr)
 		state, why := stateOf(job)
 		if t := envOf(job, EnvTargetConfig); t != "" && t != p.hooksTarget(r) {
 			// A Job under this attempt's name made for other content: a
@@ -127,33 +126,27 @@ func (p *planner) runHooks(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha
 	return true
 }
 
-// jobSeenWithin is how long after its attempt started a hook's Job missing
-// from the cache is taken as created and not seen yet, rather than gone.
-const jobSeenWithin = 30 * time.Second
-
 // hookInFlight says whether one of r's hooks of stage has a Job that may
-// still run: running, or created so recently that the cache may not show
-// it yet (then a pass looks again once that time is over).
+// still run. A Job node-gate created and the cache does not show yet is
+// among the input's Jobs already (the controller's index holds it), so it
+// counts as running; a missing one is gone.
 func (p *planner) hookInFlight(r *nodegatev1alpha1.NodeRecord, stage nodegatev1alpha1.HookStage) bool {
 	for _, hr := range r.Hooks {
 		if hr.Stage != stage || hr.Phase != nodegatev1alpha1.HookRunning {
 			continue
 		}
-		h, ok := p.findHook(hr)
-		if !ok {
-			continue
-		}
-		switch state, _ := stateOf(p.jobs[h.rule.Spec.JobNamespace+"/"+hr.JobName]); {
-		case state == jobRunning:
-			return true
-		case state == jobMissing && hr.StartTime != nil:
-			if left := hr.StartTime.Add(jobSeenWithin).Sub(p.in.Now); left > 0 {
-				p.wake(left)
+		if h, ok := p.findHook(hr); ok {
+			if state, _ := stateOf(p.jobOf(h, hr)); state == jobRunning {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// jobOf is the Job of hr's current attempt (nil when the input has none).
+func (p *planner) jobOf(h hook, hr nodegatev1alpha1.HookRecord) *batchv1.Job {
+	return p.jobs[h.rule.Spec.JobNamespace+"/"+hr.JobName]
 }
 
 func (p *planner) createAttempt(r *nodegatev1alpha1.NodeRecord, hr *nodegatev1alpha1.HookRecord, h hook) (exists bool) {

@@ -123,7 +123,8 @@ type Input struct {
 	Pools []mcfgv1.MachineConfigPool
 	Nodes []*corev1.Node
 	// Jobs are the run's hook Jobs (labelled RunLabel), pointers into the
-	// informer's cache like Nodes, never written.
+	// informer's cache like Nodes, never written, and those node-gate
+	// created that the cache does not show yet (for up to 30 s).
 	Jobs []*batchv1.Job
 	// ClusterVersion is the cluster's "version" object; nil if absent.
 	ClusterVersion *configv1.ClusterVersion
