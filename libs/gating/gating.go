@@ -86,6 +86,11 @@ type Run struct {
 	// released while its spec sets drainRemediation. Nobody else forces
 	// them.
 	Drains []string
+	// LastProgress is the latest move its status records: a node's or a
+	// hook's start, release, update or finish, or a condition's
+	// transition. A live run moves; one whose node-gate is down, or whose
+	// hook hangs without a timeout, does not (Stalled). Zero: unknown.
+	LastProgress time.Time
 }
 
 // Stop is why a run stopped.
@@ -95,6 +100,23 @@ type Stop struct {
 	// goes on by itself once it is fixed; otherwise it is paused and goes
 	// on once its spec changes.
 	Blocked bool
+}
+
+// ReasonOutsideWindow is node-gate's reason for a run that waits for its
+// own maintenance window to open: a wait as designed, however long.
+const ReasonOutsideWindow = "OutsideMaintenanceWindow"
+
+// Stalled says whether the run, at now, has not moved for longer than
+// bound: it holds as nobody designed (node-gate down, a hook hung without a
+// timeout) and a reader that defers to its holds should stop deferring. A
+// run waiting for its own window is not stalled, nor is one whose status
+// records no time (nothing to judge by), nor any run when bound is not
+// positive.
+func (r Run) Stalled(now time.Time, bound time.Duration) bool {
+	if bound <= 0 || r.LastProgress.IsZero() || r.WaitingReason == ReasonOutsideWindow {
+		return false
+	}
+	return now.Sub(r.LastProgress) > bound
 }
 
 // Key is "<namespace>/<name>".
@@ -164,6 +186,7 @@ func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 		}
 	}
 	r.RunID = st.RunID
+	r.LastProgress = lastProgress(st)
 	switch st.Phase {
 	case nodegatev1alpha1.RunWaiting:
 		r.Waiting, r.WaitingReason = reasonMessage(meta.FindStatusCondition(st.Conditions, condProgressing))
@@ -182,6 +205,31 @@ func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 		}
 	}
 	return r
+}
+
+// lastProgress is the latest time st records.
+func lastProgress(st *nodegatev1alpha1.MutexRunConfigStatus) time.Time {
+	var last time.Time
+	see := func(t *metav1.Time) {
+		if t != nil && t.After(last) {
+			last = t.Time
+		}
+	}
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		see(n.StartTime)
+		see(n.ReleasedTime)
+		see(n.UpdatedTime)
+		see(n.CompletionTime)
+		for j := range n.Hooks {
+			see(n.Hooks[j].StartTime)
+			see(n.Hooks[j].CompletionTime)
+		}
+	}
+	for i := range st.Conditions {
+		see(&st.Conditions[i].LastTransitionTime)
+	}
+	return last
 }
 
 // pausedByRun: the run recorded the pool's original `paused` as false before

@@ -41,26 +41,26 @@ func TestRead(t *testing.T) {
 			Conditions: []metav1.Condition{cond("Paused", "True", "HookFailed", "a hook failed"),
 				cond("Degraded", "True", "HookFailed", "node w-1: hook r/backup failed")},
 		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{},
-			Stopped: &Stop{Reason: "HookFailed", Message: "node w-1: hook r/backup failed"}}},
+			Stopped: &Stop{Reason: "HookFailed", Message: "node w-1: hook r/backup failed"}, LastProgress: done}},
 		{"blocked mid-run, its rule deleted: stopped, named by Blocked", nodegatev1alpha1.MutexRunConfigStatus{
 			Phase:      nodegatev1alpha1.RunBlocked,
 			Pools:      []nodegatev1alpha1.PoolRecord{{Name: "worker", OriginalPaused: &f}},
 			Conditions: []metav1.Condition{cond("Blocked", "True", "MissingRule", "MutexRule ops/r does not exist")},
 		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{},
 			Waiting: "MissingRule: MutexRule ops/r does not exist", WaitingReason: "MissingRule",
-			Stopped: &Stop{Reason: "MissingRule", Message: "MutexRule ops/r does not exist", Blocked: true}}},
+			Stopped: &Stop{Reason: "MissingRule", Message: "MutexRule ops/r does not exist", Blocked: true}, LastProgress: done}},
 		{"waiting for the control plane", nodegatev1alpha1.MutexRunConfigStatus{
 			Phase:      nodegatev1alpha1.RunWaiting,
 			RunID:      "r-2",
 			Pools:      []nodegatev1alpha1.PoolRecord{{Name: "worker", OriginalPaused: &f}},
 			Conditions: []metav1.Condition{cond("Progressing", "False", "ControlPlaneUpdating", "the control plane is updating")},
 		}, Run{Pools: []string{"worker"}, PausedPools: []string{"worker"}, GatePools: map[string]string{}, RunID: "r-2",
-			Waiting: "ControlPlaneUpdating: the control plane is updating", WaitingReason: "ControlPlaneUpdating"}},
+			Waiting: "ControlPlaneUpdating: the control plane is updating", WaitingReason: "ControlPlaneUpdating", LastProgress: done}},
 		{"finished: nothing held, the end known", nodegatev1alpha1.MutexRunConfigStatus{
 			Phase:      nodegatev1alpha1.RunCompleted,
 			Pools:      []nodegatev1alpha1.PoolRecord{{Name: "worker"}},
 			Conditions: []metav1.Condition{cond("Ready", "True", "Completed", "")},
-		}, Run{GatePools: map[string]string{}, Finished: done}},
+		}, Run{GatePools: map[string]string{}, Finished: done, LastProgress: done}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Read(&nodegatev1alpha1.MutexRunConfig{Status: tc.st})
@@ -69,6 +69,48 @@ func TestRead(t *testing.T) {
 			}
 			if got.Holds() != (len(tc.want.Pools) > 0) {
 				t.Errorf("Holds = %v", got.Holds())
+			}
+		})
+	}
+}
+
+// A run's last move is the latest time its status records, in a node, a
+// hook or a condition; a run is stalled once that is older than the bound,
+// unless it waits for its own window or records no time at all.
+func TestStalled(t *testing.T) {
+	at := func(m int) *metav1.Time {
+		v := metav1.NewTime(time.Date(2026, 12, 5, 10, m, 0, 0, time.UTC))
+		return &v
+	}
+	st := nodegatev1alpha1.MutexRunConfigStatus{
+		Phase: nodegatev1alpha1.RunProgressing,
+		Nodes: []nodegatev1alpha1.NodeRecord{
+			{Name: "w-1", StartTime: at(1), ReleasedTime: at(2), UpdatedTime: at(7), CompletionTime: at(8)},
+			{Name: "w-2", StartTime: at(3), Hooks: []nodegatev1alpha1.HookRecord{{StartTime: at(4), CompletionTime: at(9)}, {StartTime: at(10)}}},
+		},
+		Conditions: []metav1.Condition{{Type: "Progressing", Status: "True", LastTransitionTime: *at(5)}},
+	}
+	r := Read(&nodegatev1alpha1.MutexRunConfig{Status: st})
+	if want := at(10).Time; !r.LastProgress.Equal(want) {
+		t.Fatalf("LastProgress %s, want the hook started last, %s", r.LastProgress, want)
+	}
+	for _, tc := range []struct {
+		name    string
+		run     Run
+		minutes int
+		bound   time.Duration
+		want    bool
+	}{
+		{"within the bound", r, 30, 20 * time.Minute, false},
+		{"past the bound", r, 31, 20 * time.Minute, true},
+		{"no bound", r, 59, 0, false},
+		{"waiting for its own window", Run{LastProgress: r.LastProgress, WaitingReason: ReasonOutsideWindow}, 59, 20 * time.Minute, false},
+		{"waiting for the health gate", Run{LastProgress: r.LastProgress, WaitingReason: "AlertsFiring"}, 59, 20 * time.Minute, true},
+		{"no time recorded", Run{}, 59, 20 * time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.run.Stalled(at(tc.minutes).Time, tc.bound); got != tc.want {
+				t.Errorf("Stalled = %v, want %v", got, tc.want)
 			}
 		})
 	}

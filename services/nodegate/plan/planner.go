@@ -13,6 +13,7 @@ import (
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/events"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/requeue"
 )
 
@@ -40,7 +41,7 @@ const (
 	ReasonPoolNameTooLong    = "PoolNameTooLong"
 	ReasonControlPlane       = "ControlPlaneUpdating"
 	ReasonNotRendered        = "PoolsNotRendered"
-	ReasonOutsideWindow      = "OutsideMaintenanceWindow"
+	ReasonOutsideWindow      = gating.ReasonOutsideWindow // read by the upgrade-scheduler
 	ReasonAlertsFiring       = "AlertsFiring"
 	ReasonAlertsUnavailable  = "AlertsUnavailable"
 	ReasonSpecPaused         = "SpecPaused"

@@ -20,19 +20,31 @@ import (
 // deferred and the silence's window runs from now; a run that is stopped (a
 // failed hook, spec.paused, a refusal of its configuration) is no reason
 // to wait, so the deadline then runs
-// as usual and the step's message names the run. After a run finishes the
+// as usual and the step's message names the run. So is a run that has not
+// moved for longer than the stall bound (node-gate down, a hook hung
+// without a timeout): it holds, but as nobody designed. After a run finishes the
 // deadline runs again from that moment, so the last pass the run leaves to
 // the MCO gets its own allowance rather than an allowance long spent.
 
+// ReasonNoProgress is the stop reason of a run that has stalled.
+const ReasonNoProgress = "NoProgress"
+
 // gateHolds are the runs holding worker pools as designed and those
-// stopped, and when a run last finished (zero: none known).
+// stopped or stalled, and when a run last finished (zero: none known).
 func (p *planner) gateHolds() (holding, stopped []gating.Run, finished time.Time) {
+	bound := p.stallBound()
 	for _, r := range p.in.Snapshot.NodeGateRuns {
 		if r.Finished.After(finished) {
 			finished = r.Finished
 		}
 		if !slices.ContainsFunc(r.Pools, func(pool string) bool { return pool != "master" }) {
 			continue
+		}
+		if r.Stopped == nil && r.Stalled(p.now, bound) {
+			r.Stopped = &gating.Stop{Reason: ReasonNoProgress, Message: fmt.Sprintf("nothing has moved since %s, longer than %s",
+				r.LastProgress.UTC().Format(time.RFC3339), bound)}
+		} else if r.Stopped == nil && bound > 0 && !r.LastProgress.IsZero() {
+			p.wake(r.LastProgress.Add(bound).Add(time.Second))
 		}
 		if r.Stopped != nil {
 			stopped = append(stopped, r)
@@ -41,6 +53,17 @@ func (p *planner) gateHolds() (holding, stopped []gating.Run, finished time.Time
 		}
 	}
 	return holding, stopped, finished
+}
+
+// stallBound is how long a run holding the workers may go without moving
+// before it counts as stalled: the longer of the worker deadline and MUO's
+// worker window for every worker. Generous on purpose: a hook may take
+// long, and a legitimate hold must never fire the deadline.
+func (p *planner) stallBound() time.Duration {
+	if p.cfg == nil {
+		return p.dl.Workers.After
+	}
+	return max(p.dl.Workers.After, p.workersAllowance())
 }
 
 // gateNote is what the worker step's message says of node-gate's holds;

@@ -76,6 +76,49 @@ func TestStoppedRunLetsTheWorkerDeadlineFire(t *testing.T) {
 	}
 }
 
+// A run that holds but has not moved for longer than the stall bound (its
+// node-gate is down, or a hook hangs without a timeout) is stuck: the
+// scheduler wakes when the bound passes, the deadline fires and its message
+// names the run and since when nothing moved. Until then it holds as
+// designed. A run waiting for its own window is never stalled.
+func TestStalledRunLetsTheWorkerDeadlineFire(t *testing.T) {
+	w := gatedWorkers(t)
+	bound := newPlanner(Input{UpgradeConfig: w.uc, Config: w.cfg, Snapshot: w.snap, Now: w.now}).withDeadlines().stallBound()
+	if bound < 30*time.Minute {
+		t.Fatalf("stall bound %s is shorter than the worker deadline", bound)
+	}
+	moved := w.now.Add(time.Hour)
+	w.snap.NodeGateRuns[0].LastProgress = moved
+	w.now = moved.Add(bound)
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseUpgrading {
+		t.Fatalf("phase %s at the stall bound, want Upgrading", w.phase())
+	}
+	if w.last.RequeueAfter != time.Second {
+		t.Fatalf("next look in %s, want a second, when the bound has passed", w.last.RequeueAfter)
+	}
+
+	w.now = w.now.Add(time.Minute)
+	w.settle()
+	if w.phase() != upgradev1alpha1.UpgradePhaseFailed {
+		t.Fatalf("phase %s past the stall bound, want Failed by the worker deadline", w.phase())
+	}
+	c := w.summary("DeadlineExceeded")
+	want := "node-gate run db/workers is stopped (NoProgress: nothing has moved since " + moved.UTC().Format(time.RFC3339)
+	if c == nil || !strings.Contains(c.Message, want) {
+		t.Fatalf("DeadlineExceeded %+v, want it to contain %q", c, want)
+	}
+
+	waiting := gatedWorkers(t)
+	waiting.snap.NodeGateRuns[0].LastProgress = moved
+	waiting.snap.NodeGateRuns[0].WaitingReason = gating.ReasonOutsideWindow
+	waiting.now = w.now
+	waiting.settle()
+	if waiting.phase() != upgradev1alpha1.UpgradePhaseUpgrading {
+		t.Fatalf("phase %s past the bound for a run waiting for its own window, want Upgrading", waiting.phase())
+	}
+}
+
 // Once the run has finished, the deadline runs again from that moment: the
 // pass the run leaves to the MCO gets the whole allowance.
 func TestFinishedRunRestartsTheWorkerDeadline(t *testing.T) {
