@@ -252,6 +252,14 @@ fuzz: ## Fuzz each parser of outside input for FUZZ_TIME (a failing input is wri
 		go test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZ_TIME) "$${t%%:*}" || exit 1; \
 	done; echo "   took $$(( $$(date +%s) - start ))s"
 
+.PHONY: fuzz-corpus
+fuzz-corpus: ## Copy the inputs fuzzing kept (Go's cache) into each target's committed corpus, testdata/fuzz/<target>.
+	@for t in $(FUZZ_TARGETS); do pkg="$${t%%:*}"; name="$${t#*:}"; \
+		from="$$(go env GOCACHE)/fuzz/$$(go list "$$pkg")/$$name"; [ -d "$$from" ] || continue; \
+		mkdir -p "$$pkg/testdata/fuzz/$$name" && cp -n "$$from"/* "$$pkg/testdata/fuzz/$$name/"; \
+		echo "$$pkg/testdata/fuzz/$$name: $$(ls "$$pkg/testdata/fuzz/$$name" | wc -l) inputs"; \
+	done
+
 .PHONY: testbin
 testbin: $(TESTBIN_FILES) $(HELM) ## Build the test control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok), Alertmanager, promtool and helm.
 	@ln -sfn $(TESTBIN_KEY) $(BIN)/testbin/current
