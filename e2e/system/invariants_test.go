@@ -14,6 +14,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,6 +34,7 @@ import (
 	"github.com/upshift-io/upshift/libs/nodes"
 	"github.com/upshift-io/upshift/libs/scheme"
 	"github.com/upshift-io/upshift/services/nodegate/plan"
+	schedplan "github.com/upshift-io/upshift/services/upgradescheduler/plan"
 	"github.com/upshift-io/upshift/tools/ocpsim/etcd"
 	"github.com/upshift-io/upshift/tools/ocpsim/machineapi"
 )
@@ -96,6 +98,8 @@ var recordedKinds = map[string]client.Object{
 	"UpgradeStatus":  &updatev1alpha1.UpgradeStatus{},
 	"UpgradeConfig":  &upgradev1alpha1.UpgradeConfig{},
 	"MutexRunConfig": &nodegatev1alpha1.MutexRunConfig{},
+	// Read for its writers only (writers_test.go).
+	"MachineConfigPool": &mcfgv1.MachineConfigPool{},
 }
 
 // startRecorder watches the recorded kinds as the cluster admin until ctx
@@ -275,9 +279,11 @@ type report struct {
 	checked    map[string]int
 	undecided  map[string]int
 	// Side effects counted for the duplicate checks.
-	hookJobs        map[string][]types.UID // by node and round
-	masterMachines  map[string][]types.UID // created during the run, by name
-	surgeSets       map[string][]types.UID
+	hookJobs       map[string][]types.UID // by node and round
+	masterMachines map[string][]types.UID // created during the run, by name
+	surgeSets      map[string][]types.UID
+	// temporaryNodes are the Nodes of the temporary MachineSets' Machines.
+	temporaryNodes  map[string]bool
 	desiredVersions []string // each change of ClusterVersion's spec.desiredUpdate
 	revisions, gaps int
 }
@@ -305,9 +311,9 @@ func (rep *report) violate(rv int64, format string, args ...any) {
 // the run (the revisions up to start) on.
 func replay(rec recording, start int64) *report {
 	rep := &report{checked: map[string]int{}, undecided: map[string]int{}, hookJobs: map[string][]types.UID{}, masterMachines: map[string][]types.UID{},
-		surgeSets: map[string][]types.UID{}, revisions: len(rec.revs), gaps: rec.gaps}
+		surgeSets: map[string][]types.UID{}, temporaryNodes: map[string]bool{}, revisions: len(rec.revs), gaps: rec.gaps}
 	w := world{}
-	lastDesired := ""
+	lastDesired, workerTarget := "", ""
 	for _, rev := range rec.revs {
 		prev := w.apply(rev)
 		if rev.rv >= 0 && rev.rv <= start {
@@ -315,7 +321,19 @@ func replay(rec recording, start int64) *report {
 			if cv, ok := rev.obj.(*configv1.ClusterVersion); ok {
 				lastDesired = desiredOf(cv)
 			}
+			if p, ok := rev.obj.(*mcfgv1.MachineConfigPool); ok && p.Name == "worker" {
+				workerTarget = p.Spec.Configuration.Name
+			}
 			continue
+		}
+		rep.checkWriters(rev)
+		for _, c := range newlyDone(prev, rev.obj) {
+			const inv = "workers done only when done"
+			if why := workersNotDone(w, workerTarget, c); why == "" {
+				rep.checked[inv]++
+			} else if rep.decided(rec, rev.rv, inv, "Node", "MachineConfigPool") {
+				rep.violate(rev.rv, "%s says the workers are done, but %s", c.who, why)
+			}
 		}
 		switch rev.kind {
 		case "Node", "Machine":
@@ -348,6 +366,9 @@ func replay(rec recording, start int64) *report {
 			}
 		case "Machine":
 			m, _ := rev.obj.(*machinev1beta1.Machine)
+			if m != nil && strings.HasSuffix(m.Labels[machineapi.MachineSetLabel], surgeSuffix) && m.Status.NodeRef != nil {
+				rep.temporaryNodes[m.Status.NodeRef.Name] = true
+			}
 			if m == nil || m.Labels[machineapi.RoleLabel] != "master" {
 				break
 			}
@@ -368,7 +389,7 @@ func replay(rec recording, start int64) *report {
 				}
 			}
 		case "MachineSet":
-			if rev.obj != nil && prev == nil && strings.HasSuffix(rev.obj.GetName(), "-upgrade") {
+			if rev.obj != nil && prev == nil && strings.HasSuffix(rev.obj.GetName(), surgeSuffix) {
 				rep.surgeSets[rev.obj.GetName()] = append(rep.surgeSets[rev.obj.GetName()], rev.obj.GetUID())
 			}
 		case "ClusterVersion":
@@ -403,6 +424,108 @@ func replay(rec recording, start int64) *report {
 		}
 	}
 	return rep
+}
+
+// claim is a component's word, in one object, that the workers are done:
+// settled on their pool's target, or (ofTheUpdate) done with this update.
+type claim struct {
+	who         string
+	ofTheUpdate bool
+}
+
+// newlyDone is what, in this revision of an object, newly says the workers
+// are done: the scheduler's worker step and the mcp-tracker's worker time
+// in the update's history entry (this update's), the mcp-tracker's
+// WorkersUpgraded condition and worker pool, and the update-status
+// report's worker pool (the pools settled).
+func newlyDone(prev, cur client.Object) []claim {
+	var out []claim
+	before, after := doneClaims(prev), doneClaims(cur)
+	for _, c := range after {
+		if !slices.Contains(before, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func doneClaims(o client.Object) []claim {
+	var out []claim
+	switch o := o.(type) {
+	case *upgradev1alpha1.UpgradeConfig:
+		if h := o.Status.History; len(h) > 0 {
+			for _, c := range h[0].Conditions {
+				if c.Type == "WorkerNodesUpgraded" && c.Status == corev1.ConditionTrue {
+					out = append(out, claim{"the scheduler's WorkerNodesUpgraded step", true})
+				}
+			}
+			if h[0].WorkerCompleteTime != nil {
+				out = append(out, claim{"the mcp-tracker's workerCompleteTime", true})
+			}
+		}
+		if meta.IsStatusConditionTrue(o.Status.Conditions, "WorkersUpgraded") {
+			out = append(out, claim{"the mcp-tracker's WorkersUpgraded condition", false})
+		}
+		for _, p := range o.Status.Pools {
+			if p.Name == "worker" && p.CompleteTime != nil {
+				out = append(out, claim{"the mcp-tracker's worker pool", false})
+			}
+		}
+	case *updatev1alpha1.UpgradeStatus:
+		for _, p := range o.Status.WorkerPools {
+			if p.Name == "worker" && p.Pool.Assessment == updatev1alpha1.PoolCompleted {
+				out = append(out, claim{"the update-status report's worker pool", false})
+			}
+		}
+	}
+	return out
+}
+
+// workersNotDone says why the workers are not done as of this revision: a
+// worker is not at the worker pool's target (not told to, still moving, or
+// held by node-gate, wherever its pool), or, for a claim of the update, the
+// pool has not been given a target other than before (its rendered
+// configuration before the run). Nodes say it, not the pool's status, which
+// follows them.
+func workersNotDone(w world, before string, c claim) string {
+	o := w["MachineConfigPool"][keyOf(&mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}})]
+	pool, _ := o.(*mcfgv1.MachineConfigPool)
+	if pool == nil {
+		return "there is no worker pool"
+	}
+	want := pool.Spec.Configuration.Name
+	if c.ofTheUpdate && want == before {
+		return "the worker pool still targets " + before
+	}
+	var not []string
+	for _, o := range w["Node"] {
+		node := o.(*corev1.Node)
+		if _, master := node.Labels["node-role.kubernetes.io/master"]; master {
+			continue
+		}
+		if held(node) || node.Annotations[mcostate.CurrentConfig] != want || !mcostate.Done(node.Annotations) {
+			not = append(not, node.Name)
+		}
+	}
+	if len(not) > 0 {
+		sort.Strings(not)
+		return fmt.Sprintf("%d workers are not at %s: %s", len(not), want, strings.Join(not, ", "))
+	}
+	return ""
+}
+
+// surgeSuffix ends the name of each temporary MachineSet the scheduler
+// creates for capacity reservation.
+const surgeSuffix = schedplan.SurgeSuffix
+
+// hooked says whether a hook Job ran for node, in any round.
+func (rep *report) hooked(node string) bool {
+	for k := range rep.hookJobs {
+		if strings.HasPrefix(k, node+" in round ") {
+			return true
+		}
+	}
+	return false
 }
 
 // clusterUpdating says why a control-plane replacement must wait, as of

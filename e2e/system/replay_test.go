@@ -6,6 +6,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -271,5 +272,124 @@ func TestReplayGatePoolNeverAPool(t *testing.T) {
 	rep := replay(recording{revs: append(masters(), rev("UpgradeConfig", 60, uc))}, 50)
 	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "worker-gate") {
 		t.Fatalf("want the gate pool reported, got %v", rep.violations)
+	}
+}
+
+// Each component owns only its row of the platform's fields: node-gate its
+// label and a pool's pause, the scheduler ClusterVersion's request; any
+// other path a component owns, or any status field, is a second writer. A
+// gate pool is node-gate's own, and the platform's managers are not checked.
+func TestReplayOneWriterPerField(t *testing.T) {
+	owns := func(o client.Object, manager, subresource, fields string) client.Object {
+		o.SetManagedFields(append(o.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}, Subresource: subresource}))
+		return o
+	}
+	pool := func(name string, labels map[string]string) *mcfgv1.MachineConfigPool {
+		return &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	const (
+		holdLabel = `{"f:metadata":{"f:labels":{"f:nodegate.upshift.io/held-from":{}}}}`
+		roleLabel = `{"f:metadata":{"f:labels":{"f:node-role.kubernetes.io/infra":{}}}}`
+		paused    = `{"f:spec":{"f:paused":{}}}`
+		desired   = `{"f:spec":{"f:desiredUpdate":{".":{},"f:version":{},"f:image":{}}}}`
+	)
+	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}}
+	for _, tc := range []struct {
+		name string
+		rev  revision
+		want string
+	}{
+		{"node-gate's hold label", rev("Node", 60, owns(node("w1", false, true, "c1", "c1", "Done", nil), "node-gate", "", holdLabel)), ""},
+		{"a role label by node-gate", rev("Node", 60, owns(node("w1", false, true, "c1", "c1", "Done", nil), "node-gate", "", roleLabel)),
+			"node-gate owns .metadata.labels.node-role.kubernetes.io/infra of Node w1"},
+		{"the hold label by the scheduler", rev("Node", 60, owns(node("w1", false, true, "c1", "c1", "Done", nil), "upgrade-scheduler", "", holdLabel)),
+			"upgrade-scheduler owns .metadata.labels.nodegate.upshift.io/held-from"},
+		{"a node's status by the tracker", rev("Node", 60, owns(node("w1", false, true, "c1", "c1", "Done", nil), "mcp-tracker", "status", `{"f:status":{"f:phase":{}}}`)),
+			"mcp-tracker owns .status.phase"},
+		{"the platform's own managers", rev("Node", 60, owns(node("w1", false, true, "c1", "c1", "Done", nil), "machine-config-daemon", "", roleLabel)), ""},
+		{"a pool paused by node-gate", rev("MachineConfigPool", 60, owns(pool("worker", nil), "node-gate", "", paused)), ""},
+		{"a pool paused by the scheduler", rev("MachineConfigPool", 60, owns(pool("worker", nil), "upgrade-scheduler", "", paused)),
+			"upgrade-scheduler owns .spec.paused of MachineConfigPool worker"},
+		{"a gate pool, node-gate's own", rev("MachineConfigPool", 60, owns(pool("worker-gate", map[string]string{plan.GatePoolLabel: "worker"}),
+			"node-gate", "", `{"f:spec":{"f:machineConfigSelector":{}}}`)), ""},
+		{"the update requested by the scheduler", rev("ClusterVersion", 60, owns(cv.DeepCopy(), "upgrade-scheduler", "", desired)), ""},
+		{"the update requested by the cpms-controller", rev("ClusterVersion", 60, owns(cv.DeepCopy(), "cpms-controller", "", desired)),
+			"cpms-controller owns .spec.desiredUpdate"},
+		{"UpgradeConfig pools by the scheduler", rev("UpgradeConfig", 60, owns(&upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Name: "uc", Namespace: namespace}},
+			"upgrade-scheduler", "status", `{"f:status":{"f:pools":{}}}`)), "upgrade-scheduler owns .status.pools, which is mcp-tracker's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := replay(recording{revs: append(masters(), tc.rev)}, 50)
+			if rep.checked["one writer per field"] == 0 {
+				t.Fatal("never checked")
+			}
+			switch {
+			case tc.want == "" && len(rep.violations) != 0:
+				t.Fatalf("want no violation, got %v", rep.violations)
+			case tc.want != "" && !strings.Contains(strings.Join(rep.violations, "\n"), tc.want):
+				t.Fatalf("want a violation with %q, got %v", tc.want, rep.violations)
+			}
+		})
+	}
+}
+
+// A component may say the workers are done only at a revision where every
+// worker is at the worker pool's new target and none is held; what it said
+// before the run is not a new claim.
+func TestReplayWorkersDoneOnlyWhenDone(t *testing.T) {
+	workerPool := func(target string) *mcfgv1.MachineConfigPool {
+		p := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}}
+		p.Spec.Configuration.Name = target
+		return p
+	}
+	doneStep := func() *upgradev1alpha1.UpgradeConfig {
+		uc := &upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Name: "uc", Namespace: namespace}}
+		uc.Status.History = []upgradev1alpha1.UpgradeHistory{{Version: to, Conditions: []upgradev1alpha1.UpgradeCondition{
+			{Type: "WorkerNodesUpgraded", Status: corev1.ConditionTrue}}}}
+		return uc
+	}
+	completed := &updatev1alpha1.UpgradeStatus{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}
+	completed.Status.WorkerPools = []updatev1alpha1.Pool{{Name: "worker"}}
+	completed.Status.WorkerPools[0].Pool.Assessment = updatev1alpha1.PoolCompleted
+	before := append(masters(), rev("MachineConfigPool", 10, workerPool("c1")),
+		rev("Node", 11, node("w1", false, true, "c1", "c1", "Done", nil)),
+		rev("Node", 12, node("w2", false, true, "c1", "c1", "Done", nil)))
+	retarget := rev("MachineConfigPool", 60, workerPool("c2"))
+	w1 := rev("Node", 61, node("w1", false, true, "c2", "c2", "Done", nil))
+	w2held := rev("Node", 62, node("w2", false, true, "c1", "c1", "Done", map[string]string{plan.HoldLabel: "worker"}))
+	w2 := rev("Node", 63, node("w2", false, true, "c2", "c2", "Done", nil))
+	for _, tc := range []struct {
+		name string
+		revs []revision
+		want string
+	}{
+		{"the scheduler's step before the pool has its target", []revision{rev("UpgradeConfig", 60, doneStep())},
+			"the scheduler's WorkerNodesUpgraded step says the workers are done, but the worker pool still targets c1"},
+		{"the report says Completed while a worker is not at the target", []revision{retarget, w1, rev("UpgradeStatus", 64, completed)},
+			"the update-status report's worker pool says the workers are done, but 1 workers are not at c2: w2"},
+		{"the scheduler's step while a worker is held", []revision{retarget, w1, w2held, rev("UpgradeConfig", 64, doneStep())},
+			"the scheduler's WorkerNodesUpgraded step says the workers are done, but 1 workers are not at c2: w2"},
+		{"every claim once every worker is at the target", []revision{retarget, w1, w2, rev("UpgradeConfig", 64, doneStep()), rev("UpgradeStatus", 65, completed)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := replay(recording{revs: append(append([]revision{}, before...), tc.revs...)}, 50)
+			switch {
+			case tc.want == "" && (len(rep.violations) != 0 || rep.checked["workers done only when done"] != 2):
+				t.Fatalf("want two claims checked and no violation, got %v, %v", rep.violations, rep.checked)
+			case tc.want != "" && (len(rep.violations) != 1 || !strings.Contains(rep.violations[0], tc.want)):
+				t.Fatalf("want one violation with %q, got %v", tc.want, rep.violations)
+			}
+		})
+	}
+	// A claim the cluster already had before the run is not made anew; the
+	// pools settled on their target before the update are settled.
+	rep := replay(recording{revs: append(append([]revision{}, before...), rev("UpgradeStatus", 20, completed), retarget)}, 50)
+	if len(rep.violations) != 0 {
+		t.Fatalf("a claim from before the run: %v", rep.violations)
+	}
+	rep = replay(recording{revs: append(append([]revision{}, before...), rev("UpgradeStatus", 60, completed))}, 50)
+	if len(rep.violations) != 0 || rep.checked["workers done only when done"] != 1 {
+		t.Fatalf("settled before the update: %v, %v", rep.violations, rep.checked)
 	}
 }

@@ -131,7 +131,7 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 		AddReportEntry("invariants", strings.Join(checked, "\n"))
 		Expect(rep.violations).To(BeEmpty())
 		for _, inv := range []string{"etcd quorum", "workers unavailable", "released after its hook", "update-status never Stalled",
-			"no control-plane replacement during the cluster update"} {
+			"no control-plane replacement during the cluster update", "one writer per field", "workers done only when done"} {
 			Expect(rep.checked[inv]).To(BeNumerically(">", 0), "invariant %q was never checked", inv)
 		}
 		// A blind window is the few seconds after an apiserver restart: most
@@ -144,7 +144,13 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 		for k, uids := range rep.hookJobs {
 			Expect(uids).To(HaveLen(1), "hook Jobs for %s", k)
 		}
-		Expect(len(rep.hookJobs)).To(BeNumerically(">=", len(workers)), "every gated worker's hook ran")
+		for _, n := range workers {
+			Expect(rep.hooked(n)).To(BeTrue(), "worker %s's hook ran", n)
+		}
+		Expect(rep.temporaryNodes).NotTo(BeEmpty(), "temporary workers joined")
+		for n := range rep.temporaryNodes {
+			Expect(rep.hooked(n)).To(BeTrue(), "temporary worker %s was gated as any worker: its hook ran", n)
+		}
 		Expect(rep.masterMachines).To(HaveLen(3), "one replacement per control-plane machine")
 		for name, uids := range rep.masterMachines {
 			Expect(uids).To(HaveLen(1), "control-plane Machine %s created once", name)
@@ -158,7 +164,7 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 		ocmNoticesOnce()
 		silencesOnce(ctx)
 
-		By("one writer per field of the UpgradeConfig status")
+		By("one writer per field of the UpgradeConfig status, at the end as at every revision")
 		uc := upgradeConfig(ctx, Default)
 		misowned, err := framework.MisownedStatusFields(uc)
 		Expect(err).NotTo(HaveOccurred())

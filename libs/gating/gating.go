@@ -91,6 +91,12 @@ type Run struct {
 	// transition. A live run moves; one whose node-gate is down, or whose
 	// hook hangs without a timeout, does not (Stalled). Zero: unknown.
 	LastProgress time.Time
+	// ExpectedFinish is when the round should end at its pace so far: the
+	// time from its first node's start to its last completion, per node
+	// done, for each node left, after the last completion. Zero until a
+	// node is done, or when nothing is left. It moves only when the status
+	// does, so a report that shows it is not rewritten as time passes.
+	ExpectedFinish time.Time
 }
 
 // Stop is why a run stopped.
@@ -187,6 +193,7 @@ func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 	}
 	r.RunID = st.RunID
 	r.LastProgress = lastProgress(st)
+	r.ExpectedFinish = expectedFinish(st, r.Done, r.Total)
 	switch st.Phase {
 	case nodegatev1alpha1.RunWaiting:
 		r.Waiting, r.WaitingReason = reasonMessage(meta.FindStatusCondition(st.Conditions, condProgressing))
@@ -230,6 +237,30 @@ func lastProgress(st *nodegatev1alpha1.MutexRunConfigStatus) time.Time {
 		see(&st.Conditions[i].LastTransitionTime)
 	}
 	return last
+}
+
+// expectedFinish is Run.ExpectedFinish, to the second (as it is written).
+func expectedFinish(st *nodegatev1alpha1.MutexRunConfigStatus, done, total int) time.Time {
+	if done <= 0 || total <= done {
+		return time.Time{}
+	}
+	var first, last time.Time
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		for _, t := range []*metav1.Time{n.StartTime, n.ReleasedTime} {
+			if t != nil && (first.IsZero() || t.Time.Before(first)) {
+				first = t.Time
+			}
+		}
+		if n.CompletionTime != nil && n.CompletionTime.After(last) {
+			last = n.CompletionTime.Time
+		}
+	}
+	if first.IsZero() || !last.After(first) {
+		return time.Time{}
+	}
+	per := last.Sub(first) / time.Duration(done)
+	return last.Add(per * time.Duration(total-done)).Truncate(time.Second)
 }
 
 // pausedByRun: the run recorded the pool's original `paused` as false before

@@ -116,6 +116,36 @@ func TestStalled(t *testing.T) {
 	}
 }
 
+// The round's expected end is its pace so far carried over the nodes left:
+// two nodes done in the 20 minutes since the first started, two left, so
+// 20 more minutes after the last completion; unknown before a node is done
+// and once none is left.
+func TestExpectedFinish(t *testing.T) {
+	at := func(m int) *metav1.Time { v := metav1.NewTime(time.Date(2026, 12, 5, 10, m, 0, 0, time.UTC)); return &v }
+	st := nodegatev1alpha1.MutexRunConfigStatus{
+		Phase:   nodegatev1alpha1.RunProgressing,
+		Summary: nodegatev1alpha1.Summary{Total: 5, Skipped: 1, Succeeded: 2},
+		Nodes: []nodegatev1alpha1.NodeRecord{
+			{Name: "w-1", StartTime: at(0), ReleasedTime: at(1), CompletionTime: at(10)},
+			{Name: "w-2", ReleasedTime: at(2), CompletionTime: at(20)},
+			{Name: "w-3", StartTime: at(15)},
+			{Name: "w-4"},
+		},
+	}
+	if got, want := Read(&nodegatev1alpha1.MutexRunConfig{Status: st}).ExpectedFinish, at(40).Time; !got.Equal(want) {
+		t.Fatalf("ExpectedFinish %s, want %s", got, want)
+	}
+	for name, sum := range map[string]nodegatev1alpha1.Summary{
+		"none done yet": {Total: 5, Skipped: 1},
+		"all done":      {Total: 5, Skipped: 1, Succeeded: 4},
+	} {
+		st.Summary = sum
+		if got := Read(&nodegatev1alpha1.MutexRunConfig{Status: st}).ExpectedFinish; !got.IsZero() {
+			t.Errorf("%s: ExpectedFinish %s, want none", name, got)
+		}
+	}
+}
+
 func TestGatePools(t *testing.T) {
 	runs := []Run{{GatePools: map[string]string{"worker-gate": "worker"}}, {}, {GatePools: map[string]string{"infra-gate": "infra"}}}
 	if got, want := GatePools(runs), map[string]string{"worker-gate": "worker", "infra-gate": "infra"}; !reflect.DeepEqual(got, want) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
@@ -246,16 +247,25 @@ func gateHealth(g gateSet, started time.Time) []updatev1alpha1.HealthInsight {
 		if r.Total > 0 {
 			summary += ": " + r.progress()
 		}
+		// The run's pace so far carried over the nodes left; it moves only
+		// when a node completes, as the progress does.
+		if !r.ExpectedFinish.IsZero() {
+			summary += ", expected to finish at " + r.ExpectedFinish.UTC().Format(time.RFC3339)
+		}
 		if r.Waiting != "" {
 			summary += "; waiting: " + r.Waiting
 		}
-		out = append(out, newHealth(makeUID("nodegate", r.Namespace, r.Name, "gating"), started,
+		h := newHealth(makeUID("nodegate", r.Namespace, r.Name, "gating"), started,
 			updatev1alpha1.ScopeTypeWorkerPool, res, updatev1alpha1.InfoImpactLevel, updatev1alpha1.UpdateSpeedImpactType,
 			summary,
 			"node-gate releases the nodes of these pools to the machine-config operator one slot at a time, each after "+
 				"its pre-update hooks, so the pools are paused by the run, not by an administrator, and their nodes are "+
 				"updated at the run's pace. The run gives every pool its original state back when its last node is done.",
-			refNodeGate))
+			refNodeGate)
+		if !r.ExpectedFinish.IsZero() {
+			h.Remediation.EstimatedFinish = &metav1.Time{Time: r.ExpectedFinish}
+		}
+		out = append(out, h)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package assess
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,6 +98,9 @@ func TestGatedPoolIsReportedAsGatedNotStalled(t *testing.T) {
 		info.Impact.Summary != "Pools 'worker' are gated by node-gate run db/workers: 1 of 4 nodes done" {
 		t.Errorf("gating insight = %s %q", info.Impact.Level, info.Impact.Summary)
 	}
+	if info.Remediation.EstimatedFinish != nil {
+		t.Errorf("an expected finish %s with no node timed", info.Remediation.EstimatedFinish)
+	}
 	if res := info.Scope.Resources; len(res) != 2 || res[0].Resource != "mutexrunconfigs" || res[0].Namespace != "db" || res[0].Name != "workers" || res[1].Name != "worker" {
 		t.Errorf("gating insight resources = %+v, want the run then the pool", res)
 	}
@@ -136,6 +140,29 @@ func TestGatedPoolIsReportedAsGatedNotStalled(t *testing.T) {
 		if got := p.Summary(typ); got != want {
 			t.Errorf("summary %s = %d, want %d", typ, got, want)
 		}
+	}
+}
+
+// The gating insight says when the run should end, at its pace so far:
+// worker-0 took 20 minutes from the first start to its completion, so the
+// three nodes left should take an hour more.
+func TestGatingInsightSaysWhenTheRunShouldEnd(t *testing.T) {
+	s := gatedSnapshot(false)
+	at := func(m int) *metav1.Time {
+		v := metav1.NewTime(s.Now.Add(time.Duration(m) * time.Minute).Truncate(time.Second))
+		return &v
+	}
+	nodes := s.NodeGateRuns[0].Status.Nodes
+	nodes[0].StartTime, nodes[0].CompletionTime = at(-40), at(-20)
+	nodes[1].StartTime = at(-19)
+	info := healthByUID(mustAssess(t, s), "nodegate-db-workers-gating")
+	want := at(40)
+	if info == nil || info.Remediation.EstimatedFinish == nil || !info.Remediation.EstimatedFinish.Equal(want) {
+		t.Fatalf("gating insight %+v, want an expected finish at %s", info, want)
+	}
+	if sum := "Pools 'worker' are gated by node-gate run db/workers: 1 of 4 nodes done, expected to finish at " +
+		want.UTC().Format(time.RFC3339); info.Impact.Summary != sum {
+		t.Errorf("summary %q, want %q", info.Impact.Summary, sum)
 	}
 }
 
