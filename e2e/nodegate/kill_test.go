@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,10 +53,14 @@ type killer struct {
 	// stopAfterPostOf: once a post-update hook Job was created for this
 	// many distinct nodes (the last node), the killer stops, so that the
 	// instance left has seen a node through its post-update hooks (the
-	// metrics spec reads what it timed).
+	// spec reads what it timed); 0: it never stops by itself.
 	stopAfterPostOf int
 	postNodes       map[string]bool
 	stopped         bool
+	// jobs are the run's Jobs as the watch saw them created, by node and
+	// stage (the container's name), each by UID: a hook created twice is
+	// seen even if the first Job was deleted since.
+	jobs map[string][]types.UID
 	// err is why node-gate could not be started again.
 	err error
 }
@@ -68,13 +73,15 @@ type killReport struct {
 	After map[string]int
 	// Err is why node-gate could not be started again, if so.
 	Err error
+	// Jobs are the run's Jobs seen created, by "<node>/<stage>", by UID.
+	Jobs map[string][]types.UID
 }
 
 // killOnWrites starts the watches and the killer for the run named run;
 // the returned function stops it and reports what it did.
 func killOnWrites(ctx context.Context, run string, nodes int) func() killReport {
 	GinkgoHelper()
-	k := &killer{trig: make(chan string, 256), after: map[string]int{}, stopAfterPostOf: nodes, postNodes: map[string]bool{}}
+	k := &killer{trig: make(chan string, 256), after: map[string]int{}, stopAfterPostOf: nodes, postNodes: map[string]bool{}, jobs: map[string][]types.UID{}}
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	Expect(err).NotTo(HaveOccurred())
 	runKey := plan.RunKey(namespace, run)
@@ -95,20 +102,31 @@ func killOnWrites(ctx context.Context, run string, nodes int) func() killReport 
 			if !ok || ev.Type != watch.Added {
 				continue
 			}
-			if j.Spec.Template.Spec.Containers[0].Name == "post" {
-				k.mu.Lock()
+			stage := j.Spec.Template.Spec.Containers[0].Name
+			k.mu.Lock()
+			key := jobNode(j) + "/" + stage
+			if !slices.Contains(k.jobs[key], j.UID) {
+				k.jobs[key] = append(k.jobs[key], j.UID)
+			}
+			if stage == "post" {
 				k.postNodes[jobNode(j)] = true
-				if len(k.postNodes) >= k.stopAfterPostOf {
+				if k.stopAfterPostOf > 0 && len(k.postNodes) >= k.stopAfterPostOf {
 					k.stopped = true
 				}
-				k.mu.Unlock()
 			}
+			k.mu.Unlock()
 			k.fire(killJob)
 		}
 	}()
 
+	// What each Node and pool was when the watches started, so that the
+	// first change of one is a change too.
 	labels := map[string]string{}
-	nw := watchAll(&corev1.NodeList{})
+	nodeList := &corev1.NodeList{}
+	nw := watchAll(nodeList)
+	for _, n := range nodeList.Items {
+		labels[n.Name] = n.Labels[plan.HoldLabel]
+	}
 	go func() {
 		for ev := range nw.ResultChan() {
 			n, ok := ev.Object.(*corev1.Node)
@@ -130,18 +148,26 @@ func killOnWrites(ctx context.Context, run string, nodes int) func() killReport 
 		sel    *metav1.LabelSelector
 		maxU   string
 	}
+	specOf := func(p *mcfgv1.MachineConfigPool) poolSpec {
+		now := poolSpec{paused: p.Spec.Paused, sel: p.Spec.NodeSelector}
+		if p.Spec.MaxUnavailable != nil {
+			now.maxU = p.Spec.MaxUnavailable.String()
+		}
+		return now
+	}
 	pools := map[string]poolSpec{}
-	pw := watchAll(&mcfgv1.MachineConfigPoolList{})
+	poolList := &mcfgv1.MachineConfigPoolList{}
+	pw := watchAll(poolList)
+	for i := range poolList.Items {
+		pools[poolList.Items[i].Name] = specOf(&poolList.Items[i])
+	}
 	go func() {
 		for ev := range pw.ResultChan() {
 			p, ok := ev.Object.(*mcfgv1.MachineConfigPool)
 			if !ok {
 				continue
 			}
-			now := poolSpec{paused: p.Spec.Paused, sel: p.Spec.NodeSelector}
-			if p.Spec.MaxUnavailable != nil {
-				now.maxU = p.Spec.MaxUnavailable.String()
-			}
+			now := specOf(p)
 			was, seen := pools[p.Name]
 			pools[p.Name] = now
 			switch {
@@ -223,7 +249,7 @@ func killOnWrites(ctx context.Context, run string, nodes int) func() killReport 
 		<-exited
 		k.mu.Lock()
 		defer k.mu.Unlock()
-		return killReport{Kills: k.kills, After: maps.Clone(k.after), Err: k.err}
+		return killReport{Kills: k.kills, After: maps.Clone(k.after), Err: k.err, Jobs: maps.Clone(k.jobs)}
 	}
 }
 

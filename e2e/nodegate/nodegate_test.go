@@ -174,13 +174,26 @@ var _ = Describe("node-gate", Ordered, func() {
 		// The clock ran at least the timeout before the first step.
 		Expect(d.CompletionTime.Sub(d.StartTime.Time)).To(BeNumerically(">=", time.Minute))
 
-		By("every hook ran exactly once per node (no second attempt, two Jobs per node)")
+		By("every hook ran exactly once per node (no second attempt, two Jobs per node), as the watch saw them created")
 		var jobs batchv1.JobList
 		Expect(env.Client.List(ctx, &jobs, client.InNamespace(namespace), client.MatchingLabels{plan.RunLabel: plan.RunKey(namespace, "update")})).To(Succeed())
 		Expect(jobs.Items).To(HaveLen(12))
 		for _, j := range jobs.Items {
 			Expect(j.Name).To(HaveSuffix("-1"))
 		}
+		// A Job created twice would show here even if the first had been
+		// deleted since: the watch saw every creation.
+		Expect(killed.Jobs).To(HaveLen(12), "hooks created, by node and stage: %v", killed.Jobs)
+		for key, uids := range killed.Jobs {
+			Expect(uids).To(HaveLen(1), "hook Jobs created for %s", key)
+		}
+
+		By("the instance the kills left timed the last node's post-update hook")
+		Eventually(func(g Gomega) {
+			body, err := scraper.Scrape(metricsURL)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(body).To(ContainSubstring(`upshift_node_gate_hook_duration_seconds_count{result="Succeeded",stage="Post"}`))
+		}).Should(Succeed())
 
 		By("never more than maxUnavailable (1) workers unavailable after any write")
 		Eventually(func() []string {
@@ -302,10 +315,19 @@ var _ = Describe("node-gate", Ordered, func() {
 			Expect(n.Labels).To(HaveKeyWithValue(plan.HoldLabel, "worker"), n.Name)
 		}
 
+		// The restore is killed too: after each hold label removed, and
+		// after the pool's pause, selector and maxUnavailable given back
+		// and the gate pool deleted.
+		stopKilling := killOnWrites(ctx, "fail", 0)
 		Expect(env.Client.Delete(ctx, run)).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(run), run))
-		}).Should(BeTrue())
+		}).WithTimeout(3 * time.Minute).Should(BeTrue())
+		killed := stopKilling()
+		Expect(killed.Err).NotTo(HaveOccurred())
+		AddReportEntry("kills during the restore", fmt.Sprintf("%d kills; writes a kill followed, by kind: %v", killed.Kills, killed.After))
+		Expect(killed.After).To(HaveKeyWithValue(killLabel, BeNumerically(">=", 1)), "no kill after a hold label's removal")
+		Expect(killed.After).To(HaveKeyWithValue(killPool, BeNumerically(">=", 1)), "no kill after a pool's restore")
 		p := workerPool(ctx)
 		Expect(p.Spec.Paused).To(Equal(origPool.Paused))
 		Expect(p.Spec.NodeSelector).To(Equal(origPool.NodeSelector))
@@ -319,12 +341,11 @@ var _ = Describe("node-gate", Ordered, func() {
 		Eventually(func(g Gomega) {
 			body, err := scraper.Scrape(metricsURL)
 			g.Expect(err).NotTo(HaveOccurred())
-			// Both runs are deleted (their series with them); what stays is
-			// what the last instance timed: the kill loop left it the last
-			// node's post-update hook. The drain's steps were taken by
-			// instances killed since (their counts went with them): the
-			// audit log counts them in the first spec.
-			g.Expect(body).To(ContainSubstring(`upshift_node_gate_hook_duration_seconds_count{result="Succeeded",stage="Post"}`))
+			// Both runs are deleted (their series with them), and the
+			// restore's kills left an instance that timed no hook (the
+			// first spec reads what its instance timed). The forced-drain
+			// steps are counted from zero by every instance.
+			g.Expect(body).To(ContainSubstring(`upshift_node_gate_forced_drain_actions_total{kind="Delete"}`))
 		}).Should(Succeed())
 		perms, err := id.Chart.Permissions()
 		Expect(err).NotTo(HaveOccurred())

@@ -25,6 +25,9 @@ type releaseTimes struct {
 	node                 string
 	at, added            time.Duration
 	send, serve, deliver time.Duration
+	// doneSeen and patched bound the hop: the Done the bench saw, and the
+	// apiserver's receipt of the release patch.
+	doneSeen, patched time.Time
 }
 
 // splitReleases finds, per pair, the last of user's Node patches on the
@@ -47,9 +50,65 @@ func splitReleases(pairs []releasePair, requests map[string][]nodeRequest) (out 
 		out = append(out, releaseTimes{
 			node: p.release.node, at: p.done.t.Sub(pairs[0].done.t), added: p.release.t.Sub(p.ref),
 			send: found.received.Sub(p.done.t), serve: found.answered.Sub(found.received), deliver: p.release.t.Sub(found.answered),
+			doneSeen: p.done.t, patched: found.received,
 		})
 	}
 	return out, missing
+}
+
+// gateWrite is one of node-gate's writes, as the audit log has it.
+type gateWrite struct {
+	received time.Time
+	what     string // "<verb> <resource>[/<subresource>]"
+}
+
+// gateWrites reads user's writes from the audit log, in the order received.
+func gateWrites(env *testenv.Env, user string) ([]gateWrite, error) {
+	events, err := env.AuditEventsWhere(func(ev testenv.AuditEvent) bool {
+		switch ev.Verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+			return ev.User.Username == user && ev.ObjectRef != nil
+		}
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []gateWrite
+	for _, ev := range events {
+		recv, err := time.Parse(time.RFC3339Nano, ev.RequestReceivedTimestamp)
+		if err != nil {
+			continue
+		}
+		what := ev.Verb + " " + ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			what += "/" + ev.ObjectRef.Subresource
+		}
+		out = append(out, gateWrite{received: recv, what: what})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].received.Before(out[j].received) })
+	return out, nil
+}
+
+// hopWrites counts, per release, node-gate's writes the apiserver received
+// from the Done the bench saw to the release patch, the patch included:
+// the writes a hop could have waited for. One is the design (the label
+// patch alone); the others are named by kind. The count is an upper
+// bound: a status write in the background falls in the window too.
+func hopWrites(split []releaseTimes, writes []gateWrite) (counts []int, extra map[string]int) {
+	extra = map[string]int{}
+	for _, r := range split {
+		i := sort.Search(len(writes), func(i int) bool { return !writes[i].received.Before(r.doneSeen) })
+		n := 0
+		for ; i < len(writes) && !writes[i].received.After(r.patched); i++ {
+			n++
+			if !writes[i].received.Equal(r.patched) {
+				extra[writes[i].what]++
+			}
+		}
+		counts = append(counts, n)
+	}
+	return counts, extra
 }
 
 // nodeRequests reads user's Node patches from the audit log, per Node, in
@@ -102,6 +161,22 @@ func printReleaseRequests(env *testenv.Env, g *gateObserver, user string) error 
 		len(split), missing, ps[0], ps[1], ps[2], pv[0], pv[1], pv[2], pd[0], pd[1], pd[2])
 	if len(over) > 0 {
 		fmt.Printf("  those over %s, at (node, added): Done seen -> received / -> answered / -> seen: %s\n", reactionTarget, strings.Join(over, "; "))
+	}
+	writes, err := gateWrites(env, user)
+	if err != nil {
+		return err
+	}
+	counts, extra := hopWrites(split, writes)
+	sort.Ints(counts)
+	one := 0
+	for _, c := range counts {
+		if c == 1 {
+			one++
+		}
+	}
+	if len(counts) > 0 {
+		fmt.Printf("  node-gate's writes per hop (audit log: received from the Done seen to the release patch, the patch included): p50 %d p99 %d max %d; exactly one (the release) in %d of %d; the others, by kind: %v\n",
+			counts[len(counts)/2], counts[min(len(counts)-1, len(counts)*99/100)], counts[len(counts)-1], one, len(counts), extra)
 	}
 	return nil
 }

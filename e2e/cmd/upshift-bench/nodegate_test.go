@@ -54,3 +54,26 @@ func TestSplitReleasesTakesTheLastPatchReceivedBeforeTheReleaseWasSeen(t *testin
 		t.Errorf("got %+v, want %+v", got[0], want)
 	}
 }
+
+// TestHopWrites counts node-gate's writes from each Done seen to its
+// release patch, the patch included, and names the others by kind.
+func TestHopWrites(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	writes := []gateWrite{
+		{at(-10), "update mutexrunconfigs/status"}, // before the first Done
+		{at(20), "patch nodes"},                    // the first release
+		{at(1005), "update mutexrunconfigs/status"},
+		{at(1010), "create jobs"},
+		{at(1040), "patch nodes"}, // the second release
+		{at(1500), "patch nodes"}, // after it
+	}
+	split := []releaseTimes{{doneSeen: at(0), patched: at(20)}, {doneSeen: at(1000), patched: at(1040)}}
+	counts, extra := hopWrites(split, writes)
+	if len(counts) != 2 || counts[0] != 1 || counts[1] != 3 {
+		t.Errorf("counts %v, want [1 3]", counts)
+	}
+	if len(extra) != 2 || extra["update mutexrunconfigs/status"] != 1 || extra["create jobs"] != 1 {
+		t.Errorf("extra %v, want one status update and one Job create", extra)
+	}
+}
