@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -49,31 +50,34 @@ func TestSplitReleasesTakesTheLastPatchReceivedBeforeTheReleaseWasSeen(t *testin
 	if missing != 1 || len(got) != 1 {
 		t.Fatalf("got %d split, %d missing; want 1, 1", len(got), missing)
 	}
-	want := releaseTimes{node: "b", at: 0, added: 250 * time.Millisecond, send: 200 * time.Millisecond, serve: 120 * time.Millisecond, deliver: -20 * time.Millisecond}
+	want := releaseTimes{node: "b", at: 0, added: 250 * time.Millisecond, send: 200 * time.Millisecond, serve: 120 * time.Millisecond, deliver: -20 * time.Millisecond,
+		doneSeen: at(0), patched: at(200)}
 	if got[0] != want {
 		t.Errorf("got %+v, want %+v", got[0], want)
 	}
 }
 
-// TestHopWrites counts node-gate's writes from each Done seen to its
-// release patch, the patch included, and names the others by kind.
+// TestHopWrites counts each hop's writes on the released node and the run
+// status writes answered between the Done seen and the release patch.
 func TestHopWrites(t *testing.T) {
 	t0 := time.Now()
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	w := func(recv, answered int, resource, name string) gateWrite {
+		return gateWrite{received: at(recv), answered: at(answered), resource: resource, name: name}
+	}
 	writes := []gateWrite{
-		{at(-10), "update mutexrunconfigs/status"}, // before the first Done
-		{at(20), "patch nodes"},                    // the first release
-		{at(1005), "update mutexrunconfigs/status"},
-		{at(1010), "create jobs"},
-		{at(1040), "patch nodes"}, // the second release
-		{at(1500), "patch nodes"}, // after it
+		w(-10, 5, "mutexrunconfigs/status", "run"), // received before the first Done
+		w(20, 30, "nodes", "a"),                    // the first release
+		w(1005, 1020, "mutexrunconfigs/status", "run"),
+		w(1010, 1015, "jobs", "hook-b"),
+		w(1030, 1060, "mutexrunconfigs/status", "run"), // answered after the release was received
+		w(1035, 1037, "nodes", "c"),                    // another node
+		w(1040, 1050, "nodes", "b"),                    // the second release
+		w(1500, 1510, "nodes", "b"),                    // after it
 	}
-	split := []releaseTimes{{doneSeen: at(0), patched: at(20)}, {doneSeen: at(1000), patched: at(1040)}}
-	counts, extra := hopWrites(split, writes)
-	if len(counts) != 2 || counts[0] != 1 || counts[1] != 3 {
-		t.Errorf("counts %v, want [1 3]", counts)
-	}
-	if len(extra) != 2 || extra["update mutexrunconfigs/status"] != 1 || extra["create jobs"] != 1 {
-		t.Errorf("extra %v, want one status update and one Job create", extra)
+	split := []releaseTimes{{node: "a", doneSeen: at(0), patched: at(20)}, {node: "b", doneSeen: at(1000), patched: at(1040)}}
+	got := hopWrites(split, writes)
+	if want := []hopCounts{{node: 1}, {node: 1, status: 1}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("hopWrites = %+v, want %+v", got, want)
 	}
 }
