@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -27,7 +28,10 @@ import (
 // lost it). The runner keeps that cheap and ordered:
 //
 //   - an action the same as the last one decided for its object, and not
-//     yet ended, is not sent again;
+//     yet ended, is not sent again; nor is one the same as an action on its
+//     object that succeeded after the pass read its input (GoReadAt): the
+//     pass decided from a cache older than the write, and asks for what is
+//     done already;
 //   - the actions on one object go out in the order they were decided (a
 //     hold decided after a release lands after it);
 //   - a pass that acts otherwise (pools, a canary, a restore, a forced drain
@@ -58,13 +62,22 @@ type actionRunner struct {
 	idle    chan struct{}
 	// failed are the failures not yet returned by a pass of their run.
 	failed map[types.NamespacedName][]error
-	wg     sync.WaitGroup
+	// succeeded holds, per object, the last action that succeeded and
+	// when, until a pass that read its input after that asks (GoReadAt).
+	succeeded map[string]doneAction
+	wg        sync.WaitGroup
 }
 
 // runAction is an action and the run it is for.
 type runAction struct {
 	run    types.NamespacedName
 	action plan.Action
+}
+
+// doneAction is an action that succeeded, and when.
+type doneAction struct {
+	action plan.Action
+	at     time.Time
 }
 
 // objectActions is the action in flight on one object and those decided
@@ -88,11 +101,12 @@ func newActionRunner(do func(context.Context, plan.Action) error) *actionRunner 
 	close(idle)
 	return &actionRunner{
 		do: do, ctx: ctx, cancel: cancel,
-		slots:   newWriteSlots(parallelWrites),
-		wakes:   make(chan event.GenericEvent, 64),
-		objects: map[string]*objectActions{},
-		idle:    idle,
-		failed:  map[types.NamespacedName][]error{},
+		slots:     newWriteSlots(parallelWrites),
+		wakes:     make(chan event.GenericEvent, 64),
+		objects:   map[string]*objectActions{},
+		idle:      idle,
+		failed:    map[types.NamespacedName][]error{},
+		succeeded: map[string]doneAction{},
 	}
 }
 
@@ -118,15 +132,33 @@ func sameAction(a, b plan.Action) bool {
 // Go starts run's actions (hook Jobs and node labels), or queues them
 // behind an earlier action on the same object, and returns at once.
 func (r *actionRunner) Go(run types.NamespacedName, actions []plan.Action) {
+	r.GoReadAt(run, actions, time.Time{})
+}
+
+// GoReadAt is Go for a pass that read its input at read: an action the
+// same as one that succeeded on its object since then is done already.
+// What succeeded before read is forgotten: the pass saw it, or the cache
+// did not show it yet and ownwrite substitutes it.
+func (r *actionRunner) GoReadAt(run types.NamespacedName, actions []plan.Action, read time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ctx.Err() != nil {
 		return // stopping: see Start
 	}
+	if !read.IsZero() {
+		for obj, d := range r.succeeded {
+			if !d.at.After(read) {
+				delete(r.succeeded, obj)
+			}
+		}
+	}
 	for _, a := range actions {
 		obj := objectOf(a)
 		o := r.objects[obj]
 		if o != nil && sameAction(o.last(), a) {
+			continue
+		}
+		if d, ok := r.succeeded[obj]; ok && o == nil && !read.IsZero() && sameAction(d.action, a) {
 			continue
 		}
 		if r.pending == 0 {
@@ -166,6 +198,11 @@ func (r *actionRunner) fly(obj string, ra runAction) {
 		r.mu.Lock()
 		if failed {
 			r.failed[ra.run] = append(r.failed[ra.run], actionError(ra.action, err))
+		}
+		if err == nil {
+			r.succeeded[obj] = doneAction{action: ra.action, at: time.Now()}
+		} else {
+			delete(r.succeeded, obj)
 		}
 		r.pending--
 		if r.pending == 0 {

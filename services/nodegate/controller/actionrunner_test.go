@@ -146,6 +146,48 @@ func TestActionRunnerSendsAnActionInFlightOnce(t *testing.T) {
 	}
 }
 
+// A pass that read its input before a release succeeded asks for it again
+// (its cache did not show it): that is done already. A pass that read after
+// the release asks for what its input shows, and is obeyed: a failed
+// release, or one made before it read, is not remembered.
+func TestActionRunnerSkipsWhatSucceededSinceThePassRead(t *testing.T) {
+	g := newGatedDo()
+	r := newActionRunner(g.do)
+	before := time.Now()
+	r.GoReadAt(runKey, []plan.Action{release("a", "m"), release("b", "m")}, before)
+	waitBegun(t, g)
+	waitBegun(t, g)
+	g.gate("node/a") <- nil
+	g.gate("node/b") <- errors.New("conflict")
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Read before both ended: a's release is done, b's failed. (Should a
+	// go out again, it ends at once, and the count below says so.)
+	g.gate("node/a") <- nil
+	r.GoReadAt(runKey, []plan.Action{release("a", "m"), release("b", "m"), hold("c")}, before)
+	waitBegun(t, g)
+	waitBegun(t, g)
+	g.gate("node/b") <- nil
+	g.gate("node/c") <- nil
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.calls()); n != 4 {
+		t.Fatalf("%d calls, want 4 (a once, b twice, c): %+v", n, g.calls())
+	}
+	// Read after a's release: what the pass asks for goes out (and ends on
+	// the gate opened above).
+	r.GoReadAt(runKey, []plan.Action{release("a", "m")}, time.Now())
+	waitBegun(t, g)
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.calls()); n != 5 {
+		t.Fatalf("%d calls, want 5", n)
+	}
+}
+
 func TestActionRunnerKeepsTheOrderOfOneObjectsActions(t *testing.T) {
 	g := newGatedDo()
 	r := newActionRunner(g.do)
