@@ -282,7 +282,7 @@ func TestReplayGatePoolNeverAPool(t *testing.T) {
 func TestReplayOneWriterPerField(t *testing.T) {
 	owns := func(o client.Object, manager, subresource, fields string) client.Object {
 		o.SetManagedFields(append(o.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate,
-			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}, Subresource: subresource}))
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields), Subresource: subresource}))
 		return o
 	}
 	pool := func(name string, labels map[string]string) *mcfgv1.MachineConfigPool {

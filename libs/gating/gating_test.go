@@ -121,7 +121,10 @@ func TestStalled(t *testing.T) {
 // 20 more minutes after the last completion; unknown before a node is done
 // and once none is left.
 func TestExpectedFinish(t *testing.T) {
-	at := func(m int) *metav1.Time { v := metav1.NewTime(time.Date(2026, 12, 5, 10, m, 0, 0, time.UTC)); return &v }
+	at := func(m int) *metav1.Time {
+		v := metav1.NewTime(time.Date(2026, 12, 5, 10, m, 0, 0, time.UTC))
+		return &v
+	}
 	st := nodegatev1alpha1.MutexRunConfigStatus{
 		Phase:   nodegatev1alpha1.RunProgressing,
 		Summary: nodegatev1alpha1.Summary{Total: 5, Skipped: 1, Succeeded: 2},
