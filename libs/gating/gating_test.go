@@ -74,14 +74,16 @@ func TestRead(t *testing.T) {
 	}
 }
 
+// at is minute m past 10:00 on the day of the tests below.
+func at(m int) *metav1.Time {
+	v := metav1.NewTime(time.Date(2026, 12, 5, 10, m, 0, 0, time.UTC))
+	return &v
+}
+
 // A run's last move is the latest time its status records, in a node, a
 // hook or a condition; a run is stalled once that is older than the bound,
 // unless it waits for its own window or records no time at all.
 func TestStalled(t *testing.T) {
-	at := func(m int) *metav1.Time {
-		v := metav1.NewTime(time.Date(2026, 12, 5, 10, m, 0, 0, time.UTC))
-		return &v
-	}
 	st := nodegatev1alpha1.MutexRunConfigStatus{
 		Phase: nodegatev1alpha1.RunProgressing,
 		Nodes: []nodegatev1alpha1.NodeRecord{
@@ -121,10 +123,6 @@ func TestStalled(t *testing.T) {
 // 20 more minutes after the last completion; unknown before a node is done
 // and once none is left.
 func TestExpectedFinish(t *testing.T) {
-	at := func(m int) *metav1.Time {
-		v := metav1.NewTime(time.Date(2026, 12, 5, 10, m, 0, 0, time.UTC))
-		return &v
-	}
 	st := nodegatev1alpha1.MutexRunConfigStatus{
 		Phase:   nodegatev1alpha1.RunProgressing,
 		Summary: nodegatev1alpha1.Summary{Total: 5, Skipped: 1, Succeeded: 2},
