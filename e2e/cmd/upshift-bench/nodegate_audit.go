@@ -59,8 +59,8 @@ func splitReleases(pairs []releasePair, requests map[string][]nodeRequest) (out 
 
 // gateWrite is one of node-gate's writes, as the audit log has it.
 type gateWrite struct {
-	received, answered time.Time
-	resource, name     string // resource[/subresource] and object name
+	received, answered   time.Time
+	verb, resource, name string // resource is resource[/subresource]
 }
 
 // gateWrites reads user's writes from the audit log, in the order received.
@@ -86,7 +86,7 @@ func gateWrites(env *testenv.Env, user string) ([]gateWrite, error) {
 		if ev.ObjectRef.Subresource != "" {
 			res += "/" + ev.ObjectRef.Subresource
 		}
-		out = append(out, gateWrite{received: recv, answered: done, resource: res, name: ev.ObjectRef.Name})
+		out = append(out, gateWrite{received: recv, answered: done, verb: ev.Verb, resource: res, name: ev.ObjectRef.Name})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].received.Before(out[j].received) })
 	return out, nil
@@ -128,38 +128,27 @@ func intPercentiles(ns []int) [3]int {
 	return [3]int{s[len(s)/2], s[min(len(s)-1, len(s)*99/100)], s[len(s)-1]}
 }
 
-// nodeRequests reads user's Node patches from the audit log, per Node, in
-// the order received.
-func nodeRequests(env *testenv.Env, user string) (map[string][]nodeRequest, error) {
-	events, err := env.AuditEventsWhere(func(ev testenv.AuditEvent) bool {
-		return ev.Verb == "patch" && ev.User.Username == user && ev.ObjectRef != nil &&
-			ev.ObjectRef.Resource == "nodes" && ev.ObjectRef.Subresource == ""
-	})
-	if err != nil {
-		return nil, err
-	}
+// nodeRequests are the Node patches among writes, per Node, in the order
+// received.
+func nodeRequests(writes []gateWrite) map[string][]nodeRequest {
 	out := map[string][]nodeRequest{}
-	for _, ev := range events {
-		recv, err1 := time.Parse(time.RFC3339Nano, ev.RequestReceivedTimestamp)
-		done, err2 := time.Parse(time.RFC3339Nano, ev.StageTimestamp)
-		if err1 != nil || err2 != nil {
-			continue
+	for _, w := range writes {
+		if w.verb == "patch" && w.resource == "nodes" {
+			out[w.name] = append(out[w.name], nodeRequest{received: w.received, answered: w.answered})
 		}
-		out[ev.ObjectRef.Name] = append(out[ev.ObjectRef.Name], nodeRequest{received: recv, answered: done})
 	}
-	for _, rs := range out {
-		sort.Slice(rs, func(i, j int) bool { return rs[i].received.Before(rs[j].received) })
-	}
-	return out, nil
+	return out
 }
 
 // printReleaseRequests prints the split of the last gated update's paired
 // reactions: all of them, then each over the target.
 func printReleaseRequests(env *testenv.Env, g *gateObserver, user string) error {
-	requests, err := nodeRequests(env, user)
+	// One read of the log, which is large: every write of node-gate's.
+	writes, err := gateWrites(env, user)
 	if err != nil {
 		return err
 	}
+	requests := nodeRequests(writes)
 	g.mu.Lock()
 	pairs := g.releasePairs()
 	g.mu.Unlock()
@@ -178,10 +167,6 @@ func printReleaseRequests(env *testenv.Env, g *gateObserver, user string) error 
 		len(split), missing, ps[0], ps[1], ps[2], pv[0], pv[1], pv[2], pd[0], pd[1], pd[2])
 	if len(over) > 0 {
 		fmt.Printf("  those over %s, at (node, added): Done seen -> received / -> answered / -> seen: %s\n", reactionTarget, strings.Join(over, "; "))
-	}
-	writes, err := gateWrites(env, user)
-	if err != nil {
-		return err
 	}
 	var node, status []int
 	one, none := 0, 0

@@ -249,8 +249,10 @@ func gateHealth(g gateSet, started time.Time) []updatev1alpha1.HealthInsight {
 		}
 		// The run's pace so far carried over the nodes left; it moves only
 		// when a node completes, as the progress does.
+		var finish *metav1.Time
 		if !r.ExpectedFinish.IsZero() {
 			summary += ", expected to finish at " + r.ExpectedFinish.UTC().Format(time.RFC3339)
+			finish = &metav1.Time{Time: r.ExpectedFinish}
 		}
 		if r.Waiting != "" {
 			summary += "; waiting: " + r.Waiting
@@ -262,9 +264,7 @@ func gateHealth(g gateSet, started time.Time) []updatev1alpha1.HealthInsight {
 				"its pre-update hooks, so the pools are paused by the run, not by an administrator, and their nodes are "+
 				"updated at the run's pace. The run gives every pool its original state back when its last node is done.",
 			refNodeGate)
-		if !r.ExpectedFinish.IsZero() {
-			h.Remediation.EstimatedFinish = &metav1.Time{Time: r.ExpectedFinish}
-		}
+		h.Remediation.EstimatedFinish = finish
 		out = append(out, h)
 	}
 	return out
