@@ -220,8 +220,8 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 				return
 			}
 			if busy := p.occupied(r.Name); len(busy) >= p.maxUnavailable() {
-				if p.waitReason == "" {
-					p.waitReason, p.waitMessage = ReasonNodesUnavailable, fmt.Sprintf("node %s waits to be released: nodes count against maxUnavailable: %s", r.Name, strings.Join(sortedSet(busy), ", "))
+				if p.slotWait == "" {
+					p.slotWait = fmt.Sprintf("node %s waits to be released: nodes count against maxUnavailable: %s", r.Name, strings.Join(sortedSet(busy), ", "))
 				}
 				// A node whose record is finished (or a stray) may still
 				// carry the label, its removal not yet seen or lost to a

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,38 @@ func TestLookahead(t *testing.T) {
 		}
 		if got := w.rec("w01").Hooks[0].Attempts; got != 1 {
 			t.Fatalf("w01's hook ran %d times", got)
+		}
+	})
+	t.Run("a node waiting for its release slot holds no other node's hooks", func(t *testing.T) {
+		// maxUnavailable 1, lookahead 2: the second and third nodes run
+		// their hooks while the first updates. When it is done, the second
+		// takes the slot and the third waits for the next; the fourth's
+		// hooks must start at once, not when the third is released (else
+		// the lookahead refills in bursts and runs dry).
+		w := readyRound(t, 4, func(w *world) { w.rules[0].Spec.Lookahead = 2 })
+		o := w.run.Status.PlannedOrder
+		for i := 0; i < 20 && !(w.rec(o[0]).Phase == nodegatev1alpha1.NodeReleased && doneHooks(w.rec(o[1])) && doneHooks(w.rec(o[2]))); i++ {
+			w.completeAll()
+			w.reconcile()
+		}
+		if w.rec(o[0]).Phase != nodegatev1alpha1.NodeReleased || !doneHooks(w.rec(o[2])) || w.rec(o[3]).Phase != nodegatev1alpha1.NodePending {
+			t.Fatalf("setup: %s %s, %s %+v, %s %s", o[0], w.rec(o[0]).Phase, o[2], w.rec(o[2]), o[3], w.rec(o[3]).Phase)
+		}
+		for i := 0; i < 20 && w.rec(o[0]).Phase != nodegatev1alpha1.NodeCompleted; i++ {
+			w.mco()
+			w.completeAll()
+			w.now = w.now.Add(time.Second)
+			w.reconcile()
+		}
+		if w.rec(o[1]).Phase != nodegatev1alpha1.NodeReleased || w.rec(o[2]).Phase != nodegatev1alpha1.NodePreHooks {
+			t.Fatalf("%s %s, %s %s: want the first released and the second waiting for its slot", o[1], w.rec(o[1]).Phase, o[2], w.rec(o[2]).Phase)
+		}
+		if w.rec(o[3]).Phase != nodegatev1alpha1.NodePreHooks {
+			t.Fatalf("%s %s: want its hooks started while %s waits for its slot", o[3], w.rec(o[3]).Phase, o[2])
+		}
+		c := w.cond(CondProgressing)
+		if c == nil || !strings.Contains(c.Message, o[2]+" waits to be released") || strings.Contains(c.Message, "no new node starts") {
+			t.Fatalf("Progressing %+v: want it to say %s waits for its slot, and not that no node starts", c, o[2])
 		}
 	})
 	t.Run("the smallest lookahead of the run's rules applies", func(t *testing.T) {

@@ -93,6 +93,12 @@ type planner struct {
 
 	// waitReason/waitMessage say why no new node starts (empty: none).
 	waitReason, waitMessage string
+	// slotWait says which node, its hooks done, waits for a release slot,
+	// and what fills them (empty: none). It holds no new start: with
+	// lookahead, nodes whose hooks ran queue for slots by design, and a
+	// start held until the queue is empty would refill it in one burst
+	// of Jobs that the next wave of finished nodes then waits for.
+	slotWait string
 	// gatesClosed: a gate on starting nodes is closed (a pause, the update
 	// hold, no window, alerts). With lookahead it holds releases too.
 	gatesClosed bool

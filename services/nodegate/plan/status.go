@@ -99,8 +99,13 @@ func (p *planner) finishStatus() {
 		if st.Phase == nodegatev1alpha1.RunRestoring {
 			reason, msg = ReasonRestoring, "restoring the pools, selectors and labels the run changed"
 		}
-		if p.waitReason != "" && st.Phase == nodegatev1alpha1.RunProgressing {
-			msg += "; no new node starts: " + p.waitMessage
+		if st.Phase == nodegatev1alpha1.RunProgressing {
+			if p.slotWait != "" {
+				msg += "; " + p.slotWait
+			}
+			if p.waitReason != "" {
+				msg += "; no new node starts: " + p.waitMessage
+			}
 		}
 		set(CondProgressing, metav1.ConditionTrue, reason, msg)
 	case nodegatev1alpha1.RunWaiting, nodegatev1alpha1.RunPaused:
