@@ -256,7 +256,7 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	for _, pool := range poolNamesSorted(pools) {
 		health = append(health, healthOfPool[pool]...)
 	}
-	health = append(health, gateHealth(gates, hist.started)...)
+	health = append(health, gateHealth(gates, hist.started, s.Now, &next)...)
 	health = append(health, alertHealth(s.Alerts, hist.started)...)
 	health = append(health, cp.health...)
 	if forAPI {

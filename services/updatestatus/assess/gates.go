@@ -214,12 +214,21 @@ func currentHook(rec *nodegatev1alpha1.NodeRecord) *nodegatev1alpha1.HookRecord 
 	return first
 }
 
+// gateStallAfter is how long a run that holds pools may go without moving
+// (no node or hook of it starting or ending, no condition changing) before
+// it is reported as stalled. Longer than a node's drain and reboot; a run
+// waiting for its own maintenance window is never stalled. It only words a
+// warning: the upgrade-scheduler, which acts on a stuck run, has its own
+// bound.
+const gateStallAfter = time.Hour
+
 // gateHealth is one insight per run that holds pools. A paused run stalls
-// the update until someone acts on the run, and says so (a Warning); a run
-// that gates as designed is an Info that the update goes at the gate's pace.
-// Neither ever advises unpausing a pool: that would let the MCO update nodes
-// past their hooks.
-func gateHealth(g gateSet, started time.Time) []updatev1alpha1.HealthInsight {
+// the update until someone acts on the run, and says so (a Warning), as
+// does a run that has not moved for gateStallAfter (node-gate down, a hook
+// hung); a run that gates as designed is an Info that the update goes at
+// the gate's pace. None ever advises unpausing a pool: that would let the
+// MCO update nodes past their hooks.
+func gateHealth(g gateSet, started, now time.Time, next *nextCheck) []updatev1alpha1.HealthInsight {
 	var out []updatev1alpha1.HealthInsight
 	for _, r := range g.runs {
 		res := []updatev1alpha1.ResourceRef{r.ref()}
@@ -227,6 +236,22 @@ func gateHealth(g gateSet, started time.Time) []updatev1alpha1.HealthInsight {
 			res = append(res, poolRef(p).ResourceRef)
 		}
 		pools := "'" + strings.Join(r.Pools, "', '") + "'"
+		if r.Stopped == nil && r.Stalled(now, gateStallAfter) {
+			since := r.LastProgress.UTC().Format(time.RFC3339)
+			out = append(out, newHealth(makeUID("nodegate", r.Namespace, r.Name, "stalled"), r.LastProgress.Add(gateStallAfter),
+				updatev1alpha1.ScopeTypeWorkerPool, res, updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,
+				fmt.Sprintf("node-gate run %s has not moved since %s: nodes of %s wait for it", r.key, since, pools),
+				fmt.Sprintf("No node or hook of the run has started or ended, and none of its conditions has changed, for longer than %s. %s so far. ", gateStallAfter, capitalize(r.progress()))+
+					fmt.Sprintf("Check that node-gate is running (its pods, the leader's Lease and its log) and whether a hook's Job hangs "+
+						"(kubectl -n %s describe mutexrunconfig %s names the node and hook it waits for; a hook without a timeout waits for its Job as long as it runs). ", r.Namespace, r.Name)+
+					"If a hook is meant to run this long, this warning ends when it does. Do not unpause the pools: the run paused them so that no node updates before its hooks have run.",
+				refNodeGate))
+			continue
+		}
+		if r.Stopped == nil && !r.LastProgress.IsZero() && r.WaitingReason != gating.ReasonOutsideWindow {
+			// Stalled compares with ">": the warning is due one instant after the bound.
+			next.at(r.LastProgress.Add(gateStallAfter + time.Nanosecond))
+		}
 		if r.Stopped != nil {
 			act := "Find the cause in the run's status and Events (kubectl -n %[1]s describe mutexrunconfig %[2]s) and in the failed " +
 				"hook's Job; the run resumes, with the hook's retries given back, on any change of its spec (set and clear spec.paused)."

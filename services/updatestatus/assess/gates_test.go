@@ -166,6 +166,57 @@ func TestGatingInsightSaysWhenTheRunShouldEnd(t *testing.T) {
 	}
 }
 
+// A run that holds the pools and has not moved for gateStallAfter
+// (node-gate down, a hook hung) stalls the update and says so; one that
+// moved within it is gating as designed, and the assessment is due again
+// when the bound passes. A run waiting for its own window never stalls.
+func TestStalledRunIsReportedStalled(t *testing.T) {
+	s := gatedSnapshot(false)
+	last := s.Now.Add(-30 * time.Minute).Truncate(time.Second)
+	nodes := s.NodeGateRuns[0].Status.Nodes
+	nodes[0].StartTime, nodes[0].CompletionTime = &metav1.Time{Time: last.Add(-time.Hour)}, &metav1.Time{Time: last.Add(-10 * time.Minute)}
+	nodes[2].Hooks[1].StartTime = &metav1.Time{Time: last}
+
+	r := mustAssess(t, s)
+	if healthByUID(r, "nodegate-db-workers-stalled") != nil || healthByUID(r, "nodegate-db-workers-gating") == nil {
+		t.Fatalf("a run that moved 30 minutes ago is reported as %+v, want gating", r.Status.Health)
+	}
+	if due := last.Add(gateStallAfter + time.Nanosecond); r.NextCheck.IsZero() || r.NextCheck.After(due) {
+		t.Errorf("next check %s, want one by %s, when the run would be stalled", r.NextCheck, due)
+	}
+
+	s.Now = last.Add(gateStallAfter)
+	if healthByUID(mustAssess(t, s), "nodegate-db-workers-stalled") != nil {
+		t.Fatal("stalled at exactly the bound")
+	}
+	s.Now = last.Add(gateStallAfter + time.Second)
+	r = mustAssess(t, s)
+	h := healthByUID(r, "nodegate-db-workers-stalled")
+	if h == nil {
+		t.Fatalf("no stalled insight among %+v", r.Status.Health)
+	}
+	want := "node-gate run db/workers has not moved since " + last.UTC().Format(time.RFC3339) + ": nodes of 'worker' wait for it"
+	if h.Impact.Level != updatev1alpha1.WarningImpactLevel || h.Impact.Type != updatev1alpha1.UpdateStalledImpactType || h.Impact.Summary != want {
+		t.Errorf("stalled insight = %s %s %q, want a Warning %s %q", h.Impact.Level, h.Impact.Type, h.Impact.Summary, updatev1alpha1.UpdateStalledImpactType, want)
+	}
+	for _, part := range []string{"kubectl -n db describe mutexrunconfig workers", "Do not unpause the pools"} {
+		if !strings.Contains(h.Impact.Description, part) {
+			t.Errorf("description %q lacks %q", h.Impact.Description, part)
+		}
+	}
+	if healthByUID(r, "nodegate-db-workers-gating") != nil {
+		t.Error("a stalled run is also reported as gating")
+	}
+
+	s.NodeGateRuns[0].Status.Phase = nodegatev1alpha1.RunWaiting
+	s.NodeGateRuns[0].Status.Conditions = []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionFalse,
+		Reason: gating.ReasonOutsideWindow, Message: "no maintenance window is open", LastTransitionTime: metav1.Time{Time: last}}}
+	s.Now = last.Add(24 * time.Hour)
+	if r := mustAssess(t, s); healthByUID(r, "nodegate-db-workers-stalled") != nil {
+		t.Errorf("a run waiting for its window is reported stalled: %+v", r.Status.Health)
+	}
+}
+
 func TestPausedRunStallsTheUpdateAndSaysWhoActs(t *testing.T) {
 	s := gatedSnapshot(false)
 	st := &s.NodeGateRuns[0].Status

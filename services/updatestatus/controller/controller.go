@@ -118,7 +118,7 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, do reconcile.Reconciler)
 	if err := mgr.Add(r.insights); err != nil {
 		return err
 	}
-	r.status = newStatusPublisher(r.Client, r.Recorder, r.Metrics, r.Clock)
+	r.status = newStatusPublisher(r.Client, r.Recorder, r.Metrics)
 	if err := mgr.Add(r.status); err != nil {
 		return err
 	}
@@ -248,9 +248,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	// insight or a status that cannot be written keeps it where it was.
 	complete := assessErr == nil && r.insights.failures() == 0 && prototypeErr == nil
 	if p.status != nil {
-		r.status.handOver(newStatusWrite(us, p.status, p.events, complete))
+		r.status.handOver(newStatusWrite(us, p.status, p.events, complete, snap.Now))
 	} else if complete && r.status.idle() {
-		r.Metrics.markSuccess(r.Clock.Now())
+		r.Metrics.markSuccess(snap.Now)
 	}
 	if prototypeErr != nil {
 		return reconcile.Result{}, prototypeErr

@@ -33,6 +33,8 @@ type Metrics struct {
 	// lastSuccess is registered only once it has a value: a 0 would read as
 	// "last success in 1970" to an alert on its age.
 	registerLastSuccess sync.Once
+	successMu           sync.Mutex
+	lastSuccessAt       time.Time
 
 	// poolsSeen are the pools with series, so that pools that go away lose
 	// theirs.
@@ -92,7 +94,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"kind"}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "upshift_update_status_last_success_timestamp_seconds",
-			Help: "Unix time at which the status of a recomputation was last written (or found current) while every node insight's last write had succeeded; absent before the first.",
+			Help: "Unix time of the latest cluster read whose status was written (or found current) while every node insight's last write had succeeded; absent before the first.",
 		}),
 		poolsSeen: map[string]bool{},
 	}
@@ -130,10 +132,20 @@ var (
 	}
 )
 
-// markSuccess records, at now, that a recomputation's status was written
-// (or had nothing to write) while no node insight write was failing.
-func (m *Metrics) markSuccess(now time.Time) {
-	m.lastSuccess.Set(float64(now.UnixNano()) / 1e9)
+// markSuccess records that the status of a recomputation that read the
+// cluster at seen was written (or had nothing to write) while no node
+// insight write was failing. The time is the read's, not the write's: the
+// metric says how current the published status is, and a recomputation
+// that read the cluster before a change and finished after it does not
+// stand for the change. It never moves back.
+func (m *Metrics) markSuccess(seen time.Time) {
+	m.successMu.Lock()
+	defer m.successMu.Unlock()
+	if !seen.After(m.lastSuccessAt) {
+		return
+	}
+	m.lastSuccessAt = seen
+	m.lastSuccess.Set(float64(seen.UnixNano()) / 1e9)
 	m.registerLastSuccess.Do(func() { m.reg.MustRegister(m.lastSuccess) })
 }
 

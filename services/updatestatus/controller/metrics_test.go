@@ -107,9 +107,18 @@ func TestLastSuccessIsATimestampOnlyOnceThereIsOne(t *testing.T) {
 	if s := samples(t, reg, "upshift_update_status_last_success_timestamp_seconds"); len(s) != 0 {
 		t.Fatalf("last success = %v before any success, want no series", s)
 	}
-	m.markSuccess(time.Now())
 	m.markSuccess(time.Unix(1.7e9, 0))
 	if s := samples(t, reg, "upshift_update_status_last_success_timestamp_seconds"); s[""] != 1.7e9 {
 		t.Errorf("last success = %v, want 1.7e9", s)
+	}
+	// A recomputation that read the cluster earlier and finished later does
+	// not move it back.
+	m.markSuccess(time.Unix(1.6e9, 0))
+	if s := samples(t, reg, "upshift_update_status_last_success_timestamp_seconds"); s[""] != 1.7e9 {
+		t.Errorf("last success = %v after an older read, want 1.7e9", s)
+	}
+	m.markSuccess(time.Unix(1.8e9, 0))
+	if s := samples(t, reg, "upshift_update_status_last_success_timestamp_seconds"); s[""] != 1.8e9 {
+		t.Errorf("last success = %v, want 1.8e9", s)
 	}
 }

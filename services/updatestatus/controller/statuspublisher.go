@@ -4,9 +4,9 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -47,16 +47,18 @@ type statusWrite struct {
 	obj    *updatev1alpha1.UpgradeStatus
 	events []events.Event
 	// complete: the recomputation published everything else it found, so
-	// writing this status is a success for the last-success metric.
+	// writing this status is a success for the last-success metric, at
+	// seen, when the recomputation read the cluster.
 	complete bool
+	seen     time.Time
 }
 
 // newStatusWrite is status applied to us, the UpgradeStatus it was planned
 // from.
-func newStatusWrite(us *updatev1alpha1.UpgradeStatus, status *updatev1alpha1.UpgradeStatusStatus, evs []events.Event, complete bool) *statusWrite {
+func newStatusWrite(us *updatev1alpha1.UpgradeStatus, status *updatev1alpha1.UpgradeStatusStatus, evs []events.Event, complete bool, seen time.Time) *statusWrite {
 	obj := *us // the metadata is shared, never written
 	obj.Status = *status
-	return &statusWrite{obj: &obj, events: evs, complete: complete}
+	return &statusWrite{obj: &obj, events: evs, complete: complete, seen: seen}
 }
 
 // statusPublisher writes the UpgradeStatus's status in the background. It
@@ -65,7 +67,6 @@ type statusPublisher struct {
 	client   client.Client
 	recorder *events.Recorder
 	metrics  *Metrics
-	clock    clock.PassiveClock
 	queue    workqueue.TypedRateLimitingInterface[string]
 	// written are the status writes done that the cache may not show yet.
 	written ownwrite.Writes[*updatev1alpha1.UpgradeStatus]
@@ -78,12 +79,11 @@ type statusPublisher struct {
 	failing bool
 }
 
-func newStatusPublisher(c client.Client, rec *events.Recorder, m *Metrics, clk clock.PassiveClock) *statusPublisher {
+func newStatusPublisher(c client.Client, rec *events.Recorder, m *Metrics) *statusPublisher {
 	return &statusPublisher{
 		client:   c,
 		recorder: rec,
 		metrics:  m,
-		clock:    clk,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](writeRetryBase, writeRetryMax),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "upgradestatus"}),
@@ -179,7 +179,7 @@ func (p *statusPublisher) writeNext(ctx context.Context) bool {
 	p.mu.Unlock()
 	p.queue.Forget(key)
 	if w.complete {
-		p.metrics.markSuccess(p.clock.Now())
+		p.metrics.markSuccess(w.seen)
 	}
 	p.recorder.Record(w.events...)
 	return true
