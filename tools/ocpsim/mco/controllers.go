@@ -41,11 +41,19 @@ type Durations struct {
 	ApplyFiles time.Duration
 	// Reboot is how long the node stays NotReady.
 	Reboot time.Duration
+	// PoolSyncDelay is the MCO node controller's updateDelay: an event of a
+	// node or a pool queues its pool's sync this long ahead, and a pool
+	// already waiting keeps its earlier time, so a burst of events is one
+	// sync. A controller that acts on a node event (node-gate releasing the
+	// next node on a Done) is picked up by the sync the event itself queued
+	// when it acts within it. Zero syncs at once.
+	PoolSyncDelay time.Duration
 }
 
 // DefaultDurations are close to a real cloud worker: about 5 minutes per node.
 func DefaultDurations() Durations {
-	return Durations{DaemonStep: 5 * time.Second, Drain: 30 * time.Second, DrainRetry: time.Minute, DrainTimeout: time.Hour, ApplyFiles: 40 * time.Second, Reboot: 3 * time.Minute}
+	return Durations{DaemonStep: 5 * time.Second, Drain: 30 * time.Second, DrainRetry: time.Minute, DrainTimeout: time.Hour, ApplyFiles: 40 * time.Second, Reboot: 3 * time.Minute,
+		PoolSyncDelay: 5 * time.Second}
 }
 
 // Options configure the MCO simulator.
@@ -102,7 +110,8 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	// in (and the one it left), not every pool, and two workers run pool syncs.
 	// Syncing every pool on every node event would queue a pool that gains a
 	// node behind the syncs of pools the event does not touch.
-	if err := ctrl.NewControllerManagedBy(mgr).Named("mco-node").For(&mcfgv1.MachineConfigPool{}).
+	if err := ctrl.NewControllerManagedBy(mgr).Named("mco-node").
+		Watches(&mcfgv1.MachineConfigPool{}, s.poolChanges()).
 		Watches(&corev1.Node{}, s.nodePools()).
 		Watches(&mcfgv1.MachineConfigPool{}, s.poolsOnMembershipChange()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
@@ -144,7 +153,7 @@ func (s *sim) nodePools() handler.Funcs {
 			}
 		}
 		for _, name := range PoolsOfNodes(ptrs, nodes...) {
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+			s.queuePoolSync(q, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
 	return handler.Funcs{
@@ -163,12 +172,44 @@ func (s *sim) nodePools() handler.Funcs {
 	}
 }
 
+// queuePoolSync queues a pool's sync as the MCO's enqueueDefault does:
+// PoolSyncDelay ahead (the workqueue keeps the earlier of two times).
+func (s *sim) queuePoolSync(q workqueue.TypedRateLimitingInterface[reconcile.Request], r reconcile.Request) {
+	if d := s.o.Durations.PoolSyncDelay; d > 0 {
+		q.AddAfter(r, s.o.Scale.Wall(d))
+		return
+	}
+	q.Add(r)
+}
+
+// poolChanges queues a pool's own sync on every event of it (its spec, its
+// status, its creation), as the MCO's pool handlers do.
+func (s *sim) poolChanges() handler.Funcs {
+	one := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		s.queuePoolSync(q, reconcile.Request{NamespacedName: types.NamespacedName{Name: o.GetName()}})
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			one(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			one(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			one(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			one(e.Object, q)
+		},
+	}
+}
+
 // poolsOnMembershipChange enqueues every pool when a pool appears, goes or
 // changes its node selector: nodes then change pools without a node event.
 func (s *sim) poolsOnMembershipChange() handler.Funcs {
 	all := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for _, r := range s.allPoolRequests(ctx) {
-			q.Add(r)
+			s.queuePoolSync(q, r)
 		}
 	}
 	return handler.Funcs{
