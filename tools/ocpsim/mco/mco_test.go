@@ -1,6 +1,7 @@
 package mco
 
 import (
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -9,9 +10,14 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/upshift-io/upshift/libs/mcostate"
+	"github.com/upshift-io/upshift/tools/ocpsim/timescale"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -377,5 +383,40 @@ func TestNextStepFailures(t *testing.T) {
 	}
 	if s := NextStep(DaemonView{}); s != StepNone {
 		t.Errorf("unmanaged node: %v", s)
+	}
+}
+
+// TestPoolSyncWaitsTheMCOsUpdateDelay: a pool's sync is queued PoolSyncDelay
+// after the event that asks for it, and a later event meanwhile does not
+// push it back (the MCO's enqueueDefault on a delaying queue).
+func TestPoolSyncWaitsTheMCOsUpdateDelay(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request](),
+		workqueue.TypedRateLimitingQueueConfig[reconcile.Request]{Clock: clk})
+	defer q.ShutDown()
+	worker := reconcile.Request{NamespacedName: types.NamespacedName{Name: "worker"}}
+	s := &sim{o: Options{Scale: timescale.New(1), Durations: Durations{PoolSyncDelay: 5 * time.Second}}}
+
+	s.queuePoolSync(q, worker)
+	clk.Step(2 * time.Second)
+	s.queuePoolSync(q, worker)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d syncs queued before the delay passed", n)
+	}
+	clk.Step(3 * time.Second)
+	// The delaying queue moves a due item on its own goroutine.
+	for deadline := time.Now().Add(10 * time.Second); q.Len() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no sync queued 5 s after the first event: the second pushed it back")
+		}
+		runtime.Gosched()
+	}
+
+	now := &sim{o: Options{Scale: timescale.New(1)}}
+	q2 := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q2.ShutDown()
+	now.queuePoolSync(q2, worker)
+	if q2.Len() != 1 {
+		t.Fatal("without a delay the sync is not queued at once")
 	}
 }
