@@ -498,11 +498,14 @@ var _ = Describe("the update-status controller", Ordered, func() {
 			g.Expect(cp.ClusterVersion.CompletedAt).NotTo(BeNil())
 		}
 		setClusterOperator(ctx, env.Client, "kube-apiserver", toVersion, time.Now())
-		// Every recomputation from here on has a status to write: the
-		// last-success metric must not move until a write goes through.
+		// A refused write shows that a recomputation has read the change:
+		// every read from here on has a status to write, and the
+		// last-success metric (the time of the latest read published) must
+		// not reach it until a write goes through. A read from before the
+		// change may still be published, with its own, earlier time.
+		Eventually(writeErrors("upgradestatus")).WithTimeout(10 * time.Second).Should(BeNumerically(">", errorsBefore))
 		handedOver := float64(time.Now().UnixNano()) / 1e9
 		completeClusterVersion(ctx, env.Client, time.Now())
-		Eventually(writeErrors("upgradestatus")).WithTimeout(10 * time.Second).Should(BeNumerically(">", errorsBefore))
 		// Another recomputation while the write is refused plans from the
 		// refused status: no second Event is queued for the same transition.
 		count := reconciles()
