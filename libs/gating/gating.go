@@ -119,10 +119,18 @@ const ReasonOutsideWindow = "OutsideMaintenanceWindow"
 // records no time (nothing to judge by), nor any run when bound is not
 // positive.
 func (r Run) Stalled(now time.Time, bound time.Duration) bool {
+	at, ok := r.StallsAt(bound)
+	return ok && now.After(at)
+}
+
+// StallsAt is the instant after which the run, if it does not move, is
+// Stalled for bound; false when Stalled never holds for it (see Stalled).
+// A reader that judges by time looks again just after it.
+func (r Run) StallsAt(bound time.Duration) (time.Time, bool) {
 	if bound <= 0 || r.LastProgress.IsZero() || r.WaitingReason == ReasonOutsideWindow {
-		return false
+		return time.Time{}, false
 	}
-	return now.Sub(r.LastProgress) > bound
+	return r.LastProgress.Add(bound), true
 }
 
 // Key is "<namespace>/<name>".

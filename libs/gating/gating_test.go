@@ -96,6 +96,12 @@ func TestStalled(t *testing.T) {
 	if want := at(10).Time; !r.LastProgress.Equal(want) {
 		t.Fatalf("LastProgress %s, want the hook started last, %s", r.LastProgress, want)
 	}
+	if stalls, ok := r.StallsAt(20 * time.Minute); !ok || !stalls.Equal(at(30).Time) {
+		t.Fatalf("StallsAt = %s, %v; want %s, the last move plus the bound", stalls, ok, at(30).Time)
+	}
+	if _, ok := (Run{LastProgress: r.LastProgress, WaitingReason: ReasonOutsideWindow}).StallsAt(20 * time.Minute); ok {
+		t.Fatal("a run waiting for its own window stalls at some instant")
+	}
 	for _, tc := range []struct {
 		name    string
 		run     Run
