@@ -324,6 +324,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.Recorder.Record(res.Events...)
 	r.Recorder.Record(dr.Events...)
+	for _, ps := range res.Passages {
+		logger.Info("node passed the gate", "node", ps.Node, "passage", ps.Note)
+	}
 	// The pass's status is written or handed over: later passes plan from
 	// it, whatever the cache shows. (Failed actions do not change that,
 	// and must not make every later pass list the Nodes again.)

@@ -292,9 +292,9 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			}
 			r.Phase = nodegatev1alpha1.NodeCompleted
 			r.CompletionTime = ptr.To(p.now)
-			// The node's one Normal Event: its passage, hooks and times
-			// included, since its record in the status is compacted.
-			p.event(OnNode, r.Name, corev1.EventTypeNormal, "GateCompleted", "%s", passage(r, p.st.RunID))
+			// Its passage, hooks and times included, goes to the log, since
+			// its record in the status is compacted.
+			p.res.Passages = append(p.res.Passages, Passage{Node: r.Name, Note: passage(r, p.st.RunID)})
 		default:
 			return
 		}

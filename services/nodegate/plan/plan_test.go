@@ -1424,21 +1424,34 @@ func TestCompact(t *testing.T) {
 	}
 }
 
-// A node's passage is told by one Normal Event, when it completes, with its
-// hooks and times (its record in the status is compacted afterwards); the
-// rest of the Events are per run and per failure.
-func TestOneNormalEventPerNode(t *testing.T) {
+// A node's passage is one line of the log, when it completes, with its
+// hooks and times (its record in the status is compacted afterwards); no
+// Normal Event is about a node: the Events are a few per run and per
+// failure, and the run's Completed Event counts the nodes.
+func TestPassagesAreLoggedNotEvents(t *testing.T) {
 	w := newWorld(t, 3)
 	w.startUpdate("4.16.0")
 	w.reconcile()
 	w.renderRelease("4.16.0")
 	w.finishControlPlane()
 	perNode := map[string][]string{}
+	var normal, completed []string
 	for i := 0; i < 500 && w.run.Status.Phase != nodegatev1alpha1.RunCompleted; i++ {
-		for _, e := range w.reconcile().Events {
-			if n, ok := e.Regarding.(*corev1.Node); ok && !e.Warning {
-				perNode[n.Name] = append(perNode[n.Name], e.Reason+": "+e.Note)
+		res := w.reconcile()
+		for _, e := range res.Events {
+			if e.Warning {
+				continue
 			}
+			normal = append(normal, e.Reason)
+			if _, ok := e.Regarding.(*corev1.Node); ok {
+				t.Errorf("Normal Event %s about node %s: %s", e.Reason, e.Regarding.(*corev1.Node).Name, e.Note)
+			}
+			if e.Reason == ReasonCompleted {
+				completed = append(completed, e.Note)
+			}
+		}
+		for _, ps := range res.Passages {
+			perNode[ps.Node] = append(perNode[ps.Node], ps.Note)
 		}
 		w.render()
 		w.completeAll()
@@ -1448,13 +1461,24 @@ func TestOneNormalEventPerNode(t *testing.T) {
 	if w.run.Status.Phase != nodegatev1alpha1.RunCompleted {
 		t.Fatalf("run did not complete: %s", w.run.Status.Phase)
 	}
+	if len(perNode) != 3 {
+		t.Errorf("passages for %d nodes, want 3: %q", len(perNode), perNode)
+	}
 	for _, n := range []string{"w00", "w01", "w02"} {
-		evs := perNode[n]
-		if len(evs) != 1 || !strings.HasPrefix(evs[0], "GateCompleted: node "+n+" passed the gate (pool worker, round ") ||
-			!strings.Contains(evs[0], "; Pre hook gate-ns/drain-db/job: Succeeded (Job drain-db-") ||
-			!strings.Contains(evs[0], "; Post hook gate-ns/drain-db/cleanup: Succeeded") || !strings.Contains(evs[0], "; released after ") {
-			t.Errorf("node %s: Normal Events %q, want its one GateCompleted with its hooks and times", n, evs)
+		ps := perNode[n]
+		if len(ps) != 1 || !strings.HasPrefix(ps[0], "node "+n+" passed the gate (pool worker, round ") ||
+			!strings.Contains(ps[0], "; Pre hook gate-ns/drain-db/job: Succeeded (Job drain-db-") ||
+			!strings.Contains(ps[0], "; Post hook gate-ns/drain-db/cleanup: Succeeded") || !strings.Contains(ps[0], "; released after ") {
+			t.Errorf("node %s: passages %q, want one with its hooks and times", n, ps)
 		}
+	}
+	if len(completed) != 1 || !strings.Contains(completed[0], "(3 passed the gate, 0 skipped)") {
+		t.Errorf("Completed Events %q, want one counting 3 nodes", completed)
+	}
+	// Per run: the round's start and end, and the pool paused for the gate
+	// and restored.
+	if len(normal) > 5 {
+		t.Errorf("%d Normal Events for a run of 3 nodes, want a few per run: %q", len(normal), normal)
 	}
 }
 

@@ -229,6 +229,14 @@ const (
 	OnPool ObjectKind = "MachineConfigPool"
 )
 
+// Passage is a node that passed the gate: Note says its hooks (Job,
+// attempts, duration) and how long it waited for its release, for the MCO
+// and in all.
+type Passage struct {
+	Node string
+	Note string
+}
+
 // Result is the decision.
 type Result struct {
 	Status  nodegatev1alpha1.MutexRunConfigStatus
@@ -236,6 +244,11 @@ type Result struct {
 	// Events are about the run, or about a node or pool with the run as
 	// related object; record them after the actions.
 	Events []events.Event
+	// Passages are the nodes that passed the gate in this pass, each with
+	// its hooks and times, for the log. Their records are compacted, and
+	// an Event per node would be thousands of writes to the API server the
+	// update shares: the run's Events are a few per run and per failure.
+	Passages []Passage
 	// RequeueAfter, when not zero, is when time alone changes the decision
 	// (a window opening, a hook timing out).
 	RequeueAfter time.Duration
