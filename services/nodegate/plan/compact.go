@@ -76,8 +76,9 @@ func bare(r *nodegatev1alpha1.NodeRecord) bool {
 //     two cases in which the planner does not read its completionTime (a
 //     label still there after the grace holds the run either way), so a
 //     pass decides the same with or without it. The node's times were told
-//     in its passage line of the log and in the gated-update duration metric. At 500
-//     workers, 450 of them completed, the status goes from 116 to 56 KB.
+//     in its passage line of the log and in the gated-update duration
+//     metric. At 500 workers, 450 of them completed, the status goes from
+//     116 to 56 KB.
 //
 // The reconciler compacts after the metrics have seen the full records, so
 // a hook finishing in the same pass as its node is still observed.

@@ -225,16 +225,8 @@ func (p *planner) plan() {
 	prev := p.in.Run.Status.Phase
 	p.st.Phase = derivePhase(prev, p.st.RunID != "", f)
 	if p.st.Phase == nodegatev1alpha1.RunCompleted && prev != nodegatev1alpha1.RunCompleted {
-		passed, skipped := 0, 0
-		for _, r := range p.st.Nodes {
-			switch r.Phase {
-			case nodegatev1alpha1.NodeCompleted:
-				passed++
-			case nodegatev1alpha1.NodeSkipped:
-				skipped++
-			}
-		}
-		p.event(OnRun, "", corev1.EventTypeNormal, ReasonCompleted, "every gated node is updated (%d passed the gate, %d skipped); pools, selectors and labels are restored; each node's passage (hooks, Jobs, times) is in node-gate's log", passed, skipped)
+		sum, _ := summarize(p.st.Nodes)
+		p.event(OnRun, "", corev1.EventTypeNormal, ReasonCompleted, "every gated node is updated (%d passed the gate, %d skipped); pools, selectors and labels are restored; each node's passage (hooks, Jobs, times) is in node-gate's log", sum.Succeeded, sum.Skipped)
 	}
 }
 

@@ -13,12 +13,10 @@ import (
 	"github.com/upshift-io/upshift/libs/truncate"
 )
 
-// finishStatus derives the summary, progress and conditions.
-func (p *planner) finishStatus() {
-	st := p.st
-	var sum nodegatev1alpha1.Summary
-	st.CurrentNodes = nil
-	for _, r := range st.Nodes {
+// summarize counts the nodes by state and lists those between their first
+// pre-hook and their last post-hook (failed ones included).
+func summarize(nodes []nodegatev1alpha1.NodeRecord) (sum nodegatev1alpha1.Summary, current []string) {
+	for _, r := range nodes {
 		sum.Total++
 		switch r.Phase {
 		case nodegatev1alpha1.NodePending:
@@ -29,13 +27,20 @@ func (p *planner) finishStatus() {
 			sum.Skipped++
 		case nodegatev1alpha1.NodeFailed:
 			sum.Failed++
-			st.CurrentNodes = append(st.CurrentNodes, r.Name)
+			current = append(current, r.Name)
 		default:
 			sum.InProgress++
-			st.CurrentNodes = append(st.CurrentNodes, r.Name)
+			current = append(current, r.Name)
 		}
 	}
-	st.Summary = sum
+	return sum, current
+}
+
+// finishStatus derives the summary, progress and conditions.
+func (p *planner) finishStatus() {
+	st := p.st
+	sum, current := summarize(st.Nodes)
+	st.Summary, st.CurrentNodes = sum, current
 	st.Progress = fmt.Sprintf("%d/%d", sum.Succeeded, sum.Total-sum.Skipped)
 
 	// A hook that failed in this pass paused the run after the gates were
