@@ -84,8 +84,10 @@ type JobParams struct {
 
 // BuildJob makes one attempt of a hook for a node. The user's spec is kept;
 // node-gate only appends its environment variables to every container,
-// constrains placement, sets a deadline from the hook's timeout, a TTL when
-// the spec has none (raised to MinJobTTL when shorter), and drops a selector the Job API would reject.
+// constrains placement (and, unless the hook runs on its node, prefers the
+// nodes it does not hold), sets a deadline from the hook's timeout, a TTL
+// when the spec has none (raised to MinJobTTL when shorter), and drops a
+// selector the Job API would reject.
 func BuildJob(h nodegatev1alpha1.Hook, rule *nodegatev1alpha1.MutexRule, stage nodegatev1alpha1.HookStage, p JobParams) *batchv1.Job {
 	ruleKey := rule.Namespace + "/" + rule.Name
 	spec := h.JobSpec.DeepCopy()
@@ -127,6 +129,9 @@ func BuildJob(h nodegatev1alpha1.Hook, rule *nodegatev1alpha1.MutexRule, stage n
 	case nodegatev1alpha1.PlacementOffNode:
 		requireNode(ps, p.Node, corev1.NodeSelectorOpNotIn)
 	}
+	if h.Placement != nodegatev1alpha1.PlacementOnNode {
+		preferUnheld(ps)
+	}
 	lbls := map[string]string{RunLabel: p.RunKey, NodeLabel: shortHash(p.Node), HookLabel: h.Name}
 	job := &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -157,13 +162,7 @@ func BuildJob(h nodegatev1alpha1.Hook, rule *nodegatev1alpha1.MutexRule, stage n
 // term (terms are ORed, so each needs it), or makes the one term.
 func requireNode(ps *corev1.PodSpec, node string, op corev1.NodeSelectorOperator) {
 	req := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: op, Values: []string{node}}
-	if ps.Affinity == nil {
-		ps.Affinity = &corev1.Affinity{}
-	}
-	if ps.Affinity.NodeAffinity == nil {
-		ps.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := ps.Affinity.NodeAffinity
+	na := nodeAffinity(ps)
 	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
 	}
@@ -175,6 +174,38 @@ func requireNode(ps *corev1.PodSpec, node string, op corev1.NodeSelectorOperator
 		terms[i].MatchFields = append(terms[i].MatchFields, req)
 	}
 	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
+}
+
+// preferUnheld adds a preferred node-affinity term for the nodes node-gate
+// does not hold. A held node is drained when its turn comes, and the MCO's
+// drain then evicts every pod on it, a hook pod that finished long ago
+// included, and waits for it to go: that node's update takes longer. Ungated,
+// the MCO's own UpdateInProgress taint (PreferNoSchedule) keeps pods off the
+// nodes it has still to update; it puts that taint only on nodes of a pool
+// that runs, so held nodes, in a paused gate pool, do not carry it. Weight 1:
+// as the only term it decides the scheduler's node-affinity score alone (the
+// score is scaled to the best node), and beside a hook's own preferences it
+// hardly reorders them. Preferred, not required: at a run's start every node
+// still to update is held, and a hook must run anyway.
+func preferUnheld(ps *corev1.PodSpec) {
+	na := nodeAffinity(ps)
+	na.PreferredDuringSchedulingIgnoredDuringExecution = append(na.PreferredDuringSchedulingIgnoredDuringExecution, corev1.PreferredSchedulingTerm{
+		Weight: 1,
+		Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: HoldLabel, Operator: corev1.NodeSelectorOpDoesNotExist},
+		}},
+	})
+}
+
+// nodeAffinity is the pod's node affinity, made empty where it is missing.
+func nodeAffinity(ps *corev1.PodSpec) *corev1.NodeAffinity {
+	if ps.Affinity == nil {
+		ps.Affinity = &corev1.Affinity{}
+	}
+	if ps.Affinity.NodeAffinity == nil {
+		ps.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	return ps.Affinity.NodeAffinity
 }
 
 // jobState is what a Job's conditions say.

@@ -892,6 +892,48 @@ func TestJobTTLAtLeastMinimum(t *testing.T) {
 	}
 }
 
+// TestHookPodsPreferUnheldNodes: a hook pod that finished on a held node is
+// evicted when the MCO drains that node in its turn, and the drain waits for
+// it; so a hook that may run elsewhere prefers the nodes node-gate does not
+// hold, after the hook's own preferences, which it keeps. A hook that runs on
+// its node gets no preference (it has one node to go to).
+func TestHookPodsPreferUnheldNodes(t *testing.T) {
+	rule := &nodegatev1alpha1.MutexRule{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r"},
+		Spec: nodegatev1alpha1.MutexRuleSpec{JobName: "r", JobNamespace: "ns"}}
+	users := corev1.PreferredSchedulingTerm{Weight: 50, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "disktype", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}}}
+	unheld := corev1.PreferredSchedulingTerm{Weight: 1, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: HoldLabel, Operator: corev1.NodeSelectorOpDoesNotExist}}}}
+	for _, tc := range []struct {
+		placement nodegatev1alpha1.Placement
+		own       bool
+		want      []corev1.PreferredSchedulingTerm
+	}{
+		{nodegatev1alpha1.PlacementAnywhere, false, []corev1.PreferredSchedulingTerm{unheld}},
+		{nodegatev1alpha1.PlacementOffNode, false, []corev1.PreferredSchedulingTerm{unheld}},
+		{nodegatev1alpha1.PlacementAnywhere, true, []corev1.PreferredSchedulingTerm{users, unheld}},
+		{nodegatev1alpha1.PlacementOnNode, false, nil},
+		{nodegatev1alpha1.PlacementOnNode, true, []corev1.PreferredSchedulingTerm{users}},
+	} {
+		h := nodegatev1alpha1.Hook{Name: "h", JobSpec: *jobSpec("c"), Placement: tc.placement}
+		if tc.own {
+			h.JobSpec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{users}}}
+		}
+		j := BuildJob(h, rule, nodegatev1alpha1.StagePre, JobParams{Node: "w0", RunID: "id", RunKey: "k"})
+		var got []corev1.PreferredSchedulingTerm
+		if a := j.Spec.Template.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+			got = a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+		}
+		if !equality.Semantic.DeepEqual(got, tc.want) {
+			t.Errorf("placement %s, own preference %v: preferred terms\n got %+v\nwant %+v", tc.placement, tc.own, got, tc.want)
+		}
+		if tc.own && len(h.JobSpec.Template.Spec.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
+			t.Errorf("placement %s: the rule's own spec was changed", tc.placement)
+		}
+	}
+}
+
 // TestCompletedHookNeverRecreated: once the record says a hook succeeded, its
 // Job vanishing (TTL, a user) does not make the planner run it again.
 func TestCompletedHookNeverRecreated(t *testing.T) {
