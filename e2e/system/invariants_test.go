@@ -279,7 +279,7 @@ type report struct {
 	checked    map[string]int
 	undecided  map[string]int
 	// Side effects counted for the duplicate checks.
-	hookJobs       map[string][]types.UID // by node and round
+	hookJobs       map[hookRound][]types.UID
 	masterMachines map[string][]types.UID // created during the run, by name
 	surgeSets      map[string][]types.UID
 	// temporaryNodes are the Nodes of the temporary MachineSets' Machines.
@@ -310,7 +310,7 @@ func (rep *report) violate(rv int64, format string, args ...any) {
 // replay checks every invariant at every revision, from the state before
 // the run (the revisions up to start) on.
 func replay(rec recording, start int64) *report {
-	rep := &report{checked: map[string]int{}, undecided: map[string]int{}, hookJobs: map[string][]types.UID{}, masterMachines: map[string][]types.UID{},
+	rep := &report{checked: map[string]int{}, undecided: map[string]int{}, hookJobs: map[hookRound][]types.UID{}, masterMachines: map[string][]types.UID{},
 		surgeSets: map[string][]types.UID{}, temporaryNodes: map[string]bool{}, revisions: len(rec.revs), gaps: rec.gaps}
 	w := world{}
 	lastDesired, workerTarget := "", ""
@@ -361,7 +361,7 @@ func replay(rec recording, start int64) *report {
 		case "Job":
 			if rev.obj != nil && prev == nil {
 				node, round := hookOf(rev.obj.(*batchv1.Job))
-				k := node + " in round " + round
+				k := hookRound{node: node, round: round}
 				rep.hookJobs[k] = append(rep.hookJobs[k], rev.obj.GetUID())
 			}
 		case "Machine":
@@ -518,10 +518,15 @@ func workersNotDone(w world, before string, c claim) string {
 // creates for capacity reservation.
 const surgeSuffix = schedplan.SurgeSuffix
 
+// hookRound names a node's hooks in one round: the key of report.hookJobs.
+type hookRound struct{ node, round string }
+
+func (k hookRound) String() string { return k.node + " in round " + k.round }
+
 // hooked says whether a hook Job ran for node, in any round.
 func (rep *report) hooked(node string) bool {
 	for k := range rep.hookJobs {
-		if strings.HasPrefix(k, node+" in round ") {
+		if k.node == node {
 			return true
 		}
 	}

@@ -215,7 +215,7 @@ func TestReplayStalledAndDuplicates(t *testing.T) {
 	if len(rep.violations) != 1 || !strings.Contains(rep.violations[0], "Update Stalled") {
 		t.Fatalf("want the Stalled report, got %v", rep.violations)
 	}
-	if got := rep.hookJobs["w1 in round round-1"]; len(got) != 2 {
+	if got := rep.hookJobs[hookRound{node: "w1", round: "round-1"}]; len(got) != 2 {
 		t.Fatalf("want both hook Jobs of w1 counted, got %v", rep.hookJobs)
 	}
 }
