@@ -236,9 +236,10 @@ func gateHealth(g gateSet, started, now time.Time, next *nextCheck) []updatev1al
 			res = append(res, poolRef(p).ResourceRef)
 		}
 		pools := "'" + strings.Join(r.Pools, "', '") + "'"
+		stallsAt, stalls := r.StallsAt(gateStallAfter)
 		if r.Stopped == nil && r.Stalled(now, gateStallAfter) {
 			since := r.LastProgress.UTC().Format(time.RFC3339)
-			out = append(out, newHealth(makeUID("nodegate", r.Namespace, r.Name, "stalled"), r.LastProgress.Add(gateStallAfter),
+			out = append(out, newHealth(makeUID("nodegate", r.Namespace, r.Name, "stalled"), stallsAt,
 				updatev1alpha1.ScopeTypeWorkerPool, res, updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,
 				fmt.Sprintf("node-gate run %s has not moved since %s: nodes of %s wait for it", r.key, since, pools),
 				fmt.Sprintf("No node or hook of the run has started or ended, and none of its conditions has changed, for longer than %s. %s so far. ", gateStallAfter, capitalize(r.progress()))+
@@ -248,9 +249,9 @@ func gateHealth(g gateSet, started, now time.Time, next *nextCheck) []updatev1al
 				refNodeGate))
 			continue
 		}
-		if at, ok := r.StallsAt(gateStallAfter); ok && r.Stopped == nil {
+		if stalls && r.Stopped == nil {
 			// Stalled compares with ">": the warning is due one instant after the bound.
-			next.at(at.Add(time.Nanosecond))
+			next.at(stallsAt.Add(time.Nanosecond))
 		}
 		if r.Stopped != nil {
 			act := "Find the cause in the run's status and Events (kubectl -n %[1]s describe mutexrunconfig %[2]s) and in the failed " +

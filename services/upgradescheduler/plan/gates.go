@@ -40,11 +40,13 @@ func (p *planner) gateHolds() (holding, stopped []gating.Run, finished time.Time
 		if !slices.ContainsFunc(r.Pools, func(pool string) bool { return pool != "master" }) {
 			continue
 		}
-		if r.Stopped == nil && r.Stalled(p.now, bound) {
+		switch stallsAt, stalls := r.StallsAt(bound); {
+		case r.Stopped != nil:
+		case r.Stalled(p.now, bound):
 			r.Stopped = &gating.Stop{Reason: ReasonNoProgress, Message: fmt.Sprintf("nothing has moved since %s, longer than %s",
 				r.LastProgress.UTC().Format(time.RFC3339), bound)}
-		} else if at, ok := r.StallsAt(bound); ok && r.Stopped == nil {
-			p.wake(at.Add(time.Second))
+		case stalls:
+			p.wake(stallsAt.Add(time.Second))
 		}
 		if r.Stopped != nil {
 			stopped = append(stopped, r)
