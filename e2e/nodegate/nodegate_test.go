@@ -1,6 +1,7 @@
 package nodegate
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -250,19 +251,28 @@ var _ = Describe("node-gate", Ordered, func() {
 				preJobDone[tl.jobNode[j.Name]] = tl.jobDone[j.Name]
 			}
 		}
-		ahead := 0
-		for i, n := range order {
+		for _, n := range order {
 			Expect(stages[n]).To(ConsistOf("pre", "post"), "hook Jobs of %s", n)
-			if i > 0 && preJobDone[n] < tl.done[order[i-1]] {
-				ahead++
-			}
 			Expect(tl.labelled).To(HaveKey(n))
 			Expect(tl.working).To(HaveKey(n))
 			Expect(tl.done).To(HaveKey(n))
-			if i > 0 {
-				Expect(tl.labelled[n]).To(BeNumerically(">", tl.done[order[i-1]]), "%s released before %s was Done and Ready", n, order[i-1])
-			}
 		}
+		// The releases as they happened: with lookahead a node whose hook
+		// finished first is released first, so this is not always the
+		// planned order (the first two nodes start their hooks together).
+		released := slices.SortedFunc(slices.Values(order), func(a, b string) int { return cmp.Compare(tl.labelled[a], tl.labelled[b]) })
+		ahead := 0
+		for i, n := range released {
+			if i == 0 {
+				continue
+			}
+			prev := released[i-1]
+			if preJobDone[n] < tl.done[prev] {
+				ahead++
+			}
+			Expect(tl.labelled[n]).To(BeNumerically(">", tl.done[prev]), "%s released before %s (released before it) was Done and Ready; releases %v", n, prev, released)
+		}
+		AddReportEntry("release order (planned order)", fmt.Sprintf("%v (%v)", released, order))
 		// The lookahead did run hooks ahead: at least the node after the
 		// one whose drain was blocked for a minute had its pre-hook done
 		// before that node was.

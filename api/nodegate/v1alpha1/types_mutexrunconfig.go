@@ -284,8 +284,11 @@ type MutexRunConfigStatus struct {
 	// +listMapKey=name
 	Pools []PoolRecord `json:"pools,omitempty"`
 
-	// plannedOrder is the order nodes will be released in, computed before
-	// anything moves (a dry-run preview).
+	// plannedOrder is the order nodes start in, computed before anything
+	// moves (a dry-run preview): their pre-update hooks start in this
+	// order, and they are released in it, except that with lookahead a
+	// node whose hooks finish first is released before one ahead of it
+	// that still runs its own.
 	// +optional
 	// +listType=atomic
 	PlannedOrder []string `json:"plannedOrder,omitempty"`

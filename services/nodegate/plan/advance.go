@@ -115,8 +115,19 @@ func (p *planner) advance() {
 			p.event(OnNode, r.Name, corev1.EventTypeWarning, "StrayReleaseLabel", "node %s carries %s but has not started this round (run %s): removing the label; it is gated once the label is gone", r.Name, ReleaseLabel, p.st.RunID)
 		}
 	}
+	// In-flight nodes move on, those past their pre-update hooks first: a
+	// node that finishes frees its slot in this pass for one whose hooks
+	// are done, wherever the two stand in the planned order (with
+	// lookahead a later node's hooks may finish first, and it is released
+	// first). The nodes in their hooks are taken as they were before any
+	// step: a node taken back to its hooks by its step is not stepped twice.
+	var inHooks []*nodegatev1alpha1.NodeRecord
 	for i := range p.st.Nodes {
 		r := &p.st.Nodes[i]
+		if r.Phase == nodegatev1alpha1.NodePreHooks {
+			inHooks = append(inHooks, r)
+			continue
+		}
 		if r.Phase != nodegatev1alpha1.NodePending && !terminal(r.Phase) {
 			p.step(r)
 			continue
@@ -132,6 +143,9 @@ func (p *planner) advance() {
 				p.held = append(p.held, r.Name)
 			}
 		}
+	}
+	for _, r := range inHooks {
+		p.step(r)
 	}
 	if p.waitReason != "" || p.aborted {
 		return

@@ -1,10 +1,12 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -130,6 +132,52 @@ func TestLookahead(t *testing.T) {
 		c := w.cond(CondProgressing)
 		if c == nil || !strings.Contains(c.Message, o[2]+" waits to be released") || strings.Contains(c.Message, "no new node starts") {
 			t.Fatalf("Progressing %+v: want it to say %s waits for its slot, and not that no node starts", c, o[2])
+		}
+	})
+	t.Run("a node whose hooks finish first is released first; the one ahead of it takes the next slot", func(t *testing.T) {
+		// maxUnavailable 1, lookahead 1: the first two nodes of the planned
+		// order start their hooks in the same pass. The second one's Job
+		// finishes first: a slow hook ahead of it does not hold the slot
+		// (with many slots, one slow hook would hold them all).
+		w := readyRound(t, 3, func(w *world) { w.rules[0].Spec.Lookahead = 1 })
+		o := w.run.Status.PlannedOrder
+		if w.rec(o[0]).Phase != nodegatev1alpha1.NodePreHooks || w.rec(o[1]).Phase != nodegatev1alpha1.NodePreHooks {
+			t.Fatalf("setup: %s %s, %s %s: want both running their hooks", o[0], w.rec(o[0]).Phase, o[1], w.rec(o[1]).Phase)
+		}
+		// completeOf completes the running Jobs of one node.
+		completeOf := func(node string) {
+			for _, k := range w.runningJobs() {
+				if envOf(w.jobs[k], EnvNodeName) == node {
+					w.setJob(k, batchv1.JobComplete)
+				}
+			}
+		}
+		for i := 0; i < 10 && !doneHooks(w.rec(o[1])); i++ {
+			completeOf(o[1])
+			w.reconcile()
+		}
+		if !w.released(o[1]) || w.released(o[0]) || w.rec(o[1]).Phase != nodegatev1alpha1.NodeReleased {
+			t.Fatalf("%s %s (released %v), %s %s (released %v): want the node whose hooks finished released, the other not",
+				o[1], w.rec(o[1]).Phase, w.released(o[1]), o[0], w.rec(o[0]).Phase, w.released(o[0]))
+		}
+		for i := 0; i < 10 && !doneHooks(w.rec(o[0])); i++ {
+			completeOf(o[0])
+			w.reconcile()
+		}
+		if w.released(o[0]) {
+			t.Fatalf("%s released while %s is: maxUnavailable 1", o[0], o[1])
+		}
+		for i := 0; i < 20 && w.rec(o[1]).Phase != nodegatev1alpha1.NodeCompleted; i++ {
+			w.mco()
+			w.completeAll()
+			w.now = w.now.Add(time.Second)
+			w.reconcile()
+		}
+		if w.rec(o[0]).Phase != nodegatev1alpha1.NodeReleased || w.rec(o[0]).Hooks[0].Attempts != 1 {
+			t.Fatalf("%s %+v: want it released in the pass that completed %s, its hook not run again", o[0], w.rec(o[0]), o[1])
+		}
+		if !slices.Equal(w.run.Status.PlannedOrder, o) {
+			t.Fatalf("planned order %v, was %v: it is the preview, not rewritten", w.run.Status.PlannedOrder, o)
 		}
 	})
 	t.Run("the smallest lookahead of the run's rules applies", func(t *testing.T) {

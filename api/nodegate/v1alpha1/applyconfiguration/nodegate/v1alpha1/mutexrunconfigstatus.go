@@ -27,8 +27,11 @@ type MutexRunConfigStatusApplyConfiguration struct {
 	// pools are the gated pools, their targets and the originals recorded
 	// before the first change.
 	Pools []PoolRecordApplyConfiguration `json:"pools,omitempty"`
-	// plannedOrder is the order nodes will be released in, computed before
-	// anything moves (a dry-run preview).
+	// plannedOrder is the order nodes start in, computed before anything
+	// moves (a dry-run preview): their pre-update hooks start in this
+	// order, and they are released in it, except that with lookahead a
+	// node whose hooks finish first is released before one ahead of it
+	// that still runs its own.
 	PlannedOrder []string `json:"plannedOrder,omitempty"`
 	// currentNodes are the nodes between their first pre-hook and their last
 	// post-hook.
