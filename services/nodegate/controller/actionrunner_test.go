@@ -76,6 +76,18 @@ func waitBegun(t *testing.T, g *gatedDo) plan.Action {
 	}
 }
 
+// settle waits until every action handed to r has ended and checks how
+// many calls were made so far.
+func settle(t *testing.T, r *actionRunner, g *gatedDo, want int, why string) {
+	t.Helper()
+	if err := r.Idle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.calls()); n != want {
+		t.Fatalf("%d calls, want %d%s: %+v", n, want, why, g.calls())
+	}
+}
+
 var runKey = types.NamespacedName{Namespace: "ns", Name: "run"}
 
 func release(node, mark string) plan.Action {
@@ -127,23 +139,13 @@ func TestActionRunnerSendsAnActionInFlightOnce(t *testing.T) {
 	waitBegun(t, g)
 	g.gate("node/a") <- nil
 	g.gate("job/hooks/j") <- nil
-	if err := r.Idle(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(g.calls()); n != 2 {
-		t.Fatalf("%d calls, want 2 (one release, one Job create): %+v", n, g.calls())
-	}
+	settle(t, r, g, 2, " (one release, one Job create)")
 	// Once ended, asking again sends again (the cache may still lag, and
 	// the write may have been undone since).
 	r.Go(runKey, []plan.Action{release("a", "m")})
 	waitBegun(t, g)
 	g.gate("node/a") <- nil
-	if err := r.Idle(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(g.calls()); n != 3 {
-		t.Fatalf("%d calls, want 3", n)
-	}
+	settle(t, r, g, 3, "")
 }
 
 // A pass that read its input before a release succeeded asks for it again
@@ -170,22 +172,12 @@ func TestActionRunnerSkipsWhatSucceededSinceThePassRead(t *testing.T) {
 	waitBegun(t, g)
 	g.gate("node/b") <- nil
 	g.gate("node/c") <- nil
-	if err := r.Idle(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(g.calls()); n != 4 {
-		t.Fatalf("%d calls, want 4 (a once, b twice, c): %+v", n, g.calls())
-	}
+	settle(t, r, g, 4, " (a once, b twice, c)")
 	// Read after a's release: what the pass asks for goes out (and ends on
 	// the gate opened above).
 	r.GoReadAt(runKey, []plan.Action{release("a", "m")}, time.Now())
 	waitBegun(t, g)
-	if err := r.Idle(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(g.calls()); n != 5 {
-		t.Fatalf("%d calls, want 5", n)
-	}
+	settle(t, r, g, 5, "")
 }
 
 func TestActionRunnerKeepsTheOrderOfOneObjectsActions(t *testing.T) {
