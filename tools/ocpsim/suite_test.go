@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -141,6 +142,17 @@ type nodeRecorder struct {
 	peak    map[string]int
 	pools   []*mcfgv1.MachineConfigPool
 	stopped chan struct{}
+	// taint holds, per node, the writes that changed its UpdateInProgress
+	// taint and its desiredConfig, by resourceVersion (the order etcd
+	// committed them in): "taint=true", "desiredConfig", "taint=false".
+	taint map[string][]rvStep
+}
+
+// rvStep is a change seen on a node and the resourceVersion of the write
+// that made it.
+type rvStep struct {
+	step string
+	rv   uint64
 }
 
 func startRecorder(ctx context.Context, k *cluster) *nodeRecorder {
@@ -148,7 +160,7 @@ func startRecorder(ctx context.Context, k *cluster) *nodeRecorder {
 	Expect(err).NotTo(HaveOccurred())
 	var pools mcfgv1.MachineConfigPoolList
 	Expect(k.c.List(ctx, &pools)).To(Succeed())
-	r := &nodeRecorder{last: map[string]*corev1.Node{}, steps: map[string][]string{}, peak: map[string]int{}, stopped: make(chan struct{})}
+	r := &nodeRecorder{last: map[string]*corev1.Node{}, steps: map[string][]string{}, peak: map[string]int{}, stopped: make(chan struct{}), taint: map[string][]rvStep{}}
 	for i := range pools.Items {
 		r.pools = append(r.pools, &pools.Items[i])
 	}
@@ -185,8 +197,14 @@ func (r *nodeRecorder) observe(n *corev1.Node) {
 	}
 	a, b := prev.Annotations, n.Annotations
 	add := func(s string) { r.steps[n.Name] = append(r.steps[n.Name], s) }
+	rv, err := strconv.ParseUint(n.ResourceVersion, 10, 64)
+	Expect(err).NotTo(HaveOccurred())
 	if a[mco.DesiredConfigAnnotation] != b[mco.DesiredConfigAnnotation] {
 		add("desiredConfig")
+		r.taint[n.Name] = append(r.taint[n.Name], rvStep{"desiredConfig", rv})
+	}
+	if had, has := mco.HasUpdateInProgressTaint(prev), mco.HasUpdateInProgressTaint(n); had != has {
+		r.taint[n.Name] = append(r.taint[n.Name], rvStep{fmt.Sprintf("taint=%v", has), rv})
 	}
 	if a[mco.StateAnnotation] != b[mco.StateAnnotation] && b[mco.StateAnnotation] != mco.StateDone {
 		add("state=" + b[mco.StateAnnotation])
@@ -243,6 +261,17 @@ func (r *nodeRecorder) snapshot() (map[string][]string, map[string]int) {
 		peak[k] = v
 	}
 	return steps, peak
+}
+
+// taintSteps returns a copy of the taint and desiredConfig writes per node.
+func (r *nodeRecorder) taintSteps() map[string][]rvStep {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]rvStep{}
+	for k, v := range r.taint {
+		out[k] = append([]rvStep(nil), v...)
+	}
+	return out
 }
 
 // rebootSequence is the MCO's order for a reboot-requiring update

@@ -73,6 +73,7 @@ func verifyUpgraded(ctx context.Context, k *cluster, rec *nodeRecorder, to strin
 	var nodes corev1.NodeList
 	Expect(k.c.List(ctx, &nodes)).To(Succeed())
 	steps, peak := rec.snapshot()
+	taints := rec.taintSteps()
 	for _, n := range nodes.Items {
 		pool := "worker"
 		if _, ok := n.Labels["node-role.kubernetes.io/master"]; ok {
@@ -83,6 +84,16 @@ func verifyUpgraded(ctx context.Context, k *cluster, rec *nodeRecorder, to strin
 		Expect(n.Annotations[mco.DesiredConfigAnnotation]).To(Equal(target[pool]), n.Name)
 		Expect(n.Spec.Unschedulable).To(BeFalse(), n.Name)
 		Expect(steps[n.Name]).To(Equal(rebootSequence), "annotation order of node %s", n.Name)
+		// The MCO's pool sync taints a node that waits for its update
+		// before it targets it (an earlier write), and removes the taint
+		// in a later sync (a later write), never in the targeting write.
+		Expect(taints[n.Name]).To(HaveLen(3), "taint and desiredConfig writes of node %s: %v", n.Name, taints[n.Name])
+		Expect(taints[n.Name][0].step).To(Equal("taint=true"), "node %s: %v", n.Name, taints[n.Name])
+		Expect(taints[n.Name][1].step).To(Equal("desiredConfig"), "node %s: %v", n.Name, taints[n.Name])
+		Expect(taints[n.Name][2].step).To(Equal("taint=false"), "node %s: %v", n.Name, taints[n.Name])
+		Expect(taints[n.Name][0].rv).To(BeNumerically("<", taints[n.Name][1].rv), "node %s tainted in the write that targeted it", n.Name)
+		Expect(taints[n.Name][1].rv).To(BeNumerically("<", taints[n.Name][2].rv), "node %s untainted in the write that targeted it", n.Name)
+		Expect(mco.HasUpdateInProgressTaint(&n)).To(BeFalse(), n.Name)
 	}
 	for pool, max := range maxUnavailable {
 		Expect(peak[pool]).To(BeNumerically("<=", max), "pool %s had %d nodes unavailable at once", pool, peak[pool])
@@ -147,6 +158,9 @@ var _ = Describe("a paused worker pool", func() {
 		Expect(mco.PoolCondition(&infra.Status, mcfgv1.MachineConfigPoolUpdating).Message).To(Equal("Pool is paused; will not update to " + infra.Spec.Configuration.Name))
 		n := k.node(ctx, "ocp-infra-us-east-1a-0")
 		Expect(n.Annotations[mco.DesiredConfigAnnotation]).To(Equal(n.Annotations[mco.CurrentConfigAnnotation]))
+		// The MCO's sync of a paused pool only writes its status: its
+		// nodes are not tainted.
+		Expect(mco.HasUpdateInProgressTaint(n)).To(BeFalse())
 		Expect(n.Annotations[mco.CurrentConfigAnnotation]).NotTo(Equal(infra.Spec.Configuration.Name))
 	}, NodeTimeout(2*time.Minute))
 })

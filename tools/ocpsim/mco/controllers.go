@@ -88,7 +88,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		o.MaxConcurrentNodes = 8
 	}
 	s := &sim{
-		c: mgr.GetClient(), o: o, log: o.Log,
+		c: mgr.GetClient(), live: mgr.GetAPIReader(), o: o, log: o.Log,
 		poolEvents: mgr.GetEventRecorder("machineconfigcontroller-nodecontroller"),
 		mcdEvents:  mgr.GetEventRecorder("machineconfigdaemon"),
 		drainEv:    mgr.GetEventRecorder("machineconfigcontroller-draincontroller"),
@@ -265,6 +265,7 @@ type reboot struct {
 
 type sim struct {
 	c                              client.Client
+	live                           client.Reader // the API server, for the reads the MCO makes live
 	o                              Options
 	log                            logr.Logger
 	poolEvents, mcdEvents, drainEv events.EventRecorder
@@ -384,10 +385,40 @@ func (s *sim) syncPool(ctx context.Context, req reconcile.Request) (reconcile.Re
 
 	target := pool.Spec.Configuration.Name
 	if !pool.Spec.Paused && target != "" {
-		for _, n := range Candidates(pool, nodes) {
-			if err := s.patchNode(ctx, n, func(x *corev1.Node) {
-				x.Annotations[DesiredConfigAnnotation] = target
+		// The MCO's order (its node controller's pool sync): first its
+		// UpdateInProgress taint, put on every node of the pool not
+		// targeted at the pool's config and taken off every node that is,
+		// one node after the other, each a read of the Node from the API
+		// server and a patch (a failure is logged, and the sync goes on);
+		// then the candidates, each also read and patched. A node keeps
+		// its taint through the write that targets it and loses it in a
+		// later sync. The taints go first and one by one, so a pool sync
+		// that finds many nodes to (un)taint targets its candidates late.
+		for _, n := range nodes {
+			waiting := n.Annotations[DesiredConfigAnnotation] != target
+			if waiting == HasUpdateInProgressTaint(n) {
+				continue
+			}
+			if err := s.patchLive(ctx, n.Name, func(x *corev1.Node) bool {
+				if waiting == HasUpdateInProgressTaint(x) {
+					return false
+				}
 				x.Spec.Taints = withoutTaint(x.Spec.Taints)
+				if waiting {
+					x.Spec.Taints = append(x.Spec.Taints, corev1.Taint{Key: UpdateInProgressTaint, Effect: corev1.TaintEffectPreferNoSchedule})
+				}
+				return true
+			}); err != nil {
+				s.log.Error(err, "machine-config-controller: failed changing the UpdateInProgress taint", "node", n.Name, "add", waiting)
+			}
+		}
+		for _, n := range Candidates(pool, nodes) {
+			if err := s.patchLive(ctx, n.Name, func(x *corev1.Node) bool {
+				if x.Annotations[DesiredConfigAnnotation] == target {
+					return false // as the MCO: the live Node needs no update
+				}
+				x.Annotations[DesiredConfigAnnotation] = target
+				return true
 			}); err != nil {
 				return reconcile.Result{}, err
 			}
@@ -397,19 +428,6 @@ func (s *sim) syncPool(ctx context.Context, req reconcile.Request) (reconcile.Re
 			n.Annotations[DesiredConfigAnnotation] = target
 			s.log.Info(fmt.Sprintf("machine-config-controller: pool %s: targeted node %s to MachineConfig %s", pool.Name, n.Name, target))
 			s.poolEvents.Eventf(pool, nil, corev1.EventTypeNormal, "SetDesiredConfig", "Update", "Targeted node %s to MachineConfig: %s", n.Name, target)
-		}
-		for _, n := range nodes {
-			waiting := n.Annotations[DesiredConfigAnnotation] != target
-			if waiting != hasTaint(n.Spec.Taints) {
-				if err := s.patchNode(ctx, n, func(x *corev1.Node) {
-					x.Spec.Taints = withoutTaint(x.Spec.Taints)
-					if waiting {
-						x.Spec.Taints = append(x.Spec.Taints, corev1.Taint{Key: UpdateInProgressTaint, Effect: corev1.TaintEffectPreferNoSchedule})
-					}
-				}); err != nil && !apierrors.IsNotFound(err) {
-					return reconcile.Result{}, err
-				}
-			}
 		}
 	}
 
@@ -431,8 +449,10 @@ func (s *sim) syncPool(ctx context.Context, req reconcile.Request) (reconcile.Re
 	return reconcile.Result{}, nil
 }
 
-func hasTaint(ts []corev1.Taint) bool {
-	for _, t := range ts {
+// HasUpdateInProgressTaint: the node carries the MCO's UpdateInProgress
+// taint.
+func HasUpdateInProgressTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
 		if t.Key == UpdateInProgressTaint {
 			return true
 		}
@@ -448,6 +468,25 @@ func withoutTaint(ts []corev1.Taint) []corev1.Taint {
 		}
 	}
 	return out
+}
+
+// patchLive reads the Node from the API server (not the cache) and patches
+// what mutate changed, as the MCO's node controller writes its taint and a
+// node's desired config; mutate returns false when the live Node needs no
+// change.
+func (s *sim) patchLive(ctx context.Context, name string, mutate func(*corev1.Node) bool) error {
+	var n corev1.Node
+	if err := s.live.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+		return err
+	}
+	x := n.DeepCopy()
+	if x.Annotations == nil {
+		x.Annotations = map[string]string{}
+	}
+	if !mutate(x) {
+		return nil
+	}
+	return s.c.Patch(ctx, x, client.StrategicMergeFrom(&n))
 }
 
 func (s *sim) patchNode(ctx context.Context, n *corev1.Node, mutate func(*corev1.Node)) error {
