@@ -396,29 +396,24 @@ func (s *sim) syncPool(ctx context.Context, req reconcile.Request) (reconcile.Re
 		// that finds many nodes to (un)taint targets its candidates late.
 		for _, n := range nodes {
 			waiting := n.Annotations[DesiredConfigAnnotation] != target
-			if waiting == HasUpdateInProgressTaint(n) {
+			wrong := func(x *corev1.Node) bool { return waiting != HasUpdateInProgressTaint(x) }
+			if !wrong(n) {
 				continue
 			}
-			if err := s.patchLive(ctx, n.Name, func(x *corev1.Node) bool {
-				if waiting == HasUpdateInProgressTaint(x) {
-					return false
-				}
+			if err := s.patchLive(ctx, n.Name, wrong, func(x *corev1.Node) {
 				x.Spec.Taints = withoutTaint(x.Spec.Taints)
 				if waiting {
 					x.Spec.Taints = append(x.Spec.Taints, corev1.Taint{Key: UpdateInProgressTaint, Effect: corev1.TaintEffectPreferNoSchedule})
 				}
-				return true
 			}); err != nil {
 				s.log.Error(err, "machine-config-controller: failed changing the UpdateInProgress taint", "node", n.Name, "add", waiting)
 			}
 		}
 		for _, n := range Candidates(pool, nodes) {
-			if err := s.patchLive(ctx, n.Name, func(x *corev1.Node) bool {
-				if x.Annotations[DesiredConfigAnnotation] == target {
-					return false // as the MCO: the live Node needs no update
-				}
+			// As the MCO, a live Node already targeted needs no write.
+			untargeted := func(x *corev1.Node) bool { return x.Annotations[DesiredConfigAnnotation] != target }
+			if err := s.patchLive(ctx, n.Name, untargeted, func(x *corev1.Node) {
 				x.Annotations[DesiredConfigAnnotation] = target
-				return true
 			}); err != nil {
 				return reconcile.Result{}, err
 			}
@@ -470,23 +465,18 @@ func withoutTaint(ts []corev1.Taint) []corev1.Taint {
 	return out
 }
 
-// patchLive reads the Node from the API server (not the cache) and patches
-// what mutate changed, as the MCO's node controller writes its taint and a
-// node's desired config; mutate returns false when the live Node needs no
-// change.
-func (s *sim) patchLive(ctx context.Context, name string, mutate func(*corev1.Node) bool) error {
+// patchLive reads the Node from the API server (not the cache) and, if
+// needed holds for that live Node, patches it with mutate, as the MCO's node
+// controller writes its taint and a node's desired config.
+func (s *sim) patchLive(ctx context.Context, name string, needed func(*corev1.Node) bool, mutate func(*corev1.Node)) error {
 	var n corev1.Node
 	if err := s.live.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
 		return err
 	}
-	x := n.DeepCopy()
-	if x.Annotations == nil {
-		x.Annotations = map[string]string{}
-	}
-	if !mutate(x) {
+	if !needed(&n) {
 		return nil
 	}
-	return s.c.Patch(ctx, x, client.StrategicMergeFrom(&n))
+	return s.patchNode(ctx, &n, mutate)
 }
 
 func (s *sim) patchNode(ctx context.Context, n *corev1.Node, mutate func(*corev1.Node)) error {
