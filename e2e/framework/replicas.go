@@ -84,6 +84,10 @@ func (r *Replicas) supervise(i int, p *Running) {
 // Len is the number of replicas.
 func (r *Replicas) Len() int { return len(r.procs) }
 
+// LeaseName is the component's leader-election Lease, in the namespace its
+// replicas run in.
+func (r *Replicas) LeaseName() string { return r.lease }
+
 // Replica is replica i's current process.
 func (r *Replicas) Replica(i int) *Running {
 	r.mu.Lock()

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/upshift-io/upshift/libs/testenv"
 )
@@ -132,11 +134,48 @@ func (c *chaos) leaderOf(ctx context.Context, r int) (int, int, bool) {
 	return r, 0, false
 }
 
+// minLead is how long a leader has led before the suite may kill it. A
+// successor killed the moment it takes the Lease, again and again, keeps
+// its component down for the whole update (at this time scale, 6 s is
+// twelve minutes of a real cluster's; a control-plane update, about 30 s):
+// a node-gate that never leads between the update's request and the
+// workers' render cannot pause them, and the MCO updates them ungated, as
+// the design says. Two replicas of a real deployment never see that; a
+// component the suite kills has had the time to act.
+const minLead = 6 * time.Second
+
+// settledLeader waits (until ctx ends) for component r's leader to have led
+// for minLead, by its Lease's acquireTime, and returns it.
+func (c *chaos) settledLeader(ctx context.Context, r int) (int, bool) {
+	for ctx.Err() == nil {
+		_, i, ok := c.leaderOf(ctx, r)
+		if !ok {
+			return 0, false
+		}
+		var lease coordinationv1.Lease
+		key := client.ObjectKey{Namespace: namespaces[r], Name: replicas[r].LeaseName()}
+		if err := env.Client.Get(ctx, key, &lease); err != nil || lease.Spec.AcquireTime == nil {
+			c.note("%s: reading Lease %s: %v", replicas[r].Name, key, err)
+			return 0, false
+		}
+		wait := time.Until(lease.Spec.AcquireTime.Add(minLead))
+		if wait <= 0 {
+			return i, true
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+	return 0, false
+}
+
 // kill SIGKILLs the leader of a component drawn at random (another one
-// if that one has none).
+// if that one has none), once it has led for minLead.
 func (c *chaos) kill(ctx context.Context) {
 	for range 5 {
-		r, i, ok := c.leaderOf(ctx, rng.IntN(len(replicas)))
+		r := rng.IntN(len(replicas))
+		i, ok := c.settledLeader(ctx, r)
 		if !ok {
 			c.note("%s: no leader to kill", replicas[r].Name)
 			continue

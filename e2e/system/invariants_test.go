@@ -354,8 +354,8 @@ func replay(rec recording, start int64) *report {
 				if round := currentRound(w); hookCompleted(w, rev.obj.GetName(), round) {
 					rep.checked["released after its hook"]++
 				} else if rep.decided(rec, rev.rv, "released after its hook", "MutexRunConfig", "Job") {
-					rep.violate(rev.rv, "node %s released with no completed hook Job of round %q (run as of this revision: %s; the node's hook Jobs: %s; the node's writers: %s)",
-						rev.obj.GetName(), round, runState(w), hookJobsOf(w, rev.obj.GetName()), writersOf(rev.obj))
+					rep.violate(rev.rv, "node %s released with no completed hook Job of round %q (run as of this revision: %s; its record of the node: %s; the node's hook Jobs: %s; the node's writers: %s)",
+						rev.obj.GetName(), round, runState(w), nodeRecord(w, rev.obj.GetName()), hookJobsOf(w, rev.obj.GetName()), writersOf(rev.obj))
 				}
 			}
 		case "Job":
@@ -660,6 +660,20 @@ func runState(w world) string {
 		return "none"
 	}
 	return fmt.Sprintf("resourceVersion %s, round %q, phase %q, %d node records", r.ResourceVersion, r.Status.RunID, r.Status.Phase, len(r.Status.Nodes))
+}
+
+// nodeRecord is the run's record of node as of this revision (a node the
+// MCO moved before the run held it is Skipped, with the reason), for a
+// violation's message.
+func nodeRecord(w world, node string) string {
+	if r := runOf(w); r != nil {
+		for _, n := range r.Status.Nodes {
+			if n.Name == node {
+				return fmt.Sprintf("phase %q, last error %q", n.Phase, n.LastError)
+			}
+		}
+	}
+	return "none"
 }
 
 // hookJobsFor are node's hook Jobs as of this revision, by the round each

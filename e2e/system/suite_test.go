@@ -92,9 +92,11 @@ var (
 	am      *testenv.Alertmanager
 	ocm     *ocmsim.Server
 	// replicas are by component, in the order faults pick from; users are
-	// their ServiceAccounts' usernames, as the audit log shows them.
-	replicas []*framework.Replicas
-	users    []string
+	// their ServiceAccounts' usernames, as the audit log shows them, and
+	// namespaces where they run (and hold their Lease).
+	replicas   []*framework.Replicas
+	users      []string
+	namespaces []string
 )
 
 var _ = BeforeSuite(func(ctx context.Context) {
@@ -177,5 +179,6 @@ var _ = BeforeSuite(func(ctx context.Context) {
 		cc := cluster.Components[c.release]
 		replicas = append(replicas, cc.Replicas)
 		users = append(users, framework.ServiceAccountUser(c.namespace, cc.Identity.ServiceAccount))
+		namespaces = append(namespaces, c.namespace)
 	}
 }, NodeTimeout(5*time.Minute))
