@@ -154,8 +154,12 @@ func (c *chaos) settledLeader(ctx context.Context, r int) (int, bool) {
 		}
 		var lease coordinationv1.Lease
 		key := client.ObjectKey{Namespace: namespaces[r], Name: replicas[r].LeaseName()}
-		if err := env.Client.Get(ctx, key, &lease); err != nil || lease.Spec.AcquireTime == nil {
+		if err := env.Client.Get(ctx, key, &lease); err != nil {
 			c.note("%s: reading Lease %s: %v", replicas[r].Name, key, err)
+			return 0, false
+		}
+		if lease.Spec.AcquireTime == nil {
+			c.note("%s: Lease %s has no acquireTime", replicas[r].Name, key)
 			return 0, false
 		}
 		wait := time.Until(lease.Spec.AcquireTime.Add(minLead))
