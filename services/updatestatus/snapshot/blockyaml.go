@@ -12,11 +12,11 @@ import (
 // plain or quoted on one line, `{}` and `[]`. ok is false as soon as the
 // document uses anything else (a block scalar, an anchor, a tag, a flow
 // collection, a comment after a value, a scalar that YAML would read as a
-// float, a timestamp, a YAML 1.1 boolean other than true/false, ...): the
-// caller then converts it with the YAML library. Whatever it accepts, it
-// converts to exactly the JSON the YAML library would give (the tests compare
-// the two on every snapshot file), so the faster path never changes what
-// is read.
+// float, a timestamp, a YAML 1.1 boolean other than true/false, a key longer
+// than YAML's 1024 characters, ...): the caller then converts it with the
+// YAML library. Whatever it accepts, it converts to exactly the JSON the YAML
+// library would give (the tests compare the two on every snapshot file, and
+// a fuzz test on any input), so the faster path never changes what is read.
 //
 // It exists because the Nodes of a large cluster are megabytes of YAML, and
 // the general YAML parser spends about a second of a 2-core machine on
@@ -273,6 +273,11 @@ func (c *converter) literal(indent int, strip bool) bool {
 	return true
 }
 
+// maxKey is the longest a key may be written, in characters up to its
+// colon: YAML limits implicit keys to 1024, and the YAML library refuses a
+// longer one.
+const maxKey = 1024
+
 // entry splits a mapping entry "key: value" or "key:" of a plain key, or of
 // a quoted one; ok is false for anything else.
 func entry(text string) (key, rest string, ok bool) {
@@ -281,7 +286,7 @@ func entry(text string) (key, rest string, ok bool) {
 	}
 	if text[0] == '"' || text[0] == '\'' {
 		k, n, ok := quoted(text)
-		if !ok || n == len(text) || text[n] != ':' || (n+1 < len(text) && text[n+1] != ' ') {
+		if !ok || n == len(text) || text[n] != ':' || (n+1 < len(text) && text[n+1] != ' ') || utf8.RuneCountInString(text[:n]) > maxKey {
 			return "", "", false
 		}
 		return k, strings.TrimLeft(text[n+1:], " "), true
@@ -295,7 +300,7 @@ func entry(text string) (key, rest string, ok bool) {
 	default:
 		return "", "", false
 	}
-	if !isPlainString(key) || strings.HasSuffix(key, " ") {
+	if !isPlainString(key) || strings.HasSuffix(key, " ") || utf8.RuneCountInString(key) > maxKey {
 		return "", "", false
 	}
 	return key, rest, true

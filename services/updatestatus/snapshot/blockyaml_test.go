@@ -151,6 +151,12 @@ func TestBlockYAMLCases(t *testing.T) {
 		{"a: b#c\n", true},
 		{"a: Yes\nb: NULL\n", false},
 		{"a: truthy\nb: nope\nc: yesterday\n", true},
+		// YAML's 1024 characters of an implicit key, up to its colon.
+		{"a" + strings.Repeat("é", 1023) + ": v\n", true},
+		{"a" + strings.Repeat("é", 1024) + ": v\n", false},
+		{"- " + strings.Repeat("i", 1025) + ":\n", false},
+		{"a:\n  \"" + strings.Repeat("i", 1022) + "\": v\n", true},
+		{"a:\n  \"" + strings.Repeat("i", 1023) + "\": v\n", false},
 	} {
 		if converted := sameAsYAMLLibrary(t, tc.doc, []byte(tc.doc)); converted != tc.fast {
 			t.Errorf("%q: converted here %v, want %v", tc.doc, converted, tc.fast)
