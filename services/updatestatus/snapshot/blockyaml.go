@@ -278,6 +278,14 @@ func (c *converter) literal(indent int, strip bool) bool {
 // longer one.
 const maxKey = 1024
 
+// tooLong says whether a key, as written up to its colon, is over maxKey
+// characters. A key has at least as many bytes as characters, so the
+// characters are counted only for the rare key of over maxKey bytes, not for
+// every key on this fast path.
+func tooLong(written string) bool {
+	return len(written) > maxKey && utf8.RuneCountInString(written) > maxKey
+}
+
 // entry splits a mapping entry "key: value" or "key:" of a plain key, or of
 // a quoted one; ok is false for anything else.
 func entry(text string) (key, rest string, ok bool) {
@@ -286,7 +294,7 @@ func entry(text string) (key, rest string, ok bool) {
 	}
 	if text[0] == '"' || text[0] == '\'' {
 		k, n, ok := quoted(text)
-		if !ok || n == len(text) || text[n] != ':' || (n+1 < len(text) && text[n+1] != ' ') || utf8.RuneCountInString(text[:n]) > maxKey {
+		if !ok || n == len(text) || text[n] != ':' || (n+1 < len(text) && text[n+1] != ' ') || tooLong(text[:n]) {
 			return "", "", false
 		}
 		return k, strings.TrimLeft(text[n+1:], " "), true
@@ -300,7 +308,7 @@ func entry(text string) (key, rest string, ok bool) {
 	default:
 		return "", "", false
 	}
-	if !isPlainString(key) || strings.HasSuffix(key, " ") || utf8.RuneCountInString(key) > maxKey {
+	if !isPlainString(key) || strings.HasSuffix(key, " ") || tooLong(key) {
 		return "", "", false
 	}
 	return key, rest, true
