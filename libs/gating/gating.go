@@ -24,21 +24,24 @@ import (
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/trim"
+	"github.com/upshift-io/upshift/libs/window"
 )
 
 // RunsCRD is the name of node-gate's MutexRunConfig CRD, which a reader
 // watches until node-gate is installed (libs/optionalkind).
 const RunsCRD = "mutexrunconfigs.nodegate.upshift.io"
 
-// TrimRun is what a reader's cache keeps of a run: its identity and status
-// (Read reads nothing else). A reader's cache cannot give runs an entry of
-// their own, which needs their kind served when the cache is built: use
+// TrimRun is what a reader's cache keeps of a run: its identity, its status
+// and the two spec fields Read reads. A reader's cache cannot give runs an
+// entry of their own, which needs their kind served when the cache is built: use
 // trim.Func(TrimRun) as its default transform, which passes other objects
 // through.
 func TrimRun(in *nodegatev1alpha1.MutexRunConfig) *nodegatev1alpha1.MutexRunConfig {
 	out := &nodegatev1alpha1.MutexRunConfig{TypeMeta: in.TypeMeta, ObjectMeta: trim.Meta(in.ObjectMeta), Status: in.Status}
 	// Whether the run forces drains decides who owns its nodes' drains.
 	out.Spec.DrainRemediation = in.Spec.DrainRemediation
+	// Its windows time a run that waits for them (Run.StallsAt).
+	out.Spec.MaintenanceWindows = in.Spec.MaintenanceWindows
 	return out
 }
 
@@ -91,6 +94,10 @@ type Run struct {
 	// transition. A live run moves; one whose node-gate is down, or whose
 	// hook hangs without a timeout, does not (Stalled). Zero: unknown.
 	LastProgress time.Time
+	// Windows are the run's own maintenance windows while it waits for
+	// them (WaitingReason ReasonOutsideWindow), when they parse (node-gate
+	// refuses a spec whose windows do not); nil otherwise.
+	Windows window.Schedule
 	// ExpectedFinish is when the round should end at its pace so far: the
 	// time from its first node's start to its last completion, per node
 	// done, for each node left, after the last completion. Zero until a
@@ -115,9 +122,16 @@ const ReasonOutsideWindow = "OutsideMaintenanceWindow"
 // Stalled says whether the run, at now, has not moved for longer than
 // bound: it holds as nobody designed (node-gate down, a hook hung without a
 // timeout) and a reader that defers to its holds should stop deferring. A
-// run waiting for its own window is not stalled, nor is one whose status
-// records no time (nothing to judge by), nor any run when bound is not
-// positive.
+// run whose status records no time is never stalled (nothing to judge by),
+// nor is any run when bound is not positive.
+//
+// A run waiting for its own maintenance window is waiting as designed, for
+// however long the windows stay shut, so only the time a window is open
+// counts: it is stalled once its windows have been open for bound in all
+// since its last move. node-gate starts nodes when a window opens, and that
+// is a move; a run that does not move then has a node-gate that is down. If
+// the windows cannot be read (its status says it waits for windows its spec
+// does not have) it is never stalled: there is nothing to time it by.
 func (r Run) Stalled(now time.Time, bound time.Duration) bool {
 	at, ok := r.StallsAt(bound)
 	return ok && now.After(at)
@@ -127,10 +141,16 @@ func (r Run) Stalled(now time.Time, bound time.Duration) bool {
 // Stalled for bound; false when Stalled never holds for it (see Stalled).
 // A reader that judges by time looks again just after it.
 func (r Run) StallsAt(bound time.Duration) (time.Time, bool) {
-	if bound <= 0 || r.LastProgress.IsZero() || r.WaitingReason == ReasonOutsideWindow {
+	if bound <= 0 || r.LastProgress.IsZero() {
 		return time.Time{}, false
 	}
-	return r.LastProgress.Add(bound), true
+	if r.WaitingReason != ReasonOutsideWindow {
+		return r.LastProgress.Add(bound), true
+	}
+	if len(r.Windows) == 0 {
+		return time.Time{}, false
+	}
+	return r.Windows.OpenFor(r.LastProgress, bound)
 }
 
 // Key is "<namespace>/<name>".
@@ -217,6 +237,11 @@ func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 	case nodegatev1alpha1.RunCompleted:
 		if c := meta.FindStatusCondition(st.Conditions, condReady); c != nil && c.Status == metav1.ConditionTrue {
 			r.Finished = c.LastTransitionTime.Time
+		}
+	}
+	if r.WaitingReason == ReasonOutsideWindow {
+		if ws, err := window.FromAPI(run.Spec.MaintenanceWindows); err == nil && len(ws) > 0 {
+			r.Windows = ws
 		}
 	}
 	return r

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 )
 
@@ -82,7 +83,8 @@ func at(m int) *metav1.Time {
 
 // A run's last move is the latest time its status records, in a node, a
 // hook or a condition; a run is stalled once that is older than the bound,
-// unless it waits for its own window or records no time at all.
+// unless it records no time at all. A run waiting for its own window is
+// timed by the time its windows are open (below).
 func TestStalled(t *testing.T) {
 	st := nodegatev1alpha1.MutexRunConfigStatus{
 		Phase: nodegatev1alpha1.RunProgressing,
@@ -100,7 +102,17 @@ func TestStalled(t *testing.T) {
 		t.Fatalf("StallsAt = %s, %v; want %s, the last move plus the bound", stalls, ok, at(30).Time)
 	}
 	if _, ok := (Run{LastProgress: r.LastProgress, WaitingReason: ReasonOutsideWindow}).StallsAt(20 * time.Minute); ok {
-		t.Fatal("a run waiting for its own window stalls at some instant")
+		t.Fatal("a run waiting for windows it does not have stalls at some instant")
+	}
+	// Waiting since 10:10 for its daily window of 11:00-11:30, read from
+	// its spec through a reader's cache.
+	waiting := Read(TrimRun(&nodegatev1alpha1.MutexRunConfig{
+		Spec: nodegatev1alpha1.MutexRunConfigSpec{MaintenanceWindows: []commonv1alpha1.MaintenanceWindow{{Start: "11:00", End: "11:30"}}},
+		Status: nodegatev1alpha1.MutexRunConfigStatus{Phase: nodegatev1alpha1.RunWaiting, Conditions: []metav1.Condition{{
+			Type: "Progressing", Status: "False", Reason: ReasonOutsideWindow, LastTransitionTime: *at(10)}}},
+	}))
+	if stalls, ok := waiting.StallsAt(40 * time.Minute); !ok || !stalls.Equal(at(24*60+70).Time) {
+		t.Fatalf("StallsAt = %s, %v; want %s: 30 minutes of today's window and 10 of tomorrow's", stalls, ok, at(24*60+70).Time)
 	}
 	for _, tc := range []struct {
 		name    string
@@ -112,7 +124,10 @@ func TestStalled(t *testing.T) {
 		{"within the bound", r, 30, 20 * time.Minute, false},
 		{"past the bound", r, 31, 20 * time.Minute, true},
 		{"no bound", r, 59, 0, false},
-		{"waiting for its own window", Run{LastProgress: r.LastProgress, WaitingReason: ReasonOutsideWindow}, 59, 20 * time.Minute, false},
+		{"waiting for windows it does not have", Run{LastProgress: r.LastProgress, WaitingReason: ReasonOutsideWindow}, 59, 20 * time.Minute, false},
+		{"waiting for its own window, shut", waiting, 59, 20 * time.Minute, false},
+		{"waiting for its own window, open for the bound", waiting, 80, 20 * time.Minute, false},
+		{"waiting for its own window, open for longer (node-gate down)", waiting, 81, 20 * time.Minute, true},
 		{"waiting for the health gate", Run{LastProgress: r.LastProgress, WaitingReason: "AlertsFiring"}, 59, 20 * time.Minute, true},
 		{"no time recorded", Run{}, 59, 20 * time.Minute, false},
 	} {

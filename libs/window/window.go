@@ -241,3 +241,43 @@ func (s Schedule) NextClose(now time.Time) (t time.Time, ok bool) {
 	}
 	return time.Time{}, false
 }
+
+// maxOpenForScans bounds OpenFor's walk: each scan covers more than two
+// weeks, so this is decades of windows, far beyond any duration asked.
+const maxOpenForScans = 1000
+
+// OpenFor returns the instant at which the windows will have been open for d
+// in all since since: since+d for a Schedule without windows. Time while
+// every window is closed does not count, so a reader that allows a
+// controller d to act, and knows the controller acts only inside its
+// windows, gives it d of open time. ok is false when the windows never stay
+// open that long.
+func (s Schedule) OpenFor(since time.Time, d time.Duration) (t time.Time, ok bool) {
+	if len(s) == 0 {
+		return since.Add(d), true
+	}
+	from, left := since, d
+	for range maxOpenForScans {
+		ahead := false
+		for _, iv := range s.intervals(from) {
+			if !from.Before(iv.close) {
+				continue
+			}
+			ahead = true
+			open := iv.open
+			if open.Before(from) {
+				open = from
+			}
+			if span := iv.close.Sub(open); span < left {
+				left -= span
+				from = iv.close
+				continue
+			}
+			return open.Add(left), true
+		}
+		if !ahead {
+			return time.Time{}, false
+		}
+	}
+	return time.Time{}, false
+}

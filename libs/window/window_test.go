@@ -277,3 +277,74 @@ func TestScheduleProperties(t *testing.T) {
 		}
 	}
 }
+
+// OpenFor counts only the time some window is open: a span that ends inside a
+// window, one that runs over several windows (and over the two weeks each
+// scan covers), and one over whole-day windows that touch.
+func TestOpenFor(t *testing.T) {
+	tuesday := []commonv1alpha1.MaintenanceWindow{win("10:00", "12:00", "", "Tuesday")}
+	for _, tc := range []struct {
+		name  string
+		wins  []commonv1alpha1.MaintenanceWindow
+		since string
+		d     time.Duration
+		want  string // RFC 3339; "" when never
+	}{
+		{"no windows: wall time", nil, "2026-11-24T09:00:00Z", 30 * time.Minute, "2026-11-24T09:30:00Z"},
+		{"from before the window", tuesday, "2026-11-24T09:00:00Z", 30 * time.Minute, "2026-11-24T10:30:00Z"},
+		{"from inside the window", tuesday, "2026-11-24T11:00:00Z", 30 * time.Minute, "2026-11-24T11:30:00Z"},
+		{"the rest in the next week's window", tuesday, "2026-11-24T11:00:00Z", 90 * time.Minute, "2026-12-01T10:30:00Z"},
+		{"a whole window, from its (exclusive) end", tuesday, "2026-11-24T12:00:00Z", 2 * time.Hour, "2026-12-01T12:00:00Z"},
+		{"five windows, past a scan's range", tuesday, "2026-11-24T09:00:00Z", 10 * time.Hour, "2026-12-22T12:00:00Z"},
+		{"whole days that touch", []commonv1alpha1.MaintenanceWindow{win("00:00", "00:00", "")}, "2026-11-24T09:00:00Z", 50 * time.Hour, "2026-11-26T11:00:00Z"},
+		{"in a zone", []commonv1alpha1.MaintenanceWindow{win("22:00", "02:00", "Europe/Berlin", "Saturday")}, "2026-11-28T00:00:00Z", 5 * time.Hour, "2026-12-05T23:00:00+01:00"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := sched(t, tc.wins...).OpenFor(at(t, tc.since), tc.d)
+			if !ok || !got.Equal(at(t, tc.want)) {
+				t.Errorf("OpenFor = %v, %v; want %s", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestOpenForProperties checks, over random schedules, that the time open
+// between since and OpenFor(since, d), counted in five-minute steps (windows,
+// zone offsets and clock changes fall on quarter hours), is d, and that a
+// window is open just before the instant returned.
+func TestOpenForProperties(t *testing.T) {
+	zones := []string{"", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"}
+	days := []commonv1alpha1.Weekday{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
+	rng := rand.New(rand.NewSource(11))
+	clock := func() string { return time.Date(0, 1, 1, rng.Intn(24), 15*rng.Intn(4), 0, 0, time.UTC).Format("15:04") }
+	base := at(t, "2026-01-01T00:00:00Z")
+	const step = 5 * time.Minute
+	for i := 0; i < 60; i++ {
+		var ws []commonv1alpha1.MaintenanceWindow
+		for n := 1 + rng.Intn(2); n > 0; n-- {
+			w := win(clock(), clock(), zones[rng.Intn(len(zones))])
+			for _, d := range days {
+				if rng.Intn(3) == 0 {
+					w.Days = append(w.Days, d)
+				}
+			}
+			ws = append(ws, w)
+		}
+		s := sched(t, ws...)
+		since := base.Add(time.Duration(rng.Intn(365*24*4)) * 15 * time.Minute)
+		d := time.Duration(1+rng.Intn(12*4)) * 15 * time.Minute
+		got, ok := s.OpenFor(since, d)
+		if !ok {
+			t.Fatalf("%+v: OpenFor(%v, %v) found nothing", ws, since, d)
+		}
+		var open time.Duration
+		for m := since; m.Before(got); m = m.Add(step) {
+			if s.Open(m) {
+				open += step
+			}
+		}
+		if open != d || !s.Open(got.Add(-time.Second)) {
+			t.Fatalf("%+v: OpenFor(%v, %v) = %v, which has %v open before it", ws, since, d, got, open)
+		}
+	}
+}

@@ -216,8 +216,9 @@ func currentHook(rec *nodegatev1alpha1.NodeRecord) *nodegatev1alpha1.HookRecord 
 
 // gateStallAfter is how long a run that holds pools may go without moving
 // (no node or hook of it starting or ending, no condition changing) before
-// it is reported as stalled. Longer than a node's drain and reboot; a run
-// waiting for its own maintenance window is never stalled. It only words a
+// it is reported as stalled. Longer than a node's drain and reboot; for a
+// run waiting for its own maintenance window only the time the window is
+// open counts (gating.Run.Stalled). It only words a
 // warning: the upgrade-scheduler, which acts on a stuck run, has its own
 // bound.
 const gateStallAfter = time.Hour

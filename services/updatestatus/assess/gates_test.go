@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	updatev1alpha1 "github.com/upshift-io/upshift/api/update/v1alpha1"
 	"github.com/upshift-io/upshift/libs/gating"
@@ -169,7 +170,8 @@ func TestGatingInsightSaysWhenTheRunShouldEnd(t *testing.T) {
 // A run that holds the pools and has not moved for gateStallAfter
 // (node-gate down, a hook hung) stalls the update and says so; one that
 // moved within it is gating as designed, and the assessment is due again
-// when the bound passes. A run waiting for its own window never stalls.
+// when the bound passes. A run waiting for its own window stalls only
+// once the window has been open for the bound.
 func TestStalledRunIsReportedStalled(t *testing.T) {
 	s := gatedSnapshot(false)
 	last := s.Now.Add(-30 * time.Minute).Truncate(time.Second)
@@ -213,7 +215,21 @@ func TestStalledRunIsReportedStalled(t *testing.T) {
 		Reason: gating.ReasonOutsideWindow, Message: "no maintenance window is open", LastTransitionTime: metav1.Time{Time: last}}}
 	s.Now = last.Add(24 * time.Hour)
 	if r := mustAssess(t, s); healthByUID(r, "nodegate-db-workers-stalled") != nil {
-		t.Errorf("a run waiting for its window is reported stalled: %+v", r.Status.Health)
+		t.Errorf("a run waiting for windows its spec does not have is reported stalled: %+v", r.Status.Health)
+	}
+
+	// Its own daily window opened two hours after its last move: only the
+	// time it is open counts, so the run stalls gateStallAfter later.
+	opens := last.Add(2 * time.Hour).Truncate(time.Minute)
+	s.NodeGateRuns[0].Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{
+		Start: opens.UTC().Format("15:04"), End: opens.Add(12 * time.Hour).UTC().Format("15:04")}}
+	s.Now = opens.Add(gateStallAfter)
+	if r := mustAssess(t, s); healthByUID(r, "nodegate-db-workers-stalled") != nil {
+		t.Errorf("a run whose window has been open for gateStallAfter is reported stalled: %+v", r.Status.Health)
+	}
+	s.Now = opens.Add(gateStallAfter + time.Second)
+	if r := mustAssess(t, s); healthByUID(r, "nodegate-db-workers-stalled") == nil {
+		t.Errorf("a run whose window has been open for longer than gateStallAfter, without a move, is not reported stalled: %+v", r.Status.Health)
 	}
 }
 

@@ -7,8 +7,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
 	"github.com/upshift-io/upshift/libs/gating"
+	"github.com/upshift-io/upshift/libs/window"
 )
 
 // gatedWorkers brings a world to wait for its workers while node-gate's run
@@ -80,7 +82,8 @@ func TestStoppedRunLetsTheWorkerDeadlineFire(t *testing.T) {
 // node-gate is down, or a hook hangs without a timeout) is stuck: the
 // scheduler wakes when the bound passes, the deadline fires and its message
 // names the run and since when nothing moved. Until then it holds as
-// designed. A run waiting for its own window is never stalled.
+// designed. A run waiting for its own window is timed by its windows' open
+// time alone.
 func TestStalledRunLetsTheWorkerDeadlineFire(t *testing.T) {
 	w := gatedWorkers(t)
 	bound := newPlanner(Input{UpgradeConfig: w.uc, Config: w.cfg, Snapshot: w.snap, Now: w.now}).withDeadlines().stallBound()
@@ -116,6 +119,33 @@ func TestStalledRunLetsTheWorkerDeadlineFire(t *testing.T) {
 	waiting.settle()
 	if waiting.phase() != upgradev1alpha1.UpgradePhaseUpgrading {
 		t.Fatalf("phase %s past the bound for a run waiting for its own window, want Upgrading", waiting.phase())
+	}
+
+	// The same wait, for a daily 12-hour window that opened an hour after
+	// the run's last move: the run defers the deadline until the window has
+	// been open for the bound without it moving (its node-gate is down),
+	// and not a minute longer.
+	if bound >= 12*time.Hour {
+		t.Fatalf("stall bound %s does not fit in the window below", bound)
+	}
+	opens := moved.Add(time.Hour).Truncate(time.Minute)
+	down := gatedWorkers(t)
+	r := &down.snap.NodeGateRuns[0]
+	r.LastProgress, r.WaitingReason = moved, gating.ReasonOutsideWindow
+	var err error
+	r.Windows, err = window.FromAPI([]commonv1alpha1.MaintenanceWindow{{Start: opens.UTC().Format("15:04"), End: opens.Add(12 * time.Hour).UTC().Format("15:04")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.now = opens.Add(bound)
+	down.settle()
+	if down.phase() != upgradev1alpha1.UpgradePhaseUpgrading {
+		t.Fatalf("phase %s when its window has been open for the bound, want Upgrading", down.phase())
+	}
+	down.now = down.now.Add(time.Minute)
+	down.settle()
+	if c := down.summary("DeadlineExceeded"); down.phase() != upgradev1alpha1.UpgradePhaseFailed || c == nil || !strings.Contains(c.Message, "db/workers is stopped (NoProgress") {
+		t.Fatalf("phase %s, DeadlineExceeded %+v once its window has been open for longer than the bound; want Failed, naming the run", down.phase(), c)
 	}
 }
 
