@@ -22,6 +22,7 @@ import (
 	"github.com/upshift-io/upshift/services/upgradescheduler/config"
 	"github.com/upshift-io/upshift/services/upgradescheduler/controller"
 	"github.com/upshift-io/upshift/services/upgradescheduler/metrics"
+	"github.com/upshift-io/upshift/services/upgradescheduler/ocm"
 	"github.com/upshift-io/upshift/services/upgradescheduler/plan"
 	"github.com/upshift-io/upshift/services/upgradescheduler/silence"
 )
@@ -114,7 +115,9 @@ func main() {
 			}
 			if ocmEnabled {
 				// A stale leader must not post a notice or a policy state.
-				r.OCM = &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: ocmTimeout, Transport: runtime.Fenced}
+				// Its requests name the pod, as its API requests do.
+				r.OCM = &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: ocmTimeout, Transport: runtime.Fenced,
+					UserAgent: runtime.UserAgent(ocm.DefaultUserAgent, os.Getenv("POD_NAME"))}
 				log.Info("OCM integration on (used when configManager.source is OCM)")
 			}
 			// The sync runs with either source: with LOCAL it only records

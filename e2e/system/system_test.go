@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -184,7 +185,8 @@ func specTimeout() time.Duration {
 // afterThaw reads the audit log for a leader woken after losing its Lease:
 // how many requests it made before (the user agent names its pod), and every
 // write it made succeed after it woke — those of its leader election
-// (Leases, Events) aside: a stale leader must not act.
+// (Leases, Events) aside: a stale leader must not act. OCM's request log
+// is read the same way (the scheduler's OCM requests name its pod too).
 func afterThaw(t thawed) (before int, acted []string, refused int) {
 	GinkgoHelper()
 	evs, err := env.AuditEvents(t.user)
@@ -212,6 +214,16 @@ func afterThaw(t thawed) (before int, acted []string, refused int) {
 			continue
 		}
 		acted = append(acted, fmt.Sprintf("%s %s at %s", e.Verb, e.RequestURI, e.StageTimestamp))
+	}
+	for _, r := range ocm.Requests() {
+		if !strings.HasSuffix(r.UserAgent, "("+t.pod+")") || r.Time.Before(t.at) || r.Method == http.MethodGet {
+			continue
+		}
+		if !r.Applied {
+			refused++
+			continue
+		}
+		acted = append(acted, fmt.Sprintf("OCM %s %s at %s", r.Method, r.Path, r.Time.UTC().Format(time.RFC3339Nano)))
 	}
 	return before, acted, refused
 }
@@ -438,6 +450,8 @@ func ocmNoticesOnce() {
 		if r.Fault != "" {
 			faults++
 		}
+		// What afterThaw tells a stale leader's OCM requests by.
+		Expect(r.UserAgent).To(MatchRegexp(`^upshift-upgrade-scheduler/\S+ \(\S+\)$`), "OCM request %s %s does not name its scheduler pod", r.Method, r.Path)
 	}
 	Expect(faults).To(BeNumerically(">", 0), "the OCM faults must have hit something")
 }

@@ -79,6 +79,9 @@ type Request struct {
 	Body string
 	// Authorization is the Authorization header as sent ("" for none).
 	Authorization string
+	// UserAgent is the User-Agent header as sent: a test tells apart the
+	// clients (replicas) that share one credential by it.
+	UserAgent string
 	// Status is the HTTP status answered; 0 when no answer was sent (a lost
 	// response or a client that gave up).
 	Status int
@@ -341,7 +344,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, op string, handle
 	f, faulty := s.nextFault()
 	s.mu.Unlock()
 	rec := Request{Time: time.Now(), Op: op, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body), Fault: f.String(),
-		Authorization: r.Header.Get("Authorization")}
+		Authorization: r.Header.Get("Authorization"), UserAgent: r.UserAgent()}
 	// The request is logged before the client can see any answer, so a
 	// client (or test) that counts requests after a call returns counts
 	// this one. A normal answer is flushed only after ServeHTTP returns,

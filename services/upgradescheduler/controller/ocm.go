@@ -36,6 +36,8 @@ type OCM struct {
 	// Transport, when set, wraps the HTTP transport: the binary fences
 	// OCM's writes with the leader election (libs/runtime.Fenced).
 	Transport func(http.RoundTripper) http.RoundTripper
+	// UserAgent is what OCM requests carry (ocm.Options.UserAgent).
+	UserAgent string
 
 	// observe counts each OCM request (the Reconciler's metrics, set by
 	// SetupWithManager).
@@ -87,10 +89,11 @@ func (o *OCM) client(ctx context.Context, cfg *config.Config, cv *configv1.Clust
 		}
 		var c *ocm.Client
 		var err error
+		opts := ocm.Options{Timeout: o.Timeout, Observe: o.observe, Wrap: o.Transport, UserAgent: o.UserAgent}
 		if cfg.OCMAgent {
-			c, err = ocm.NewAgentClient(cfg.OCMBaseURL, o.Timeout, o.observe, o.Transport)
+			c, err = ocm.NewAgentClient(cfg.OCMBaseURL, opts)
 		} else {
-			c, err = ocm.NewClient(cfg.OCMBaseURL, token, o.Timeout, o.observe, o.Transport)
+			c, err = ocm.NewClient(cfg.OCMBaseURL, token, opts)
 		}
 		if err != nil {
 			return nil, ocm.Cluster{}, err

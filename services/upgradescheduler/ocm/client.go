@@ -56,13 +56,29 @@ type Client struct {
 // pageSize is how many policies one list request asks for.
 const pageSize = 100
 
+// Options are a connection's settings besides its address and credential.
+type Options struct {
+	// Timeout bounds one request; 30 s when not positive.
+	Timeout time.Duration
+	// Observe, when set, counts every request by operation and HTTP status.
+	Observe func(op, code string)
+	// Wrap, when set, wraps the HTTP transport (the leader fence).
+	Wrap func(http.RoundTripper) http.RoundTripper
+	// UserAgent is what the requests carry (DefaultUserAgent when empty).
+	// The binary names its pod in it, so that OCM's logs, like the API
+	// server's audit log, tell the replicas apart.
+	UserAgent string
+}
+
+// DefaultUserAgent is the User-Agent of a client whose Options name none.
+const DefaultUserAgent = "upshift-upgrade-scheduler"
+
 // NewClient connects to baseURL with the pull-secret access token (see
-// AccessToken); wrap, when set, wraps the HTTP transport (the leader
-// fence). The SDK's own retries are off: a request is retried by the
+// AccessToken). The SDK's own retries are off: a request is retried by the
 // reconciler, which reads back what a lost response may have applied before
 // writing again; an SDK retry of a POST would post a second service log.
-func NewClient(baseURL, accessToken string, timeout time.Duration, observe func(op, code string), wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
-	c, err := connect(sdk.NewConnectionBuilder().Tokens(accessToken), baseURL, timeout, observe, wrap)
+func NewClient(baseURL, accessToken string, o Options) (*Client, error) {
+	c, err := connect(sdk.NewConnectionBuilder().Tokens(accessToken), baseURL, o)
 	if err != nil {
 		return nil, fmt.Errorf("OCM connection to %s: %w", baseURL, err)
 	}
@@ -70,26 +86,29 @@ func NewClient(baseURL, accessToken string, timeout time.Duration, observe func(
 }
 
 // connect builds the client on b: no SDK log, no SDK retries.
-func connect(b *sdk.ConnectionBuilder, baseURL string, timeout time.Duration, observe func(op, code string), wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
+func connect(b *sdk.ConnectionBuilder, baseURL string, o Options) (*Client, error) {
 	logger, err := logging.NewStdLoggerBuilder().Streams(io.Discard, io.Discard).Build()
 	if err != nil {
 		return nil, err
 	}
-	b = b.URL(baseURL).Logger(logger).Agent("upshift-upgrade-scheduler").RetryLimit(0)
-	if wrap != nil {
-		b = b.TransportWrapper(wrap)
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	b = b.URL(baseURL).Logger(logger).Agent(o.UserAgent).RetryLimit(0)
+	if o.Wrap != nil {
+		b = b.TransportWrapper(o.Wrap)
 	}
 	conn, err := b.Build()
 	if err != nil {
 		return nil, err
 	}
-	if observe == nil {
-		observe = func(string, string) {}
+	if o.Observe == nil {
+		o.Observe = func(string, string) {}
 	}
-	if timeout <= 0 {
-		timeout = 30 * time.Second
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
 	}
-	return &Client{conn: conn, timeout: timeout, observe: observe}, nil
+	return &Client{conn: conn, timeout: o.Timeout, observe: o.Observe}, nil
 }
 
 // The ocm-agent's routes. It serves one cluster, the one it runs in, and
@@ -111,8 +130,8 @@ var ErrAgentNoServiceLogs = errors.New("the ocm-agent has no service-log route: 
 // uses instead of OCM when configManager.ocmBaseUrl names it. No credential
 // is sent: the agent authenticates to OCM itself, so the pull secret's token
 // is not handed to another workload. The SDK's retries are off, as for OCM.
-func NewAgentClient(baseURL string, timeout time.Duration, observe func(op, code string), wrap func(http.RoundTripper) http.RoundTripper) (*Client, error) {
-	c, err := connect(sdk.NewUnauthenticatedConnectionBuilder(), baseURL, timeout, observe, wrap)
+func NewAgentClient(baseURL string, o Options) (*Client, error) {
+	c, err := connect(sdk.NewUnauthenticatedConnectionBuilder(), baseURL, o)
 	if err != nil {
 		return nil, fmt.Errorf("ocm-agent connection to %s: %w", baseURL, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +41,7 @@ func setup(t *testing.T) (*ocmsim.Server, *Client, *counts) {
 	t.Cleanup(s.Close)
 	s.AddCluster(ocmsim.Cluster{ID: internalID, ExternalID: externalID, ChannelGroup: "eus", NodeDrainGracePeriodMinutes: 30, Token: pullToken})
 	n := &counts{}
-	c, err := NewClient(s.URL(), externalID+":"+pullToken, 2*time.Second, n.observe, nil)
+	c, err := NewClient(s.URL(), externalID+":"+pullToken, Options{Timeout: 2 * time.Second, Observe: n.observe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,13 +92,37 @@ func TestFindClusterAndAllPolicies(t *testing.T) {
 
 func TestWrongTokenFindsNoCluster(t *testing.T) {
 	s, _, _ := setup(t)
-	c, err := NewClient(s.URL(), externalID+":"+base64.StdEncoding.EncodeToString([]byte("other")), time.Second, nil, nil)
+	c, err := NewClient(s.URL(), externalID+":"+base64.StdEncoding.EncodeToString([]byte("other")), Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	if _, err := c.FindCluster(context.Background(), externalID); !errors.Is(err, ErrClusterNotFound) {
 		t.Fatalf("want ErrClusterNotFound, got %v", err)
+	}
+}
+
+// Every request carries the client's User-Agent, DefaultUserAgent unless
+// the options name one (the binary names its pod, so that a test can tell a
+// stale leader's requests from its successor's).
+func TestUserAgent(t *testing.T) {
+	s, c, _ := setup(t)
+	named, err := NewClient(s.URL(), externalID+":"+pullToken, Options{Timeout: time.Second, UserAgent: "upshift-upgrade-scheduler/v1 (sched-0)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer named.Close()
+	for _, cl := range []*Client{c, named} {
+		if _, err := cl.FindCluster(context.Background(), externalID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, r := range s.Requests() {
+		got = append(got, r.UserAgent)
+	}
+	if want := []string{DefaultUserAgent, "upshift-upgrade-scheduler/v1 (sched-0)"}; !slices.Equal(got, want) {
+		t.Errorf("User-Agents %q, want %q", got, want)
 	}
 }
 
@@ -254,7 +279,7 @@ func TestRetryWhatPasses(t *testing.T) {
 	t.Run("too slow on every try is an error", func(t *testing.T) {
 		s, _, _ := setup(t)
 		s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.2", NextRun: time.Now()})
-		c, err := NewClient(s.URL(), externalID+":"+pullToken, 100*time.Millisecond, nil, nil)
+		c, err := NewClient(s.URL(), externalID+":"+pullToken, Options{Timeout: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +364,7 @@ func TestAgentClient(t *testing.T) {
 	s.SetPolicy(internalID, ocmsim.Policy{ID: "p1", Version: "4.16.3", NextRun: base, State: "scheduled"})
 	s.SetPolicy(internalID, ocmsim.Policy{ID: "p2", Version: "4.16.2", NextRun: base.Add(-240 * time.Hour), State: "completed"})
 	n := &counts{}
-	c, err := NewAgentClient(agent.URL, 2*time.Second, n.observe, nil)
+	c, err := NewAgentClient(agent.URL, Options{Timeout: 2 * time.Second, Observe: n.observe})
 	if err != nil {
 		t.Fatal(err)
 	}
