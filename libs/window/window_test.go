@@ -211,7 +211,6 @@ func TestSchedule(t *testing.T) {
 // instant after an open one.
 func TestScheduleProperties(t *testing.T) {
 	zones := []string{"", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "Pacific/Chatham"}
-	days := []commonv1alpha1.Weekday{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
 	rng := rand.New(rand.NewSource(8))
 	clock := func() string {
 		// Quarter hours, with extra weight on the hours clocks change at.
@@ -223,16 +222,7 @@ func TestScheduleProperties(t *testing.T) {
 	}
 	base := at(t, "2026-01-01T00:00:00Z")
 	for i := 0; i < 300; i++ {
-		var ws []commonv1alpha1.MaintenanceWindow
-		for n := 1 + rng.Intn(3); n > 0; n-- {
-			w := win(clock(), clock(), zones[rng.Intn(len(zones))])
-			for _, d := range days {
-				if rng.Intn(4) == 0 {
-					w.Days = append(w.Days, d)
-				}
-			}
-			ws = append(ws, w)
-		}
+		ws := randomWindows(rng, clock, zones, 3, 4)
 		s := sched(t, ws...)
 		now := base.Add(time.Duration(rng.Int63n(int64(365 * 24 * time.Hour)))).Truncate(time.Minute)
 		// Bias towards the DST weekends.
@@ -314,22 +304,12 @@ func TestOpenFor(t *testing.T) {
 // window is open just before the instant returned.
 func TestOpenForProperties(t *testing.T) {
 	zones := []string{"", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"}
-	days := []commonv1alpha1.Weekday{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
 	rng := rand.New(rand.NewSource(11))
 	clock := func() string { return time.Date(0, 1, 1, rng.Intn(24), 15*rng.Intn(4), 0, 0, time.UTC).Format("15:04") }
 	base := at(t, "2026-01-01T00:00:00Z")
 	const step = 5 * time.Minute
 	for i := 0; i < 60; i++ {
-		var ws []commonv1alpha1.MaintenanceWindow
-		for n := 1 + rng.Intn(2); n > 0; n-- {
-			w := win(clock(), clock(), zones[rng.Intn(len(zones))])
-			for _, d := range days {
-				if rng.Intn(3) == 0 {
-					w.Days = append(w.Days, d)
-				}
-			}
-			ws = append(ws, w)
-		}
+		ws := randomWindows(rng, clock, zones, 2, 3)
 		s := sched(t, ws...)
 		since := base.Add(time.Duration(rng.Intn(365*24*4)) * 15 * time.Minute)
 		d := time.Duration(1+rng.Intn(12*4)) * 15 * time.Minute
@@ -347,4 +327,22 @@ func TestOpenForProperties(t *testing.T) {
 			t.Fatalf("%+v: OpenFor(%v, %v) = %v, which has %v open before it", ws, since, d, got, open)
 		}
 	}
+}
+
+// randomWindows draws one to most windows from clock's times in random zones
+// of zones, each opening on every weekday with odds one in dayOdds (on every
+// day when none is drawn).
+func randomWindows(rng *rand.Rand, clock func() string, zones []string, most, dayOdds int) []commonv1alpha1.MaintenanceWindow {
+	days := []commonv1alpha1.Weekday{"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
+	var ws []commonv1alpha1.MaintenanceWindow
+	for n := 1 + rng.Intn(most); n > 0; n-- {
+		w := win(clock(), clock(), zones[rng.Intn(len(zones))])
+		for _, d := range days {
+			if rng.Intn(dayOdds) == 0 {
+				w.Days = append(w.Days, d)
+			}
+		}
+		ws = append(ws, w)
+	}
+	return ws
 }
