@@ -21,6 +21,7 @@ import (
 	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
@@ -736,6 +737,39 @@ func TestStartGates(t *testing.T) {
 	})
 	if countPhase(w, nodegatev1alpha1.NodePreHooks) != 1 {
 		t.Fatal("a pending alert blocked without includePending")
+	}
+}
+
+// A run that waited for its window and then waits for its health gate is
+// timed from the window's opening, not from when it began to wait for the
+// window: readers would otherwise call it stalled the moment the window
+// opens after a long wait (libs/gating).
+func TestWindowThenHealthGateIsANewWait(t *testing.T) {
+	// now is Tuesday 10:00 UTC; the window opens at 12:00.
+	w := readyRound(t, 1, func(w *world) {
+		w.run.Spec.MaintenanceWindows = []commonv1alpha1.MaintenanceWindow{{Days: []commonv1alpha1.Weekday{"Tuesday"}, Start: "12:00", End: "18:00"}}
+		w.run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{}
+		w.alerts = []alerts.Alert{{Labels: map[string]string{"alertname": "KubeNodeNotReady"}, State: alerts.StateFiring}}
+	})
+	if c := w.cond(CondProgressing); c.Reason != ReasonOutsideWindow {
+		t.Fatalf("Progressing %+v, want %s", c, ReasonOutsideWindow)
+	}
+	waitBegan := w.cond(CondProgressing).LastTransitionTime
+	w.now = time.Date(2026, 3, 3, 12, 30, 0, 0, time.UTC)
+	w.reconcile()
+	c := w.cond(CondProgressing)
+	if c.Reason != ReasonAlertsFiring || !c.LastTransitionTime.Time.Equal(w.now) {
+		t.Fatalf("Progressing %+v (the window wait began %s), want %s since %s", c, waitBegan, ReasonAlertsFiring, w.now)
+	}
+	run := gating.Read(&w.run)
+	if bound := 20 * time.Minute; run.Stalled(w.now.Add(time.Minute), bound) || !run.Stalled(w.now.Add(bound+time.Second), bound) {
+		t.Fatalf("last progress %s, want %s", run.LastProgress, w.now)
+	}
+	// The same gate on the next pass is the same wait.
+	w.now = w.now.Add(time.Minute)
+	w.reconcile()
+	if c := w.cond(CondProgressing); !c.LastTransitionTime.Time.Equal(w.now.Add(-time.Minute)) {
+		t.Fatalf("Progressing %+v moved again", c)
 	}
 }
 

@@ -114,6 +114,16 @@ func (p *planner) finishStatus() {
 		}
 		set(CondProgressing, metav1.ConditionTrue, reason, msg)
 	case nodegatev1alpha1.RunWaiting, nodegatev1alpha1.RunPaused:
+		// Readers time a wait from Progressing's last transition, and a wait
+		// for the run's own window by the time its windows are open
+		// (libs/gating). When the window opens and another gate holds the
+		// run, that is a new wait, timed from now: kept, the transition
+		// would date from when the window wait began, and a run that waited
+		// a weekend for its window would count as stalled at once.
+		if c := meta.FindStatusCondition(st.Conditions, CondProgressing); c != nil &&
+			c.Reason == ReasonOutsideWindow && p.waitReason != ReasonOutsideWindow {
+			c.LastTransitionTime = p.now
+		}
 		set(CondProgressing, metav1.ConditionFalse, p.waitReason, p.waitMessage)
 	default:
 		set(CondProgressing, metav1.ConditionFalse, string(orDefault(st.Phase, nodegatev1alpha1.RunIdle)), "")
