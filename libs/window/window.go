@@ -16,6 +16,7 @@ package window
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	commonv1alpha1 "github.com/upshift-io/upshift/api/common/v1alpha1"
@@ -90,12 +91,22 @@ func loadLocation(name string) (*time.Location, error) {
 	if name == "Local" {
 		return nil, fmt.Errorf("%q is not an IANA time zone name", name)
 	}
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
 		return nil, fmt.Errorf("%q is not a known IANA time zone", name)
 	}
+	zones.Store(name, loc)
 	return loc, nil
 }
+
+// zones keeps the zones loaded so far. time.LoadLocation reads and parses the
+// zone's file on every call, and windows are parsed on every pass of the
+// controllers that honour them (node-gate's pass follows every Node event).
+// A zone's rules change only with the tz database, which a new image brings.
+var zones sync.Map // name → *time.Location
 
 // interval is one open period [open, close).
 type interval struct{ open, close time.Time }

@@ -50,6 +50,23 @@ func TestFromAPIErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// A zone is read from the tz database once, however often windows are
+// parsed; a name that is no zone is refused every time.
+func TestZoneLoadedOnce(t *testing.T) {
+	a, err := loadLocation("Asia/Kolkata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := loadLocation("Asia/Kolkata"); a != b {
+		t.Fatal("Asia/Kolkata was loaded twice")
+	}
+	for range 2 {
+		if _, err := loadLocation("Mars/Olympus"); err == nil {
+			t.Fatal("Mars/Olympus accepted")
+		}
+	}
+}
+
 func TestNoWindowsAlwaysOpen(t *testing.T) {
 	var s Schedule
 	now := at(t, "2026-03-29T02:30:00Z")
