@@ -89,6 +89,8 @@ func main() {
 			}
 			if alertsCfg.URL != "" {
 				alertsCfg.API = alerts.API(alertsAPI)
+				// The reads name the pod, as its API requests do.
+				alertsCfg.UserAgent = runtime.UserAgent("upshift-node-gate", os.Getenv("POD_NAME"))
 				c, err := alerts.New(alertsCfg)
 				if err != nil {
 					return err

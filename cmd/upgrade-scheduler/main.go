@@ -72,6 +72,10 @@ func main() {
 				return errors.New("no --namespace and no $POD_NAMESPACE: set the namespace of the UpgradeConfigs")
 			}
 			log.Info("running UpgradeConfigs", "namespace", namespace, "configMap", config.ConfigMapName)
+			// Its requests to Alertmanager, Prometheus and OCM name the pod,
+			// as its API requests do: a stale leader's writes can be told
+			// from its successor's.
+			userAgent := runtime.UserAgent(ocm.DefaultUserAgent, os.Getenv("POD_NAME"))
 			r := &controller.Reconciler{
 				Client:     mgr.GetClient(),
 				Recorder:   events.NewRecorder(mgr.GetEventRecorder("upgrade-scheduler")),
@@ -84,6 +88,7 @@ func main() {
 					return fmt.Errorf("invalid value %s for flag --silence-ttl: too short to renew", silenceTTL)
 				}
 				am.API = alerts.Alertmanager
+				am.UserAgent = userAgent
 				ac, err := alerts.New(am)
 				if err != nil {
 					return err
@@ -106,6 +111,7 @@ func main() {
 				// rule's result, silenced or not, as MUO's health query
 				// does; Alertmanager, when also set, keeps the silences.
 				prom.API = alerts.Prometheus
+				prom.UserAgent = userAgent
 				ac, err := alerts.New(prom)
 				if err != nil {
 					return err
@@ -115,9 +121,8 @@ func main() {
 			}
 			if ocmEnabled {
 				// A stale leader must not post a notice or a policy state.
-				// Its requests name the pod, as its API requests do.
 				r.OCM = &controller.OCM{Reader: mgr.GetAPIReader(), Timeout: ocmTimeout, Transport: runtime.Fenced,
-					UserAgent: runtime.UserAgent(ocm.DefaultUserAgent, os.Getenv("POD_NAME"))}
+					UserAgent: userAgent}
 				log.Info("OCM integration on (used when configManager.source is OCM)")
 			}
 			// The sync runs with either source: with LOCAL it only records

@@ -90,7 +90,11 @@ var (
 	env     *testenv.Env
 	cluster *framework.Cluster
 	am      *testenv.Alertmanager
-	ocm     *ocmsim.Server
+	// amLog passes the components' requests on to am and records them:
+	// Alertmanager keeps no request log, and a stale scheduler leader's
+	// silence writes are told apart by it.
+	amLog *framework.RequestLog
+	ocm   *ocmsim.Server
 	// replicas are by component, in the order faults pick from; users are
 	// their ServiceAccounts' usernames, as the audit log shows them, and
 	// namespaces where they run (and hold their Lease).
@@ -124,6 +128,9 @@ var _ = BeforeSuite(func(ctx context.Context) {
 	am, err = testenv.StartAlertmanager(ctx, GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(am.Stop)
+	amLog, err = framework.StartRequestLog(am.URL)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(amLog.Close)
 
 	lease := []string{"--leader-elect-lease-duration=" + leaseDuration, "--leader-elect-renew-deadline=" + renewDeadline,
 		"--leader-elect-retry-period=" + retryPeriod}
@@ -147,7 +154,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 				Binary: bins["cpms-controller"], Replicas: 2, Webhook: true, Args: with()},
 			{Chart: "upgrade-scheduler", Release: "sched", Namespace: namespace, Set: []string{"ocm.enabled=true"}, Scraper: "prometheus-sched",
 				Binary: bins["upgrade-scheduler"], Replicas: 2, Args: with("--ocm=true", "--ocm-timeout=5s", "--ocm-sync-interval=1s",
-					"--alertmanager-url="+am.URL, "--silence-ttl=30s")},
+					"--alertmanager-url="+amLog.URL, "--silence-ttl=30s")},
 			// At this time scale the chart's 5 s between status writes is
 			// ten simulated minutes: once a second instead.
 			{Chart: "mcp-tracker", Release: "mcpt", Namespace: namespace, Scraper: "prometheus-mcpt",
@@ -155,7 +162,7 @@ var _ = BeforeSuite(func(ctx context.Context) {
 			{Chart: "update-status-controller", Release: "usc", Namespace: namespace, Scraper: "prometheus-usc",
 				Binary: bins["update-status-controller"], Replicas: 2, Args: with()},
 			{Chart: "node-gate", Release: "ngate", Namespace: namespace, Scraper: "prometheus-ngate",
-				Binary: bins["node-gate"], Replicas: 2, Args: with("--alerts-url="+am.URL, "--alerts-api=alertmanager")},
+				Binary: bins["node-gate"], Replicas: 2, Args: with("--alerts-url="+amLog.URL, "--alerts-api=alertmanager")},
 		},
 		// The local OCM knows the cluster by its ClusterVersion's ID.
 		Prepare: func(ctx context.Context, c *framework.Cluster) (err error) {

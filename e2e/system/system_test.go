@@ -163,6 +163,7 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 		Expect(rep.desiredVersions).To(HaveLen(1), "ClusterVersion's desiredUpdate set once: %v", rep.desiredVersions)
 		Expect(rep.desiredVersions[0]).To(HavePrefix(to + "@"))
 		ocmNoticesOnce()
+		alertmanagerRequestsNamed()
 		silencesOnce(ctx)
 
 		By("one writer per field of the UpgradeConfig status, at the end as at every revision")
@@ -186,7 +187,8 @@ func specTimeout() time.Duration {
 // how many requests it made before (the user agent names its pod), and every
 // write it made succeed after it woke — those of its leader election
 // (Leases, Events) aside: a stale leader must not act. OCM's request log
-// is read the same way (the scheduler's OCM requests name its pod too).
+// and the Alertmanager proxy's are read the same way (the scheduler's
+// requests to both name its pod too).
 func afterThaw(t thawed) (before int, acted []string, refused int) {
 	GinkgoHelper()
 	evs, err := env.AuditEvents(t.user)
@@ -224,6 +226,16 @@ func afterThaw(t thawed) (before int, acted []string, refused int) {
 			continue
 		}
 		acted = append(acted, fmt.Sprintf("OCM %s %s at %s", r.Method, r.Path, r.Time.UTC().Format(time.RFC3339Nano)))
+	}
+	for _, r := range amLog.Requests() {
+		if !strings.HasSuffix(r.UserAgent, "("+t.pod+")") || r.Time.Before(t.at) || r.Method == http.MethodGet {
+			continue
+		}
+		if !r.Applied() {
+			refused++
+			continue
+		}
+		acted = append(acted, fmt.Sprintf("Alertmanager %s %s at %s", r.Method, r.Path, r.Time.UTC().Format(time.RFC3339Nano)))
 	}
 	return before, acted, refused
 }
@@ -454,6 +466,24 @@ func ocmNoticesOnce() {
 		Expect(r.UserAgent).To(MatchRegexp(`^upshift-upgrade-scheduler/\S+ \(\S+\)$`), "OCM request %s %s does not name its scheduler pod", r.Method, r.Path)
 	}
 	Expect(faults).To(BeNumerically(">", 0), "the OCM faults must have hit something")
+}
+
+// alertmanagerRequestsNamed: every request that reached Alertmanager names
+// the pod that sent it, and every write is the scheduler's (node-gate and
+// update-status only read): what afterThaw tells a stale leader's silence
+// writes by. Some writes were made, or the check would pass on none.
+func alertmanagerRequestsNamed() {
+	GinkgoHelper()
+	writes := 0
+	for _, r := range amLog.Requests() {
+		if r.Method == http.MethodGet {
+			Expect(r.UserAgent).To(MatchRegexp(`^upshift-[a-z-]+/\S+ \(\S+\)$`), "Alertmanager request %s %s does not name its pod", r.Method, r.Path)
+			continue
+		}
+		writes++
+		Expect(r.UserAgent).To(MatchRegexp(`^upshift-upgrade-scheduler/\S+ \(\S+\)$`), "Alertmanager write %s %s is not a scheduler pod's", r.Method, r.Path)
+	}
+	Expect(writes).To(BeNumerically(">", 0), "the scheduler wrote its silences through the proxy")
 }
 
 // silencesOnce: no two silences with the same matchers were active at the

@@ -103,6 +103,12 @@ type Config struct {
 	// reads alerts with the credentials and CAs of the user's kubeconfig,
 	// as `oc adm upgrade status` does.
 	Transport http.RoundTripper
+	// UserAgent, when set, is sent as User-Agent on every request (the
+	// reads, and the silences written through HTTPClient): a component's
+	// requests then name it and its pod (libs/runtime.UserAgent), as its
+	// API requests do, so that a request can be traced to the replica that
+	// sent it.
+	UserAgent string
 }
 
 // Client reads alerts from one API.
@@ -195,7 +201,7 @@ func HTTPClient(c Config) (*http.Client, error) {
 // token, and the timeout as a last resort behind the context's deadline.
 func httpClient(c Config, timeout time.Duration) (*http.Client, error) {
 	if c.Transport != nil {
-		return &http.Client{Transport: c.Transport, Timeout: timeout}, nil
+		return &http.Client{Transport: withUserAgent(c.Transport, c.UserAgent), Timeout: timeout}, nil
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if c.CAFile != "" {
@@ -213,7 +219,27 @@ func httpClient(c Config, timeout time.Duration) (*http.Client, error) {
 	if c.BearerTokenFile != "" {
 		rt = &bearerFile{path: c.BearerTokenFile, next: tr}
 	}
-	return &http.Client{Transport: rt, Timeout: timeout}, nil
+	return &http.Client{Transport: withUserAgent(rt, c.UserAgent), Timeout: timeout}, nil
+}
+
+// withUserAgent sets ua on every request rt carries; rt itself when ua is
+// empty (Go's default agent then).
+func withUserAgent(rt http.RoundTripper, ua string) http.RoundTripper {
+	if ua == "" {
+		return rt
+	}
+	return userAgent{ua: ua, next: rt}
+}
+
+type userAgent struct {
+	ua   string
+	next http.RoundTripper
+}
+
+func (u userAgent) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("User-Agent", u.ua)
+	return u.next.RoundTrip(req)
 }
 
 // bearerFile adds the token read from a file to every request: the kubelet

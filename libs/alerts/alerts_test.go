@@ -381,3 +381,42 @@ func TestFiredCritical(t *testing.T) {
 		t.Fatal("Alertmanager keeps no history of alerts")
 	}
 }
+
+// Every request carries the configured agent, reads through New and writes
+// through HTTPClient alike; without one, Go's default.
+func TestUserAgent(t *testing.T) {
+	var agents []string
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agents = append(agents, r.UserAgent())
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`[]`))
+	}))
+	defer s.Close()
+	for _, ua := range []string{"upshift-node-gate/v1.2.3 (ngate-0)", ""} {
+		agents = nil
+		cfg := Config{URL: s.URL, API: Alertmanager, UserAgent: ua}
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Alerts(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		hc, err := HTTPClient(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := hc.Post(s.URL+"/api/v2/silences", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		want := ua
+		if want == "" {
+			want = "Go-http-client/1.1"
+		}
+		if len(agents) != 2 || agents[0] != want || agents[1] != want {
+			t.Errorf("agent %q: the server saw %q", ua, agents)
+		}
+	}
+}
