@@ -238,7 +238,7 @@ func gateHealth(g gateSet, started, now time.Time, next *nextCheck) []updatev1al
 		}
 		pools := "'" + strings.Join(r.Pools, "', '") + "'"
 		stallsAt, stalls := r.StallsAt(gateStallAfter)
-		if r.Stopped == nil && stalls && now.After(stallsAt) { // r.Stalled, without working out stallsAt again
+		if r.Stopped == nil && r.Stalled(now, gateStallAfter) {
 			since := r.LastProgress.UTC().Format(time.RFC3339)
 			out = append(out, newHealth(makeUID("nodegate", r.Namespace, r.Name, "stalled"), stallsAt,
 				updatev1alpha1.ScopeTypeWorkerPool, res, updatev1alpha1.WarningImpactLevel, updatev1alpha1.UpdateStalledImpactType,

@@ -42,7 +42,7 @@ func (p *planner) gateHolds() (holding, stopped []gating.Run, finished time.Time
 		}
 		switch stallsAt, stalls := r.StallsAt(bound); {
 		case r.Stopped != nil:
-		case stalls && p.now.After(stallsAt): // r.Stalled, without working out stallsAt again
+		case r.Stalled(p.now, bound):
 			r.Stopped = &gating.Stop{Reason: ReasonNoProgress, Message: fmt.Sprintf("nothing has moved since %s, longer than %s",
 				r.LastProgress.UTC().Format(time.RFC3339), bound)}
 		case stalls:
