@@ -217,25 +217,22 @@ func afterThaw(t thawed) (before int, acted []string, refused int) {
 		}
 		acted = append(acted, fmt.Sprintf("%s %s at %s", e.Verb, e.RequestURI, e.StageTimestamp))
 	}
-	for _, r := range ocm.Requests() {
-		if !strings.HasSuffix(r.UserAgent, "("+t.pod+")") || r.Time.Before(t.at) || r.Method == http.MethodGet {
-			continue
+	// A write to a service outside the cluster, by the services' own logs.
+	outside := func(service, userAgent string, at time.Time, method, path string, applied bool) {
+		if !strings.HasSuffix(userAgent, "("+t.pod+")") || at.Before(t.at) || method == http.MethodGet {
+			return
 		}
-		if !r.Applied {
+		if !applied {
 			refused++
-			continue
+			return
 		}
-		acted = append(acted, fmt.Sprintf("OCM %s %s at %s", r.Method, r.Path, r.Time.UTC().Format(time.RFC3339Nano)))
+		acted = append(acted, fmt.Sprintf("%s %s %s at %s", service, method, path, at.UTC().Format(time.RFC3339Nano)))
+	}
+	for _, r := range ocm.Requests() {
+		outside("OCM", r.UserAgent, r.Time, r.Method, r.Path, r.Applied)
 	}
 	for _, r := range amLog.Requests() {
-		if !strings.HasSuffix(r.UserAgent, "("+t.pod+")") || r.Time.Before(t.at) || r.Method == http.MethodGet {
-			continue
-		}
-		if !r.Applied() {
-			refused++
-			continue
-		}
-		acted = append(acted, fmt.Sprintf("Alertmanager %s %s at %s", r.Method, r.Path, r.Time.UTC().Format(time.RFC3339Nano)))
+		outside("Alertmanager", r.UserAgent, r.Time, r.Method, r.Path, r.Applied())
 	}
 	return before, acted, refused
 }
