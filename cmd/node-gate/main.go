@@ -90,7 +90,7 @@ func main() {
 			if alertsCfg.URL != "" {
 				alertsCfg.API = alerts.API(alertsAPI)
 				// The reads name the pod, as its API requests do.
-				alertsCfg.UserAgent = runtime.UserAgent("upshift-node-gate", os.Getenv("POD_NAME"))
+				alertsCfg.UserAgent = runtime.PodUserAgent("upshift-node-gate")
 				c, err := alerts.New(alertsCfg)
 				if err != nil {
 					return err

@@ -77,7 +77,7 @@ func main() {
 			if alertsCfg.URL != "" {
 				alertsCfg.API = alerts.API(alertsAPI)
 				// The reads name the pod, as its API requests do.
-				alertsCfg.UserAgent = runtime.UserAgent("upshift-update-status-controller", os.Getenv("POD_NAME"))
+				alertsCfg.UserAgent = runtime.PodUserAgent("upshift-update-status-controller")
 				client, err := alerts.New(alertsCfg)
 				if err != nil {
 					return err

@@ -75,7 +75,7 @@ func main() {
 			// Its requests to Alertmanager, Prometheus and OCM name the pod,
 			// as its API requests do: a stale leader's writes can be told
 			// from its successor's.
-			userAgent := runtime.UserAgent(ocm.DefaultUserAgent, os.Getenv("POD_NAME"))
+			userAgent := runtime.PodUserAgent(ocm.DefaultUserAgent)
 			r := &controller.Reconciler{
 				Client:     mgr.GetClient(),
 				Recorder:   events.NewRecorder(mgr.GetEventRecorder("upgrade-scheduler")),

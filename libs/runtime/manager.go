@@ -60,6 +60,11 @@ func UserAgent(component, pod string) string {
 	return ua
 }
 
+// PodUserAgent is UserAgent for this process's pod, named by $POD_NAME (the
+// charts set it; empty outside a pod): what its requests to the API server,
+// and to services outside the cluster, carry.
+func PodUserAgent(component string) string { return UserAgent(component, os.Getenv("POD_NAME")) }
+
 // RestConfig loads the kubeconfig named by --kubeconfig, or, when empty, the
 // usual chain ($KUBECONFIG, in-cluster, ~/.kube/config).
 func RestConfig(f *Flags) (*rest.Config, error) {
@@ -85,7 +90,7 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	}
 	cfg = rest.CopyConfig(cfg)
 	var mgr manager.Manager
-	cfg.UserAgent = UserAgent(component, os.Getenv("POD_NAME"))
+	cfg.UserAgent = PodUserAgent(component)
 	if f.KubeAPIQPS > 0 {
 		cfg.QPS, cfg.Burst = float32(f.KubeAPIQPS), f.KubeAPIBurst
 	}
