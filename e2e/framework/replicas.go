@@ -133,6 +133,26 @@ func (r *Replicas) Leader() (i int, p *Running, ok bool) {
 	return 0, nil, false
 }
 
+// Sum is, for each replica's current process that answers a scrape (a
+// frozen one is not asked), the sum of metric name's series. A process
+// started again is a new key: its counters start from zero.
+func (r *Replicas) Sum(name string) map[*Running]float64 {
+	r.mu.Lock()
+	procs := append([]*Running(nil), r.procs...)
+	frozen := append([]bool(nil), r.frozen...)
+	r.mu.Unlock()
+	out := map[*Running]float64{}
+	for i, p := range procs {
+		if frozen[i] {
+			continue
+		}
+		if ms, err := r.scraper.Metrics(p.MetricsURL); err == nil {
+			out[p] = ms.Sum(name, nil)
+		}
+	}
+	return out
+}
+
 // Kill SIGKILLs replica i; its supervisor starts it again.
 func (r *Replicas) Kill(i int) {
 	r.Replica(i).Kill()

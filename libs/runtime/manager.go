@@ -27,7 +27,8 @@ type Options struct {
 	// Scheme defaults to scheme.New().
 	Scheme *runtime.Scheme
 	// Cache lets a component narrow its informers (ByObject selectors,
-	// namespaces). The managedFields-stripping transform is always added.
+	// namespaces). The managedFields-stripping transform is always added,
+	// and the informers' watches are counted when they expire.
 	Cache cache.Options
 	// RestConfig skips kubeconfig loading; tests use it.
 	RestConfig *rest.Config
@@ -103,6 +104,8 @@ func NewManager(component string, f *Flags, opts Options) (manager.Manager, erro
 	// Nobody reads managedFields from the cache, and it is often half of an
 	// object's size: dropping it is the cheapest memory win there is.
 	cacheOpts.DefaultTransform = chainTransforms(cache.TransformStripManagedFields(), cacheOpts.DefaultTransform)
+	// Every informer's watches count their expiries (watches.go).
+	cacheOpts.NewInformer = countExpiredWatches(cacheOpts.NewInformer)
 
 	metricsOptions, err := MetricsOptions(f)
 	if err != nil {

@@ -57,4 +57,36 @@ var _ = Describe("restarting kube-apiserver", func() {
 			}
 		}).Should(Satisfy(apierrors.IsResourceExpired), "a watch from resourceVersion %s after the restart", before)
 	})
+
+	It("with CompactHistory, expires every watch from before at once", func(ctx SpecContext) {
+		Expect(env.CreateNamespace(ctx, "compact")).To(Succeed())
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "compact", Name: "before"}}
+		Expect(env.Client.Create(ctx, cm)).To(Succeed())
+		before := cm.ResourceVersion
+		Expect(env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "compact", Name: "later"}})).To(Succeed())
+
+		Expect(env.RestartAPIServer(ctx, testenv.RestartOptions{Down: 200 * time.Millisecond, CompactHistory: true})).To(Succeed())
+
+		// etcd no longer has the revision: a list at exactly it is refused
+		// (without the compaction, etcd serves it).
+		cs, err := env.Clientset()
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.CoreV1().ConfigMaps("compact").List(ctx, metav1.ListOptions{ResourceVersion: before, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+		Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "a list at exactly %s: want 410 Gone, got %v", before, err)
+		// And so is a watch from it, on the first try, however the new
+		// apiserver serves it.
+		w, err := cs.CoreV1().ConfigMaps("compact").Watch(ctx, metav1.ListOptions{ResourceVersion: before})
+		if err == nil {
+			defer w.Stop()
+			ev := <-w.ResultChan()
+			st, ok := ev.Object.(*metav1.Status)
+			Expect(ok).To(BeTrue(), "the watch from %s delivered %s %T, not an error", before, ev.Type, ev.Object)
+			err = apierrors.FromObject(st)
+		}
+		Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "want 410 Gone, got %v", err)
+		// Only history went: the objects are there.
+		for _, name := range []string{"before", "later"} {
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "compact", Name: name}, &corev1.ConfigMap{})).To(Succeed())
+		}
+	})
 })
