@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // child is a helper process (kube-controller-manager, kube-scheduler, kwok)
@@ -194,4 +196,52 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		case <-tick.C:
 		}
 	}
+}
+
+// The control plane's own output goes to files in Env.Dir (envtest drops it
+// unless asked), so that a failure to start, or to start again, can say
+// why: an apiserver that exits at once leaves only envtest's "timeout
+// waiting for process kube-apiserver to start" otherwise.
+const (
+	etcdLog      = "etcd.log"
+	apiServerLog = "kube-apiserver.log"
+)
+
+// logControlPlane points etcd's and kube-apiserver's output at their files.
+func (e *Env) logControlPlane() error {
+	cp := &e.envtest.ControlPlane
+	if cp.Etcd == nil {
+		cp.Etcd = &envtest.Etcd{}
+	}
+	api := cp.GetAPIServer()
+	for _, f := range []struct {
+		name     string
+		out, err *io.Writer
+	}{{etcdLog, &cp.Etcd.Out, &cp.Etcd.Err}, {apiServerLog, &api.Out, &api.Err}} {
+		file, err := os.OpenFile(filepath.Join(e.Dir, f.name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		e.logs = append(e.logs, file)
+		*f.out, *f.err = file, file
+	}
+	return nil
+}
+
+// controlPlaneTail is the end of etcd's and kube-apiserver's output, for an
+// error message ("" when there is none).
+func (e *Env) controlPlaneTail() string {
+	const keep = 3000
+	out := ""
+	for _, name := range []string{etcdLog, apiServerLog} {
+		data, err := os.ReadFile(filepath.Join(e.Dir, name))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		if len(data) > keep {
+			data = data[len(data)-keep:]
+		}
+		out += fmt.Sprintf("\n--- the end of %s:\n%s", name, data)
+	}
+	return out
 }

@@ -70,7 +70,7 @@ func (e *Env) RestartAPIServer(ctx context.Context, opts RestartOptions) error {
 		return ctx.Err()
 	}
 	if err := api.Start(); err != nil {
-		return fmt.Errorf("starting kube-apiserver again: %w", err)
+		return fmt.Errorf("starting kube-apiserver again: %w%s", err, e.controlPlaneTail())
 	}
 	// The watchdog must know the new process.
 	return e.armWatchdog()

@@ -124,6 +124,8 @@ type Env struct {
 	opts     Options
 	envtest  *envtest.Environment
 	children []*child
+	// logs are the control plane's output files (logControlPlane).
+	logs     []*os.File
 	watchdog *watchdog
 	stopOnce sync.Once
 	stopErr  error
@@ -178,8 +180,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 			return nil, err
 		}
 	}
+	if err := e.logControlPlane(); err != nil {
+		return nil, err
+	}
 	if _, err := e.envtest.Start(); err != nil {
-		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w", err)
+		return nil, fmt.Errorf("starting etcd and kube-apiserver: %w%s", err, e.controlPlaneTail())
 	}
 	if err := e.armWatchdog(); err != nil {
 		return nil, err
@@ -439,6 +444,9 @@ func (e *Env) Stop() error {
 		}
 		if e.watchdog != nil {
 			e.watchdog.disarm()
+		}
+		for _, f := range e.logs {
+			_ = f.Close()
 		}
 		if !e.opts.KeepDir && e.stopErr == nil {
 			_ = os.RemoveAll(e.Dir)
