@@ -209,7 +209,7 @@ var _ = Describe("node-gate", Ordered, func() {
 		Expect(len(tl.mostUnavailable)).To(BeNumerically("<=", 1), "workers unavailable at once: %v", tl.mostUnavailable)
 		tl.mu.Unlock()
 
-		By("ordering from resourceVersions: pre-hook Complete < release < MCO Working; post-hook after Done; next release after the previous Done+Ready")
+		By("ordering from resourceVersions: pre-hook Complete < release < MCO Working; post-hook after Done; the MCO starts the next after the previous Done+Ready")
 		// The timeline's watches may still be behind what the run's status
 		// already shows (the last post-hook Job's Complete): wait for them.
 		Eventually(func(g Gomega) {
@@ -257,27 +257,32 @@ var _ = Describe("node-gate", Ordered, func() {
 			Expect(tl.working).To(HaveKey(n))
 			Expect(tl.done).To(HaveKey(n))
 		}
-		// The releases as they happened: with lookahead a node whose hook
-		// finished first is released first, so this is not always the
-		// planned order (the first two nodes start their hooks together).
-		released := slices.SortedFunc(slices.Values(order), func(a, b string) int { return cmp.Compare(tl.labelled[a], tl.labelled[b]) })
-		ahead := 0
-		for i, n := range released {
+		// The updates as the MCO started them. With lookahead a node whose
+		// hooks are done is released ahead of its turn, into the worker
+		// pool, whose maxUnavailable (the run's 1) keeps the MCO from
+		// starting it before the node updating is Done: node-gate's release
+		// is no longer what the next update waits for.
+		started := slices.SortedFunc(slices.Values(order), func(a, b string) int { return cmp.Compare(tl.working[a], tl.working[b]) })
+		hooksAhead, releasedAhead := 0, 0
+		for i, n := range started {
 			if i == 0 {
 				continue
 			}
-			prev := released[i-1]
+			prev := started[i-1]
 			if preJobDone[n] < tl.done[prev] {
-				ahead++
+				hooksAhead++
 			}
-			Expect(tl.labelled[n]).To(BeNumerically(">", tl.done[prev]), "%s released before %s (released before it) was Done and Ready; releases %v", n, prev, released)
+			if tl.labelled[n] < tl.done[prev] {
+				releasedAhead++
+			}
+			Expect(tl.working[n]).To(BeNumerically(">", tl.done[prev]), "the MCO started %s before %s (started before it) was Done and Ready; started %v", n, prev, started)
 		}
-		AddReportEntry("release order (planned order)", fmt.Sprintf("%v (%v)", released, order))
-		// The lookahead did run hooks ahead: at least the node after the
-		// one whose drain was blocked for a minute had its pre-hook done
-		// before that node was.
-		Expect(ahead).To(BeNumerically(">=", 1), "no node's pre-hook completed before the previous node was Done")
-		AddReportEntry("pre-hooks completed before the previous node was Done", ahead)
+		AddReportEntry("update order (planned order)", fmt.Sprintf("%v (%v)", started, order))
+		// The lookahead did run hooks ahead, and released ahead: at least
+		// the node after the one whose drain was blocked for a minute.
+		Expect(hooksAhead).To(BeNumerically(">=", 1), "no node's pre-hook completed before the previous node was Done")
+		Expect(releasedAhead).To(BeNumerically(">=", 1), "no node was released before the previous node was Done")
+		AddReportEntry("pre-hooks completed, and nodes released, before the previous node was Done", fmt.Sprintf("%d, %d", hooksAhead, releasedAhead))
 
 		By("restored: pool as before, gate pool deleted, no hold label")
 		Eventually(func(g Gomega) {

@@ -923,8 +923,11 @@ func inOrder(m map[string]time.Time, from time.Time) []nodeTime {
 }
 
 // releasePair is the k-th worker Done, when the reference reactor's answer
-// to it was seen, and the k-th release after the first Done (each Done
-// frees one slot, which the next release fills).
+// to it was seen, and the release of the k-th worker the MCO targeted after
+// the first Done (each Done frees one slot, which the next node the MCO
+// targets fills). Without releases ahead that node is the k-th released
+// after the first Done; released ahead (lookahead) it may have been
+// released before the Done, and node-gate then added nothing to the slot.
 type releasePair struct {
 	done, release nodeTime
 	// ref and nodeRef: when the reference's ConfigMap and Node answers
@@ -932,22 +935,28 @@ type releasePair struct {
 	ref, nodeRef time.Time
 }
 
-// releasePairs pairs the Dones the reference answered with the releases;
-// g.mu is held.
+// releasePairs pairs the Dones the reference answered with the releases of
+// the nodes that took their slots; g.mu is held.
 func (g *gateObserver) releasePairs() []releasePair {
 	dones := inOrder(g.done, time.Time{})
 	if len(dones) == 0 {
 		return nil
 	}
-	releases := inOrder(g.released, dones[0].t)
+	targeted := inOrder(g.moved, dones[0].t)
 	var out []releasePair
-	for k := 0; k < len(dones) && k < len(releases); k++ {
-		if ref, ok := g.refSeen[dones[k].node]; ok {
-			out = append(out, releasePair{done: dones[k], release: releases[k], ref: ref, nodeRef: g.nodeRefSeen[dones[k].node]})
+	for k := 0; k < len(dones) && k < len(targeted); k++ {
+		rel, released := g.released[targeted[k].node]
+		if ref, ok := g.refSeen[dones[k].node]; ok && released {
+			out = append(out, releasePair{done: dones[k], release: nodeTime{targeted[k].node, rel}, ref: ref, nodeRef: g.nodeRefSeen[dones[k].node]})
 		}
 	}
 	return out
 }
+
+// added is what node-gate added to the reference's reaction: the release
+// seen minus the reference seen, none when the release came first (a node
+// released ahead, waiting for its slot in the pool).
+func added(release, reference time.Time) time.Duration { return max(release.Sub(reference), 0) }
 
 // addedReactions returns, per paired release, the release seen minus the
 // reference reactor's answer to its Done seen: what node-gate adds to the
@@ -957,7 +966,7 @@ func (g *gateObserver) addedReactions() []time.Duration {
 	defer g.mu.Unlock()
 	var out []time.Duration
 	for _, p := range g.releasePairs() {
-		out = append(out, p.release.t.Sub(p.ref))
+		out = append(out, added(p.release.t, p.ref))
 	}
 	return out
 }
@@ -971,7 +980,7 @@ func (g *gateObserver) addedOverNodeWrites() []time.Duration {
 	var out []time.Duration
 	for _, p := range g.releasePairs() {
 		if !p.nodeRef.IsZero() {
-			out = append(out, p.release.t.Sub(p.nodeRef))
+			out = append(out, added(p.release.t, p.nodeRef))
 		}
 	}
 	return out
@@ -1003,11 +1012,11 @@ func (g *gateObserver) addedSplit() addedSplit {
 		if !p.nodeRef.IsZero() {
 			nodeReference = append(nodeReference, p.nodeRef.Sub(p.done.t))
 		}
-		added := p.release.t.Sub(p.ref)
-		over := added > reactionTarget
+		add := added(p.release.t, p.ref)
+		over := add > reactionTarget
 		if over {
 			s.overTarget++
-			s.over = append(s.over, fmt.Sprintf("%s: +%s", p.done.t.Sub(pairs[0].done.t).Round(100*time.Millisecond), added.Round(time.Millisecond)))
+			s.over = append(s.over, fmt.Sprintf("%s: +%s", p.done.t.Sub(pairs[0].done.t).Round(100*time.Millisecond), add.Round(time.Millisecond)))
 		}
 		reference = append(reference, p.ref.Sub(p.done.t))
 		if c, ok := g.jobComplete[p.release.node]; ok && c.After(p.ref) {
@@ -1017,7 +1026,7 @@ func (g *gateObserver) addedSplit() addedSplit {
 			}
 			continue
 		}
-		own = append(own, added)
+		own = append(own, add)
 	}
 	s.own, s.reference, s.nodeReference = percentiles(own), percentiles(reference), percentiles(nodeReference)
 	return s

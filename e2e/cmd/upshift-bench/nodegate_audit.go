@@ -49,7 +49,7 @@ func splitReleases(pairs []releasePair, requests map[string][]nodeRequest) (out 
 			continue
 		}
 		out = append(out, releaseTimes{
-			node: p.release.node, at: p.done.t.Sub(pairs[0].done.t), added: p.release.t.Sub(p.ref),
+			node: p.release.node, at: p.done.t.Sub(pairs[0].done.t), added: added(p.release.t, p.ref),
 			send: found.received.Sub(p.done.t), serve: found.answered.Sub(found.received), deliver: p.release.t.Sub(found.answered),
 			doneSeen: p.done.t, patched: found.received,
 		})

@@ -12,22 +12,30 @@ func TestAddedSplit(t *testing.T) {
 	t0 := time.Now()
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	g := &gateObserver{
-		// Three Dones, answered by the reference 30 ms later.
-		done:    map[string]time.Time{"d1": at(0), "d2": at(1000), "d3": at(2000)},
-		refSeen: map[string]time.Time{"d1": at(30), "d2": at(1030), "d3": at(2030)},
+		// Four Dones, answered by the reference 30 ms later.
+		done:    map[string]time.Time{"d1": at(0), "d2": at(1000), "d3": at(2000), "d4": at(3000)},
+		refSeen: map[string]time.Time{"d1": at(30), "d2": at(1030), "d3": at(2030), "d4": at(3030)},
 		// r1 is released 50 ms after the reference (hooks ready long
 		// before); r2 400 ms after it, its hooks ready (node-gate's own
 		// tail); r3 900 ms after it, its hook Job Complete 800 ms after the
-		// reference (the Job pipeline's).
-		released:    map[string]time.Time{"r1": at(80), "r2": at(1430), "r3": at(2930)},
-		jobComplete: map[string]time.Time{"r1": at(-5000), "r2": at(900), "r3": at(2830)},
+		// reference (the Job pipeline's); r4 was released ahead, before d4
+		// was Done: node-gate added nothing to its slot.
+		released:    map[string]time.Time{"r1": at(80), "r2": at(1430), "r3": at(2930), "r4": at(2500)},
+		jobComplete: map[string]time.Time{"r1": at(-5000), "r2": at(900), "r3": at(2830), "r4": at(2400)},
+		// The MCO targets each after its release; the k-th targeted after
+		// the first Done takes the k-th Done's slot (r4 after r3, though
+		// released before it).
+		moved: map[string]time.Time{"r1": at(100), "r2": at(1450), "r3": at(2950), "r4": at(3060)},
 	}
 	s := g.addedSplit()
-	if s.n != 3 || s.overTarget != 2 || s.hookLate != 1 || s.hookLateOver != 1 {
-		t.Errorf("n %d, over %d, hook late %d (%d over); want 3, 2, 1 (1)", s.n, s.overTarget, s.hookLate, s.hookLateOver)
+	if s.n != 4 || s.overTarget != 2 || s.hookLate != 1 || s.hookLateOver != 1 {
+		t.Errorf("n %d, over %d, hook late %d (%d over); want 4, 2, 1 (1)", s.n, s.overTarget, s.hookLate, s.hookLateOver)
 	}
 	if s.own[2] != 400*time.Millisecond {
 		t.Errorf("own max = %s, want 400ms (r2; r3 waited for its hook)", s.own[2])
+	}
+	if got := g.addedReactions(); len(got) != 4 || got[3] != 0 {
+		t.Errorf("added reactions %v: want four, the last (released ahead) 0", got)
 	}
 	if s.reference[0] != 30*time.Millisecond {
 		t.Errorf("reference p50 = %s, want 30ms", s.reference[0])

@@ -597,7 +597,13 @@ func (r *Reconciler) execute(ctx context.Context, a plan.Action) error {
 		r.pools.Deleted(pool, r.Clock.Now())
 		return nil
 	case plan.LabelNode:
-		return r.patchNode(ctx, a.Node, map[string]any{"labels": map[string]any{a.Label: a.Pool}})
+		meta := map[string]any{"labels": map[string]any{a.Label: a.Pool}}
+		if a.Label == plan.HoldLabel {
+			// A held node is not released: one patch, so that the mark of
+			// an earlier release never outlives the hold.
+			meta["annotations"] = map[string]any{plan.ReleasedAnnotation: nil}
+		}
+		return r.patchNode(ctx, a.Node, meta)
 	case plan.UnlabelNode:
 		meta := map[string]any{"labels": map[string]any{a.Label: nil}}
 		if a.ReleaseMark != "" {

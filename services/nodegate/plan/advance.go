@@ -233,15 +233,19 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 			if p.updateTarget(r.Pool) == "" || (!p.holdsInGatePool() && p.pools[p.gatePoolName(r.Pool)].Spec.Configuration.Name == "") {
 				return
 			}
-			if busy := p.occupied(r.Name); len(busy) >= p.maxUnavailable() {
+			if busy := p.occupied(r.Name); len(busy) >= p.releaseBudget() {
 				if p.slotWait == "" {
-					p.slotWait = fmt.Sprintf("node %s waits to be released: nodes count against maxUnavailable: %s", r.Name, strings.Join(sortedSet(busy), ", "))
+					against := "maxUnavailable"
+					if p.releasesAhead() {
+						against = fmt.Sprintf("maxUnavailable and the lookahead (%d released or updating at most)", p.releaseBudget())
+					}
+					p.slotWait = fmt.Sprintf("node %s waits to be released: nodes count against %s: %s", r.Name, against, strings.Join(sortedSet(busy), ", "))
 				}
 				// A node whose record is finished (or a stray) may still
 				// carry the label, its removal not yet seen or lost to a
 				// restart, or still be updating: the MCO counts it. Hold
 				// this one until it is gone, so that never more than
-				// maxUnavailable nodes are released at once.
+				// releaseBudget nodes are released at once.
 				return
 			}
 			if p.hooksExpired(r) {
@@ -258,6 +262,9 @@ func (p *planner) step(r *nodegatev1alpha1.NodeRecord) {
 					// The pool rendered new content after the hooks ran
 					// and the MCO has not started the node: hold it again.
 					p.rehold(r)
+					continue
+				}
+				if p.takeBackAhead(r, n) {
 					continue
 				}
 				if !p.holdsInGatePool() && n.Labels[ReleaseLabel] != r.Pool {

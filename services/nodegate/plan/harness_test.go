@@ -209,6 +209,9 @@ func (w *world) apply(a Action) {
 			w.t.Fatalf("LabelNode with label %q", a.Label)
 		}
 		w.nodes[a.Node].Labels[a.Label] = a.Pool
+		if a.Label == HoldLabel {
+			delete(w.nodes[a.Node].Annotations, ReleasedAnnotation)
+		}
 	case UnlabelNode:
 		if a.Label != ReleaseLabel && a.Label != HoldLabel {
 			w.t.Fatalf("UnlabelNode with label %q", a.Label)

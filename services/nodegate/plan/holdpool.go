@@ -55,6 +55,11 @@ func (p *planner) releasedUnrecorded(r *nodegatev1alpha1.NodeRecord) bool {
 	if !p.holdsInGatePool() || (r.Phase != nodegatev1alpha1.NodePending && r.Phase != nodegatev1alpha1.NodePreHooks) {
 		return false
 	}
+	if p.heldAgain[r.Name] {
+		// Taken back in this pass: the node still shows the release
+		// until the hold (which clears the mark) is applied.
+		return false
+	}
 	target := r.HooksTarget
 	if target == "" {
 		target = p.updateTarget(r.Pool)

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	nodegatev1alpha1 "github.com/upshift-io/upshift/api/nodegate/v1alpha1"
 	"github.com/upshift-io/upshift/libs/alerts"
+	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
 // lookaheadRound: maxUnavailable 1, the rule's lookahead as given, the round
@@ -72,6 +74,18 @@ func finishW00(t *testing.T, w *world) (int, Result) {
 	return w01, last
 }
 
+// updating are the gated nodes the MCO has started and not finished
+// (desiredConfig != currentConfig).
+func updating(w *world) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(w.nodes)) {
+		if a := w.nodes[name].Annotations; w.isGated(w.nodes[name]) && a[mcostate.DesiredConfig] != a[mcostate.CurrentConfig] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func TestLookahead(t *testing.T) {
 	t.Run("0 (the default): the next node's hooks wait for its turn", func(t *testing.T) {
 		w := lookaheadRound(t, 0, nil)
@@ -79,8 +93,9 @@ func TestLookahead(t *testing.T) {
 			t.Fatalf("w01 %s while w00 updates, want Pending", ph)
 		}
 	})
-	t.Run("1: the next node's hooks run while w00 updates, and it is released once w00 is out, no Job between", func(t *testing.T) {
+	t.Run("1: the next node's hooks run while w00 updates and it is released ahead; the MCO starts it once w00 is out, no Job between", func(t *testing.T) {
 		w := lookaheadRound(t, 1, nil)
+		w.mco() // the MCO starts w00
 		for i := 0; i < 10 && !doneHooks(w.rec("w01")); i++ {
 			w.completeAll()
 			w.reconcile()
@@ -88,53 +103,63 @@ func TestLookahead(t *testing.T) {
 		if !doneHooks(w.rec("w01")) || w.rec("w02").Phase != nodegatev1alpha1.NodePending {
 			t.Fatalf("w01 %+v, w02 %s: want w01's hooks done ahead and w02 pending", w.rec("w01"), w.rec("w02").Phase)
 		}
-		if w.released("w01") {
-			t.Fatal("w01 released while w00 is")
+		// Released ahead, into its source pool, whose maxUnavailable (1)
+		// keeps the MCO off it while w00 updates.
+		if !w.released("w01") || w.rec("w01").Phase != nodegatev1alpha1.NodeReleased {
+			t.Fatalf("w01 %s (released %v): want it released ahead of its turn", w.rec("w01").Phase, w.released("w01"))
 		}
-		n, r := finishW00(t, w)
-		if n != 0 {
-			t.Fatalf("%d Jobs for w01 while w00 finished: its hooks were done", n)
+		if mu := w.pools["worker"].Spec.MaxUnavailable; mu == nil || mu.IntValue() != 1 {
+			t.Fatalf("worker maxUnavailable %v, want the run's 1", mu)
 		}
-		if w.rec("w01").Phase != nodegatev1alpha1.NodeReleased || len(releaseActions(r)) != 1 {
-			t.Fatalf("w01 %s, actions %+v: want it released in the pass that completed w00", w.rec("w01").Phase, r.Actions)
+		w.mco()
+		if got := updating(w); len(got) > 1 {
+			t.Fatalf("updating %v: the MCO's own bound is the run's limit", got)
 		}
-		if got := w.rec("w01").Hooks[0].Attempts; got != 1 {
-			t.Fatalf("w01's hook ran %d times", got)
+		// finishW00's MCO steps finish w00 and, in the same step, start
+		// w01: it was released already.
+		finishW00(t, w)
+		if ph := w.rec("w01").Phase; ph == nodegatev1alpha1.NodePreHooks || ph == nodegatev1alpha1.NodeReleased && len(updating(w)) == 0 {
+			t.Fatalf("w01 %s, updating %v: want the MCO to have started it once w00 was done", ph, updating(w))
+		}
+		for _, h := range w.rec("w01").Hooks {
+			if h.Stage == nodegatev1alpha1.StagePre && h.Attempts != 1 {
+				t.Fatalf("w01's pre-update hook %s ran %d times", h.Name, h.Attempts)
+			}
 		}
 	})
-	t.Run("a node waiting for its release slot holds no other node's hooks", func(t *testing.T) {
+	t.Run("a node released ahead holds no other node's hooks", func(t *testing.T) {
 		// maxUnavailable 1, lookahead 2: the second and third nodes run
-		// their hooks while the first updates. When it is done, the second
-		// takes the slot and the third waits for the next; the fourth's
-		// hooks must start at once, not when the third is released (else
-		// the lookahead refills in bursts and runs dry).
+		// their hooks while the first updates, and are released ahead.
+		// When the first is done the fourth's hooks start at once (else the
+		// lookahead refills in bursts and runs dry), and the MCO starts one
+		// of the two waiting.
 		w := readyRound(t, 4, func(w *world) { w.rules[0].Spec.Lookahead = 2 })
 		o := w.run.Status.PlannedOrder
 		for i := 0; i < 20 && !(w.rec(o[0]).Phase == nodegatev1alpha1.NodeReleased && doneHooks(w.rec(o[1])) && doneHooks(w.rec(o[2]))); i++ {
 			w.completeAll()
 			w.reconcile()
 		}
-		if w.rec(o[0]).Phase != nodegatev1alpha1.NodeReleased || !doneHooks(w.rec(o[2])) || w.rec(o[3]).Phase != nodegatev1alpha1.NodePending {
-			t.Fatalf("setup: %s %s, %s %+v, %s %s", o[0], w.rec(o[0]).Phase, o[2], w.rec(o[2]), o[3], w.rec(o[3]).Phase)
+		w.reconcile()
+		if w.rec(o[0]).Phase != nodegatev1alpha1.NodeReleased || w.rec(o[1]).Phase != nodegatev1alpha1.NodeReleased || w.rec(o[2]).Phase != nodegatev1alpha1.NodeReleased || w.rec(o[3]).Phase != nodegatev1alpha1.NodePending {
+			t.Fatalf("setup: %s %s, %s %s, %s %s, %s %s: want three released (one slot, two ahead) and the fourth pending", o[0], w.rec(o[0]).Phase, o[1], w.rec(o[1]).Phase, o[2], w.rec(o[2]).Phase, o[3], w.rec(o[3]).Phase)
 		}
 		for i := 0; i < 20 && w.rec(o[0]).Phase != nodegatev1alpha1.NodeCompleted; i++ {
 			w.mco()
+			if got := updating(w); len(got) > 1 {
+				t.Fatalf("updating %v: maxUnavailable 1", got)
+			}
 			w.completeAll()
 			w.now = w.now.Add(time.Second)
 			w.reconcile()
 		}
-		if w.rec(o[1]).Phase != nodegatev1alpha1.NodeReleased || w.rec(o[2]).Phase != nodegatev1alpha1.NodePreHooks {
-			t.Fatalf("%s %s, %s %s: want the first released and the second waiting for its slot", o[1], w.rec(o[1]).Phase, o[2], w.rec(o[2]).Phase)
-		}
 		if w.rec(o[3]).Phase != nodegatev1alpha1.NodePreHooks {
-			t.Fatalf("%s %s: want its hooks started while %s waits for its slot", o[3], w.rec(o[3]).Phase, o[2])
+			t.Fatalf("%s %s: want its hooks started once %s completed", o[3], w.rec(o[3]).Phase, o[0])
 		}
-		c := w.cond(CondProgressing)
-		if c == nil || !strings.Contains(c.Message, o[2]+" waits to be released") || strings.Contains(c.Message, "no new node starts") {
-			t.Fatalf("Progressing %+v: want it to say %s waits for its slot, and not that no node starts", c, o[2])
+		if c := w.cond(CondProgressing); c == nil || strings.Contains(c.Message, "no new node starts") {
+			t.Fatalf("Progressing %+v: want no claim that no node starts", c)
 		}
 	})
-	t.Run("a node whose hooks finish first is released first; the one ahead of it takes the next slot", func(t *testing.T) {
+	t.Run("a node whose hooks finish first is released first; the MCO starts one at a time", func(t *testing.T) {
 		// maxUnavailable 1, lookahead 1: the first two nodes of the planned
 		// order start their hooks in the same pass. The second one's Job
 		// finishes first: a slow hook ahead of it does not hold the slot
@@ -160,21 +185,28 @@ func TestLookahead(t *testing.T) {
 			t.Fatalf("%s %s (released %v), %s %s (released %v): want the node whose hooks finished released, the other not",
 				o[1], w.rec(o[1]).Phase, w.released(o[1]), o[0], w.rec(o[0]).Phase, w.released(o[0]))
 		}
+		w.mco()
+		if got := updating(w); !slices.Equal(got, []string{o[1]}) {
+			t.Fatalf("updating %v: want %s, the one released", got, o[1])
+		}
 		for i := 0; i < 10 && !doneHooks(w.rec(o[0])); i++ {
 			completeOf(o[0])
 			w.reconcile()
 		}
-		if w.released(o[0]) {
-			t.Fatalf("%s released while %s is: maxUnavailable 1", o[0], o[1])
+		if !w.released(o[0]) {
+			t.Fatalf("%s not released ahead while %s updates", o[0], o[1])
 		}
 		for i := 0; i < 20 && w.rec(o[1]).Phase != nodegatev1alpha1.NodeCompleted; i++ {
 			w.mco()
+			if got := updating(w); len(got) > 1 {
+				t.Fatalf("updating %v: maxUnavailable 1", got)
+			}
 			w.completeAll()
 			w.now = w.now.Add(time.Second)
 			w.reconcile()
 		}
-		if w.rec(o[0]).Phase != nodegatev1alpha1.NodeReleased || w.rec(o[0]).Hooks[0].Attempts != 1 {
-			t.Fatalf("%s %+v: want it released in the pass that completed %s, its hook not run again", o[0], w.rec(o[0]), o[1])
+		if !releasedPhase(w.rec(o[0])) || w.rec(o[0]).Hooks[0].Attempts != 1 {
+			t.Fatalf("%s %+v: want it released (and the MCO free to start it), its hook not run again", o[0], w.rec(o[0]))
 		}
 		if !slices.Equal(w.run.Status.PlannedOrder, o) {
 			t.Fatalf("planned order %v, was %v: it is the preview, not rewritten", w.run.Status.PlannedOrder, o)
@@ -191,16 +223,27 @@ func TestLookahead(t *testing.T) {
 			t.Fatalf("w01 %s, want Pending: rule strict has lookahead 0", ph)
 		}
 	})
-	t.Run("hooks older than maxHookAge run again before the release", func(t *testing.T) {
+	t.Run("hooks older than maxHookAge run again before the MCO starts the node", func(t *testing.T) {
 		w := lookaheadRound(t, 1, func(w *world) { w.rules[0].Spec.MaxHookAge = &metav1.Duration{Duration: 10 * time.Minute} })
+		w.mco() // w00 updates, and holds the pool's one slot
 		for i := 0; i < 10 && !doneHooks(w.rec("w01")); i++ {
 			w.completeAll()
 			w.reconcile()
 		}
+		if !w.released("w01") {
+			t.Fatalf("setup: w01 %s, not released ahead", w.rec("w01").Phase)
+		}
 		w.now = w.now.Add(11 * time.Minute)
-		rerun, r := finishW00(t, w)
-		if w.rec("w01").Phase != nodegatev1alpha1.NodePreHooks || !hasEvent(r, "HooksExpired") || rerun != 1 {
-			t.Fatalf("w01 %s, HooksExpired %v, %d Jobs for w01: want its hooks rerun", w.rec("w01").Phase, hasEvent(r, "HooksExpired"), rerun)
+		r := w.reconcile()
+		if w.rec("w01").Phase != nodegatev1alpha1.NodePreHooks || !hasEvent(r, "HooksExpired") || w.released("w01") {
+			t.Fatalf("w01 %s (released %v), HooksExpired %v: want it held again, its hooks to run again", w.rec("w01").Phase, w.released("w01"), hasEvent(r, "HooksExpired"))
+		}
+		if _, marked := w.nodes["w01"].Annotations[ReleasedAnnotation]; marked {
+			t.Fatal("w01 held again with its release mark: it would read as released")
+		}
+		rerun, _ := finishW00(t, w)
+		if rerun != 1 {
+			t.Fatalf("%d Jobs for w01, want its hook run again once", rerun)
 		}
 		for i := 0; i < 10 && w.rec("w01").Phase != nodegatev1alpha1.NodeReleased; i++ {
 			w.completeAll()
@@ -210,26 +253,38 @@ func TestLookahead(t *testing.T) {
 			t.Fatalf("w01 %+v: want released after a second run of its hooks", w.rec("w01"))
 		}
 	})
-	t.Run("with lookahead a node whose hooks ran ahead waits for the health gate to be released", func(t *testing.T) {
+	t.Run("with lookahead a node released ahead is held again while the health gate is closed", func(t *testing.T) {
 		w := lookaheadRound(t, 1, func(w *world) { w.run.Spec.HealthGate = &nodegatev1alpha1.HealthGate{} })
+		w.mco() // w00 updates
 		for i := 0; i < 10 && !doneHooks(w.rec("w01")); i++ {
 			w.completeAll()
 			w.reconcile()
 		}
+		if !w.released("w01") {
+			t.Fatalf("setup: w01 %s, not released ahead", w.rec("w01").Phase)
+		}
 		w.alerts = []alerts.Alert{{Labels: map[string]string{"alertname": "KubeNodeNotReady"}, State: alerts.StateFiring}}
+		r := w.reconcile()
+		if w.released("w01") || w.rec("w01").Phase != nodegatev1alpha1.NodePreHooks || !hasEvent(r, "HeldAgain") {
+			t.Fatalf("w01 %s (released %v), HeldAgain %v: want it held again while the alert fires", w.rec("w01").Phase, w.released("w01"), hasEvent(r, "HeldAgain"))
+		}
 		finishW00(t, w)
 		for i := 0; i < 3; i++ {
-			if r := w.reconcile(); len(actionsOf(r, LabelNode)) != 0 || len(actionsOf(r, CreateJob)) != 0 {
+			r := w.reconcile()
+			if len(releaseActions(r)) != 0 || len(actionsOf(r, CreateJob)) != 0 {
 				t.Fatalf("released or started while an alert fires: %+v", r.Actions)
+			}
+			if w.mco(); len(updating(w)) != 0 {
+				t.Fatalf("the MCO started %v while an alert fires", updating(w))
 			}
 		}
 		w.alerts = nil
 		w.reconcile()
-		if w.rec("w01").Phase != nodegatev1alpha1.NodeReleased {
-			t.Fatalf("w01 %s once the alert resolved", w.rec("w01").Phase)
+		if w.rec("w01").Phase != nodegatev1alpha1.NodeReleased || w.rec("w01").Hooks[0].Attempts != 1 {
+			t.Fatalf("w01 %+v once the alert resolved: want it released again, its hooks not rerun", w.rec("w01"))
 		}
 	})
-	t.Run("never more than maxUnavailable released, with lookahead 2 and maxUnavailable 2", func(t *testing.T) {
+	t.Run("released ahead up to (1 + lookahead) × maxUnavailable; the MCO updates maxUnavailable at once", func(t *testing.T) {
 		w := readyRound(t, 8, func(w *world) {
 			w.rules[0].Spec.Lookahead = 2
 			w.run.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(2))
@@ -241,8 +296,12 @@ func TestLookahead(t *testing.T) {
 			w.completeAll()
 			w.reconcile()
 		}
-		if got := countPhase(w, nodegatev1alpha1.NodeReleased); got != 2 {
-			t.Fatalf("%d released, want 2", got)
+		if got := countPhase(w, nodegatev1alpha1.NodeReleased); got != 6 {
+			t.Fatalf("%d released, want 6", got)
+		}
+		w.mco()
+		if got := updating(w); len(got) != 2 {
+			t.Fatalf("updating %v, want 2", got)
 		}
 	})
 }

@@ -102,6 +102,11 @@ type planner struct {
 	// gatesClosed: a gate on starting nodes is closed (a pause, the update
 	// hold, no window, alerts). With lookahead it holds releases too.
 	gatesClosed bool
+	// heldAgain are the nodes released ahead of their turn that this pass
+	// takes back (ahead.go): their release marks are void from now on.
+	heldAgain map[string]bool
+	// heldByGates are those of them taken back because a gate closed.
+	heldByGates []string
 	// aborted: a hook with failurePolicy Abort failed (in this pass, or
 	// before it with the spec unchanged since).
 	aborted               bool
@@ -334,6 +339,7 @@ func (p *planner) decide() facts {
 		p.findUnheld(hold)
 	}
 	p.advance()
+	p.reportHeldAgain()
 	open := p.hasOpenRecords()
 	switch {
 	case !p.holdsInGatePool():

@@ -68,7 +68,9 @@ const (
 	// (a restart in between): the record still says the node waits, the
 	// node is out of the gate pool, and the MCO may have updated it
 	// already. Someone else's removal of the label leaves no such mark. It
-	// stays on the node (the next release overwrites it). The
+	// stays on the node until the next release overwrites it, or a hold
+	// (LabelNode with HoldLabel) removes it in the same patch: a node
+	// released ahead of its turn and taken back must not read as released. The
 	// update-status-controller reads it too, so as not to report a released
 	// node as waiting while the run's status is behind.
 	ReleasedAnnotation = gating.ReleasedAnnotation
@@ -208,7 +210,8 @@ type Action struct {
 	Node   string
 	Paused bool
 	// Label is the label LabelNode sets and UnlabelNode removes: HoldLabel
-	// or ReleaseLabel.
+	// or ReleaseLabel. LabelNode with HoldLabel also removes the node's
+	// ReleasedAnnotation.
 	Label string
 	// ReleaseMark, on the UnlabelNode that releases a node from its gate
 	// pool, is the ReleasedAnnotation value the same patch sets.
