@@ -104,7 +104,7 @@ var _ = Describe("One OSD upgrade with every controller, under faults", Ordered,
 		Expect(faults.count[freezeLeader]).To(Equal(prof.freezes))
 		Expect(faults.count[restartAPI]).To(Equal(prof.apiRestarts))
 		Expect(faults.count[restartAlerts]).To(Equal(prof.amRestarts))
-		Expect(faults.expired410).To(Equal(prof.apiRestarts), "after every apiserver restart a component's informer resumed from an expired resourceVersion (410 Gone), by its upshift_informer_watches_expired_total")
+		Expect(faults.expired410).To(Equal(prof.apiRestarts), "after every apiserver restart a watch resumed from a resourceVersion of before is refused as expired (410 Gone)")
 		for _, t := range faults.thawed {
 			before, acted, refused := afterThaw(t)
 			fmt.Fprintf(GinkgoWriter, "split brain: %s made %d requests before it froze; after it woke %d writes were refused\n", t.pod, before, refused)

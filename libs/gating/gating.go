@@ -182,6 +182,25 @@ func GatePools(runs []Run) map[string]string {
 	return out
 }
 
+// GatePoolSource says whether pool is a gate pool of node-gate's and of
+// which source pool: as the runs record it (gates, from GatePools), or, when
+// they do not, as the pool's own GatePoolLabel says. node-gate records a
+// gate pool in its run's status before it creates the pool with that label,
+// but a reader's caches of runs and of pools are filled by separate watches:
+// after an API server restart each lists again on its own, and for a while
+// the reader may see the pool without the run that records it. Counting
+// such a pool as a pool of its own would report its source pool done while
+// its nodes wait in the gate pool.
+func GatePoolSource(gates map[string]string, pool metav1.Object) (source string, ok bool) {
+	if s, ok := gates[pool.GetName()]; ok {
+		return s, true
+	}
+	if s := pool.GetLabels()[GatePoolLabel]; s != "" {
+		return s, true
+	}
+	return "", false
+}
+
 // Read reads one run.
 func Read(run *nodegatev1alpha1.MutexRunConfig) Run {
 	st := &run.Status
@@ -322,6 +341,9 @@ const (
 	// which selects it by this label (the value is the source pool's
 	// name), until node-gate releases it by removing the label.
 	HoldLabel = "nodegate.upshift.io/held-from"
+	// GatePoolLabel marks a gate pool node-gate created, with its source
+	// pool's name as the value (GatePoolSource).
+	GatePoolLabel = "nodegate.upshift.io/gate-for"
 	// ReleasedAnnotation marks a node node-gate released, in the same
 	// patch that removes its hold label, with ReleaseMark of the round and
 	// the target the node's pre-update hooks ran for. Someone else's

@@ -175,6 +175,31 @@ func TestGatePools(t *testing.T) {
 	}
 }
 
+// A gate pool is known by the run that records it or, while the reader's
+// cache of runs lags its cache of pools, by its own label.
+func TestGatePoolSource(t *testing.T) {
+	gates := map[string]string{"worker-gate": "worker"}
+	pool := func(name string, labels map[string]string) *metav1.ObjectMeta {
+		return &metav1.ObjectMeta{Name: name, Labels: labels}
+	}
+	for _, tc := range []struct {
+		name   string
+		pool   *metav1.ObjectMeta
+		source string
+		ok     bool
+	}{
+		{"recorded by a run", pool("worker-gate", nil), "worker", true},
+		{"labelled, its run not seen yet", pool("infra-gate", map[string]string{GatePoolLabel: "infra"}), "infra", true},
+		{"a pool", pool("infra", map[string]string{"custom": "x"}), "", false},
+		{"an empty label", pool("odd", map[string]string{GatePoolLabel: ""}), "", false},
+	} {
+		source, ok := GatePoolSource(gates, tc.pool)
+		if source != tc.source || ok != tc.ok {
+			t.Errorf("%s: got %q, %v; want %q, %v", tc.name, source, ok, tc.source, tc.ok)
+		}
+	}
+}
+
 // A run owns the drains of the nodes it released while its spec sets
 // drainRemediation; a run without it, or being deleted, owns none. The
 // reader's cache keeps the spec field that decides it.

@@ -100,7 +100,7 @@ func Plan(in Input) Output {
 	gates := gating.GatePools(in.NodeGateRuns)
 	for i := range in.Pools {
 		tp := poolOf(&in.Pools[i])
-		tp.GateOf = gates[tp.Name]
+		tp.GateOf, _ = gating.GatePoolSource(gates, &in.Pools[i])
 		tin.Pools = append(tin.Pools, tp)
 	}
 	for i := range in.Nodes {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	upgradev1alpha1 "github.com/upshift-io/upshift/api/upgrade/v1alpha1"
+	"github.com/upshift-io/upshift/libs/gating"
 	"github.com/upshift-io/upshift/libs/mcostate"
 )
 
@@ -101,5 +102,44 @@ func TestPlanEventsAndCoalescing(t *testing.T) {
 	}
 	if p := due.Writes[0].Status.Status.Pools; len(p) != 1 || *p[0].Name != "worker" || *p[0].TargetConfig != "rendered-2" {
 		t.Fatalf("pools %+v", p)
+	}
+}
+
+// A gate pool whose run the tracker has not seen yet (after an API server
+// restart its caches of runs and of pools fill separately) is still known
+// by its label: never a pool of its own, its node counted with worker,
+// which is not done.
+func TestGatePoolKnownByItsLabel(t *testing.T) {
+	now := time.Unix(10000, 0)
+	worker := mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"}}
+	worker.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/worker": ""}}
+	worker.Spec.Configuration.Name = "rendered-2"
+	gate := mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker-gate", Labels: map[string]string{gating.GatePoolLabel: "worker"}}}
+	gate.Spec.NodeSelector = &metav1.LabelSelector{MatchLabels: map[string]string{gating.HoldLabel: "worker"}}
+	gate.Spec.Configuration.Name = "rendered-1"
+	gate.Spec.Paused = true
+	node := func(name, config string, labels map[string]string) corev1.Node {
+		labels["node-role.kubernetes.io/worker"] = ""
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
+			Annotations: map[string]string{mcostate.CurrentConfig: config, mcostate.DesiredConfig: config, mcostate.State: mcostate.StateDone}}}
+	}
+	uc := upgradev1alpha1.UpgradeConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "uc"}}
+	in := Input{Pools: []mcfgv1.MachineConfigPool{worker, gate}, Now: now, MinWriteInterval: 5 * time.Second,
+		Nodes:          []corev1.Node{node("w-0", "rendered-2", map[string]string{}), node("w-1", "rendered-1", map[string]string{gating.HoldLabel: "worker"})},
+		UpgradeConfigs: []upgradev1alpha1.UpgradeConfig{uc}}
+	out := Plan(in)
+	if len(out.Writes) != 1 {
+		t.Fatalf("writes %+v, want one", out.Writes)
+	}
+	st := out.Writes[0].Status.Status
+	for _, p := range st.Pools {
+		if *p.Name == "worker-gate" {
+			t.Fatalf("pools %+v: the gate pool is reported as a pool", st.Pools)
+		}
+	}
+	for _, c := range st.Conditions {
+		if *c.Type == "WorkersUpgraded" && *c.Status == metav1.ConditionTrue {
+			t.Fatalf("WorkersUpgraded True while w-1 waits in the gate pool on rendered-1")
+		}
 	}
 }

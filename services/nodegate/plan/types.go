@@ -75,7 +75,7 @@ const (
 	// node as waiting while the run's status is behind.
 	ReleasedAnnotation = gating.ReleasedAnnotation
 	// GatePoolLabel marks a gate pool node-gate created, with the source pool's name.
-	GatePoolLabel = "nodegate.upshift.io/gate-for"
+	GatePoolLabel = gating.GatePoolLabel
 	// RunLabel on hook Jobs holds RunKey of the run that created them.
 	RunLabel = "nodegate.upshift.io/run"
 	// NodeLabel on hook Jobs holds a hash of the node's name (names may be

@@ -322,13 +322,13 @@ func (p *planner) workersUpgraded() result {
 	gates := gating.GatePools(p.in.Snapshot.NodeGateRuns)
 	inGate := map[string]int32{}
 	for _, pool := range p.workerPools() {
-		if source, ok := gates[pool.Name]; ok {
+		if source, ok := gating.GatePoolSource(gates, &pool); ok {
 			inGate[source] += pool.Status.MachineCount
 		}
 	}
 	for _, pool := range p.workerPools() {
 		source := pool.Name
-		if s, isGate := gates[pool.Name]; isGate {
+		if s, isGate := gating.GatePoolSource(gates, &pool); isGate {
 			source = s
 		}
 		if poolCondition(pool, mcfgv1.MachineConfigPoolDegraded) && source == "worker" {
@@ -342,7 +342,7 @@ func (p *planner) workersUpgraded() result {
 		// (two writes per worker, a thousand in a 500-worker update). The
 		// counts are the pools' own status, and kubectl upshift status
 		// tells them.
-		_, isGate := gates[pool.Name]
+		_, isGate := gating.GatePoolSource(gates, &pool)
 		var line string
 		switch {
 		case isGate:

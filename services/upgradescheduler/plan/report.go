@@ -148,7 +148,7 @@ func (p *planner) estimateWorkers(r *upgradev1alpha1.PreflightReport) {
 	pdbWait := time.Duration(p.spec.PDBForceDrainTimeout)*time.Minute + p.cfg.ExpectedNodeDrainTime
 	var slowest time.Duration
 	for _, pool := range p.workerPools() {
-		if _, gate := gates[pool.Name]; gate {
+		if _, gate := gating.GatePoolSource(gates, &pool); gate {
 			continue
 		}
 		n := int(pool.Status.MachineCount)
