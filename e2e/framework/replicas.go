@@ -114,12 +114,8 @@ func (r *Replicas) Err() error {
 // process; ok is false while none does. A frozen replica is not asked: it
 // cannot answer, and what it believes is the point of freezing it.
 func (r *Replicas) Leader() (i int, p *Running, ok bool) {
-	r.mu.Lock()
-	procs := append([]*Running(nil), r.procs...)
-	frozen := append([]bool(nil), r.frozen...)
-	r.mu.Unlock()
-	for i, p := range procs {
-		if frozen[i] {
+	for i, p := range r.unfrozen() {
+		if p == nil {
 			continue
 		}
 		ms, err := r.scraper.Metrics(p.MetricsURL)
@@ -133,17 +129,27 @@ func (r *Replicas) Leader() (i int, p *Running, ok bool) {
 	return 0, nil, false
 }
 
+// unfrozen is each replica's current process, nil for a frozen one: it
+// cannot answer a scrape, and what it believes is the point of freezing it.
+func (r *Replicas) unfrozen() []*Running {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Running, len(r.procs))
+	for i, p := range r.procs {
+		if !r.frozen[i] {
+			out[i] = p
+		}
+	}
+	return out
+}
+
 // Sum is, for each replica's current process that answers a scrape (a
 // frozen one is not asked), the sum of metric name's series. A process
 // started again is a new key: its counters start from zero.
 func (r *Replicas) Sum(name string) map[*Running]float64 {
-	r.mu.Lock()
-	procs := append([]*Running(nil), r.procs...)
-	frozen := append([]bool(nil), r.frozen...)
-	r.mu.Unlock()
 	out := map[*Running]float64{}
-	for i, p := range procs {
-		if frozen[i] {
+	for _, p := range r.unfrozen() {
+		if p == nil {
 			continue
 		}
 		if ms, err := r.scraper.Metrics(p.MetricsURL); err == nil {

@@ -150,7 +150,7 @@ func (p *planner) advance() {
 	if p.waitReason != "" || p.aborted {
 		return
 	}
-	limit := p.maxUnavailable()
+	budget := p.inFlightBudget()
 	for i := range p.st.Nodes {
 		r := &p.st.Nodes[i]
 		if r.Phase != nodegatev1alpha1.NodePending {
@@ -176,9 +176,9 @@ func (p *planner) advance() {
 			busy[n] = true
 		}
 		// With lookahead, that many more nodes per release slot run their
-		// pre-update hooks ahead of their turn; releases stay within
-		// maxUnavailable.
-		if len(busy) >= limit*(1+p.lookahead()) {
+		// pre-update hooks ahead of their turn (and are released ahead:
+		// releaseBudget); the nodes updating stay within maxUnavailable.
+		if len(busy) >= budget {
 			if len(p.inFlight()) == 0 && p.waitReason == "" {
 				// Nothing of this round moves on: say what holds it.
 				p.waitReason, p.waitMessage = ReasonNodesUnavailable, "nodes count against maxUnavailable: "+strings.Join(sortedSet(busy), ", ")

@@ -27,15 +27,20 @@ import (
 // maxUnavailable, which the run does not set.
 func (p *planner) releasesAhead() bool { return p.lookahead() > 0 && p.holdsInGatePool() }
 
+// inFlightBudget is how many nodes may be in flight (in their hooks,
+// released or updating) when one more starts: maxUnavailable, and
+// lookahead more per release slot.
+func (p *planner) inFlightBudget() int { return p.maxUnavailable() * (1 + p.lookahead()) }
+
 // releaseBudget is how many nodes may count as occupied (occupied) when one
-// more is released: maxUnavailable, or, releasing ahead, as many as may
-// run their hooks ahead too. The MCO's own bound keeps the nodes updating
-// at once to maxUnavailable either way.
+// more is released: maxUnavailable, or, releasing ahead, the in-flight
+// budget, as many as may run their hooks ahead too. The MCO's own bound
+// keeps the nodes updating at once to maxUnavailable either way.
 func (p *planner) releaseBudget() int {
 	if !p.releasesAhead() {
 		return p.maxUnavailable()
 	}
-	return p.maxUnavailable() * (1 + p.lookahead())
+	return p.inFlightBudget()
 }
 
 // takeBackAhead takes the released node r back when it was released ahead
