@@ -205,7 +205,7 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	folded := map[string]bool{}
 	for i := range pools {
 		pool := &pools[i]
-		shown := gates.displayPool(pool.Name, exists)
+		shown := gates.displayPool(pool, exists)
 		if shown != pool.Name && len(byPool[pool.Name]) > 0 {
 			folded[shown] = true
 		}
@@ -218,7 +218,7 @@ func assess(s Snapshot, prev *Previous, forAPI bool) (Result, error) {
 	}
 	for i := range pools {
 		pool := &pools[i]
-		if gates.displayPool(pool.Name, exists) != pool.Name {
+		if gates.displayPool(pool, exists) != pool.Name {
 			continue
 		}
 		states := statesOf[pool.Name]

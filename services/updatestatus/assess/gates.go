@@ -110,13 +110,15 @@ func (g gateSet) claim(pool string, r *gateRun) {
 func (g gateSet) heldBy(pool string) *gateRun { return g.pools[pool] }
 
 // displayPool is the pool a pool's nodes are reported in: a gate pool's
-// source, else the pool itself. A gate pool whose source no longer exists is
-// reported as itself.
-func (g gateSet) displayPool(pool string, exists map[string]bool) string {
-	if src, ok := g.sourceOf[pool]; ok && exists[src] {
+// source, else the pool itself. A gate pool is known by the run that records
+// it or, while the runs' cache lags the pools' (after an API server restart
+// each lists again on its own), by its own label (gating.GatePoolSource). A
+// gate pool whose source no longer exists is reported as itself.
+func (g gateSet) displayPool(pool metav1.Object, exists map[string]bool) string {
+	if src, ok := gating.GatePoolSource(g.sourceOf, pool); ok && exists[src] {
 		return src
 	}
-	return pool
+	return pool.GetName()
 }
 
 // ref is the run as an insight's resource reference.

@@ -443,3 +443,27 @@ func TestWithoutRunsEverythingIsOcs(t *testing.T) {
 		})
 	}
 }
+
+// After an API server restart the caches of runs and of pools list again
+// separately, and for a while the controller may see a gate pool before
+// the run that records it. The pool's own gate-for label still folds it
+// into its source pool: reported as a pool of its own, the worker pool
+// would read as done while its nodes wait in the gate pool.
+func TestGatePoolKnownByItsLabelBeforeItsRun(t *testing.T) {
+	s := gatedSnapshot(false)
+	s.NodeGateRuns = nil
+	gate := &s.MachineConfigPools[len(s.MachineConfigPools)-1]
+	gate.Labels = map[string]string{gating.GatePoolLabel: "worker"}
+
+	r := mustAssess(t, s)
+	if len(r.Status.WorkerPools) != 1 || r.Status.WorkerPools[0].Name != "worker" {
+		t.Fatalf("worker pools = %+v, want worker only", r.Status.WorkerPools)
+	}
+	if total := r.Status.WorkerPools[0].Pool.Summary("Total"); total != 4 {
+		t.Errorf("worker pool counts %d nodes, want 4", total)
+	}
+	n := nodeInsight(r, "worker-1")
+	if n == nil || n.PoolResource.Name != "worker" {
+		t.Fatalf("worker-1 = %+v, want it reported in pool worker", n)
+	}
+}
